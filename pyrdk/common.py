@@ -1,0 +1,102 @@
+"""Plain data shared by every layer: Message, OffsetType, CompressionType, SslConfig.
+
+Pure Python: this module imports without the compiled extension.
+"""
+import datetime
+import enum
+
+
+class OffsetType(enum.IntEnum):
+    """Logical offsets, as pykafka (and the Kafka ListOffsets API) number them."""
+    EARLIEST = -2
+    LATEST = -1
+
+
+class CompressionType(enum.IntEnum):
+    """Producer compression codecs (librdkafka ``compression.codec``)."""
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @property
+    def codec(self):
+        """The librdkafka name of the codec."""
+        return self.name.lower()
+
+
+class TimestampType(enum.IntEnum):
+    """What a message's timestamp means (``rd_kafka_timestamp_type_t``)."""
+    NOT_AVAILABLE = 0
+    CREATE_TIME = 1
+    LOG_APPEND_TIME = 2
+
+
+class Message:
+    """One Kafka message, produced or consumed (pykafka's ``Message``).
+
+    ``value`` and ``partition_key`` are bytes (or whatever the serializer /
+    deserializer made of them), ``timestamp`` is milliseconds since the epoch,
+    ``headers`` a list of ``(name, value)`` pairs.
+    """
+    __slots__ = ("value", "partition_key", "partition_id", "offset", "timestamp",
+                 "timestamp_type", "headers", "partition", "topic", "produce_attempt",
+                 "delivery_report_q", "compression_type", "_dr_id")
+
+    def __init__(self, value, partition_key=None, partition_id=-1, offset=-1, timestamp=None,
+                 headers=None, partition=None, topic=None, timestamp_type=0,
+                 compression_type=CompressionType.NONE, produce_attempt=0, delivery_report_q=None):
+        self.value = value
+        self.partition_key = partition_key
+        self.partition_id = partition_id
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.headers = headers if headers is not None else []
+        self.partition = partition
+        self.topic = topic
+        self.compression_type = compression_type
+        self.produce_attempt = produce_attempt
+        self.delivery_report_q = delivery_report_q
+
+    @property
+    def key(self):
+        """Alias of ``partition_key``."""
+        return self.partition_key
+
+    @property
+    def timestamp_dt(self):
+        """``timestamp`` as a UTC datetime (None when the message has none)."""
+        if not self.timestamp or self.timestamp < 0:
+            return None
+        return datetime.datetime.fromtimestamp(self.timestamp / 1000.0, datetime.timezone.utc)
+
+    def __repr__(self):
+        return "<pyrdk.Message topic=%r partition=%d offset=%d value=%r>" % (
+            self.topic, self.partition_id, self.offset,
+            self.value[:40] if isinstance(self.value, (bytes, str)) else self.value)
+
+
+class SslConfig:
+    """TLS settings for ``KafkaClient(ssl_config=...)`` (pykafka's ``SslConfig``).
+
+    Maps to librdkafka's ``security.protocol=ssl``, ``ssl.ca.location``,
+    ``ssl.certificate.location``, ``ssl.key.location`` and ``ssl.key.password``.
+    """
+
+    def __init__(self, cafile, certfile=None, keyfile=None, password=None):
+        self.cafile = cafile
+        self.certfile = certfile
+        self.keyfile = keyfile
+        self.password = password
+
+    def rdkafka_config(self):
+        """The librdkafka properties for these settings."""
+        config = {"security.protocol": "ssl", "ssl.ca.location": self.cafile}
+        for key, value in (("ssl.certificate.location", self.certfile),
+                           ("ssl.key.location", self.keyfile),
+                           ("ssl.key.password", self.password)):
+            if value is not None:
+                config[key] = value.decode() if isinstance(value, bytes) else value
+        return config

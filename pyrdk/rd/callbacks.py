@@ -1,0 +1,186 @@
+"""Trampolines from librdkafka's callbacks into Python.
+
+1. Each ``Handle`` registers a ``Callbacks`` object and passes its integer id to
+   ``rd_kafka_conf_set_opaque``: no Python object pointer ever reaches C, so a late
+   callback for a closed handle finds nothing and returns.
+2. librdkafka calls the trampolines below from ``rd_kafka_poll``, ``rd_kafka_flush`` or
+   ``rd_kafka_consumer_poll`` in the polling thread; log lines are routed to the main
+   queue (``log.queue`` + ``rd_kafka_set_log_queue``) so they arrive there too.
+3. A trampoline converts the C arguments to Python values and calls the handler.
+   An exception is stored on the ``Callbacks`` and re-raised by ``Handle`` after the C
+   call returns, in the thread that called poll.
+"""
+import itertools
+import logging
+import threading
+
+from pyrdk._ffi import ffi, lib, string
+from pyrdk.rd import errors, partitions
+
+log = logging.getLogger("pyrdk.librdkafka")
+
+_registry = {}
+_ids = itertools.count(1)
+_lock = threading.Lock()
+
+# syslog levels (librdkafka's) → logging levels
+_LEVELS = {0: logging.CRITICAL, 1: logging.CRITICAL, 2: logging.CRITICAL, 3: logging.ERROR,
+           4: logging.WARNING, 5: logging.INFO, 6: logging.INFO, 7: logging.DEBUG}
+
+
+class Callbacks:
+    """The Python side of one handle's callbacks; each handler is optional.
+
+    - ``on_delivery(msg_id, exc, partition, offset, timestamp)``
+    - ``on_error(exc)``            (default: log it; fatal errors are stored and raised)
+    - ``on_stats(json_text)``
+    - ``on_rebalance(kind, topic_partitions)``  kind is ``"assign"`` or ``"revoke"``
+    - ``on_commit(exc, topic_partitions)``
+    """
+
+    def __init__(self, on_delivery=None, on_error=None, on_stats=None, on_rebalance=None,
+                 on_commit=None):
+        self.on_delivery = on_delivery
+        self.on_error = on_error
+        self.on_stats = on_stats
+        self.on_rebalance = on_rebalance
+        self.on_commit = on_commit
+        self.last_error = None
+        self.pending = None
+        with _lock:
+            self.id = next(_ids)
+            _registry[self.id] = self
+
+    @property
+    def opaque(self):
+        return ffi.cast("void *", self.id)
+
+    def store(self, exc):
+        """Keep the first exception raised in a callback until ``reraise``."""
+        if self.pending is None:
+            self.pending = exc
+
+    def reraise(self):
+        """Raise the stored callback exception, if any."""
+        exc, self.pending = self.pending, None
+        if exc is not None:
+            raise exc
+
+    def unregister(self):
+        with _lock:
+            _registry.pop(self.id, None)
+
+
+def _lookup(opaque):
+    return _registry.get(int(ffi.cast("uintptr_t", opaque)))
+
+
+@ffi.def_extern()
+def _pyrdk_dr_msg_cb(rk, rkmessage, opaque):
+    cbs = _lookup(opaque)
+    if cbs is None or cbs.on_delivery is None:
+        return
+    try:
+        err = rkmessage.err
+        exc = errors.exception(err) if err else None
+        cbs.on_delivery(int(ffi.cast("uintptr_t", rkmessage._private)), exc, rkmessage.partition,
+                        rkmessage.offset, lib.rd_kafka_message_timestamp(rkmessage, ffi.NULL))
+    except BaseException as exc:  # never let an exception unwind into C
+        cbs.store(exc)
+
+
+@ffi.def_extern()
+def _pyrdk_error_cb(rk, err, reason, opaque):
+    cbs = _lookup(opaque)
+    if cbs is None:
+        return
+    try:
+        fatal = err == errors.FATAL
+        if fatal:
+            buf = errors.errstr()
+            err = lib.rd_kafka_fatal_error(rk, buf, errors.ERRSTR_SIZE)
+            reason = buf
+        exc = errors.exception(err, reason=string(reason), fatal=fatal)
+        cbs.last_error = exc
+        if cbs.on_error is not None:
+            cbs.on_error(exc)
+        elif fatal:
+            cbs.store(exc)
+        else:
+            log.warning("%s: %s", string(lib.rd_kafka_name(rk)), exc)
+    except BaseException as exc:
+        cbs.store(exc)
+
+
+@ffi.def_extern()
+def _pyrdk_log_cb(rk, level, fac, buf):
+    try:
+        log.log(_LEVELS.get(level, logging.DEBUG), "%s [%s] %s",
+                string(lib.rd_kafka_name(rk)), string(fac), string(buf))
+    except BaseException:  # may run on a librdkafka thread: never raise
+        pass
+
+
+@ffi.def_extern()
+def _pyrdk_stats_cb(rk, json, json_len, opaque):
+    cbs = _lookup(opaque)
+    if cbs is not None and cbs.on_stats is not None:
+        try:
+            cbs.on_stats(ffi.unpack(json, json_len).decode())
+        except BaseException as exc:
+            cbs.store(exc)
+    return 0  # librdkafka frees the JSON
+
+
+@ffi.def_extern()
+def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
+    """Assign or revoke, then tell the handler (``rd_kafka_assign`` or the incremental pair)."""
+    cbs = _lookup(opaque)
+    cooperative = string(lib.rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+    try:
+        tps = partitions.from_c(c_partitions)
+        if err == errors.ASSIGN_PARTITIONS:
+            if cooperative:
+                errors.raise_for_error(lib.rd_kafka_incremental_assign(rk, c_partitions))
+            else:
+                errors.check(lib.rd_kafka_assign(rk, c_partitions))
+            kind = "assign"
+        else:
+            if cooperative:
+                errors.raise_for_error(lib.rd_kafka_incremental_unassign(rk, c_partitions))
+            else:
+                errors.check(lib.rd_kafka_assign(rk, ffi.NULL))
+            kind = "revoke"
+        if cbs is not None and cbs.on_rebalance is not None:
+            cbs.on_rebalance(kind, tps)
+    except BaseException as exc:
+        if cbs is not None:
+            cbs.store(exc)
+
+
+@ffi.def_extern()
+def _pyrdk_offset_commit_cb(rk, err, offsets, opaque):
+    cbs = _lookup(opaque)
+    if cbs is None or cbs.on_commit is None:
+        return
+    try:
+        cbs.on_commit(errors.exception(err) if err else None,
+                      partitions.from_c(offsets) if offsets != ffi.NULL else [])
+    except BaseException as exc:
+        cbs.store(exc)
+
+
+def install(conf, cbs, producer):
+    """Point a ``Conf`` at these trampolines and at ``cbs`` (``rd_kafka_conf_set_*_cb``)."""
+    ptr = conf._ptr
+    lib.rd_kafka_conf_set_opaque(ptr, cbs.opaque)
+    lib.rd_kafka_conf_set_error_cb(ptr, lib._pyrdk_error_cb)
+    lib.rd_kafka_conf_set_log_cb(ptr, lib._pyrdk_log_cb)
+    if cbs.on_stats is not None:
+        lib.rd_kafka_conf_set_stats_cb(ptr, lib._pyrdk_stats_cb)
+    if producer:
+        lib.rd_kafka_conf_set_dr_msg_cb(ptr, lib._pyrdk_dr_msg_cb)
+    else:
+        lib.rd_kafka_conf_set_rebalance_cb(ptr, lib._pyrdk_rebalance_cb)
+        if cbs.on_commit is not None:
+            lib.rd_kafka_conf_set_offset_commit_cb(ptr, lib._pyrdk_offset_commit_cb)

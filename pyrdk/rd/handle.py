@@ -1,0 +1,374 @@
+"""Handle: an owned ``rd_kafka_t``, producer or consumer.
+
+Owns the handle from ``rd_kafka_new`` to ``rd_kafka_destroy``, its topic handles and
+its consumer queue. Every call takes a use-guard, so ``close()`` from one thread waits
+for calls in flight in others instead of freeing memory under them; after ``close()``
+every call raises the exception class given at construction. Long waits are sliced
+(``SLICE_MS``) so Ctrl-C and ``close()`` get through.
+"""
+import collections
+import contextlib
+import os
+import threading
+import time
+
+from pyrdk._ffi import ffi, lib, string
+from pyrdk.exceptions import KafkaException, KafkaTimeoutError
+from pyrdk.rd import callbacks, errors, message, partitions
+from pyrdk.rd.conf import Conf
+from pyrdk.rd.queue import Queue
+from pyrdk.rd.topic import TopicHandle
+
+SLICE_MS = 100
+
+BrokerMetadata = collections.namedtuple("BrokerMetadata", "id host port")
+PartitionMetadata = collections.namedtuple("PartitionMetadata", "id error leader replicas isrs")
+TopicMetadata = collections.namedtuple("TopicMetadata", "name error partitions")
+Metadata = collections.namedtuple("Metadata", "brokers topics controller_id cluster_id")
+
+
+class Handle:
+    """An ``rd_kafka_t`` of type ``kind`` (``"producer"`` or ``"consumer"``)."""
+
+    def __init__(self, kind, config, callbacks_=None, closed_exc=KafkaException):
+        self.kind = kind
+        self._closed_exc = closed_exc
+        self._cbs = callbacks_ or callbacks.Callbacks()
+        self._cond = threading.Condition()
+        self._users = 0
+        self._closing = False
+        self._topics = {}
+        self._queue = None
+        self._pid = os.getpid()
+        conf = Conf({"log.queue": True})
+        try:
+            for key, value in config.items():
+                conf.set(key, value)
+            callbacks.install(conf, self._cbs, producer=(kind == "producer"))
+            buf = errors.errstr()
+            rd_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
+            ptr = lib.rd_kafka_new(rd_type, conf._ptr, buf, errors.ERRSTR_SIZE)
+            if ptr == ffi.NULL:
+                from pyrdk.exceptions import ConfigurationError
+                raise ConfigurationError("librdkafka could not create the %s: %s" % (kind, string(buf)))
+            conf.take()  # rd_kafka_new owns it now
+        finally:
+            conf.destroy()
+        self._ptr = ptr
+        lib.rd_kafka_set_log_queue(ptr, ffi.NULL)  # log lines to the main queue, served by poll
+        if kind == "consumer":
+            lib.rd_kafka_poll_set_consumer(ptr)
+            self._queue = Queue(ptr, consumer=True)
+        self.name = string(lib.rd_kafka_name(ptr))
+
+    # -- lifetime -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def use(self):
+        """Hold the handle open for the duration of one call into librdkafka."""
+        with self._cond:
+            if self._closing or self._ptr is None:
+                raise self._closed_exc("the %s %s is closed" % (self.kind, getattr(self, "name", "")))
+            self._users += 1
+        try:
+            yield self._ptr
+        finally:
+            with self._cond:
+                self._users -= 1
+                if self._users == 0:
+                    self._cond.notify_all()
+            self._cbs.reraise()
+
+    @property
+    def closed(self):
+        return self._closing or self._ptr is None
+
+    @property
+    def closing(self):
+        return self._closing
+
+    def close(self, consumer_close=True):
+        """Wait for calls in flight, then ``rd_kafka_consumer_close`` and ``rd_kafka_destroy``."""
+        with self._cond:
+            if self._closing:
+                return
+            self._closing = True
+            if self._queue is not None:
+                self._queue.yield_()
+            while self._users:
+                self._cond.wait(0.1)
+        ptr, self._ptr = self._ptr, None
+        try:
+            if self.kind == "consumer" and consumer_close:
+                lib.rd_kafka_consumer_close(ptr)
+            if self._queue is not None:
+                self._queue.destroy()
+            for topic in self._topics.values():
+                topic.destroy()
+            self._topics.clear()
+            lib.rd_kafka_destroy(ptr)
+        finally:
+            self._cbs.unregister()
+
+    def __del__(self):
+        # Last resort; never after fork() (the child does not own librdkafka's threads).
+        if getattr(self, "_ptr", None) is not None and os.getpid() == self._pid:
+            self._closing = True
+            for topic in self._topics.values():
+                topic.destroy()
+            if self._queue is not None:
+                self._queue.destroy()
+            lib.rd_kafka_destroy_flags(self._ptr, 0x8)  # RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
+            self._ptr = None
+            self._cbs.unregister()
+
+    @property
+    def last_error(self):
+        """The last error librdkafka reported through ``error_cb`` (None if none)."""
+        return self._cbs.last_error
+
+    # -- polling -------------------------------------------------------------------------------
+
+    def poll(self, timeout_ms=0):
+        """``rd_kafka_poll``: serve callbacks; the number of events served."""
+        with self.use() as rk:
+            return lib.rd_kafka_poll(rk, timeout_ms)
+
+    def flush(self, timeout_ms):
+        """``rd_kafka_flush`` in slices; True when the queue is empty, False on timeout."""
+        deadline = _deadline(timeout_ms)
+        while True:
+            with self.use() as rk:
+                if lib.rd_kafka_flush(rk, _slice(deadline)) == 0:
+                    return True
+            if _remaining(deadline) <= 0:
+                return False
+
+    def outq_len(self):
+        """``rd_kafka_outq_len``: messages and requests not yet delivered or reported."""
+        with self.use() as rk:
+            return lib.rd_kafka_outq_len(rk)
+
+    def purge(self, in_flight=False):
+        """``rd_kafka_purge``: fail queued (and optionally in-flight) messages with _PURGE_*."""
+        flags = lib.RD_KAFKA_PURGE_F_QUEUE | (lib.RD_KAFKA_PURGE_F_INFLIGHT if in_flight else 0)
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_purge(rk, flags), "purge")
+
+    # -- producing -----------------------------------------------------------------------------
+
+    def topic(self, name):
+        """The cached ``rd_kafka_topic_t`` for ``name``."""
+        handle = self._topics.get(name)
+        if handle is None:
+            with self.use() as rk:
+                handle = self._topics.setdefault(name, TopicHandle(rk, name))
+        return handle
+
+    def produce(self, topic, partition, value, key, timestamp, headers, msg_id, block):
+        """One message through ``rd_kafka_producev`` (copied); raises on a local refusal."""
+        rkt = self.topic(topic)._ptr
+        hdrs = message.headers_to_c(headers)
+        with self.use() as rk:
+            err = lib.pyrdk_produce(rk, rkt, partition,
+                                    ffi.NULL if value is None else value,
+                                    0 if value is None else len(value),
+                                    ffi.NULL if key is None else key,
+                                    0 if key is None else len(key),
+                                    timestamp or 0, hdrs, ffi.cast("void *", msg_id), block)
+        if err:
+            raise errors.exception(err, "produce to %s [%d]" % (topic, partition))
+
+    # -- metadata and offsets ------------------------------------------------------------------
+
+    def metadata(self, topic=None, timeout_ms=10000, all_topics=True):
+        """``rd_kafka_metadata`` for all topics or one, as ``Metadata`` namedtuples."""
+        out = ffi.new("const struct rd_kafka_metadata **")
+        with self.use() as rk:
+            rkt = self.topic(topic)._ptr if topic is not None else ffi.NULL
+            err = lib.rd_kafka_metadata(rk, 1 if (all_topics and topic is None) else 0, rkt, out,
+                                        timeout_ms)
+            if err:
+                raise self._with_reason(errors.exception(err, "metadata request"))
+            md = out[0]
+            try:
+                brokers = [BrokerMetadata(b.id, string(b.host), b.port)
+                           for b in (md.brokers[i] for i in range(md.broker_cnt))]
+                topics = {}
+                for i in range(md.topic_cnt):
+                    t = md.topics[i]
+                    parts = [PartitionMetadata(p.id, p.err, p.leader,
+                                               [p.replicas[j] for j in range(p.replica_cnt)],
+                                               [p.isrs[j] for j in range(p.isr_cnt)])
+                             for p in (t.partitions[k] for k in range(t.partition_cnt))]
+                    topics[string(t.topic)] = TopicMetadata(string(t.topic), t.err, parts)
+            finally:
+                lib.rd_kafka_metadata_destroy(md)
+            return Metadata(brokers, topics, None, None)
+
+    def controller_id(self, timeout_ms=10000):
+        """``rd_kafka_controllerid``: the controller broker's id, or -1."""
+        with self.use() as rk:
+            return lib.rd_kafka_controllerid(rk, timeout_ms)
+
+    def query_watermark_offsets(self, topic, partition, timeout_ms=10000):
+        """``rd_kafka_query_watermark_offsets``: ``(low, high)`` from the partition leader."""
+        low = ffi.new("int64_t *")
+        high = ffi.new("int64_t *")
+        with self.use() as rk:
+            err = lib.rd_kafka_query_watermark_offsets(rk, topic.encode(), partition, low, high,
+                                                       timeout_ms)
+        if err:
+            raise self._with_reason(errors.exception(err, "list offsets for %s [%d]" % (topic, partition)))
+        return low[0], high[0]
+
+    def offsets_for_times(self, tps, timeout_ms=10000):
+        """``rd_kafka_offsets_for_times``: ``tps`` carry timestamps (ms) in place of offsets."""
+        c_list = partitions.to_c(tps)
+        with self.use() as rk:
+            err = lib.rd_kafka_offsets_for_times(rk, c_list, timeout_ms)
+        if err:
+            raise self._with_reason(errors.exception(err, "offsets for times"))
+        return partitions.from_c(c_list)
+
+    def _with_reason(self, exc):
+        """Add the last connection error librdkafka reported to a timeout's message."""
+        last = self._cbs.last_error
+        if last is not None and isinstance(exc, KafkaTimeoutError):
+            exc.args = ("%s (last error: %s)" % (exc.args[0], last),)
+        return exc
+
+    # -- consuming -----------------------------------------------------------------------------
+
+    def assign(self, tps):
+        """``rd_kafka_assign`` ``(topic, partition, offset)`` tuples; None unassigns."""
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_assign(rk, ffi.NULL if tps is None else partitions.to_c(tps)),
+                         "assign")
+
+    def assignment(self):
+        """``rd_kafka_assignment``."""
+        out = ffi.new("rd_kafka_topic_partition_list_t **")
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_assignment(rk, out), "assignment")
+        c_list = ffi.gc(out[0], lib.rd_kafka_topic_partition_list_destroy)
+        return partitions.from_c(c_list)
+
+    def subscribe(self, topics):
+        """``rd_kafka_subscribe``."""
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_subscribe(rk, partitions.to_c((t, -1) for t in topics)),
+                         "subscribe")
+
+    def unsubscribe(self):
+        """``rd_kafka_unsubscribe``."""
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_unsubscribe(rk), "unsubscribe")
+
+    def commit(self, tps, asynchronous=False):
+        """``rd_kafka_commit`` of explicit offsets (the next offset to read); per-partition
+        errors are raised too."""
+        c_list = partitions.to_c(tps)
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_commit(rk, c_list, 1 if asynchronous else 0), "commit offsets")
+        for tp in partitions.from_c(c_list):
+            errors.check(tp.error, "commit offset for %s [%d]" % (tp.topic, tp.partition))
+
+    def committed(self, tps, timeout_ms=10000):
+        """``rd_kafka_committed``: ``TopicPartition`` list with the committed offsets (-1001 if none)."""
+        c_list = partitions.to_c(tps)
+        with self.use() as rk:
+            err = lib.rd_kafka_committed(rk, c_list, timeout_ms)
+        if err:
+            raise self._with_reason(errors.exception(err, "fetch committed offsets"))
+        return partitions.from_c(c_list)
+
+    def position(self, tps):
+        """``rd_kafka_position``: the next offset the consumer will return per partition."""
+        c_list = partitions.to_c(tps)
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_position(rk, c_list), "position")
+        return partitions.from_c(c_list)
+
+    def seek(self, tps, timeout_ms=10000):
+        """``rd_kafka_seek_partitions`` to ``(topic, partition, offset)``."""
+        c_list = partitions.to_c(tps)
+        with self.use() as rk:
+            errors.raise_for_error(lib.rd_kafka_seek_partitions(rk, c_list, timeout_ms), "seek")
+        for tp in partitions.from_c(c_list):
+            errors.check(tp.error, "seek %s [%d] to %d" % (tp.topic, tp.partition, tp.offset))
+
+    def pause(self, tps):
+        """``rd_kafka_pause_partitions``."""
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_pause_partitions(rk, partitions.to_c(tps)), "pause")
+
+    def resume(self, tps):
+        """``rd_kafka_resume_partitions``."""
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_resume_partitions(rk, partitions.to_c(tps)), "resume")
+
+    def consume_batch(self, max_messages, timeout_ms):
+        """``rd_kafka_consume_batch_queue`` on the consumer queue, in slices.
+
+        Returns ``(messages, errors)``: Messages in queue order, and the exceptions carried
+        by error events (end-of-partition events are dropped). Returns early on ``close()``.
+        """
+        array = ffi.new("rd_kafka_message_t *[]", max_messages)
+        deadline = _deadline(timeout_ms)
+        while True:
+            with self.use():
+                n = self._queue.consume_batch(array, max_messages, _slice(deadline))
+                if n > 0 or n < 0:
+                    return self._convert(array, n)
+            if _remaining(deadline) <= 0 or self._closing:
+                return [], []
+
+    def _convert(self, array, n):
+        if n < 0:
+            return [], [KafkaException("consume_batch_queue failed")]
+        msgs, errs = [], []
+        names = {}
+        try:
+            for i in range(n):
+                m = array[i]
+                rkt = m.rkt
+                topic = names.get(rkt)
+                if topic is None:
+                    topic = names[rkt] = string(lib.rd_kafka_topic_name(rkt)) if rkt != ffi.NULL else None
+                if m.err == 0:
+                    msgs.append(message.from_c(m, topic))
+                elif m.err != errors.PARTITION_EOF:
+                    errs.append(message.error_of(m, topic))
+        finally:
+            for i in range(n):
+                lib.rd_kafka_message_destroy(array[i])
+        return msgs, errs
+
+    def wake(self):
+        """``rd_kafka_queue_yield``: return a blocked ``consume_batch`` early."""
+        if self._queue is not None and not self.closed:
+            self._queue.yield_()
+
+    def memberid(self):
+        """``rd_kafka_memberid``: this consumer's group member id (None outside a group)."""
+        with self.use() as rk:
+            ptr = lib.rd_kafka_memberid(rk)
+            if ptr == ffi.NULL:
+                return None
+            try:
+                return string(ptr)
+            finally:
+                lib.rd_kafka_mem_free(rk, ptr)
+
+
+def _deadline(timeout_ms):
+    return None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
+
+
+def _remaining(deadline):
+    return float("inf") if deadline is None else deadline - time.monotonic()
+
+
+def _slice(deadline):
+    return int(max(0, min(SLICE_MS, _remaining(deadline) * 1000)))

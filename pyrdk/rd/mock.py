@@ -1,0 +1,100 @@
+"""MockCluster: librdkafka's in-process mock Kafka cluster (``rdkafka_mock.h``).
+
+A test aid for fault injection: N brokers on loopback ports, request-error injection,
+brokers down and up, leader moves, round-trip times. It does not support TLS,
+CreateTopics, or ListOffsets by timestamp.
+"""
+import enum
+
+from pyrdk._ffi import ffi, lib, string
+from pyrdk.rd import errors
+from pyrdk.rd.handle import Handle
+
+
+class ApiKey(enum.IntEnum):
+    """Kafka protocol request keys, for ``push_request_errors``."""
+    Produce = 0
+    Fetch = 1
+    ListOffsets = 2
+    Metadata = 3
+    OffsetCommit = 8
+    OffsetFetch = 9
+    FindCoordinator = 10
+    JoinGroup = 11
+    Heartbeat = 12
+    LeaveGroup = 13
+    SyncGroup = 14
+    ApiVersions = 18
+    InitProducerId = 22
+
+
+class MockCluster:
+    """A mock cluster of ``num_brokers`` brokers (ids 1..N), owned by a private handle."""
+
+    def __init__(self, num_brokers=3):
+        self._handle = Handle("producer", {"client.id": "pyrdk-mock"})
+        with self._handle.use() as rk:
+            self._ptr = lib.rd_kafka_mock_cluster_new(rk, num_brokers)
+        if self._ptr == ffi.NULL:
+            self._handle.close()
+            raise RuntimeError("rd_kafka_mock_cluster_new failed")
+        self.num_brokers = num_brokers
+
+    @property
+    def bootstrap_servers(self):
+        """``rd_kafka_mock_cluster_bootstraps``: ``host:port,...`` to connect to."""
+        return string(lib.rd_kafka_mock_cluster_bootstraps(self._ptr))
+
+    def create_topic(self, name, num_partitions=1, replication_factor=1):
+        """``rd_kafka_mock_topic_create``."""
+        errors.check(lib.rd_kafka_mock_topic_create(self._ptr, name.encode(), num_partitions,
+                                                    replication_factor), "mock topic create")
+
+    def push_request_errors(self, api_key, *codes):
+        """``rd_kafka_mock_push_request_errors_array``: the next ``len(codes)`` requests of
+        ``api_key`` fail with these codes, in order."""
+        array = ffi.new("rd_kafka_resp_err_t[]", [int(c) for c in codes])
+        lib.rd_kafka_mock_push_request_errors_array(self._ptr, int(api_key), len(codes), array)
+
+    def clear_request_errors(self, api_key):
+        """``rd_kafka_mock_clear_request_errors``."""
+        lib.rd_kafka_mock_clear_request_errors(self._ptr, int(api_key))
+
+    def set_topic_error(self, topic, code):
+        """``rd_kafka_mock_topic_set_error``: Metadata answers ``code`` for ``topic``."""
+        lib.rd_kafka_mock_topic_set_error(self._ptr, topic.encode(), int(code))
+
+    def set_partition_leader(self, topic, partition, broker_id):
+        """``rd_kafka_mock_partition_set_leader`` (-1: no leader)."""
+        errors.check(lib.rd_kafka_mock_partition_set_leader(self._ptr, topic.encode(), partition,
+                                                            broker_id), "mock set leader")
+
+    def broker_down(self, broker_id):
+        """``rd_kafka_mock_broker_set_down``: disconnect and refuse connections (-1: all)."""
+        errors.check(lib.rd_kafka_mock_broker_set_down(self._ptr, broker_id), "mock broker down")
+
+    def broker_up(self, broker_id):
+        """``rd_kafka_mock_broker_set_up``."""
+        errors.check(lib.rd_kafka_mock_broker_set_up(self._ptr, broker_id), "mock broker up")
+
+    def set_broker_rtt(self, broker_id, rtt_ms):
+        """``rd_kafka_mock_broker_set_rtt``: delay every response of the broker."""
+        errors.check(lib.rd_kafka_mock_broker_set_rtt(self._ptr, broker_id, rtt_ms), "mock rtt")
+
+    def set_coordinator(self, key_type, key, broker_id):
+        """``rd_kafka_mock_coordinator_set``; ``key_type`` is ``"group"`` or ``"transaction"``."""
+        errors.check(lib.rd_kafka_mock_coordinator_set(self._ptr, key_type.encode(), key.encode(),
+                                                       broker_id), "mock coordinator")
+
+    def close(self):
+        """``rd_kafka_mock_cluster_destroy``, then the owning handle."""
+        if self._ptr is not None:
+            lib.rd_kafka_mock_cluster_destroy(self._ptr)
+            self._ptr = None
+            self._handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

