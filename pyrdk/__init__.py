@@ -1,0 +1,25 @@
+"""pyrdk: pykafka's API on librdkafka.
+
+    import pyrdk
+    client = pyrdk.KafkaClient(hosts="127.0.0.1:9092")
+    with client.topics["events"].get_producer() as producer:
+        producer.produce(b"payload")
+
+Programs written for pykafka 2.8 run after ``import pyrdk as pykafka``.
+"""
+__version__ = "0.1.0"
+
+from pyrdk import common, exceptions, partitioners  # noqa: F401
+from pyrdk.broker import Broker
+from pyrdk.client import KafkaClient
+from pyrdk.cluster import Cluster
+from pyrdk.common import CompressionType, Message, OffsetType, SslConfig
+from pyrdk.partition import Partition
+from pyrdk.producer import Producer
+from pyrdk.rd.handle import librdkafka_version
+from pyrdk.simpleconsumer import SimpleConsumer
+from pyrdk.topic import Topic
+
+__all__ = ["Broker", "Cluster", "CompressionType", "KafkaClient", "Message", "OffsetType",
+           "Partition", "Producer", "SimpleConsumer", "SslConfig", "Topic", "common", "exceptions",
+           "librdkafka_version", "partitioners"]

@@ -42,7 +42,7 @@ class Message:
     """
     __slots__ = ("value", "partition_key", "partition_id", "offset", "timestamp",
                  "timestamp_type", "headers", "partition", "topic", "produce_attempt",
-                 "delivery_report_q", "compression_type", "_dr_id")
+                 "delivery_report_q", "compression_type")
 
     def __init__(self, value, partition_key=None, partition_id=-1, offset=-1, timestamp=None,
                  headers=None, partition=None, topic=None, timestamp_type=0,
@@ -100,3 +100,17 @@ class SslConfig:
             if value is not None:
                 config[key] = value.decode() if isinstance(value, bytes) else value
         return config
+
+
+class OffsetPartitionResponse(tuple):
+    """pykafka's answer for one partition of an offset query: ``offset`` (a list) and ``err``."""
+    __slots__ = ()
+
+    def __new__(cls, offset, err=0):
+        return tuple.__new__(cls, (offset, err))
+
+    offset = property(lambda self: self[0])
+    err = property(lambda self: self[1])
+
+    def __repr__(self):
+        return "OffsetPartitionResponse(offset=%r, err=%r)" % self

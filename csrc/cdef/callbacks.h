@@ -1,6 +1,5 @@
 /* Trampolines into Python, defined with @ffi.def_extern in pyrdk/rd/callbacks.py.
  * librdkafka calls them from rd_kafka_poll() / rd_kafka_consumer_poll(), in the polling thread. */
-extern "Python" void _pyrdk_dr_msg_cb(rd_kafka_t *, const rd_kafka_message_t *, void *);
 extern "Python" void _pyrdk_error_cb(rd_kafka_t *, int, const char *, void *);
 extern "Python" void _pyrdk_log_cb(const rd_kafka_t *, int, const char *, const char *);
 extern "Python" int _pyrdk_stats_cb(rd_kafka_t *, char *, size_t, void *);

@@ -1,12 +1,15 @@
 """Trampolines from librdkafka's callbacks into Python.
 
-1. Each ``Handle`` registers a ``Callbacks`` object and passes its integer id to
-   ``rd_kafka_conf_set_opaque``: no Python object pointer ever reaches C, so a late
-   callback for a closed handle finds nothing and returns.
-2. librdkafka calls the trampolines below from ``rd_kafka_poll``, ``rd_kafka_flush`` or
+1. Each ``Handle`` registers a ``Callbacks`` object under an integer id, kept in a C
+   ``pyrdk_opaque_t`` passed to ``rd_kafka_conf_set_opaque``: no Python object pointer
+   ever reaches C, so a late callback for a closed handle finds nothing and returns.
+2. Delivery reports never enter Python from librdkafka: the C ``pyrdk_dr_msg_cb``
+   appends them to a buffer in the opaque, without the GIL, and ``dispatch_reports``
+   hands them to ``on_delivery`` in the thread that asks.
+3. librdkafka calls the trampolines below from ``rd_kafka_poll``, ``rd_kafka_flush`` or
    ``rd_kafka_consumer_poll`` in the polling thread; log lines are routed to the main
    queue (``log.queue`` + ``rd_kafka_set_log_queue``) so they arrive there too.
-3. A trampoline converts the C arguments to Python values and calls the handler.
+4. A trampoline converts the C arguments to Python values and calls the handler.
    An exception is stored on the ``Callbacks`` and re-raised by ``Handle`` after the C
    call returns, in the thread that called poll.
 """
@@ -24,6 +27,8 @@ _ids = itertools.count(1)
 _lock = threading.Lock()
 
 # syslog levels (librdkafka's) → logging levels
+REPORT_BATCH = 4096
+
 _LEVELS = {0: logging.CRITICAL, 1: logging.CRITICAL, 2: logging.CRITICAL, 3: logging.ERROR,
            4: logging.WARNING, 5: logging.INFO, 6: logging.INFO, 7: logging.DEBUG}
 
@@ -50,10 +55,32 @@ class Callbacks:
         with _lock:
             self.id = next(_ids)
             _registry[self.id] = self
+        self.opaque = lib.pyrdk_opaque_new(self.id)
+        self._reports = ffi.new("pyrdk_report_t[]", REPORT_BATCH)
+        self._dispatch_lock = threading.Lock()
 
-    @property
-    def opaque(self):
-        return ffi.cast("void *", self.id)
+    def dispatch_reports(self):
+        """Hand every buffered delivery report to ``on_delivery``; the number handled."""
+        handled = 0
+        with self._dispatch_lock:  # one drain buffer per handle
+            while True:
+                n = lib.pyrdk_reports_drain(self.opaque, self._reports, REPORT_BATCH)
+                if n == 0:
+                    return handled
+                handled += n
+                if self.on_delivery is None:
+                    continue
+                for i in range(n):
+                    r = self._reports[i]
+                    try:
+                        self.on_delivery(r.id, errors.exception(r.err) if r.err else None,
+                                         r.partition, r.offset, r.timestamp)
+                    except BaseException as exc:
+                        self.store(exc)
+
+    def wait_reports(self, timeout_ms):
+        """Block (without the GIL) until a delivery report is buffered; the number buffered."""
+        return lib.pyrdk_reports_wait(self.opaque, timeout_ms)
 
     def store(self, exc):
         """Keep the first exception raised in a callback until ``reraise``."""
@@ -67,26 +94,16 @@ class Callbacks:
             raise exc
 
     def unregister(self):
+        """Forget the handler and free the opaque (after ``rd_kafka_destroy``)."""
         with _lock:
             _registry.pop(self.id, None)
+        if self.opaque is not None:
+            lib.pyrdk_opaque_destroy(self.opaque)
+            self.opaque = None
 
 
 def _lookup(opaque):
-    return _registry.get(int(ffi.cast("uintptr_t", opaque)))
-
-
-@ffi.def_extern()
-def _pyrdk_dr_msg_cb(rk, rkmessage, opaque):
-    cbs = _lookup(opaque)
-    if cbs is None or cbs.on_delivery is None:
-        return
-    try:
-        err = rkmessage.err
-        exc = errors.exception(err) if err else None
-        cbs.on_delivery(int(ffi.cast("uintptr_t", rkmessage._private)), exc, rkmessage.partition,
-                        rkmessage.offset, lib.rd_kafka_message_timestamp(rkmessage, ffi.NULL))
-    except BaseException as exc:  # never let an exception unwind into C
-        cbs.store(exc)
+    return _registry.get(lib.pyrdk_opaque_id(opaque))
 
 
 @ffi.def_extern()
@@ -179,7 +196,7 @@ def install(conf, cbs, producer):
     if cbs.on_stats is not None:
         lib.rd_kafka_conf_set_stats_cb(ptr, lib._pyrdk_stats_cb)
     if producer:
-        lib.rd_kafka_conf_set_dr_msg_cb(ptr, lib._pyrdk_dr_msg_cb)
+        lib.rd_kafka_conf_set_dr_msg_cb(ptr, lib.pyrdk_dr_msg_cb)
     else:
         lib.rd_kafka_conf_set_rebalance_cb(ptr, lib._pyrdk_rebalance_cb)
         if cbs.on_commit is not None:

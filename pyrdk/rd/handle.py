@@ -25,6 +25,7 @@ BrokerMetadata = collections.namedtuple("BrokerMetadata", "id host port")
 PartitionMetadata = collections.namedtuple("PartitionMetadata", "id error leader replicas isrs")
 TopicMetadata = collections.namedtuple("TopicMetadata", "name error partitions")
 Metadata = collections.namedtuple("Metadata", "brokers topics controller_id cluster_id")
+LibrdkafkaVersion = collections.namedtuple("LibrdkafkaVersion", "runtime built_against library")
 
 
 class Handle:
@@ -39,6 +40,7 @@ class Handle:
         self._closing = False
         self._topics = {}
         self._queue = None
+        self.before_destroy = []  # callables run just before rd_kafka_destroy (e.g. mock cluster)
         self._pid = os.getpid()
         conf = Conf({"log.queue": True})
         try:
@@ -97,16 +99,22 @@ class Handle:
                 self._queue.yield_()
             while self._users:
                 self._cond.wait(0.1)
+        if self.kind == "consumer" and consumer_close:
+            lib.rd_kafka_consumer_close(self._ptr)
+        self._destroy(0)
+
+    def _destroy(self, flags):
+        """Free what hangs off the handle, then ``rd_kafka_destroy_flags`` it."""
         ptr, self._ptr = self._ptr, None
         try:
-            if self.kind == "consumer" and consumer_close:
-                lib.rd_kafka_consumer_close(ptr)
+            for hook in self.before_destroy:
+                hook()
             if self._queue is not None:
                 self._queue.destroy()
             for topic in self._topics.values():
                 topic.destroy()
             self._topics.clear()
-            lib.rd_kafka_destroy(ptr)
+            lib.rd_kafka_destroy_flags(ptr, flags)
         finally:
             self._cbs.unregister()
 
@@ -114,13 +122,7 @@ class Handle:
         # Last resort; never after fork() (the child does not own librdkafka's threads).
         if getattr(self, "_ptr", None) is not None and os.getpid() == self._pid:
             self._closing = True
-            for topic in self._topics.values():
-                topic.destroy()
-            if self._queue is not None:
-                self._queue.destroy()
-            lib.rd_kafka_destroy_flags(self._ptr, 0x8)  # RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
-            self._ptr = None
-            self._cbs.unregister()
+            self._destroy(0x8)  # RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
 
     @property
     def last_error(self):
@@ -129,18 +131,37 @@ class Handle:
 
     # -- polling -------------------------------------------------------------------------------
 
-    def poll(self, timeout_ms=0):
-        """``rd_kafka_poll``: serve callbacks; the number of events served."""
+    def poll(self, timeout_ms=0, dispatch=True):
+        """``rd_kafka_poll``: serve callbacks, then (unless ``dispatch`` is False) hand the
+        buffered delivery reports to ``on_delivery``; the number of events served."""
         with self.use() as rk:
-            return lib.rd_kafka_poll(rk, timeout_ms)
+            served = lib.rd_kafka_poll(rk, timeout_ms)
+        if dispatch:
+            self._cbs.dispatch_reports()
+            self._cbs.reraise()
+        return served
+
+    def dispatch_reports(self):
+        """Hand the buffered delivery reports to ``on_delivery`` in this thread."""
+        handled = self._cbs.dispatch_reports()
+        self._cbs.reraise()
+        return handled
+
+    def wait_reports(self, timeout_ms):
+        """Block until a delivery report is buffered (or the timeout); the number buffered."""
+        with self.use():
+            return self._cbs.wait_reports(timeout_ms)
 
     def flush(self, timeout_ms):
-        """``rd_kafka_flush`` in slices; True when the queue is empty, False on timeout."""
+        """``rd_kafka_flush`` in slices, dispatching delivery reports; True when every
+        message is delivered or reported, False on timeout."""
         deadline = _deadline(timeout_ms)
         while True:
             with self.use() as rk:
-                if lib.rd_kafka_flush(rk, _slice(deadline)) == 0:
-                    return True
+                done = lib.rd_kafka_flush(rk, _slice(deadline)) == 0
+            self.dispatch_reports()
+            if done:
+                return True
             if _remaining(deadline) <= 0:
                 return False
 
@@ -165,8 +186,10 @@ class Handle:
                 handle = self._topics.setdefault(name, TopicHandle(rk, name))
         return handle
 
-    def produce(self, topic, partition, value, key, timestamp, headers, msg_id, block):
-        """One message through ``rd_kafka_producev`` (copied); raises on a local refusal."""
+    def produce(self, topic, partition, value, key, timestamp, headers, msg_id):
+        """One message through ``rd_kafka_producev`` (copied); raises on a local refusal
+        (``ProducerQueueFullError``, ``MessageSizeTooLarge``...). ``msg_id`` comes back
+        in the delivery report."""
         rkt = self.topic(topic)._ptr
         hdrs = message.headers_to_c(headers)
         with self.use() as rk:
@@ -175,7 +198,7 @@ class Handle:
                                     0 if value is None else len(value),
                                     ffi.NULL if key is None else key,
                                     0 if key is None else len(key),
-                                    timestamp or 0, hdrs, ffi.cast("void *", msg_id), block)
+                                    timestamp or 0, hdrs, msg_id)
         if err:
             raise errors.exception(err, "produce to %s [%d]" % (topic, partition))
 
@@ -360,6 +383,17 @@ class Handle:
                 return string(ptr)
             finally:
                 lib.rd_kafka_mem_free(rk, ptr)
+
+
+def librdkafka_runtime_version():
+    """``rd_kafka_version()`` of the running library, as an int (``0x020a01ff``)."""
+    return lib.rd_kafka_version()
+
+
+def librdkafka_version():
+    """The running and the built-against librdkafka, and where the running one came from."""
+    from pyrdk._ffi import BUILD_VERSION, LIBRARY_PATH, version_str
+    return LibrdkafkaVersion(string(lib.rd_kafka_version_str()), version_str(BUILD_VERSION), LIBRARY_PATH)
 
 
 def _deadline(timeout_ms):

@@ -38,6 +38,8 @@ class MockCluster:
         if self._ptr == ffi.NULL:
             self._handle.close()
             raise RuntimeError("rd_kafka_mock_cluster_new failed")
+        # librdkafka aborts if the owning handle goes first, whatever the order of GC.
+        self._handle.before_destroy.append(self._destroy)
         self.num_brokers = num_brokers
 
     @property
@@ -86,12 +88,14 @@ class MockCluster:
         errors.check(lib.rd_kafka_mock_coordinator_set(self._ptr, key_type.encode(), key.encode(),
                                                        broker_id), "mock coordinator")
 
-    def close(self):
-        """``rd_kafka_mock_cluster_destroy``, then the owning handle."""
+    def _destroy(self):
         if self._ptr is not None:
             lib.rd_kafka_mock_cluster_destroy(self._ptr)
             self._ptr = None
-            self._handle.close()
+
+    def close(self):
+        """``rd_kafka_mock_cluster_destroy``, then the owning handle."""
+        self._handle.close()
 
     def __enter__(self):
         return self

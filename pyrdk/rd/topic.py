@@ -16,3 +16,9 @@ class TopicHandle:
         if self._ptr is not None:
             lib.rd_kafka_topic_destroy(self._ptr)
             self._ptr = None
+
+
+def murmur2_partition(key, partition_count):
+    """``rd_kafka_msg_partitioner_murmur2``: the partition the Java client picks for ``key``."""
+    return lib.rd_kafka_msg_partitioner_murmur2(ffi.NULL, key, len(key), partition_count,
+                                                ffi.NULL, ffi.NULL)

@@ -1,0 +1,81 @@
+"""KafkaClient: the entry point, holding the cluster (pykafka's ``KafkaClient``).
+
+    from pyrdk import KafkaClient
+    client = KafkaClient(hosts="127.0.0.1:9092")
+    topic = client.topics["events"]
+"""
+import logging
+
+from pyrdk.cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+
+def _positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise TypeError("%s must be a positive int (milliseconds), not %r" % (name, value))
+    return value
+
+
+class KafkaClient:
+    """A connection to a Kafka cluster.
+
+    :param hosts: comma-separated ``host:port`` bootstrap brokers (``bootstrap.servers``)
+    :param zookeeper_hosts: ZooKeeper connect string, kept for balanced consumers
+    :param socket_timeout_ms: network timeout (``socket.timeout.ms``) and the bound on
+        metadata requests: an unreachable cluster raises ``NoBrokersAvailableError`` then
+    :param offsets_channel_socket_timeout_ms: accepted for pykafka compatibility
+    :param use_greenlets: not supported (librdkafka uses native threads)
+    :param exclude_internal_topics: hide topics whose names start with ``__``
+    :param source_address: not supported by librdkafka; a non-empty value is logged and ignored
+    :param ssl_config: a :class:`pyrdk.common.SslConfig`
+    :param broker_version: ignored (librdkafka negotiates API versions)
+    :param rdkafka_config: any librdkafka properties, applied last
+    """
+
+    def __init__(self, hosts="127.0.0.1:9092", zookeeper_hosts=None, socket_timeout_ms=30 * 1000,
+                 offsets_channel_socket_timeout_ms=10 * 1000, use_greenlets=False,
+                 exclude_internal_topics=True, source_address="", ssl_config=None,
+                 broker_version="0.9.0", rdkafka_config=None):
+        if isinstance(hosts, bytes):
+            hosts = hosts.decode()
+        if not isinstance(hosts, str) or not hosts.strip():
+            raise TypeError("hosts must be a non-empty 'host:port,...' string, not %r" % (hosts,))
+        _positive_int("socket_timeout_ms", socket_timeout_ms)
+        if use_greenlets:
+            raise ValueError("use_greenlets=True is not supported: librdkafka runs its own threads")
+        if source_address:
+            log.warning("source_address=%r is ignored: librdkafka cannot bind a source address",
+                        source_address)
+        if rdkafka_config is not None and not isinstance(rdkafka_config, dict):
+            raise TypeError("rdkafka_config must be a dict, not %s" % type(rdkafka_config).__name__)
+        self._zookeeper_connect = zookeeper_hosts
+        self._socket_timeout_ms = socket_timeout_ms
+        self._offsets_channel_socket_timeout_ms = offsets_channel_socket_timeout_ms
+        config = {"bootstrap.servers": ",".join(h.strip() for h in hosts.split(",")),
+                  "socket.timeout.ms": socket_timeout_ms}
+        if ssl_config is not None:
+            config.update(ssl_config.rdkafka_config())
+        config.update(rdkafka_config or {})
+        self.cluster = Cluster(config, socket_timeout_ms=socket_timeout_ms,
+                               exclude_internal_topics=exclude_internal_topics)
+        self.brokers = self.cluster.brokers
+        self.topics = self.cluster.topics
+
+    def update_cluster(self):
+        """Refresh known brokers and topics."""
+        self.cluster.update()
+
+    def close(self):
+        """Release the cluster's librdkafka handle (producers and consumers close themselves)."""
+        self.cluster.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<pyrdk.client.KafkaClient at %#x (hosts=%s)>" % (
+            id(self), self.cluster.rdkafka_config.get("bootstrap.servers"))

@@ -1,0 +1,230 @@
+"""Cluster: brokers and topics from the cluster metadata, plus administration
+(pykafka's ``Cluster``).
+
+One producer-type ``rd_kafka_t`` serves metadata (``rd_kafka_metadata``), offset queries
+(``rd_kafka_offsets_for_times``) and the Admin API; its base configuration is also the
+base of every producer and consumer the cluster makes.
+"""
+import collections
+import logging
+import time
+
+from pyrdk.broker import Broker
+from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, NoBrokersAvailableError,
+                              SocketDisconnectedError, UnknownTopicOrPartition, for_code)
+from pyrdk.rd import admin
+from pyrdk.rd.handle import Handle
+from pyrdk.topic import Topic
+
+log = logging.getLogger(__name__)
+
+GroupListing = collections.namedtuple("GroupListing", "group_id protocol_type")
+
+# Kafka codes that mean "the topic is being created, ask again".
+_TOPIC_PENDING = (3, 5)  # UNKNOWN_TOPIC_OR_PART, LEADER_NOT_AVAILABLE
+
+
+def to_str(name, what="topic name"):
+    """A topic or group name given as bytes or str, as str."""
+    if isinstance(name, bytes):
+        return name.decode()
+    if isinstance(name, str):
+        return name
+    raise TypeError("%s must be bytes or str, not %s" % (what, type(name).__name__))
+
+
+class TopicDict(dict):
+    """``{name (bytes): Topic}``, filled from metadata; an unknown name is looked up on
+    the broker, which creates it where ``auto.create.topics.enable`` allows."""
+
+    def __init__(self, cluster, exclude_internal_topics):
+        super().__init__()
+        self._cluster = cluster
+        self._exclude_internal = exclude_internal_topics
+
+    def __getitem__(self, key):
+        key = to_str(key).encode()
+        try:
+            return super().__getitem__(key)
+        except KeyError:
+            return self._cluster._fetch_topic(key.decode())
+
+    def __contains__(self, key):
+        return super().__contains__(to_str(key).encode())
+
+    def get(self, key, default=None):
+        return super().get(to_str(key).encode(), default)
+
+    def excluded(self, name):
+        return self._exclude_internal and name.startswith("__")
+
+    def sync(self, topics, complete):
+        """Add or update the topics in ``topics`` (``TopicMetadata`` by name); with
+        ``complete``, drop those the metadata no longer lists."""
+        for name, tm in topics.items():
+            if tm.error or self.excluded(name):
+                continue
+            key = name.encode()
+            topic = super().get(key)
+            if topic is None:
+                super().__setitem__(key, Topic(self._cluster, tm))
+            else:
+                topic.update(tm)
+        if complete:
+            for key in [k for k in self.keys() if k.decode() not in topics]:
+                super().__delitem__(key)
+
+
+class Cluster:
+    """The brokers and topics of one Kafka cluster."""
+
+    def __init__(self, rdkafka_config, socket_timeout_ms=30000, exclude_internal_topics=True):
+        self.rdkafka_config = dict(rdkafka_config)
+        self._timeout_ms = socket_timeout_ms
+        self._handle = Handle("producer", self.rdkafka_config)
+        self._brokers = {}
+        self._topics = TopicDict(self, exclude_internal_topics)
+        try:
+            self.update()
+        except BaseException:
+            self._handle.close()
+            raise
+
+    @property
+    def brokers(self):
+        """``{broker_id: Broker}``."""
+        return self._brokers
+
+    @property
+    def topics(self):
+        """``{name: Topic}`` (a ``TopicDict``)."""
+        return self._topics
+
+    def _metadata(self, topic=None):
+        try:
+            return self._handle.metadata(topic, timeout_ms=self._timeout_ms)
+        except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
+            raise NoBrokersAvailableError(
+                "no broker of %s answered a metadata request within %d ms (%s)"
+                % (self.rdkafka_config.get("bootstrap.servers"), self._timeout_ms, exc)) from exc
+        finally:
+            self._handle.poll(0)  # serve log lines and error callbacks
+
+    def _update_brokers(self, brokers):
+        for bm in brokers:
+            broker = self._brokers.get(bm.id)
+            if broker is None or (broker.host, broker.port) != (bm.host, bm.port):
+                self._brokers[bm.id] = Broker(bm.id, bm.host, bm.port, self)
+        for gone in set(self._brokers) - {bm.id for bm in brokers}:
+            del self._brokers[gone]
+
+    def update(self):
+        """Refresh brokers and topics from the cluster metadata (``rd_kafka_metadata``)."""
+        md = self._metadata()
+        self._update_brokers(md.brokers)
+        self._topics.sync(md.topics, complete=True)
+
+    def _fetch_topic(self, name):
+        """Look up one topic by name, letting the broker create it if it does so; retries
+        while the topic is being created, for up to ``socket_timeout_ms``."""
+        if self._topics.excluded(name):
+            raise UnknownTopicOrPartition("%r is an internal topic (exclude_internal_topics=True)" % name)
+        deadline = time.monotonic() + self._timeout_ms / 1000.0
+        delay = 0.05
+        while True:
+            md = self._metadata(name)
+            tm = md.topics.get(name)
+            if tm is not None and not tm.error and tm.partitions:
+                self._update_brokers(md.brokers)
+                self._topics.sync({name: tm}, complete=False)
+                return dict.__getitem__(self._topics, name.encode())
+            code = tm.error if tm is not None else 3
+            if code not in _TOPIC_PENDING or time.monotonic() + delay > deadline:
+                raise for_code(code)("Unknown topic %r: the broker answered error %d and does not "
+                                     "create topics on demand; create it first" % (name, code),
+                                     code=code)
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    @property
+    def controller_broker(self):
+        """The controller ``Broker`` (``rd_kafka_controllerid``), or None if unknown."""
+        return self._brokers.get(self._handle.controller_id(self._timeout_ms))
+
+    def get_group_coordinator(self, consumer_group):
+        """The ``Broker`` coordinating ``consumer_group`` (``rd_kafka_DescribeConsumerGroups``)."""
+        bm = admin.group_coordinator(self._handle, to_str(consumer_group, "consumer_group"),
+                                     self._timeout_ms)
+        if bm is None:
+            raise KafkaException("no coordinator found for group %r" % consumer_group)
+        broker = self._brokers.get(bm.id)
+        return broker if broker is not None else Broker(bm.id, bm.host, bm.port, self)
+
+    get_offset_manager = get_group_coordinator  # pykafka < 2.3 name
+
+    def create_topics(self, topic_reqs, timeout=0):
+        """Create topics (``rd_kafka_CreateTopics``); raise the first error.
+
+        :param topic_reqs: ``(name, num_partitions, replication_factor[, config])`` tuples, or
+            objects with pykafka's ``topic_name``, ``num_partitions``, ``replication_factor``
+            and ``config_entries`` attributes
+        :param timeout: ms to wait (0: ``socket_timeout_ms``)
+        """
+        reqs = []
+        for req in topic_reqs:
+            if isinstance(req, (tuple, list)):
+                name, num_partitions, replication_factor = req[:3]
+                config = req[3] if len(req) > 3 else None
+            else:
+                name, num_partitions = req.topic_name, req.num_partitions
+                replication_factor = req.replication_factor
+                config = dict(getattr(req, "config_entries", None) or [])
+            reqs.append((to_str(name), num_partitions, replication_factor,
+                         {to_str(k, "config key"): to_str(v, "config value") if isinstance(v, bytes) else v
+                          for k, v in (config or {}).items()}))
+        results = admin.create_topics(self._handle, reqs, timeout or self._timeout_ms)
+        self._raise_first(results)
+        self.update()
+
+    def delete_topics(self, topics, timeout=0):
+        """Delete topics by name (``rd_kafka_DeleteTopics``); raise the first error."""
+        names = [to_str(t.name if isinstance(t, Topic) else t) for t in topics]
+        results = admin.delete_topics(self._handle, names, timeout or self._timeout_ms)
+        self._raise_first(results)
+        self.update()
+
+    @staticmethod
+    def _raise_first(results):
+        for exc in results.values():
+            if exc is not None:
+                raise exc
+
+    def list_groups(self):
+        """``{group_id (bytes): GroupListing(group_id, protocol_type)}`` (``rd_kafka_list_groups``)."""
+        groups = admin.list_groups(self._handle, None, self._timeout_ms)
+        return {g.group_id.encode(): GroupListing(g.group_id.encode(), (g.protocol_type or "").encode())
+                for g in groups}
+
+    def describe_groups(self, group_ids):
+        """``{group_id (bytes): GroupInfo}`` with state, protocol and members
+        (``rd_kafka_list_groups`` for each group)."""
+        out = {}
+        for group in group_ids:
+            for info in admin.list_groups(self._handle, to_str(group, "group id"), self._timeout_ms):
+                out[info.group_id.encode()] = info
+        return out
+
+    def offsets_for_times(self, tps):
+        """``rd_kafka_offsets_for_times`` for ``(topic, partition, timestamp)`` tuples."""
+        try:
+            return self._handle.offsets_for_times(tps, self._timeout_ms)
+        finally:
+            self._handle.poll(0)
+
+    def close(self):
+        """Close the metadata handle."""
+        self._handle.close()
+
+    def __repr__(self):
+        return "<pyrdk.cluster.Cluster at %#x (hosts=%s)>" % (
+            id(self), self.rdkafka_config.get("bootstrap.servers"))

@@ -1,0 +1,75 @@
+"""Partition: one partition of a topic, its leader and replicas (pykafka's ``Partition``)."""
+import datetime
+
+from pyrdk.common import OffsetType
+
+
+def to_timestamp_ms(value):
+    """An ``OffsetType``, a ms timestamp or a ``datetime`` as the int ListOffsets takes."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        return int(round(value.timestamp() * 1000))
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("expected an OffsetType, a timestamp in ms or a datetime, not %r" % (value,))
+    if value < 0 and value not in (OffsetType.EARLIEST, OffsetType.LATEST):
+        raise ValueError("%d is neither an OffsetType nor a timestamp" % value)
+    return value
+
+
+class Partition:
+    """A topic partition: ``id``, ``leader``, ``replicas``, ``isr``, ``topic``."""
+
+    def __init__(self, topic, id_, leader, replicas, isr):
+        self._topic = topic
+        self._id = id_
+        self._leader = leader
+        self._replicas = replicas
+        self._isr = isr
+
+    @property
+    def id(self):
+        return self._id
+
+    @property
+    def topic(self):
+        return self._topic
+
+    @property
+    def leader(self):
+        """The leader ``Broker`` (None during an election)."""
+        return self._leader
+
+    @property
+    def replicas(self):
+        return self._replicas
+
+    @property
+    def isr(self):
+        """The in-sync replicas, a list of ``Broker``."""
+        return self._isr
+
+    def fetch_offset_limit(self, offsets_before, max_offsets=1):
+        """The ``OffsetPartitionResponse`` of ``Topic.fetch_offset_limits`` for this partition."""
+        return self._topic.fetch_offset_limits(offsets_before, max_offsets, partitions=[self._id])[self._id]
+
+    def earliest_available_offset(self):
+        """The first offset still in the log (``rd_kafka_offsets_for_times`` with -2)."""
+        return self.fetch_offset_limit(OffsetType.EARLIEST).offset[0]
+
+    def latest_available_offset(self):
+        """The offset the next message will get (``rd_kafka_offsets_for_times`` with -1)."""
+        return self.fetch_offset_limit(OffsetType.LATEST).offset[0]
+
+    def update(self, brokers, metadata):
+        """Take leader, replicas and ISR from a fresh ``PartitionMetadata``."""
+        self._leader = brokers.get(metadata.leader)
+        self._replicas = [brokers[b] for b in metadata.replicas if b in brokers]
+        self._isr = [brokers[b] for b in metadata.isrs if b in brokers]
+
+    def __lt__(self, other):
+        return self._id < other._id
+
+    def __repr__(self):
+        return "<pyrdk.partition.Partition at %#x (topic=%s, id=%d)>" % (
+            id(self), self._topic.name, self._id)

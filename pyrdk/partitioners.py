@@ -1,0 +1,104 @@
+"""Partitioners: callables ``(partitions, key) -> Partition`` for the Producer (pykafka's).
+
+``HashingPartitioner`` keeps pykafka's default hash (SHA-1 of the key), so keys land where
+a pykafka producer put them; ``Murmur2Partitioner`` places keys where the Java client and
+librdkafka's ``murmur2`` partitioner do (``rd_kafka_msg_partitioner_murmur2``).
+"""
+import hashlib
+import itertools
+import random
+
+from pyrdk.rd.topic import murmur2_partition
+
+__all__ = ["BasePartitioner", "RandomPartitioner", "random_partitioner", "HashingPartitioner",
+           "hashing_partitioner", "GroupHashingPartitioner", "Murmur2Partitioner",
+           "murmur2_partitioner"]
+
+
+def _sha1_hash(key):
+    return int(hashlib.sha1(key).hexdigest(), 16)
+
+
+def _require_key(key):
+    if key is None:
+        raise ValueError("key cannot be `None` when using a hashing partitioner")
+
+
+class BasePartitioner:
+    """Base class for class-based partitioners."""
+
+    def __call__(self, partitions, key=None):
+        raise NotImplementedError("subclasses must define their own partitioner")
+
+
+class RandomPartitioner(BasePartitioner):
+    """Spread messages over all partitions, ignoring the key (a counter, not random, to
+    save cycles; the starting point is random so producers do not move in lockstep)."""
+
+    def __init__(self):
+        self._counter = itertools.count(random.randrange(1 << 16))
+
+    def __call__(self, partitions, key=None):
+        return partitions[next(self._counter) % len(partitions)]
+
+
+random_partitioner = RandomPartitioner()
+
+
+class HashingPartitioner(BasePartitioner):
+    """The same key always goes to the same partition while the partition count holds.
+
+    :param hash_func: ``bytes -> int``; the default (SHA-1) is stable across processes
+        and is pykafka's, unlike Python's salted ``hash``.
+    """
+
+    def __init__(self, hash_func=None):
+        self.hash_func = hash_func if hash_func is not None else _sha1_hash
+
+    def __call__(self, partitions, key):
+        _require_key(key)
+        partitions = sorted(partitions)
+        return partitions[abs(self.hash_func(key)) % len(partitions)]
+
+
+hashing_partitioner = HashingPartitioner()
+
+
+class GroupHashingPartitioner(BasePartitioner):
+    """The same key goes to one of a consistent group of ``group_size`` partitions.
+
+    :param hash_func: ``bytes -> int`` (required, as in pykafka)
+    :param group_size: how many partitions share a key, between 1 and the partition count
+    """
+
+    def __init__(self, hash_func, group_size=1):
+        if hash_func is None:
+            raise ValueError("hash_func must be specified when using GroupHashingPartitioner")
+        if group_size < 1:
+            raise ValueError("group_size cannot be < 1 when using GroupHashingPartitioner")
+        self.hash_func = hash_func
+        self.group_size = group_size
+
+    def __call__(self, partitions, key):
+        _require_key(key)
+        if self.group_size > len(partitions):
+            raise ValueError("group_size cannot be > available partitions")
+        partitions = sorted(partitions)
+        return partitions[abs(self.hash_func(key) + random.randrange(self.group_size)) % len(partitions)]
+
+
+class Murmur2Partitioner(BasePartitioner):
+    """Place keys as the Java client does (murmur2, ``toPositive(hash) % count``);
+    messages without a key are spread like ``RandomPartitioner``."""
+
+    def __init__(self):
+        self._random = RandomPartitioner()
+
+    def __call__(self, partitions, key=None):
+        if key is None:
+            return self._random(partitions)
+        partitions = sorted(partitions)
+        return partitions[murmur2_partition(key, len(partitions))]
+
+
+murmur2_partitioner = Murmur2Partitioner()

@@ -1,0 +1,327 @@
+"""Producer: pykafka's asynchronous producer on librdkafka (``rd_kafka_producev``).
+
+``produce()`` picks a partition with the partitioner, hands the message to librdkafka
+and returns. Delivery reports are recorded in C (``pyrdk_dr_msg_cb``) and dispatched
+in Python by ``produce()``, ``flush()``, ``get_delivery_report()`` and a small poller
+thread; a failed delivery reaches the user through ``get_delivery_report()`` when
+``delivery_reports=True``, from ``produce()`` itself when ``sync=True``, and otherwise as
+``ProduceFailureError`` on the next ``produce()``, ``flush()`` or ``stop()``.
+"""
+import datetime
+import itertools
+import logging
+import queue
+import threading
+
+from pyrdk.common import CompressionType, Message
+from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
+                              ProduceFailureError, ProducerQueueFullError, ProducerStoppedException)
+from pyrdk.partition import to_timestamp_ms
+from pyrdk.partitioners import random_partitioner
+from pyrdk.rd.callbacks import Callbacks
+from pyrdk.rd.handle import Handle
+
+log = logging.getLogger(__name__)
+
+POLL_MS = 100
+DISPATCH_EVERY = 512
+
+
+def _check_bytes(name, value):
+    if value is not None and not isinstance(value, bytes):
+        raise TypeError("Producer.produce accepts bytes as %s (or a serializer), but got %s"
+                        % (name, type(value).__name__))
+
+
+class Producer:
+    """Produce messages to one topic (pykafka 2.8's signature and defaults).
+
+    :param partitioner: ``(partitions, key) -> Partition``; see :mod:`pyrdk.partitioners`
+    :param compression: a :class:`CompressionType` (``compression.codec``)
+    :param max_retries: ``message.send.max.retries``
+    :param retry_backoff_ms: ``retry.backoff.ms``
+    :param required_acks: ``request.required.acks`` (0, 1, -1 = all)
+    :param ack_timeout_ms: ``request.timeout.ms``
+    :param max_queued_messages: ``queue.buffering.max.messages``
+    :param min_queued_messages: ``batch.num.messages``
+    :param linger_ms: ``linger.ms``
+    :param queue_empty_timeout_ms: accepted for pykafka compatibility
+    :param block_on_queue_full: wait for room when the queue is full; False raises
+        ``ProducerQueueFullError``
+    :param max_request_size: the largest message (``message.max.bytes``); larger ones raise
+        ``MessageSizeTooLarge`` from ``produce()``
+    :param sync: ``produce()`` waits for delivery and raises its error
+    :param delivery_reports: keep ``(message, exception or None)`` for
+        :meth:`get_delivery_report`, per producing thread (ignored when ``sync``)
+    :param pending_timeout_ms: how long ``stop()`` (and a sync ``produce()``) waits for
+        deliveries; -1 waits for ever. What is still queued then is purged and reported
+        as failed.
+    :param auto_start: start in the constructor
+    :param serializer: ``(value, partition_key) -> (bytes, bytes)``
+    :param enable_idempotence: ``enable.idempotence``
+    :param rdkafka_config: any librdkafka properties, applied last
+    """
+
+    def __init__(self, cluster, topic, partitioner=None, compression=CompressionType.NONE,
+                 max_retries=3, retry_backoff_ms=100, required_acks=1, ack_timeout_ms=10 * 1000,
+                 max_queued_messages=100000, min_queued_messages=70000, linger_ms=5 * 1000,
+                 queue_empty_timeout_ms=0, block_on_queue_full=True, max_request_size=1000012,
+                 sync=False, delivery_reports=False, pending_timeout_ms=5 * 1000, auto_start=True,
+                 serializer=None, enable_idempotence=False, rdkafka_config=None, use_rdkafka=None):
+        self._cluster = cluster
+        self._topic = topic
+        self._topic_name = topic.name.decode()
+        self._partitioner = partitioner or random_partitioner
+        if not callable(self._partitioner):
+            raise TypeError("partitioner must be callable (partitions, key) -> Partition")
+        if serializer is not None and not callable(serializer):
+            raise TypeError("serializer must be callable (value, partition_key) -> (value, key)")
+        self._serializer = serializer
+        self._compression = CompressionType(compression)
+        self._block_on_queue_full = block_on_queue_full
+        self._max_request_size = max_request_size
+        self._sync = sync
+        self._delivery_reports = delivery_reports and not sync
+        self._pending_timeout_ms = pending_timeout_ms
+        self._config = dict(cluster.rdkafka_config)
+        self._config.update({
+            "compression.codec": self._compression.codec,
+            "message.send.max.retries": max_retries,
+            "retry.backoff.ms": retry_backoff_ms,
+            "request.required.acks": required_acks,
+            "request.timeout.ms": ack_timeout_ms,
+            "queue.buffering.max.messages": max_queued_messages,
+            "batch.num.messages": min_queued_messages,
+            "linger.ms": linger_ms,
+            "message.max.bytes": max(max_request_size, 1000),
+            "enable.idempotence": enable_idempotence,
+        })
+        self._config.update(rdkafka_config or {})
+        self._handle = None
+        self._running = False
+        self._pending = {}
+        self._failed = []
+        self._ids = itertools.count(1)
+        self._produced = 0
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._poller = None
+        if auto_start:
+            self.start()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self):
+        """Create the librdkafka producer (``rd_kafka_new``) and the poller thread."""
+        with self._lock:
+            if self._running:
+                return
+            self._handle = Handle("producer", self._config,
+                                  Callbacks(on_delivery=self._on_delivery),
+                                  closed_exc=ProducerStoppedException)
+            self._running = True
+            self._poller = threading.Thread(target=self._poll_loop, daemon=True,
+                                            name="pyrdk-producer-poller")
+            self._poller.start()
+
+    def _poll_loop(self):
+        handle = self._handle
+        while not handle.closing:
+            try:
+                handle.poll(POLL_MS)
+            except ProducerStoppedException:
+                return
+            except BaseException as exc:  # surfaced on the next produce()/flush()/stop()
+                self._failed.append((None, exc))
+
+    def stop(self):
+        """Deliver what is queued (waiting up to ``pending_timeout_ms``), report what could
+        not be delivered, and close the producer. Raises ``ProduceFailureError`` for failed
+        deliveries nobody else was told about."""
+        with self._lock:
+            if not self._running:
+                return
+            self._running = False
+        handle = self._handle
+        try:
+            if not handle.flush(self._pending_timeout_ms):
+                handle.purge(in_flight=False)  # fail what never left, with _PURGE_QUEUE
+                handle.flush(-1)               # in-flight requests end within request.timeout.ms
+        finally:
+            handle.close()
+            self._poller.join()
+            self._handle_unreported(self._pending)
+        self._raise_failures()
+
+    def _handle_unreported(self, pending):
+        # Messages whose report never came (only if librdkafka was cut short): report them.
+        for msg_id in list(pending):
+            entry = pending.pop(msg_id, None)
+            if entry is not None:
+                self._report(entry[0], ProduceFailureError("no delivery report for message at stop()"))
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        try:
+            self.stop()
+        except Exception:
+            if exc_type is None:
+                raise
+            log.exception("error while stopping the producer after an exception")
+
+    def __del__(self):
+        # Non-blocking last resort: the handle's own __del__ frees librdkafka.
+        self._running = False
+
+    # -- producing -----------------------------------------------------------------------------
+
+    def produce(self, message, partition_key=None, timestamp=None, headers=None):
+        """Send ``message`` to a partition chosen by the partitioner; returns the ``Message``.
+
+        :param message: bytes (or anything the serializer takes)
+        :param partition_key: bytes given to the partitioner and stored as the key
+        :param timestamp: ms since the epoch or a ``datetime`` (default: now)
+        :param headers: ``[(str, bytes)]`` or ``{str: bytes}``
+        """
+        if not self._running:
+            raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
+        self._raise_failures()
+        if self._serializer is not None:
+            message, partition_key = self._serializer(message, partition_key)
+        _check_bytes("message", message)
+        _check_bytes("partition_key", partition_key)
+        size = len(message or b"") + len(partition_key or b"")
+        if size > self._max_request_size:
+            raise MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d"
+                                      % (size, self._max_request_size))
+        if timestamp is not None:
+            timestamp = to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime) \
+                else _check_timestamp(timestamp)
+        partitions = list(self._topic.partitions.values())
+        partition = self._partitioner(partitions, partition_key)
+        msg = Message(message, partition_key=partition_key, partition_id=partition.id,
+                      timestamp=timestamp, headers=headers, partition=partition,
+                      topic=self._topic_name, compression_type=self._compression,
+                      delivery_report_q=self._report_queue() if self._delivery_reports else None)
+        msg_id = next(self._ids)
+        done = _Delivery() if self._sync else None
+        self._pending[msg_id] = (msg, done)
+        try:
+            self._enqueue(msg, msg_id)
+        except BaseException:
+            self._pending.pop(msg_id, None)
+            raise
+        self._produced += 1
+        if self._sync:
+            self._wait_delivered(msg, done)
+        elif self._produced % DISPATCH_EVERY == 0:
+            self._handle.dispatch_reports()
+        return msg
+
+    def _enqueue(self, msg, msg_id):
+        while True:
+            try:
+                self._handle.produce(self._topic_name, msg.partition_id, msg.value, msg.partition_key,
+                                     msg.timestamp, msg.headers, msg_id)
+                return
+            except ProducerQueueFullError:
+                if not self._block_on_queue_full:
+                    raise
+                self._handle.flush(POLL_MS)  # wait for room, serving delivery reports
+
+    def _wait_delivered(self, msg, done):
+        handle = self._handle
+        deadline_ms = self._pending_timeout_ms
+        waited = 0
+        while not done.event.is_set():
+            if 0 <= deadline_ms <= waited:
+                raise KafkaTimeoutError("no delivery report for the message within "
+                                        "pending_timeout_ms=%d; it may still be delivered" % deadline_ms)
+            handle.flush(POLL_MS)  # sends at once, whatever linger_ms says
+            waited += POLL_MS
+        if done.error is not None:
+            raise done.error
+
+    def _on_delivery(self, msg_id, exc, partition, offset, timestamp):
+        entry = self._pending.pop(msg_id, None)
+        if entry is None:
+            return
+        msg, done = entry
+        msg.partition_id = partition if partition >= 0 else msg.partition_id
+        if exc is None:
+            msg.offset = offset
+            msg.timestamp = timestamp
+        if done is not None:
+            done.error = exc
+            done.event.set()
+            return
+        self._report(msg, exc)
+
+    def _report(self, msg, exc):
+        if self._delivery_reports:
+            msg.delivery_report_q.put((msg, exc))
+        elif exc is not None:
+            self._failed.append((msg, exc))
+
+    def _raise_failures(self):
+        if self._failed:
+            failed, self._failed = self._failed, []
+            first = failed[0][1]
+            exc = ProduceFailureError("%d message(s) could not be delivered; first error: %s"
+                                      % (len(failed), first))
+            exc.failed = failed
+            raise exc from first
+
+    # -- reports -------------------------------------------------------------------------------
+
+    def _report_queue(self):
+        q = getattr(self._local, "queue", None)
+        if q is None:
+            q = self._local.queue = queue.Queue()
+        return q
+
+    def get_delivery_report(self, block=True, timeout=None):
+        """The next ``(Message, exception or None)`` for a message produced on this thread.
+
+        Raises ``queue.Empty`` when none is ready (after ``timeout`` seconds if blocking).
+        """
+        if not self._delivery_reports:
+            raise KafkaException("Delivery-reporting is disabled")
+        q = self._report_queue()
+        if q.empty() and self._running:
+            self._handle.dispatch_reports()
+        return q.get(block, timeout)
+
+    def flush(self, timeout=None):
+        """Wait until every queued message is delivered or reported (``rd_kafka_flush``).
+
+        :param timeout: seconds (None: for ever)
+        :returns: the number of messages still undelivered
+        """
+        if not self._running:
+            raise ProducerStoppedException("the producer is stopped")
+        self._handle.flush(-1 if timeout is None else int(timeout * 1000))
+        self._raise_failures()
+        return self._handle.outq_len()
+
+    def __len__(self):
+        """Messages produced and not yet delivered or reported."""
+        return len(self._pending)
+
+
+class _Delivery:
+    """What a sync ``produce()`` waits on: set by the message's delivery report."""
+    __slots__ = ("event", "error")
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.error = None
+
+
+def _check_timestamp(value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError("timestamp must be ms since the epoch (int >= 0) or a datetime, not %r" % (value,))
+    return value

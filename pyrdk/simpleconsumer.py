@@ -1,0 +1,409 @@
+"""SimpleConsumer: pykafka's consumer of explicit partitions, on librdkafka's consumer
+(``rd_kafka_assign`` + ``rd_kafka_consume_batch_queue``).
+
+librdkafka prefetches into its queue; the consumer takes batches from it into a small
+buffer and hands messages out one by one. Offsets follow pykafka: ``held_offsets`` is
+the last offset *returned* per partition, ``commit_offsets()`` commits that + 1 (the
+next offset to read) with ``rd_kafka_commit``, and auto-commit runs on the consuming
+thread every ``auto_commit_interval_ms``, so it never commits a message not yet returned.
+"""
+import collections
+import datetime
+import logging
+import time
+import uuid
+
+from pyrdk.common import OffsetPartitionResponse, OffsetType
+from pyrdk.exceptions import ConsumerStoppedException, KafkaException, OffsetRequestFailedError
+from pyrdk.partition import Partition, to_timestamp_ms
+from pyrdk.rd.handle import Handle, librdkafka_runtime_version
+from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
+
+log = logging.getLogger(__name__)
+
+BATCH = 1000
+SLICE_MS = 100
+
+
+def _ms(name, value, minimum=-1):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise TypeError("%s must be an int >= %d (milliseconds), not %r" % (name, minimum, value))
+    return value
+
+
+def _logical(offset_type):
+    return OFFSET_BEGINNING if offset_type == OffsetType.EARLIEST else OFFSET_END
+
+
+class SimpleConsumer:
+    """Consume a topic's partitions, all or a subset (pykafka 2.8's signature).
+
+    :param consumer_group: bytes; needed to commit and fetch offsets (``group.id``)
+    :param partitions: the partitions (``Partition`` objects or ids) to read; default all
+    :param fetch_message_max_bytes: ``fetch.message.max.bytes``
+    :param auto_commit_enable: commit held offsets every ``auto_commit_interval_ms`` and at
+        ``stop()``
+    :param queued_max_messages: ``queued.min.messages``: messages librdkafka prefetches per
+        partition (pyrdk's default is librdkafka's 100000, as pykafka's rdkafka consumer)
+    :param fetch_min_bytes: ``fetch.min.bytes``
+    :param fetch_error_backoff_ms: ``fetch.error.backoff.ms``
+    :param fetch_wait_max_ms: ``fetch.wait.max.ms``
+    :param offsets_channel_backoff_ms: pause between commit retries
+    :param offsets_commit_max_retries: retries of a commit that fails with a retriable error
+    :param auto_offset_reset: ``OffsetType.EARLIEST`` or ``LATEST``: where a partition
+        without a committed offset starts (``auto.offset.reset``)
+    :param consumer_timeout_ms: ms ``consume()`` waits for a message before returning None
+        (and iteration ends); -1 waits for ever
+    :param reset_offset_on_start: start from ``auto_offset_reset`` even with committed offsets
+    :param deserializer: ``(value, partition_key) -> (value, partition_key)``
+    :param reset_offset_on_fetch: False makes an out-of-range fetch raise
+        ``OffsetOutOfRangeError`` instead of resetting (``auto.offset.reset=error``)
+    :param rdkafka_config: any librdkafka properties, applied last
+
+    pyrdk sets ``fetch.queue.backoff.ms=10``: librdkafka's default (1000) stalls a fast
+    consumer each time its prefetch queue fills.
+    """
+
+    def __init__(self, topic, cluster, consumer_group=None, partitions=None,
+                 fetch_message_max_bytes=1024 * 1024, num_consumer_fetchers=1,
+                 auto_commit_enable=False, auto_commit_interval_ms=60 * 1000,
+                 queued_max_messages=100000, fetch_min_bytes=1, fetch_error_backoff_ms=500,
+                 fetch_wait_max_ms=100, offsets_channel_backoff_ms=1000, offsets_commit_max_retries=5,
+                 auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=-1, auto_start=True,
+                 reset_offset_on_start=False, compacted_topic=False, generation_id=-1,
+                 consumer_id=b"", deserializer=None, reset_offset_on_fetch=True,
+                 rdkafka_config=None, use_rdkafka=None):
+        if consumer_group is not None and not isinstance(consumer_group, (bytes, str)):
+            raise TypeError("consumer_group must be bytes or str, not %s" % type(consumer_group).__name__)
+        if isinstance(consumer_group, str):
+            consumer_group = consumer_group.encode()
+        if auto_commit_enable and not consumer_group:
+            raise ValueError("auto_commit_enable requires a consumer_group")
+        self._consumer_timeout_ms = _ms("consumer_timeout_ms", consumer_timeout_ms)
+        self._auto_commit_interval_ms = _ms("auto_commit_interval_ms", auto_commit_interval_ms, 0)
+        if auto_offset_reset not in (OffsetType.EARLIEST, OffsetType.LATEST):
+            raise ValueError("auto_offset_reset must be OffsetType.EARLIEST (-2) or LATEST (-1), not %r"
+                             % (auto_offset_reset,))
+        if deserializer is not None and not callable(deserializer):
+            raise TypeError("deserializer must be callable (value, partition_key) -> (value, key)")
+        self._topic = topic
+        self._cluster = cluster
+        self._topic_name = topic.name.decode()
+        self._consumer_group = consumer_group
+        self._auto_commit_enable = auto_commit_enable
+        self._auto_offset_reset = OffsetType(auto_offset_reset)
+        self._reset_offset_on_start = reset_offset_on_start
+        self._deserializer = deserializer
+        self._commit_retries = offsets_commit_max_retries
+        self._commit_backoff_ms = offsets_channel_backoff_ms
+        self._generation_id = generation_id
+        self._consumer_id = consumer_id
+        self._partitions = self._select_partitions(partitions)
+        self._config = dict(cluster.rdkafka_config)
+        self._config.update({
+            # Without a consumer group librdkafka still needs a group.id to assign;
+            # pyrdk never commits under this one.
+            "group.id": (consumer_group or ("pyrdk-simple-%s" % uuid.uuid4().hex).encode()).decode(),
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": False,
+            "auto.offset.reset": ("earliest" if self._auto_offset_reset == OffsetType.EARLIEST else "latest")
+            if reset_offset_on_fetch else "error",
+            "fetch.message.max.bytes": fetch_message_max_bytes,
+            "queued.min.messages": queued_max_messages,
+            "fetch.min.bytes": fetch_min_bytes,
+            "fetch.error.backoff.ms": fetch_error_backoff_ms,
+            "fetch.wait.max.ms": fetch_wait_max_ms,
+        })
+        if librdkafka_runtime_version() >= 0x02010000:  # fetch.queue.backoff.ms: since 2.1.0
+            self._config["fetch.queue.backoff.ms"] = 10
+        self._config.update(rdkafka_config or {})
+        self._handle = None
+        self._running = False
+        self._buffer = collections.deque()
+        self._next = {}  # partition id -> next offset to return (None: not known yet)
+        self._last_commit = time.monotonic()
+        if auto_start:
+            self.start()
+
+    def _select_partitions(self, partitions):
+        everything = self._topic.partitions
+        if partitions is None:
+            return dict(everything)
+        chosen = {}
+        for p in partitions:
+            pid = p.id if isinstance(p, Partition) else p
+            if isinstance(pid, bool) or not isinstance(pid, int):
+                raise TypeError("partitions must be Partition objects or ids, not %r" % (p,))
+            if pid not in everything:
+                raise ValueError("topic %s has no partition %d (it has %s)"
+                                 % (self._topic_name, pid, sorted(everything)))
+            chosen[pid] = everything[pid]
+        if not chosen:
+            raise ValueError("partitions is empty")
+        return chosen
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def topic(self):
+        return self._topic
+
+    @property
+    def partitions(self):
+        """``{partition_id: Partition}`` this consumer reads."""
+        return self._partitions
+
+    def start(self):
+        """Create the librdkafka consumer and assign the partitions at their start offsets:
+        the committed offset, else (or with ``reset_offset_on_start``) ``auto_offset_reset``."""
+        if self._running:
+            return
+        self._handle = Handle("consumer", self._config, closed_exc=ConsumerStoppedException)
+        try:
+            committed = {}
+            if self._consumer_group and not self._reset_offset_on_start:
+                committed = {tp.partition: tp.offset for tp in self._handle.committed(
+                    [(self._topic_name, pid) for pid in self._partitions])}
+            assignment = []
+            for pid in sorted(self._partitions):
+                offset = committed.get(pid, OFFSET_INVALID)
+                if offset < 0:
+                    self._next[pid] = None
+                    offset = _logical(self._auto_offset_reset)
+                else:
+                    self._next[pid] = offset
+                assignment.append((self._topic_name, pid, offset))
+            self._handle.assign(assignment)
+        except BaseException:
+            self._handle.close()
+            raise
+        self._running = True
+        self._last_commit = time.monotonic()
+
+    def stop(self):
+        """Commit held offsets if auto-commit is on, then close the consumer
+        (``rd_kafka_consumer_close``, ``rd_kafka_destroy``)."""
+        if not self._running:
+            return
+        try:
+            if self._auto_commit_enable:
+                self.commit_offsets()
+        finally:
+            self._running = False
+            self._buffer.clear()
+            self._handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def __del__(self):
+        # The handle's own __del__ frees librdkafka; nothing may block here.
+        self._running = False
+
+    def _check_running(self):
+        if not self._running:
+            raise ConsumerStoppedException("the consumer is stopped; call start() or use a new one")
+
+    # -- consuming -----------------------------------------------------------------------------
+
+    def consume(self, block=True, unblock_event=None):
+        """The next message, or None: when ``block`` is False and none is ready, when
+        ``consumer_timeout_ms`` passes without one, or when ``unblock_event`` is set."""
+        self._check_running()
+        if not self._buffer:
+            self._fill(block, unblock_event)
+            if not self._buffer:
+                self._maybe_auto_commit()
+                return None
+        msg = self._buffer.popleft()
+        self._next[msg.partition_id] = msg.offset + 1
+        self._maybe_auto_commit()
+        return msg
+
+    def __iter__(self):
+        while True:
+            message = self.consume(block=True)
+            if message is None:
+                return
+            yield message
+
+    def consume_batch(self, max_messages=BATCH, timeout_ms=1000):
+        """Up to ``max_messages`` messages, waiting at most ``timeout_ms`` for the first
+        (one ``rd_kafka_consume_batch_queue`` call per batch)."""
+        self._check_running()
+        if not self._buffer:
+            self._fetch(max_messages, timeout_ms)
+        out = [self._buffer.popleft() for _ in range(min(max_messages, len(self._buffer)))]
+        for msg in out:
+            self._next[msg.partition_id] = msg.offset + 1
+        self._maybe_auto_commit()
+        return out
+
+    def _fill(self, block, unblock_event):
+        if not block:
+            self._fetch(BATCH, 0)
+            return
+        timeout = self._consumer_timeout_ms
+        deadline = None if timeout < 0 else time.monotonic() + timeout / 1000.0
+        while not self._buffer:
+            if unblock_event is not None and unblock_event.is_set():
+                return
+            remaining = SLICE_MS if deadline is None else int((deadline - time.monotonic()) * 1000)
+            if remaining <= 0 and deadline is not None:
+                return
+            self._fetch(BATCH, min(SLICE_MS, max(remaining, 0)))
+
+    def _fetch(self, max_messages, timeout_ms):
+        msgs, errs = self._handle.consume_batch(max_messages, timeout_ms)
+        partitions = self._partitions
+        deserializer = self._deserializer
+        for msg in msgs:
+            msg.partition = partitions.get(msg.partition_id)
+            if deserializer is not None:
+                msg.value, msg.partition_key = deserializer(msg.value, msg.partition_key)
+        self._buffer.extend(msgs)
+        for exc in errs:
+            if exc.retriable and not exc.fatal:
+                log.warning("%s (librdkafka retries by itself)", exc)
+            else:
+                raise exc
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    @property
+    def held_offsets(self):
+        """``{partition_id: last offset returned}`` (-1 where nothing is known yet)."""
+        return {pid: (-1 if nxt is None else nxt - 1) for pid, nxt in self._next.items()}
+
+    def _require_group(self, what):
+        if not self._consumer_group:
+            raise ValueError("%s needs a consumer_group" % what)
+
+    def _maybe_auto_commit(self):
+        if self._auto_commit_enable and \
+                (time.monotonic() - self._last_commit) * 1000 >= self._auto_commit_interval_ms:
+            self.commit_offsets()
+
+    def commit_offsets(self, partition_offsets=None):
+        """Commit offsets for the consumer group (``rd_kafka_commit``).
+
+        :param partition_offsets: ``(partition, offset)`` pairs to commit as given;
+            default: each partition's held offset + 1 (the next to read)
+        """
+        self._check_running()
+        self._require_group("commit_offsets")
+        if partition_offsets is None:
+            tps = [(self._topic_name, pid, nxt) for pid, nxt in sorted(self._next.items())
+                   if nxt is not None]
+        else:
+            tps = [(self._topic_name, self._partition_id(p), _offset(o)) for p, o in partition_offsets]
+        self._last_commit = time.monotonic()
+        if not tps:
+            return
+        for attempt in range(self._commit_retries + 1):
+            try:
+                self._handle.commit(tps)
+                return
+            except KafkaException as exc:
+                if not exc.retriable or attempt == self._commit_retries:
+                    raise
+                log.warning("commit failed (%s), retrying in %d ms", exc, self._commit_backoff_ms)
+                time.sleep(self._commit_backoff_ms / 1000.0)
+
+    def fetch_offsets(self):
+        """The group's committed offsets (``rd_kafka_committed``) as pykafka's
+        ``[(partition_id, OffsetFetchPartitionResponse)]``; -1 where none is committed."""
+        self._check_running()
+        self._require_group("fetch_offsets")
+        committed = self._handle.committed([(self._topic_name, pid) for pid in sorted(self._partitions)])
+        return [(tp.partition, OffsetPartitionResponse(tp.offset if tp.offset >= 0 else -1, tp.error))
+                for tp in committed]
+
+    def reset_offsets(self, partition_offsets=None):
+        """Move partitions, as pykafka does: an int ``o`` makes ``o`` the last offset
+        consumed (the next message is ``o + 1``); ``OffsetType.EARLIEST`` / ``LATEST`` or a
+        ``datetime`` move to the first message at or after that point. Then commit, if
+        the consumer has a group.
+
+        :param partition_offsets: ``(partition, int | OffsetType | datetime)`` pairs;
+            default: every partition to ``auto_offset_reset``
+        """
+        self._check_running()
+        if partition_offsets is None:
+            partition_offsets = [(pid, self._auto_offset_reset) for pid in self._partitions]
+        targets = {}
+        times = []
+        for p, value in partition_offsets:
+            pid = self._partition_id(p)
+            if isinstance(value, datetime.datetime):
+                times.append((self._topic_name, pid, to_timestamp_ms(value)))
+            elif isinstance(value, int) and not isinstance(value, bool) and value in (-1, -2):
+                targets[pid] = (_logical(value), None)
+            elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                targets[pid] = (value + 1, value + 1)
+            else:
+                raise ValueError("invalid offset %r for partition %d: use an offset >= 0, an "
+                                 "OffsetType or a datetime" % (value, pid))
+        if times:
+            for tp in self._cluster.offsets_for_times(times):
+                if tp.error:
+                    raise OffsetRequestFailedError("offset lookup by time for partition %d failed: "
+                                                   "error %d" % (tp.partition, tp.error))
+                # No message at or after the time: start at the end.
+                targets[tp.partition] = (tp.offset, tp.offset) if tp.offset >= 0 else (OFFSET_END, None)
+        self._buffer = collections.deque(m for m in self._buffer if m.partition_id not in targets)
+        self._handle.seek([(self._topic_name, pid, off) for pid, (off, _) in sorted(targets.items())])
+        for pid, (_, nxt) in targets.items():
+            self._next[pid] = nxt
+        if self._consumer_group:
+            self.commit_offsets([(pid, nxt) for pid, (_, nxt) in sorted(targets.items())
+                                 if nxt is not None])
+
+    def _partition_id(self, p):
+        pid = p.id if isinstance(p, Partition) else p
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._partitions:
+            raise KafkaException("unknown partition %r for this consumer (it has %s)"
+                                 % (p, sorted(self._partitions)))
+        return pid
+
+    # -- beyond pykafka ------------------------------------------------------------------------
+
+    def seek(self, partition, offset):
+        """Make ``offset`` the next offset returned for ``partition`` (``rd_kafka_seek_partitions``);
+        ``offset`` may also be an ``OffsetType``."""
+        self._check_running()
+        pid = self._partition_id(partition)
+        offset = _offset(offset)
+        logical = offset in (OffsetType.EARLIEST, OffsetType.LATEST)
+        self._buffer = collections.deque(m for m in self._buffer if m.partition_id != pid)
+        self._handle.seek([(self._topic_name, pid, _logical(offset) if logical else offset)])
+        self._next[pid] = None if logical else offset
+
+    def pause(self, partitions=None):
+        """Stop fetching from these partitions (default: all) (``rd_kafka_pause_partitions``)."""
+        self._check_running()
+        pids = self._pids(partitions)
+        self._handle.pause([(self._topic_name, pid) for pid in pids])
+
+    def resume(self, partitions=None):
+        """Fetch again from paused partitions (``rd_kafka_resume_partitions``)."""
+        self._check_running()
+        self._handle.resume([(self._topic_name, pid) for pid in self._pids(partitions)])
+
+    def _pids(self, partitions):
+        return sorted(self._partitions) if partitions is None else [self._partition_id(p) for p in partitions]
+
+    def __repr__(self):
+        return "<pyrdk.simpleconsumer.SimpleConsumer at %#x (topic=%s, consumer_group=%s)>" % (
+            id(self), self._topic_name, self._consumer_group)
+
+
+def _offset(value):
+    if isinstance(value, bool) or not isinstance(value, int) or (value < 0 and value not in (-1, -2)):
+        raise ValueError("invalid offset %r: use an int >= 0 or an OffsetType" % (value,))
+    return value
+

@@ -1,0 +1,88 @@
+"""Topic: a topic's partitions, offset queries and the producer/consumer factories
+(pykafka's ``Topic``)."""
+from pyrdk.common import OffsetPartitionResponse, OffsetType
+from pyrdk.exceptions import NotSupportedError, OffsetRequestFailedError
+from pyrdk.partition import Partition, to_timestamp_ms
+
+
+class Topic:
+    """A Kafka topic: ``name`` (bytes, as in pykafka) and ``partitions`` ({id: Partition})."""
+
+    def __init__(self, cluster, topic_metadata):
+        self._cluster = cluster
+        self._name = topic_metadata.name.encode()
+        self._partitions = {}
+        self.update(topic_metadata)
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def partitions(self):
+        """``{partition_id: Partition}``."""
+        return self._partitions
+
+    def update(self, metadata):
+        """Take partitions, leaders and replicas from a fresh ``TopicMetadata``."""
+        brokers = self._cluster.brokers
+        for pm in metadata.partitions:
+            partition = self._partitions.get(pm.id)
+            if partition is None:
+                self._partitions[pm.id] = partition = Partition(self, pm.id, None, [], [])
+            partition.update(brokers, pm)
+
+    # -- factories -----------------------------------------------------------------------------
+
+    def get_producer(self, use_rdkafka=None, **kwargs):
+        """A :class:`pyrdk.producer.Producer` for this topic (``use_rdkafka`` is ignored)."""
+        from pyrdk.producer import Producer
+        return Producer(self._cluster, self, **kwargs)
+
+    def get_sync_producer(self, use_rdkafka=None, **kwargs):
+        """A Producer whose ``produce`` waits for each message's delivery (``sync=True``)."""
+        kwargs["sync"] = True
+        return self.get_producer(**kwargs)
+
+    def get_simple_consumer(self, consumer_group=None, use_rdkafka=None, **kwargs):
+        """A :class:`pyrdk.simpleconsumer.SimpleConsumer` for this topic."""
+        from pyrdk.simpleconsumer import SimpleConsumer
+        return SimpleConsumer(self, self._cluster, consumer_group=consumer_group, **kwargs)
+
+    def get_balanced_consumer(self, consumer_group, managed=False, **kwargs):
+        """A balanced consumer: ZooKeeper-coordinated, or ``managed=True`` for the broker's
+        group protocol."""
+        raise NotSupportedError("get_balanced_consumer is not available in this release of pyrdk; "
+                                "use get_simple_consumer with explicit partitions")
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def fetch_offset_limits(self, offsets_before, max_offsets=1, partitions=None):
+        """Offsets per partition for ``offsets_before``: ``OffsetType.EARLIEST``, ``LATEST``,
+        or a timestamp (ms or datetime; the first offset at or after it).
+
+        Returns ``{partition_id: OffsetPartitionResponse(offset=[o], err=0)}``
+        (``rd_kafka_offsets_for_times``; ``max_offsets`` > 1 is not supported by Kafka
+        since 0.10.1 and only one offset is returned).
+        """
+        timestamp = to_timestamp_ms(offsets_before)
+        ids = sorted(self._partitions) if partitions is None else partitions
+        results = self._cluster.offsets_for_times([(self._name.decode(), i, timestamp) for i in ids])
+        out = {}
+        for tp in results:
+            if tp.error:
+                raise OffsetRequestFailedError("offset request for %s [%d] failed: error %d"
+                                               % (tp.topic, tp.partition, tp.error))
+            out[tp.partition] = OffsetPartitionResponse([tp.offset], 0)
+        return out
+
+    def earliest_available_offsets(self):
+        """``{partition_id: OffsetPartitionResponse}`` of the first offset in each partition."""
+        return self.fetch_offset_limits(OffsetType.EARLIEST)
+
+    def latest_available_offsets(self):
+        """``{partition_id: OffsetPartitionResponse}`` of the next offset in each partition."""
+        return self.fetch_offset_limits(OffsetType.LATEST)
+
+    def __repr__(self):
+        return "<pyrdk.topic.Topic at %#x (name=%s)>" % (id(self), self._name)

@@ -1,0 +1,30 @@
+"""Shared fixtures: the servers come from fix_*.py; markers are declared here."""
+import os
+
+import pytest
+
+pytest_plugins = ["tests.fix_kafka", "tests.fix_mock"]
+
+
+def pytest_configure(config):
+    for name, doc in (("kafka", "needs a Kafka-compatible broker (Tansu, or PYRDK_TEST_BROKERS)"),
+                      ("zookeeper", "needs a ZooKeeper server"),
+                      ("mock", "uses librdkafka's mock cluster"),
+                      ("spark", "needs a SparkSession"),
+                      ("slow", "takes more than a few seconds")):
+        config.addinivalue_line("markers", "%s: %s" % (name, doc))
+
+
+def pytest_report_header(config):
+    try:
+        import pyrdk
+        return "pyrdk %s, librdkafka %s" % (pyrdk.__version__, pyrdk.librdkafka_version())
+    except Exception as exc:  # the header must not hide the real error
+        return "pyrdk failed to import: %s" % exc
+
+
+def server_unavailable(reason):
+    """A server fixture could not start: a failure, or a skip if a person allowed it."""
+    if os.environ.get("PYRDK_TEST_ALLOW_SKIP") == "1":
+        pytest.skip(reason)
+    pytest.fail(reason, pytrace=False)
