@@ -1,0 +1,101 @@
+"""KafkaClient: construction, bad input, unreachable brokers."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import pyrdk
+from pyrdk import KafkaClient
+from pyrdk.exceptions import ConfigurationError, NoBrokersAvailableError
+from pyrdk.testing import free_port
+
+
+@pytest.mark.kafka
+def test_client_sees_brokers_and_topics(client, topic):
+    assert client.brokers, "the metadata named no broker"
+    broker = next(iter(client.brokers.values()))
+    assert broker.host == "127.0.0.1" and isinstance(broker.port, int)
+    assert topic.name in client.topics
+    assert client.cluster.brokers is client.brokers
+
+
+@pytest.mark.kafka
+def test_hosts_as_bytes_and_update_cluster(kafka_hosts, topic_name):
+    with KafkaClient(hosts=kafka_hosts.encode()) as client, KafkaClient(hosts=kafka_hosts) as other:
+        other.cluster.create_topics([(topic_name, 2, 1)])
+        assert topic_name.encode() not in client.topics  # metadata from before the creation
+        client.update_cluster()
+        assert topic_name.encode() in client.topics
+
+
+def test_unreachable_bootstrap_raises_within_socket_timeout():
+    port = free_port()  # nothing listens there
+    with pytest.raises(NoBrokersAvailableError) as info:
+        KafkaClient(hosts="127.0.0.1:%d" % port, socket_timeout_ms=1500)
+    message = str(info.value)
+    assert "127.0.0.1:%d" % port in message
+    assert "1500 ms" in message
+
+
+@pytest.mark.parametrize("kwargs, exc", [
+    ({"hosts": 9092}, TypeError),
+    ({"hosts": ""}, TypeError),
+    ({"socket_timeout_ms": "1000"}, TypeError),
+    ({"socket_timeout_ms": 0}, TypeError),
+    ({"rdkafka_config": ["a"]}, TypeError),
+    ({"use_greenlets": True}, ValueError),
+])
+def test_bad_constructor_arguments(kwargs, exc):
+    args = {"hosts": "127.0.0.1:1", "socket_timeout_ms": 1000}
+    args.update(kwargs)
+    with pytest.raises(exc):
+        KafkaClient(**args)
+
+
+def test_unknown_config_key_names_key_and_value():
+    with pytest.raises(ConfigurationError) as info:
+        KafkaClient(hosts="127.0.0.1:1", rdkafka_config={"no.such.property": "42"})
+    assert "no.such.property" in str(info.value) and "42" in str(info.value)
+
+
+def test_bad_config_value_names_key_and_value():
+    with pytest.raises(ConfigurationError) as info:
+        KafkaClient(hosts="127.0.0.1:1", rdkafka_config={"socket.timeout.ms": "forever"})
+    assert "socket.timeout.ms" in str(info.value) and "forever" in str(info.value)
+
+
+def test_librdkafka_version_names_runtime_and_headers():
+    version = pyrdk.librdkafka_version()
+    assert version.runtime.count(".") == 2 and version.built_against.count(".") == 2
+    assert tuple(map(int, version.runtime.split("."))) >= tuple(map(int, version.built_against.split(".")))
+
+
+@pytest.mark.kafka
+def test_issue_program_runs_under_import_pyrdk_as_pykafka(kafka_hosts, topic_name):
+    """The README's program, unchanged except for the import, in a fresh interpreter."""
+    program = textwrap.dedent("""
+        import sys
+        import pyrdk as pykafka
+        from pykafka_alias import KafkaClient
+        client = KafkaClient(hosts=%(hosts)r)
+        topic = client.topics[%(topic)r]
+        with topic.get_producer(linger_ms=5, partitioner=pykafka.partitioners.hashing_partitioner) as producer:
+            for i in range(20000):
+                producer.produce(b"payload %%d" %% i, partition_key=b"user-%%d" %% (i %% 50))
+        consumer = topic.get_simple_consumer(consumer_group=b"g", auto_offset_reset=pykafka.common.OffsetType.EARLIEST,
+                                             consumer_timeout_ms=1000)
+        seen = set()
+        for message in consumer:
+            seen.add(message.value)
+        consumer.commit_offsets()
+        assert seen == {b"payload %%d" %% i for i in range(20000)}, len(seen)
+        print("OK", len(seen))
+    """) % {"hosts": kafka_hosts, "topic": topic_name}
+    # "from pykafka import KafkaClient" after "import pyrdk as pykafka" needs the module
+    # under that name too, as users get with a one-line shim module.
+    program = program.replace("from pykafka_alias import KafkaClient",
+                              "sys.modules['pykafka'] = pykafka\nfrom pykafka import KafkaClient")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "OK 20000" in result.stdout

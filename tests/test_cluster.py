@@ -1,0 +1,114 @@
+"""Cluster: metadata, topic lookup and auto-creation, administration."""
+import pytest
+
+from pyrdk import KafkaClient
+from pyrdk.exceptions import TopicAlreadyExists, UnknownTopicOrPartition
+from tests.fix_kafka import unique_name
+
+pytestmark = pytest.mark.kafka
+
+
+def test_create_and_delete_topics(client, topic_name):
+    client.cluster.create_topics([(topic_name, 3, 1)])
+    topic = client.topics[topic_name]
+    assert sorted(topic.partitions) == [0, 1, 2]
+    with pytest.raises(TopicAlreadyExists) as info:
+        client.cluster.create_topics([(topic_name, 3, 1)])
+    assert topic_name in str(info.value)
+    client.cluster.delete_topics([topic_name])
+    assert topic_name.encode() not in client.topics
+
+
+def test_create_topics_accepts_pykafka_request_objects(client, topic_name):
+    class CreateTopicRequest:  # the attributes of pykafka.protocol.CreateTopicRequest
+        topic_name = b""
+        num_partitions = 2
+        replication_factor = 1
+        config_entries = []
+    req = CreateTopicRequest()
+    req.topic_name = topic_name.encode()
+    client.cluster.create_topics([req])
+    assert sorted(client.topics[topic_name].partitions) == [0, 1]
+
+
+def test_topic_lookup_by_str_and_bytes_returns_the_same_topic(client, topic):
+    name = topic.name
+    assert isinstance(name, bytes)
+    assert client.topics[name] is client.topics[name.decode()]
+    assert client.topics.get(name.decode()) is topic
+
+
+def test_unknown_topic_is_created_where_the_broker_allows_it(client):
+    """Tansu creates topics on metadata requests, as Kafka's auto.create.topics.enable."""
+    name = unique_name("auto")
+    topic = client.topics[name]
+    assert topic.partitions, "an auto-created topic has partitions"
+
+
+@pytest.mark.mock
+def test_unknown_topic_raises_where_the_broker_refuses(mock_cluster):
+    name = unique_name("missing")
+    mock_cluster.set_topic_error(name, 3)  # UNKNOWN_TOPIC_OR_PART, as a broker without auto-create
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=2000) as client:
+        with pytest.raises(UnknownTopicOrPartition) as info:
+            client.topics[name]
+        assert name in str(info.value)
+
+
+def test_topic_name_of_wrong_type_is_a_type_error(client):
+    with pytest.raises(TypeError):
+        client.topics[42]
+
+
+def test_internal_topics_are_excluded(client):
+    assert not any(name.startswith(b"__") for name in client.topics)
+    with pytest.raises(UnknownTopicOrPartition):
+        client.topics["__consumer_offsets"]
+
+
+def test_controller_and_group_coordinator_are_known_brokers(client, group_name):
+    assert client.cluster.controller_broker in client.brokers.values()
+    coordinator = client.cluster.get_group_coordinator(group_name)
+    assert coordinator.id in client.brokers
+
+
+def test_list_and_describe_groups(client, topic, group_name):
+    consumer = topic.get_simple_consumer(consumer_group=group_name, consumer_timeout_ms=100)
+    try:
+        consumer.commit_offsets([(0, 0)])
+        groups = client.cluster.list_groups()
+        assert group_name in groups
+        assert groups[group_name].group_id == group_name
+        described = client.cluster.describe_groups([group_name])
+        assert described[group_name].group_id == group_name.decode()
+        assert described[group_name].error == 0
+    finally:
+        consumer.stop()
+
+
+def test_broker_admin_methods_delegate_to_cluster(client, topic_name):
+    broker = next(iter(client.brokers.values()))
+    broker.create_topics([(topic_name, 1, 1)])
+    assert topic_name.encode() in client.topics
+    assert broker.connected
+    broker.delete_topics([topic_name])
+    assert topic_name.encode() not in client.topics
+
+
+@pytest.mark.mock
+def test_mock_cluster_has_three_brokers_and_leaders(mock_cluster):
+    name = unique_name("mock")
+    mock_cluster.create_topic(name, 6, 3)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers) as client:
+        assert sorted(client.brokers) == [1, 2, 3]
+        topic = client.topics[name]
+        assert len(topic.partitions) == 6
+        for partition in topic.partitions.values():
+            assert partition.leader in client.brokers.values()
+            assert len(partition.replicas) == 3
+            assert partition.leader in partition.isr
+        mock_cluster.set_partition_leader(name, 0, 3)
+        client.update_cluster()
+        assert topic.partitions[0].leader.id == 3
+
+

@@ -1,0 +1,26 @@
+"""Plain data: Message, OffsetType, CompressionType, SslConfig."""
+import datetime
+
+from pyrdk import CompressionType, Message, OffsetType, SslConfig
+
+
+def test_pykafka_numbers():
+    assert (OffsetType.EARLIEST, OffsetType.LATEST) == (-2, -1)
+    assert [int(c) for c in CompressionType] == [0, 1, 2, 3, 4]
+    assert CompressionType.LZ4.codec == "lz4"
+
+
+def test_message_fields_and_timestamp_dt():
+    m = Message(b"v", partition_key=b"k", partition_id=3, offset=7, timestamp=1_700_000_000_000,
+                headers=[("h", b"x")])
+    assert (m.value, m.key, m.partition_id, m.offset) == (b"v", b"k", 3, 7)
+    assert m.timestamp_dt == datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.timezone.utc)
+    assert Message(b"v").timestamp_dt is None
+    assert "offset=7" in repr(m)
+
+
+def test_ssl_config_maps_to_librdkafka_properties():
+    config = SslConfig(cafile="/ca.pem", certfile="/c.pem", keyfile="/k.pem", password=b"pw").rdkafka_config()
+    assert config == {"security.protocol": "ssl", "ssl.ca.location": "/ca.pem",
+                      "ssl.certificate.location": "/c.pem", "ssl.key.location": "/k.pem",
+                      "ssl.key.password": "pw"}
