@@ -122,6 +122,9 @@ class SimpleConsumer:
         self._running = False
         self._buffer = collections.deque()
         self._next = {}  # partition id -> next offset to return (None: not known yet)
+        self._paused = set()
+        self._deferred = None  # a deserializer error held back by consume_batch
+        self._stash = {}  # paused partition id -> messages fetched but not returned
         self._last_commit = time.monotonic()
         if auto_start:
             self.start()
@@ -156,7 +159,8 @@ class SimpleConsumer:
 
     def start(self):
         """Create the librdkafka consumer and assign the partitions at their start offsets:
-        the committed offset, else (or with ``reset_offset_on_start``) ``auto_offset_reset``."""
+        the committed offset; else, after a ``stop()``, the offset after the last one
+        returned; else (and always with ``reset_offset_on_start``) ``auto_offset_reset``."""
         if self._running:
             return
         self._handle = Handle("consumer", self._config, closed_exc=ConsumerStoppedException)
@@ -168,6 +172,8 @@ class SimpleConsumer:
             assignment = []
             for pid in sorted(self._partitions):
                 offset = committed.get(pid, OFFSET_INVALID)
+                if offset < 0 and not self._reset_offset_on_start and self._next.get(pid) is not None:
+                    offset = self._next[pid]  # restarted: go on from where it was
                 if offset < 0:
                     self._next[pid] = None
                     offset = _logical(self._auto_offset_reset)
@@ -178,6 +184,8 @@ class SimpleConsumer:
         except BaseException:
             self._handle.close()
             raise
+        self._paused.clear()
+        self._stash.clear()
         self._running = True
         self._last_commit = time.monotonic()
 
@@ -192,6 +200,7 @@ class SimpleConsumer:
         finally:
             self._running = False
             self._buffer.clear()
+            self._stash.clear()
             self._handle.close()
 
     def __enter__(self):
@@ -214,13 +223,13 @@ class SimpleConsumer:
         """The next message, or None: when ``block`` is False and none is ready, when
         ``consumer_timeout_ms`` passes without one, or when ``unblock_event`` is set."""
         self._check_running()
+        self._raise_deferred()
         if not self._buffer:
             self._fill(block, unblock_event)
             if not self._buffer:
                 self._maybe_auto_commit()
                 return None
-        msg = self._buffer.popleft()
-        self._next[msg.partition_id] = msg.offset + 1
+        msg = self._hand_out(self._buffer.popleft())
         self._maybe_auto_commit()
         return msg
 
@@ -235,13 +244,33 @@ class SimpleConsumer:
         """Up to ``max_messages`` messages, waiting at most ``timeout_ms`` for the first
         (one ``rd_kafka_consume_batch_queue`` call per batch)."""
         self._check_running()
+        self._raise_deferred()
         if not self._buffer:
             self._fetch(max_messages, timeout_ms)
-        out = [self._buffer.popleft() for _ in range(min(max_messages, len(self._buffer)))]
-        for msg in out:
-            self._next[msg.partition_id] = msg.offset + 1
+        out = []
+        for _ in range(min(max_messages, len(self._buffer))):
+            try:
+                out.append(self._hand_out(self._buffer.popleft()))
+            except Exception as exc:
+                if not out:
+                    raise
+                self._deferred = exc  # return what is ready; raise on the next call
+                break
         self._maybe_auto_commit()
         return out
+
+    def _hand_out(self, msg):
+        """Count ``msg`` as returned, then deserialize it. A deserializer error reaches the
+        caller and the message counts as consumed (its offset is not read again)."""
+        self._next[msg.partition_id] = msg.offset + 1
+        if self._deserializer is not None:
+            msg.value, msg.partition_key = self._deserializer(msg.value, msg.partition_key)
+        return msg
+
+    def _raise_deferred(self):
+        exc, self._deferred = self._deferred, None
+        if exc is not None:
+            raise exc
 
     def _fill(self, block, unblock_event):
         if not block:
@@ -260,12 +289,13 @@ class SimpleConsumer:
     def _fetch(self, max_messages, timeout_ms):
         msgs, errs = self._handle.consume_batch(max_messages, timeout_ms)
         partitions = self._partitions
-        deserializer = self._deserializer
+        paused = self._paused
         for msg in msgs:
             msg.partition = partitions.get(msg.partition_id)
-            if deserializer is not None:
-                msg.value, msg.partition_key = deserializer(msg.value, msg.partition_key)
-        self._buffer.extend(msgs)
+            if paused and msg.partition_id in paused:
+                self._stash.setdefault(msg.partition_id, []).append(msg)
+            else:
+                self._buffer.append(msg)
         for exc in errs:
             if exc.retriable and not exc.fatal:
                 log.warning("%s (librdkafka retries by itself)", exc)
@@ -300,7 +330,8 @@ class SimpleConsumer:
             tps = [(self._topic_name, pid, nxt) for pid, nxt in sorted(self._next.items())
                    if nxt is not None]
         else:
-            tps = [(self._topic_name, self._partition_id(p), _offset(o)) for p, o in partition_offsets]
+            tps = [(self._topic_name, self._partition_id(p), _offset(o, logical=False))
+                   for p, o in partition_offsets]
         self._last_commit = time.monotonic()
         if not tps:
             return
@@ -326,8 +357,9 @@ class SimpleConsumer:
     def reset_offsets(self, partition_offsets=None):
         """Move partitions, as pykafka does: an int ``o`` makes ``o`` the last offset
         consumed (the next message is ``o + 1``); ``OffsetType.EARLIEST`` / ``LATEST`` or a
-        ``datetime`` move to the first message at or after that point. Then commit, if
-        the consumer has a group.
+        ``datetime`` move to the first message at or after that point (looked up with
+        ListOffsets; a time after the last message moves to the end). Then commit the new
+        positions, if the consumer has a group. Nothing moves if an entry is invalid.
 
         :param partition_offsets: ``(partition, int | OffsetType | datetime)`` pairs;
             default: every partition to ``auto_offset_reset``
@@ -335,39 +367,59 @@ class SimpleConsumer:
         self._check_running()
         if partition_offsets is None:
             partition_offsets = [(pid, self._auto_offset_reset) for pid in self._partitions]
-        targets = {}
-        times = []
+        targets = {}  # partition id -> the next offset to read
+        lookups = {}  # partition id -> ListOffsets timestamp (ms, or -2 / -1)
         for p, value in partition_offsets:
             pid = self._partition_id(p)
             if isinstance(value, datetime.datetime):
-                times.append((self._topic_name, pid, to_timestamp_ms(value)))
+                lookups[pid] = to_timestamp_ms(value)
             elif isinstance(value, int) and not isinstance(value, bool) and value in (-1, -2):
-                targets[pid] = (_logical(value), None)
+                lookups[pid] = int(value)
             elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                targets[pid] = (value + 1, value + 1)
+                targets[pid] = value + 1
+                lookups.pop(pid, None)
+                continue
             else:
                 raise ValueError("invalid offset %r for partition %d: use an offset >= 0, an "
                                  "OffsetType or a datetime" % (value, pid))
-        if times:
-            for tp in self._cluster.offsets_for_times(times):
-                if tp.error:
-                    raise OffsetRequestFailedError("offset lookup by time for partition %d failed: "
-                                                   "error %d" % (tp.partition, tp.error))
-                # No message at or after the time: start at the end.
-                targets[tp.partition] = (tp.offset, tp.offset) if tp.offset >= 0 else (OFFSET_END, None)
-        self._buffer = collections.deque(m for m in self._buffer if m.partition_id not in targets)
-        self._handle.seek([(self._topic_name, pid, off) for pid, (off, _) in sorted(targets.items())])
-        for pid, (_, nxt) in targets.items():
+            targets.pop(pid, None)
+        # OffsetType and datetime are resolved with ListOffsets (as pykafka does), so the
+        # position is known, held_offsets is right and the commit below records it.
+        targets.update(self._list_offsets(lookups))
+        self._drop_buffered(targets)
+        self._handle.seek([(self._topic_name, pid, off) for pid, off in sorted(targets.items())])
+        for pid, nxt in targets.items():
             self._next[pid] = nxt
-        if self._consumer_group:
-            self.commit_offsets([(pid, nxt) for pid, (_, nxt) in sorted(targets.items())
-                                 if nxt is not None])
+        if self._consumer_group and targets:
+            self.commit_offsets(sorted(targets.items()))
+
+    def _list_offsets(self, lookups):
+        """``{pid: offset}`` for ``{pid: timestamp or OffsetType}``; a time after the last
+        message resolves to the end of the partition."""
+        out = {}
+        while lookups:
+            results = self._cluster.offsets_for_times(
+                [(self._topic_name, pid, ts) for pid, ts in sorted(lookups.items())])
+            after_end = {}
+            for tp in results:
+                if tp.error:
+                    raise OffsetRequestFailedError("offset lookup for partition %d failed: error %d"
+                                                   % (tp.partition, tp.error))
+                if tp.offset >= 0:
+                    out[tp.partition] = tp.offset
+                elif lookups.get(tp.partition, OffsetType.LATEST) >= 0:
+                    after_end[tp.partition] = int(OffsetType.LATEST)  # no message at or after
+                else:
+                    raise OffsetRequestFailedError("offset lookup for partition %d returned %d"
+                                                   % (tp.partition, tp.offset))
+            lookups = after_end
+        return out
 
     def _partition_id(self, p):
         pid = p.id if isinstance(p, Partition) else p
         if isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._partitions:
-            raise KafkaException("unknown partition %r for this consumer (it has %s)"
-                                 % (p, sorted(self._partitions)))
+            raise ValueError("unknown partition %r for this consumer (it has %s)"
+                             % (p, sorted(self._partitions)))
         return pid
 
     # -- beyond pykafka ------------------------------------------------------------------------
@@ -379,20 +431,40 @@ class SimpleConsumer:
         pid = self._partition_id(partition)
         offset = _offset(offset)
         logical = offset in (OffsetType.EARLIEST, OffsetType.LATEST)
-        self._buffer = collections.deque(m for m in self._buffer if m.partition_id != pid)
+        self._drop_buffered((pid,))
         self._handle.seek([(self._topic_name, pid, _logical(offset) if logical else offset)])
         self._next[pid] = None if logical else offset
 
     def pause(self, partitions=None):
-        """Stop fetching from these partitions (default: all) (``rd_kafka_pause_partitions``)."""
+        """Stop fetching from these partitions (default: all) (``rd_kafka_pause_partitions``).
+        Messages already fetched for them are held back until ``resume()``."""
         self._check_running()
         pids = self._pids(partitions)
         self._handle.pause([(self._topic_name, pid) for pid in pids])
+        self._paused.update(pids)
+        keep = collections.deque()
+        for msg in self._buffer:
+            if msg.partition_id in self._paused:
+                self._stash.setdefault(msg.partition_id, []).append(msg)
+            else:
+                keep.append(msg)
+        self._buffer = keep
 
     def resume(self, partitions=None):
         """Fetch again from paused partitions (``rd_kafka_resume_partitions``)."""
         self._check_running()
-        self._handle.resume([(self._topic_name, pid) for pid in self._pids(partitions)])
+        pids = self._pids(partitions)
+        self._handle.resume([(self._topic_name, pid) for pid in pids])
+        for pid in pids:
+            self._paused.discard(pid)
+            # Held-back messages come before anything fetched for the partition from now on.
+            self._buffer.extend(self._stash.pop(pid, ()))
+
+    def _drop_buffered(self, pids):
+        """Forget fetched, unreturned messages of ``pids`` (before a seek)."""
+        self._buffer = collections.deque(m for m in self._buffer if m.partition_id not in pids)
+        for pid in pids:
+            self._stash.pop(pid, None)
 
     def _pids(self, partitions):
         return sorted(self._partitions) if partitions is None else [self._partition_id(p) for p in partitions]
@@ -402,8 +474,10 @@ class SimpleConsumer:
             id(self), self._topic_name, self._consumer_group)
 
 
-def _offset(value):
-    if isinstance(value, bool) or not isinstance(value, int) or (value < 0 and value not in (-1, -2)):
-        raise ValueError("invalid offset %r: use an int >= 0 or an OffsetType" % (value,))
+def _offset(value, logical=True):
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            (value < 0 and not (logical and value in (-1, -2))):
+        raise ValueError("invalid offset %r: use an int >= 0%s"
+                         % (value, " or an OffsetType" if logical else " (the next offset to read)"))
     return value
 
