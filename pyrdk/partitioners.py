@@ -19,6 +19,11 @@ def _sha1_hash(key):
     return int(hashlib.sha1(key).hexdigest(), 16)
 
 
+def _require_partitions(partitions):
+    if not partitions:
+        raise ValueError("there are no partitions to choose from")
+
+
 def _require_key(key):
     if key is None:
         raise ValueError("key cannot be `None` when using a hashing partitioner")
@@ -39,6 +44,7 @@ class RandomPartitioner(BasePartitioner):
         self._counter = itertools.count(random.randrange(1 << 16))
 
     def __call__(self, partitions, key=None):
+        _require_partitions(partitions)
         return partitions[next(self._counter) % len(partitions)]
 
 
@@ -57,6 +63,7 @@ class HashingPartitioner(BasePartitioner):
 
     def __call__(self, partitions, key):
         _require_key(key)
+        _require_partitions(partitions)
         partitions = sorted(partitions)
         return partitions[abs(self.hash_func(key)) % len(partitions)]
 
@@ -97,6 +104,11 @@ class Murmur2Partitioner(BasePartitioner):
     def __call__(self, partitions, key=None):
         if key is None:
             return self._random(partitions)
+        _require_partitions(partitions)
+        if not isinstance(key, bytes):
+            if not isinstance(key, (bytearray, memoryview)):
+                raise TypeError("Murmur2Partitioner hashes bytes keys, not %s" % type(key).__name__)
+            key = bytes(key)
         partitions = sorted(partitions)
         return partitions[murmur2_partition(key, len(partitions))]
 

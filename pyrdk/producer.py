@@ -7,11 +7,13 @@ thread; a failed delivery reaches the user through ``get_delivery_report()`` whe
 ``delivery_reports=True``, from ``produce()`` itself when ``sync=True``, and otherwise as
 ``ProduceFailureError`` on the next ``produce()``, ``flush()`` or ``stop()``.
 """
+import atexit
 import datetime
 import itertools
 import logging
 import queue
 import threading
+import weakref
 
 from pyrdk.common import CompressionType, Message
 from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
@@ -23,7 +25,10 @@ from pyrdk.rd.handle import Handle
 
 log = logging.getLogger(__name__)
 
+_unstopped = weakref.WeakSet()  # started and not stopped: stopped at exit, so nothing queued is lost
+
 POLL_MS = 100
+STOP_PURGE_WAIT_MS = 1000
 DISPATCH_EVERY = 512
 
 
@@ -54,11 +59,12 @@ class Producer:
     :param delivery_reports: keep ``(message, exception or None)`` for
         :meth:`get_delivery_report`, per producing thread (ignored when ``sync``)
     :param pending_timeout_ms: how long ``stop()`` (and a sync ``produce()``) waits for
-        deliveries; -1 waits for ever. What is still queued then is purged and reported
-        as failed.
+        deliveries; -1 waits for ever. What is still queued or in flight then is purged and
+        reported as failed (an in-flight message may nonetheless have been written).
     :param auto_start: start in the constructor
     :param serializer: ``(value, partition_key) -> (bytes, bytes)``
-    :param enable_idempotence: ``enable.idempotence``
+    :param enable_idempotence: ``enable.idempotence``; it requires acks from all replicas,
+        so with it the default ``required_acks=1`` becomes -1
     :param rdkafka_config: any librdkafka properties, applied last
     """
 
@@ -97,6 +103,11 @@ class Producer:
             "enable.idempotence": enable_idempotence,
         })
         self._config.update(rdkafka_config or {})
+        if _idempotent(self._config) and required_acks == 1 and \
+                not {"acks", "request.required.acks"} & set(rdkafka_config or {}):
+            # Idempotence needs acks=all, and librdkafka refuses an explicit acks=1 with it:
+            # pykafka's default required_acks=1 becomes -1 (the stronger guarantee).
+            self._config["request.required.acks"] = -1
         self._handle = None
         self._running = False
         self._pending = {}
@@ -123,6 +134,7 @@ class Producer:
             self._poller = threading.Thread(target=self._poll_loop, daemon=True,
                                             name="pyrdk-producer-poller")
             self._poller.start()
+            _unstopped.add(self)
 
     def _poll_loop(self):
         handle = self._handle
@@ -145,8 +157,12 @@ class Producer:
         handle = self._handle
         try:
             if not handle.flush(self._pending_timeout_ms):
-                handle.purge(in_flight=False)  # fail what never left, with _PURGE_QUEUE
-                handle.flush(-1)               # in-flight requests end within request.timeout.ms
+                # Fail what is left, queued (_PURGE_QUEUE) or in flight (_PURGE_INFLIGHT: it
+                # may have reached the broker). Purging only the queue and waiting for the
+                # in-flight requests is not bounded: a timed-out request is retried, and its
+                # messages wait in the queue again for message.timeout.ms.
+                handle.purge(in_flight=True)
+                handle.flush(STOP_PURGE_WAIT_MS)  # serve the purged messages' reports
         finally:
             handle.close()
             self._poller.join()
@@ -238,8 +254,15 @@ class Producer:
         waited = 0
         while not done.event.is_set():
             if 0 <= deadline_ms <= waited:
-                raise KafkaTimeoutError("no delivery report for the message within "
-                                        "pending_timeout_ms=%d; it may still be delivered" % deadline_ms)
+                with done.lock:
+                    if not done.event.is_set():
+                        # Its report, when it comes, goes where an asynchronous one goes.
+                        done.detached = True
+                        raise KafkaTimeoutError(
+                            "no delivery report for the message within pending_timeout_ms=%d; it "
+                            "may still be delivered (a failure is raised by a later produce(), "
+                            "flush() or stop())" % deadline_ms)
+                break
             handle.flush(POLL_MS)  # sends at once, whatever linger_ms says
             waited += POLL_MS
         if done.error is not None:
@@ -252,12 +275,16 @@ class Producer:
         msg, done = entry
         msg.partition_id = partition if partition >= 0 else msg.partition_id
         if exc is None:
-            msg.offset = offset
+            # With required_acks=0 the broker tells nothing: librdkafka reports an invalid
+            # offset (-1001, -1000, ...); pykafka's Message says -1.
+            msg.offset = offset if offset >= 0 else -1
             msg.timestamp = timestamp
         if done is not None:
-            done.error = exc
-            done.event.set()
-            return
+            with done.lock:
+                if not done.detached:  # the sync produce() is still waiting for it
+                    done.error = exc
+                    done.event.set()
+                    return
         self._report(msg, exc)
 
     def _report(self, msg, exc):
@@ -314,14 +341,33 @@ class Producer:
 
 class _Delivery:
     """What a sync ``produce()`` waits on: set by the message's delivery report."""
-    __slots__ = ("event", "error")
+    __slots__ = ("event", "error", "lock", "detached")
 
     def __init__(self):
         self.event = threading.Event()
         self.error = None
+        self.lock = threading.Lock()
+        self.detached = False  # the waiter gave up (pending_timeout_ms)
+
+
+def _idempotent(config):
+    value = config.get("enable.idempotence")
+    return value is True or (isinstance(value, (str, bytes)) and value.lower() in ("true", b"true"))
 
 
 def _check_timestamp(value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise TypeError("timestamp must be ms since the epoch (int >= 0) or a datetime, not %r" % (value,))
     return value
+
+
+@atexit.register
+def _stop_running_producers():
+    """At exit, stop producers the program never stopped: their queued messages are
+    delivered (within ``pending_timeout_ms``) and failures are logged, not lost unseen.
+    Registered after rd.handle's hook, so it runs before the handles are closed."""
+    for producer in list(_unstopped):
+        try:
+            producer.stop()
+        except Exception:
+            log.exception("stopping %r at exit", producer)

@@ -64,6 +64,8 @@ class Callbacks:
         handled = 0
         with self._dispatch_lock:  # one drain buffer per handle
             while True:
+                if self.opaque is None:  # unregistered: the handle is gone
+                    return handled
                 n = lib.pyrdk_reports_drain(self.opaque, self._reports, REPORT_BATCH)
                 if n == 0:
                     return handled
@@ -97,9 +99,10 @@ class Callbacks:
         """Forget the handler and free the opaque (after ``rd_kafka_destroy``)."""
         with _lock:
             _registry.pop(self.id, None)
-        if self.opaque is not None:
-            lib.pyrdk_opaque_destroy(self.opaque)
-            self.opaque = None
+        with self._dispatch_lock:  # no drain may run on the opaque being freed
+            opaque, self.opaque = self.opaque, None
+        if opaque is not None:
+            lib.pyrdk_opaque_destroy(opaque)
 
 
 def _lookup(opaque):

@@ -20,5 +20,7 @@ class TopicHandle:
 
 def murmur2_partition(key, partition_count):
     """``rd_kafka_msg_partitioner_murmur2``: the partition the Java client picks for ``key``."""
+    if partition_count <= 0:  # the C function divides by it (SIGFPE)
+        raise ValueError("partition_count must be > 0, not %r" % (partition_count,))
     return lib.rd_kafka_msg_partitioner_murmur2(ffi.NULL, key, len(key), partition_count,
                                                 ffi.NULL, ffi.NULL)

@@ -1,0 +1,666 @@
+"""Producer: pykafka 2.8's semantics on librdkafka.
+
+Round trips run against the session's Tansu broker and are read back with confluent-kafka
+(an independent client); delivery failures are injected with librdkafka's mock cluster.
+"""
+import datetime
+import json
+import queue
+import threading
+import time
+
+import pytest
+
+from pyrdk import CompressionType, KafkaClient, Message
+from pyrdk.exceptions import (ConfigurationError, KafkaException, MessageSizeTooLarge,
+                              ProduceFailureError, ProducerQueueFullError,
+                              ProducerStoppedException, RequestTimedOut)
+from pyrdk.producer import Producer
+from pyrdk.rd.mock import ApiKey
+from tests.fix_kafka import make_topic, unique_name
+
+# Kafka protocol error codes injected into Produce responses
+REQUEST_TIMED_OUT = 7
+MESSAGE_TOO_LARGE = 10
+
+READ_DEADLINE_S = 60   # a bound for reading back, never asserted on
+HANG_BOUND_S = 60      # a stop() that has not returned by then is hung (message.timeout.ms is 300 s)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+def read_back(hosts, topic_name, n, num_partitions=4, stats=None):
+    """Read ``n`` messages from the start of every partition with confluent-kafka.
+
+    Returns confluent ``Message`` objects sorted by (partition, offset). With ``stats``
+    (a list), librdkafka statistics JSON documents emitted after the read are appended.
+    """
+    import confluent_kafka as ck
+    config = {"bootstrap.servers": hosts, "group.id": unique_name("readback"),
+              "enable.auto.commit": False}
+    if stats is not None:
+        config.update({"statistics.interval.ms": 100, "stats_cb": lambda s: stats.append(json.loads(s))})
+    consumer = ck.Consumer(config)
+    try:
+        consumer.assign([ck.TopicPartition(topic_name, p, ck.OFFSET_BEGINNING)
+                         for p in range(num_partitions)])
+        out = []
+        deadline = time.monotonic() + READ_DEADLINE_S
+        while len(out) < n and time.monotonic() < deadline:
+            for m in consumer.consume(num_messages=max(1, n - len(out)), timeout=0.5):
+                assert m.error() is None, m.error()
+                out.append(m)
+        if stats is not None:  # two more documents: the last one covers the whole read
+            del stats[:]
+            while len(stats) < 2 and time.monotonic() < deadline:
+                out.extend(consumer.consume(num_messages=100, timeout=0.2))
+        return sorted(out, key=lambda m: (m.partition(), m.offset()))
+    finally:
+        consumer.close()
+
+
+def wait_until(predicate, what):
+    deadline = time.monotonic() + READ_DEADLINE_S
+    while not predicate():
+        assert time.monotonic() < deadline, "gave up waiting for " + what
+        time.sleep(0.02)
+
+
+def drain_reports(producer):
+    reports = []
+    while True:
+        try:
+            reports.append(producer.get_delivery_report(block=False))
+        except queue.Empty:
+            return reports
+
+
+def run_bounded(fn):
+    """Run ``fn`` in a thread; returns (finished, result, exception)."""
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # handed to the test
+            box["exc"] = exc
+    th = threading.Thread(target=target, daemon=True)
+    th.start()
+    th.join(HANG_BOUND_S)
+    return not th.is_alive(), box.get("result"), box.get("exc")
+
+
+@pytest.fixture
+def mock_client(mock_cluster):
+    c = KafkaClient(hosts=mock_cluster.bootstrap_servers)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def mock_topic(mock_cluster, mock_client, topic_name):
+    """A 4-partition topic on the mock cluster."""
+    mock_cluster.create_topic(topic_name, 4)
+    return mock_client.topics[topic_name]
+
+
+def warm(producer):
+    """One delivered message: metadata known and connections up before faults start."""
+    msg = producer.produce(b"warm-up")
+    producer.flush()
+    assert msg.offset >= 0
+    if producer._delivery_reports:
+        assert producer.get_delivery_report(block=False) == (msg, None)
+
+
+# -- produce / delivery against Tansu ------------------------------------------------------------
+
+@pytest.mark.kafka
+def test_produce_returns_the_message_and_flush_sets_offset_and_partition(topic, kafka_hosts, topic_name):
+    producer = topic.get_producer(linger_ms=50)
+    try:
+        msgs = [producer.produce(b"value-%d" % i, partition_key=b"key-%d" % i) for i in range(12)]
+        for i, msg in enumerate(msgs):
+            assert isinstance(msg, Message)
+            assert msg.value == b"value-%d" % i and msg.partition_key == b"key-%d" % i
+            assert msg.topic == topic_name
+            assert msg.partition_id in topic.partitions
+        assert producer.flush() == 0
+        assert len(producer) == 0
+    finally:
+        producer.stop()
+    assert all(m.offset >= 0 for m in msgs)
+    assert len({(m.partition_id, m.offset) for m in msgs}) == len(msgs)
+    back = {(m.partition(), m.offset()): (m.key(), m.value()) for m in read_back(kafka_hosts, topic_name, 12)}
+    assert back == {(m.partition_id, m.offset): (m.partition_key, m.value) for m in msgs}
+
+
+@pytest.mark.kafka
+def test_with_block_delivers_everything(topic, kafka_hosts, topic_name):
+    with topic.get_producer() as producer:  # pykafka's defaults: linger_ms=5000
+        msgs = [producer.produce(b"m-%04d" % i) for i in range(1000)]
+    assert all(m.offset >= 0 for m in msgs)
+    back = read_back(kafka_hosts, topic_name, 1000)
+    assert sorted(m.value() for m in back) == sorted(m.value for m in msgs)
+    assert {(m.partition(), m.offset()): m.value() for m in back} == \
+        {(m.partition_id, m.offset): m.value for m in msgs}
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("how", ["get_sync_producer", "sync=True"])
+def test_sync_produce_returns_after_delivery(topic, how):
+    first = lambda partitions, key: sorted(partitions)[0]  # noqa: E731
+    producer = topic.get_sync_producer(partitioner=first) if how == "get_sync_producer" \
+        else topic.get_producer(sync=True, partitioner=first)
+    with producer:
+        offsets = [producer.produce(b"sync-%d" % i).offset for i in range(5)]
+        assert len(producer) == 0
+    assert offsets == list(range(5))
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("compression", list(CompressionType), ids=lambda c: c.name)
+def test_compression_round_trip(client, kafka_hosts, topic_name, compression):
+    topic = make_topic(client, topic_name, 1)
+    values = [(b"%06d" % i) * 4000 for i in range(25)]  # 24 KB each, very compressible
+    with topic.get_producer(compression=compression, linger_ms=20) as producer:
+        msgs = [producer.produce(v, partition_key=b"k%d" % i) for i, v in enumerate(values)]
+    assert {m.compression_type for m in msgs} == {compression}
+    stats = []
+    back = read_back(kafka_hosts, topic_name, len(values), num_partitions=1, stats=stats)
+    assert [m.value() for m in back] == values
+    assert [m.key() for m in back] == [b"k%d" % i for i in range(len(values))]
+    # The bytes the consumer fetched show whether the batches were compressed on the wire.
+    assert stats, "no statistics from the reading consumer"
+    fetched = sum(b["rxbytes"] for b in stats[-1]["brokers"].values())
+    payload = sum(map(len, values))
+    if compression == CompressionType.NONE:
+        assert fetched >= payload
+    else:
+        assert fetched < payload / 4
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("acks", [0, 1, -1])
+def test_required_acks(topic, kafka_hosts, topic_name, acks):
+    with topic.get_producer(required_acks=acks, linger_ms=5) as producer:
+        msgs = [producer.produce(b"acks-%d" % i) for i in range(20)]
+    if acks == 0:  # the broker does not answer: no offsets (pykafka: -1)
+        assert {m.offset for m in msgs} == {-1}
+    else:
+        assert all(m.offset >= 0 for m in msgs)
+    back = read_back(kafka_hosts, topic_name, 20)
+    assert sorted(m.value() for m in back) == sorted(m.value for m in msgs)
+
+
+@pytest.mark.kafka
+def test_linger_ms_holds_messages_until_flush(topic):
+    with topic.get_producer(linger_ms=60000, delivery_reports=True) as producer:
+        msg = producer.produce(b"lingering")
+        with pytest.raises(queue.Empty):  # a minute of linger: nothing sent yet
+            producer.get_delivery_report(timeout=1)
+        assert len(producer) == 1
+        producer.flush()
+        assert producer.get_delivery_report(block=False) == (msg, None)
+        assert msg.offset >= 0
+
+
+@pytest.mark.kafka
+def test_linger_ms_zero_sends_without_flush(topic):
+    with topic.get_producer(linger_ms=0, delivery_reports=True) as producer:
+        msg = producer.produce(b"now")
+        assert producer.get_delivery_report(timeout=READ_DEADLINE_S) == (msg, None)
+        assert msg.offset >= 0
+
+
+@pytest.mark.kafka
+def test_headers_and_timestamps_round_trip(topic, kafka_hosts, topic_name):
+    aware = datetime.datetime(2021, 3, 4, 5, 6, 7, 891000, tzinfo=datetime.timezone.utc)
+    naive = datetime.datetime(2020, 1, 2, 3, 4, 5, 678000)  # taken as UTC, as pykafka did
+    cases = [
+        (b"list", [("h1", b"v1"), ("h2", b""), ("h1", b"again")], 1600000000123),
+        (b"dict", {"content-type": b"application/json", "trace": b"\x00\xff"}, aware),
+        (b"none", None, naive),
+        (b"str-value", [("s", "text")], None),
+    ]
+    expected_ts = {b"list": 1600000000123, b"dict": 1614834367891, b"none": 1577934245678}
+    with topic.get_producer(linger_ms=5) as producer:
+        before = int(time.time() * 1000)
+        msgs = {value: producer.produce(value, headers=headers, timestamp=ts)
+                for value, headers, ts in cases}
+    for value, ts in expected_ts.items():
+        assert msgs[value].timestamp == ts
+    back = {m.value(): m for m in read_back(kafka_hosts, topic_name, len(cases))}
+    assert back[b"list"].headers() == [("h1", b"v1"), ("h2", b""), ("h1", b"again")]
+    assert sorted(back[b"dict"].headers()) == [("content-type", b"application/json"), ("trace", b"\x00\xff")]
+    assert not back[b"none"].headers()
+    assert back[b"str-value"].headers() == [("s", b"text")]
+    for value, ts in expected_ts.items():
+        assert back[value].timestamp() == (1, ts)  # CreateTime
+    assert back[b"str-value"].timestamp()[1] >= before  # default: the produce time
+
+
+@pytest.mark.kafka
+def test_serializer_is_applied(topic, kafka_hosts, topic_name):
+    def serializer(value, partition_key):
+        return json.dumps(value, sort_keys=True).encode(), partition_key.encode()
+
+    with topic.get_producer(serializer=serializer, linger_ms=5) as producer:
+        msg = producer.produce({"b": [1, 2], "a": "x"}, partition_key="user-1")
+    assert msg.value == b'{"a": "x", "b": [1, 2]}' and msg.partition_key == b"user-1"
+    (back,) = read_back(kafka_hosts, topic_name, 1)
+    assert (back.key(), back.value()) == (b"user-1", b'{"a": "x", "b": [1, 2]}')
+
+
+@pytest.mark.kafka
+def test_start_after_stop_produces_again(topic, kafka_hosts, topic_name):
+    producer = topic.get_producer(linger_ms=5)
+    first = producer.produce(b"first")
+    producer.stop()
+    producer.stop()  # twice is fine
+    with pytest.raises(ProducerStoppedException):
+        producer.produce(b"stopped")
+    producer.start()
+    second = producer.produce(b"second")
+    producer.stop()
+    assert first.offset >= 0 and second.offset >= 0
+    assert sorted(m.value() for m in read_back(kafka_hosts, topic_name, 2)) == [b"first", b"second"]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("how", ["enable_idempotence", "rdkafka_config"])
+def test_idempotent_producer_delivers(topic, kafka_hosts, topic_name, how):
+    kwargs = {"enable_idempotence": True} if how == "enable_idempotence" \
+        else {"rdkafka_config": {"enable.idempotence": "true"}}
+    with topic.get_producer(linger_ms=5, **kwargs) as producer:
+        msgs = [producer.produce(b"idem-%d" % i) for i in range(30)]
+    assert all(m.offset >= 0 for m in msgs)
+    assert sorted(m.value() for m in read_back(kafka_hosts, topic_name, 30)) == \
+        sorted(m.value for m in msgs)
+
+
+@pytest.mark.kafka
+def test_enable_idempotence_reaches_librdkafka(topic):
+    # librdkafka itself refuses idempotence without acks from all replicas.
+    with pytest.raises(ConfigurationError, match="idempotence"):
+        topic.get_producer(enable_idempotence=True, required_acks=0)
+
+
+# -- local refusals (mock cluster) ---------------------------------------------------------------
+
+@pytest.mark.mock
+def test_produce_refuses_non_bytes(mock_topic):
+    with mock_topic.get_producer() as producer:
+        for kwargs in ({"message": "text"}, {"message": 42}, {"message": [b"x"]},
+                       {"message": b"v", "partition_key": "text"},
+                       {"message": b"v", "partition_key": 7},
+                       {"message": b"v", "timestamp": "yesterday"},
+                       {"message": b"v", "timestamp": -5},
+                       {"message": b"v", "headers": [("h", 5)]}):
+            with pytest.raises(TypeError):
+                producer.produce(**kwargs)
+        assert len(producer) == 0
+        assert producer.produce(None, partition_key=b"tombstone").value is None
+
+
+@pytest.mark.mock
+def test_message_over_max_request_size(mock_topic):
+    with mock_topic.get_producer(max_request_size=1000, delivery_reports=True) as producer:
+        with pytest.raises(MessageSizeTooLarge):
+            producer.produce(b"x" * 2000)
+        with pytest.raises(MessageSizeTooLarge):  # key and value together
+            producer.produce(b"x" * 600, partition_key=b"k" * 600)
+        assert len(producer) == 0  # nothing queued
+        small = producer.produce(b"x" * 100)
+        producer.flush()
+        assert drain_reports(producer) == [(small, None)]
+
+
+@pytest.mark.mock
+def test_produce_after_stop(mock_topic):
+    producer = mock_topic.get_producer()
+    producer.stop()
+    producer.stop()
+    with pytest.raises(ProducerStoppedException):
+        producer.produce(b"late")
+    with pytest.raises(ProducerStoppedException):
+        producer.flush()
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("config, key, value", [
+    ({"no.such.property": "1"}, "no.such.property", "1"),
+    ({"linger.ms": "soon"}, "linger.ms", "soon"),
+    ({"compression.codec": "brotli"}, "compression.codec", "brotli"),
+])
+def test_bad_rdkafka_config(mock_topic, config, key, value):
+    with pytest.raises(ConfigurationError) as info:
+        mock_topic.get_producer(rdkafka_config=config)
+    assert key in str(info.value) and value in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.mock
+def test_delivery_reports_disabled(mock_topic):
+    with mock_topic.get_producer() as producer:
+        with pytest.raises(KafkaException, match="Delivery-reporting is disabled"):
+            producer.get_delivery_report(block=False)
+
+
+@pytest.mark.mock
+def test_no_delivery_report_is_queue_empty(mock_topic):
+    with mock_topic.get_producer(delivery_reports=True) as producer:
+        with pytest.raises(queue.Empty):
+            producer.get_delivery_report(block=False)
+        with pytest.raises(queue.Empty):
+            producer.get_delivery_report(timeout=0.1)
+
+
+# -- delivery failures (mock cluster error injection) --------------------------------------------
+
+@pytest.mark.mock
+@pytest.mark.parametrize("code, exc_class", [(REQUEST_TIMED_OUT, RequestTimedOut),
+                                             (MESSAGE_TOO_LARGE, MessageSizeTooLarge)])
+def test_sync_produce_raises_the_delivery_error(mock_cluster, mock_topic, code, exc_class):
+    with mock_topic.get_sync_producer(max_retries=0) as producer:
+        assert producer.produce(b"ok").offset >= 0
+        mock_cluster.push_request_errors(ApiKey.Produce, code)
+        with pytest.raises(exc_class) as info:
+            producer.produce(b"refused")
+        assert info.value.code == code
+        assert len(producer) == 0
+        assert producer.produce(b"ok again").offset >= 0  # still usable
+
+
+@pytest.mark.mock
+def test_sync_produce_retries_a_retriable_error(mock_cluster, mock_topic):
+    with mock_topic.get_sync_producer(max_retries=3, retry_backoff_ms=10) as producer:
+        mock_cluster.push_request_errors(ApiKey.Produce, REQUEST_TIMED_OUT)
+        assert producer.produce(b"retried").offset >= 0
+
+
+@pytest.mark.mock
+def test_delivery_reports_success_and_failure(mock_cluster, mock_topic):
+    with mock_topic.get_producer(max_retries=0, linger_ms=0, delivery_reports=True) as producer:
+        mock_cluster.push_request_errors(ApiKey.Produce, MESSAGE_TOO_LARGE)
+        bad = producer.produce(b"bad")
+        msg, exc = producer.get_delivery_report(timeout=READ_DEADLINE_S)
+        assert msg is bad
+        assert isinstance(exc, MessageSizeTooLarge) and exc.code == MESSAGE_TOO_LARGE
+        assert bad.offset == -1
+        good = producer.produce(b"good")
+        assert producer.get_delivery_report(timeout=READ_DEADLINE_S) == (good, None)
+        assert good.offset >= 0
+
+
+@pytest.mark.mock
+def test_delivery_reports_are_per_thread(mock_topic):
+    with mock_topic.get_producer(linger_ms=0, delivery_reports=True) as producer:
+        produced = threading.Event()
+        may_read = threading.Event()
+        box = {}
+
+        def other_thread():
+            box["msgs"] = [producer.produce(b"from-thread-%d" % i) for i in range(3)]
+            produced.set()
+            may_read.wait(READ_DEADLINE_S)
+            box["reports"] = [producer.get_delivery_report(timeout=READ_DEADLINE_S) for _ in range(3)]
+            try:
+                producer.get_delivery_report(block=False)
+            except queue.Empty:
+                box["then_empty"] = True
+
+        th = threading.Thread(target=other_thread)
+        th.start()
+        produced.wait(READ_DEADLINE_S)
+        mine = producer.produce(b"from-main")
+        producer.flush()  # every report is dispatched now, into its thread's queue
+        assert drain_reports(producer) == [(mine, None)]
+        may_read.set()
+        th.join(READ_DEADLINE_S)
+        assert sorted(box["reports"], key=lambda r: r[0].value) == [(m, None) for m in box["msgs"]]
+        assert box["then_empty"]
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("surfaces_on", ["produce", "flush", "stop", "with"])
+def test_failed_delivery_without_reports_raises_later(mock_cluster, mock_topic, surfaces_on):
+    producer = mock_topic.get_producer(max_retries=0, linger_ms=0)
+    try:
+        mock_cluster.push_request_errors(ApiKey.Produce, MESSAGE_TOO_LARGE)
+        bad = producer.produce(b"bad")
+        with pytest.raises(ProduceFailureError) as info:
+            if surfaces_on == "produce":
+                wait_until(lambda: len(producer) == 0, "the delivery report")
+                producer.produce(b"next")
+            elif surfaces_on == "flush":
+                producer.flush()
+            elif surfaces_on == "stop":
+                producer.stop()
+            else:
+                with producer:
+                    pass
+        assert len(info.value.failed) == 1
+        msg, exc = info.value.failed[0]
+        assert msg is bad and isinstance(exc, MessageSizeTooLarge)
+        assert isinstance(info.value.__cause__, MessageSizeTooLarge)
+        if surfaces_on in ("produce", "flush"):  # reported once, and the producer goes on
+            good = producer.produce(b"good")
+            assert producer.flush() == 0 and good.offset >= 0
+    finally:
+        producer.stop()
+
+
+# -- a full queue --------------------------------------------------------------------------------
+
+@pytest.mark.mock
+def test_queue_full_raises_without_blocking(mock_cluster, mock_topic):
+    with mock_topic.get_producer(max_queued_messages=5, block_on_queue_full=False, linger_ms=0,
+                                 delivery_reports=True) as producer:
+        warm(producer)
+        mock_cluster.broker_down(-1)
+        queued = []
+        with pytest.raises(ProducerQueueFullError):
+            for i in range(50):
+                queued.append(producer.produce(b"q-%d" % i))
+        assert len(queued) == 5 and len(producer) == 5
+        mock_cluster.broker_up(-1)
+        assert producer.flush(READ_DEADLINE_S) == 0
+        reports = drain_reports(producer)
+        assert sorted(reports, key=lambda r: r[0].value) == [(m, None) for m in queued]
+        assert all(m.offset >= 0 for m in queued)
+
+
+@pytest.mark.mock
+def test_queue_full_blocks_until_the_broker_is_back(mock_cluster, mock_topic):
+    with mock_topic.get_producer(max_queued_messages=5, block_on_queue_full=True, linger_ms=0,
+                                 delivery_reports=True) as producer:
+        warm(producer)
+        mock_cluster.broker_down(-1)
+        queued = [producer.produce(b"q-%d" % i) for i in range(5)]
+        box = {}
+
+        def blocked():
+            try:
+                box["msg"] = producer.produce(b"waited")
+                box["reports"] = [producer.get_delivery_report(timeout=READ_DEADLINE_S)]
+            except BaseException as exc:  # handed to the test
+                box["exc"] = exc
+
+        th = threading.Thread(target=blocked)
+        th.start()
+        th.join(1.0)
+        assert th.is_alive(), "produce() should wait for room while the queue is full: %r" % box
+        mock_cluster.broker_up(-1)
+        th.join(READ_DEADLINE_S)
+        assert not th.is_alive() and "exc" not in box
+        assert box["reports"] == [(box["msg"], None)]
+        producer.flush()
+        assert sorted(drain_reports(producer), key=lambda r: r[0].value) == [(m, None) for m in queued]
+        assert all(m.offset >= 0 for m in queued + [box["msg"]])
+
+
+# -- stop() with a broker that never comes back ---------------------------------------------------
+
+@pytest.mark.mock
+@pytest.mark.parametrize("fault", ["down", "slow"])
+def test_stop_with_a_dead_broker_reports_every_message(mock_cluster, mock_topic, fault):
+    producer = mock_topic.get_producer(linger_ms=0, pending_timeout_ms=300)
+    warm(producer)
+    if fault == "down":
+        mock_cluster.broker_down(-1)
+    else:  # requests go out and are never answered in time: in flight at stop()
+        mock_cluster.set_broker_rtt(-1, 600000)
+    msgs = [producer.produce(b"lost-%d" % i) for i in range(20)]
+    finished, _, exc = run_bounded(producer.stop)
+    assert finished, "stop() did not return"
+    assert isinstance(exc, ProduceFailureError)
+    assert sorted(m.value for m, _ in exc.failed) == sorted(m.value for m in msgs)
+    assert all(isinstance(e, KafkaException) for _, e in exc.failed)
+    assert all(m.offset == -1 for m in msgs)
+    mock_cluster.set_broker_rtt(-1, 0)
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("fault", ["down", "slow"])
+def test_stop_with_a_dead_broker_and_delivery_reports(mock_cluster, mock_topic, fault):
+    producer = mock_topic.get_producer(linger_ms=0, pending_timeout_ms=300, delivery_reports=True)
+    warm(producer)
+    if fault == "down":
+        mock_cluster.broker_down(-1)
+    else:
+        mock_cluster.set_broker_rtt(-1, 600000)
+    msgs = [producer.produce(b"lost-%d" % i) for i in range(20)]
+    finished, _, exc = run_bounded(producer.stop)
+    assert finished, "stop() did not return"
+    assert exc is None  # told through the reports instead
+    reports = drain_reports(producer)
+    assert sorted(m.value for m, _ in reports) == sorted(m.value for m in msgs)
+    assert all(isinstance(e, KafkaException) for _, e in reports)
+    mock_cluster.set_broker_rtt(-1, 0)
+
+
+@pytest.mark.mock
+def test_sync_produce_to_a_dead_broker_times_out(mock_cluster, mock_topic):
+    from pyrdk.exceptions import KafkaTimeoutError
+    producer = mock_topic.get_sync_producer(pending_timeout_ms=300)
+    producer.produce(b"ok")
+    mock_cluster.broker_down(-1)
+    finished, _, exc = run_bounded(lambda: producer.produce(b"lost"))
+    assert finished and isinstance(exc, KafkaTimeoutError)
+    finished, _, exc = run_bounded(producer.stop)
+    assert finished
+    # the message the timeout was about is still reported at stop(), not dropped
+    assert isinstance(exc, ProduceFailureError) and [m.value for m, _ in exc.failed] == [b"lost"]
+
+
+# -- threads ---------------------------------------------------------------------------------------
+
+@pytest.mark.mock
+def test_stop_while_other_threads_read_reports(mock_topic):
+    # Other threads draining reports while stop() destroys the handle must neither crash
+    # nor turn into spurious failures (the report buffer is freed under them).
+    for _ in range(25):
+        producer = mock_topic.get_producer(linger_ms=0, delivery_reports=True, pending_timeout_ms=0)
+        done = threading.Event()
+        errors = []
+
+        def spin():
+            while not done.is_set():
+                try:
+                    producer.get_delivery_report(block=False)
+                except queue.Empty:
+                    pass
+                except BaseException as exc:  # handed to the test
+                    errors.append(exc)
+                    return
+        threads = [threading.Thread(target=spin) for _ in range(3)]
+        for th in threads:
+            th.start()
+        for i in range(20):
+            producer.produce(b"x%d" % i)
+        try:
+            producer.stop()
+        finally:
+            done.set()
+            for th in threads:
+                th.join()
+        assert errors == []
+
+
+@pytest.mark.mock
+def test_produce_from_many_threads(mock_cluster, mock_client, topic_name):
+    mock_cluster.create_topic(topic_name, 4)
+    topic = mock_client.topics[topic_name]
+    with topic.get_producer(linger_ms=1, delivery_reports=True) as producer:
+        results = {}
+
+        def work(n):
+            msgs = [producer.produce(b"t%d-%d" % (n, i)) for i in range(200)]
+            producer.flush()
+            results[n] = (msgs, [producer.get_delivery_report(timeout=READ_DEADLINE_S)
+                                 for _ in range(200)])
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    for msgs, reports in results.values():
+        assert sorted(reports, key=lambda r: r[0].value) == sorted(((m, None) for m in msgs),
+                                                                   key=lambda r: r[0].value)
+    assert len(results) == 4
+
+
+def test_producer_signature_matches_pykafka():
+    import inspect
+    params = inspect.signature(Producer).parameters
+    expected = dict(cluster=inspect.Parameter.empty, topic=inspect.Parameter.empty, partitioner=None,
+                    compression=CompressionType.NONE, max_retries=3, retry_backoff_ms=100,
+                    required_acks=1, ack_timeout_ms=10000, max_queued_messages=100000,
+                    min_queued_messages=70000, linger_ms=5000, queue_empty_timeout_ms=0,
+                    block_on_queue_full=True, max_request_size=1000012, sync=False,
+                    delivery_reports=False, pending_timeout_ms=5000, auto_start=True, serializer=None)
+    assert list(params)[:len(expected)] == list(expected)
+    assert {k: params[k].default for k in expected} == expected
+
+
+@pytest.mark.mock
+def test_auto_start_false(mock_topic):
+    producer = mock_topic.get_producer(auto_start=False)
+    with pytest.raises(ProducerStoppedException):
+        producer.produce(b"not started")
+    producer.start()
+    producer.produce(b"started")
+    producer.stop()
+
+
+@pytest.mark.kafka
+@pytest.mark.xfail(strict=False, reason="Tansu does not enforce the topic's max.message.bytes")
+def test_broker_refuses_a_message_over_the_topics_max_message_bytes(client, topic_name):
+    client.cluster.create_topics([(topic_name, 1, 1, {"max.message.bytes": "1000"})])
+    topic = client.topics[topic_name]
+    with topic.get_sync_producer(max_retries=0) as producer:
+        assert producer.produce(b"small").offset >= 0
+        with pytest.raises(MessageSizeTooLarge) as info:
+            producer.produce(b"x" * 5000)  # under max_request_size, over the topic's limit
+        assert info.value.code == MESSAGE_TOO_LARGE
+
+
+@pytest.mark.kafka
+def test_a_producer_never_stopped_still_delivers_at_exit(kafka_hosts, client, topic_name):
+    """pykafka's defaults linger 5 s; a program that exits without stop() loses nothing."""
+    import subprocess
+    import sys
+    import textwrap
+    make_topic(client, topic_name, 4)
+    program = textwrap.dedent("""
+        from pyrdk import KafkaClient
+        client = KafkaClient(hosts=%r)
+        producer = client.topics[%r].get_producer()
+        for i in range(200):
+            producer.produce(b"left %%d" %% i)
+    """) % (kafka_hosts, topic_name)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    values = sorted(m.value() for m in read_back(kafka_hosts, topic_name, 200))
+    assert values == sorted(b"left %d" % i for i in range(200))
