@@ -51,6 +51,7 @@ class Callbacks:
         self.on_rebalance = on_rebalance
         self.on_commit = on_commit
         self.last_error = None
+        self.last_connection_error = None  # the last _TRANSPORT error: names broker and cause
         self.pending = None
         with _lock:
             self.id = next(_ids)
@@ -122,6 +123,8 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
             reason = buf
         exc = errors.exception(err, reason=string(reason), fatal=fatal)
         cbs.last_error = exc
+        if err == errors.TRANSPORT:
+            cbs.last_connection_error = exc
         if cbs.on_error is not None:
             cbs.on_error(exc)
         elif fatal:

@@ -38,7 +38,7 @@ class Conf:
         buf = errors.errstr()
         res = lib.rd_kafka_conf_set(self._ptr, key.encode(), text.encode(), buf, errors.ERRSTR_SIZE)
         if res != lib.RD_KAFKA_CONF_OK:
-            raise ConfigurationError("librdkafka refused %s=%r: %s" % (key, text, string(buf)))
+            raise ConfigurationError("librdkafka refused %s=%r: %s" % (key, text, string(buf).strip()))
 
     def get(self, key):
         """``rd_kafka_conf_get``: the current value of ``key`` as a string (None if unknown)."""

@@ -6,20 +6,26 @@ for calls in flight in others instead of freeing memory under them; after ``clos
 every call raises the exception class given at construction. Long waits are sliced
 (``SLICE_MS``) so Ctrl-C and ``close()`` get through.
 """
+import atexit
 import collections
 import contextlib
+import itertools
 import os
 import threading
 import time
+import weakref
 
 from pyrdk._ffi import ffi, lib, string
-from pyrdk.exceptions import KafkaException, KafkaTimeoutError
+from pyrdk.exceptions import KafkaException
 from pyrdk.rd import callbacks, errors, message, partitions
 from pyrdk.rd.conf import Conf
 from pyrdk.rd.queue import Queue
 from pyrdk.rd.topic import TopicHandle
 
 SLICE_MS = 100
+
+_live = weakref.WeakSet()
+_order = itertools.count()
 
 BrokerMetadata = collections.namedtuple("BrokerMetadata", "id host port")
 PartitionMetadata = collections.namedtuple("PartitionMetadata", "id error leader replicas isrs")
@@ -40,8 +46,10 @@ class Handle:
         self._closing = False
         self._topics = {}
         self._queue = None
+        self._woken = False
         self.before_destroy = []  # callables run just before rd_kafka_destroy (e.g. mock cluster)
         self._pid = os.getpid()
+        self._created = next(_order)
         conf = Conf({"log.queue": True})
         try:
             for key, value in config.items():
@@ -62,16 +70,23 @@ class Handle:
             lib.rd_kafka_poll_set_consumer(ptr)
             self._queue = Queue(ptr, consumer=True)
         self.name = string(lib.rd_kafka_name(ptr))
+        _live.add(self)
 
     # -- lifetime -------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def use(self):
-        """Hold the handle open for the duration of one call into librdkafka."""
+    def use(self, closed_ok=False):
+        """Hold the handle open for the duration of one call into librdkafka; yields the
+        ``rd_kafka_t *``. A closed handle raises, or yields None when ``closed_ok``."""
         with self._cond:
-            if self._closing or self._ptr is None:
+            closed = self._closing or self._ptr is None
+            if closed and not closed_ok:
                 raise self._closed_exc("the %s %s is closed" % (self.kind, getattr(self, "name", "")))
-            self._users += 1
+            if not closed:
+                self._users += 1
+        if closed:
+            yield None
+            return
         try:
             yield self._ptr
         finally:
@@ -255,9 +270,18 @@ class Handle:
         return partitions.from_c(c_list)
 
     def _with_reason(self, exc):
-        """Add the last connection error librdkafka reported to a timeout's message."""
-        last = self._cbs.last_error
-        if last is not None and isinstance(exc, KafkaTimeoutError):
+        """Add the last connection error librdkafka reported (else its last error) to the
+        message of a timeout or a transport failure. A producer first serves its pending
+        error events (``rd_kafka_poll(rk, 0)``; its delivery reports stay buffered in C); a
+        consumer's arrive with its messages."""
+        if exc.code not in (errors.TIMED_OUT, errors.TRANSPORT, errors.ALL_BROKERS_DOWN):
+            return exc
+        if self.kind == "producer":
+            with self.use(closed_ok=True) as rk:
+                if rk is not None:
+                    lib.rd_kafka_poll(rk, 0)
+        last = self._cbs.last_connection_error or self._cbs.last_error
+        if last is not None:
             exc.args = ("%s (last error: %s)" % (exc.args[0], last),)
         return exc
 
@@ -339,12 +363,19 @@ class Handle:
         """
         array = ffi.new("rd_kafka_message_t *[]", max_messages)
         deadline = _deadline(timeout_ms)
+        first = True
         while True:
-            with self.use():
+            # After the first slice, a close() from another thread ends the wait: it may
+            # come between two slices as well as during one.
+            with self.use(closed_ok=not first) as rk:
+                if rk is None:
+                    return [], []
                 n = self._queue.consume_batch(array, max_messages, _slice(deadline))
                 if n > 0 or n < 0:
                     return self._convert(array, n)
-            if _remaining(deadline) <= 0 or self._closing:
+            first = False
+            if _remaining(deadline) <= 0 or self._closing or self._woken:
+                self._woken = False
                 return [], []
 
     def _convert(self, array, n):
@@ -369,9 +400,12 @@ class Handle:
         return msgs, errs
 
     def wake(self):
-        """``rd_kafka_queue_yield``: return a blocked ``consume_batch`` early."""
-        if self._queue is not None and not self.closed:
-            self._queue.yield_()
+        """``rd_kafka_queue_yield``: return a blocked ``consume_batch`` early (or the next
+        one, when none is blocked)."""
+        with self._cond:  # close() destroys the queue only after it has set _closing
+            self._woken = True
+            if self._queue is not None and not self.closed:
+                self._queue.yield_()
 
     def memberid(self):
         """``rd_kafka_memberid``: this consumer's group member id (None outside a group)."""
@@ -383,6 +417,18 @@ class Handle:
                 return string(ptr)
             finally:
                 lib.rd_kafka_mem_free(rk, ptr)
+
+
+@atexit.register
+def _close_live_handles():
+    """At exit, close what the program left open, newest first, so that no librdkafka
+    thread outlives the interpreter's own teardown."""
+    for handle in sorted(_live, key=lambda h: -h._created):
+        if not handle.closed and handle._pid == os.getpid():
+            try:
+                handle.close(consumer_close=False)
+            except Exception:  # exiting anyway; never mask the program's own outcome
+                pass
 
 
 def librdkafka_runtime_version():

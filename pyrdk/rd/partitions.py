@@ -18,6 +18,8 @@ def to_c(tps):
     ptr = ffi.gc(lib.rd_kafka_topic_partition_list_new(max(len(tps), 1)),
                  lib.rd_kafka_topic_partition_list_destroy)
     for tp in tps:
+        if not isinstance(tp[0], str):
+            raise TypeError("topic names must be str, not %s: %r" % (type(tp[0]).__name__, tp[0]))
         elem = lib.rd_kafka_topic_partition_list_add(ptr, tp[0].encode(), tp[1])
         if len(tp) > 2 and tp[2] is not None:
             elem.offset = tp[2]

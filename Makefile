@@ -1,0 +1,54 @@
+# pyrdk: `make test` on a fresh Debian machine installs what is missing (system packages
+# through apt-get, a virtualenv in .venv with `pip install -e '.[test]'`), then runs the tests.
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.pyrdk-installed
+RDKAFKA_H := /usr/include/librdkafka/rdkafka.h
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
+PYTEST_ARGS ?=
+
+# Re-install (and so rebuild the cffi extension) when any of these change.
+BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.[ch]' 2>/dev/null)
+
+.PHONY: test demo sysdeps venv clean
+
+test: venv
+	$(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
+	$(VPY) -m pytest tests $(PYTEST_ARGS)
+
+demo: venv
+	$(VPY) -m pyrdk.testing.demo
+
+venv: $(STAMP)
+
+# librdkafka-dev for rdkafka.h (unless PYRDK_RDKAFKA_INCLUDE points elsewhere), a C compiler,
+# Python's headers and venv support: apt-get only what is absent.
+sysdeps:
+	@missing=""; \
+	if [ -z "$$PYRDK_RDKAFKA_INCLUDE" ] && [ ! -f $(RDKAFKA_H) ]; then missing="$$missing librdkafka-dev"; fi; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	$(PYTHON) -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+		|| missing="$$missing python3-dev"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(APT_GET) update && $(APT_GET) install -y --no-install-recommends $$missing; \
+	fi
+
+$(VPY): | sysdeps
+	$(PYTHON) -m venv $(VENV)
+
+# An older in-place build (build_ffi.py names it _rdkafka.cpython-*.so) would shadow the new one.
+$(STAMP): $(BUILD_INPUTS) | $(VPY) sysdeps
+	rm -f pyrdk/_rdkafka*.so pyrdk/_rdkafka.c
+	$(VPY) -m pip install --disable-pip-version-check --upgrade pip
+	$(VPY) -m pip install --disable-pip-version-check -e '.[test]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .tox
+	rm -f pyrdk/_rdkafka.c pyrdk/_rdkafka*.so pyrdk/_rdkafka.o csrc/*.o
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,251 @@
+"""rd.callbacks: librdkafka's callbacks reach Python in the thread that polls, and an
+exception raised in a handler comes back out of that poll."""
+import json
+import logging
+import threading
+import uuid
+
+import pytest
+
+from pyrdk.exceptions import KafkaException, MessageSizeTooLarge
+from pyrdk.rd import callbacks, partitions
+from pyrdk.testing import free_port
+from tests.rd import util
+
+
+class Boom(Exception):
+    pass
+
+
+def _name(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:10])
+
+
+# -- the registry ----------------------------------------------------------------------------------
+
+def test_each_callbacks_has_its_own_id_and_opaque():
+    a, b = callbacks.Callbacks(), callbacks.Callbacks()
+    try:
+        assert a.id != b.id
+        assert callbacks._lookup(a.opaque) is a
+        assert callbacks._lookup(b.opaque) is b
+    finally:
+        a.unregister()
+        b.unregister()
+
+
+def test_unregister_forgets_and_is_idempotent():
+    cbs = callbacks.Callbacks()
+    cbs_id = cbs.id
+    cbs.unregister()
+    assert cbs_id not in callbacks._registry
+    cbs.unregister()
+
+
+def test_store_keeps_the_first_exception_until_reraise():
+    cbs = callbacks.Callbacks()
+    try:
+        first, second = Boom("first"), Boom("second")
+        cbs.store(first)
+        cbs.store(second)
+        with pytest.raises(Boom) as info:
+            cbs.reraise()
+        assert info.value is first
+        cbs.reraise()  # nothing stored any more
+    finally:
+        cbs.unregister()
+
+
+# -- delivery reports ------------------------------------------------------------------------------
+
+@pytest.mark.mock
+def test_delivery_reports_carry_id_partition_offset(mock_cluster, handles):
+    topic = _name("dr")
+    mock_cluster.create_topic(topic, 2, 1)
+    reports = []
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
+                       on_delivery=lambda *report: reports.append(report))
+    for i in range(6):
+        producer.produce(topic, i % 2, b"v%d" % i, None, 0, None, 100 + i)
+    assert producer.flush(util.WAIT_S * 1000)
+    assert sorted((r[0], r[2], r[3]) for r in reports) == [
+        (100, 0, 0), (101, 1, 0), (102, 0, 1), (103, 1, 1), (104, 0, 2), (105, 1, 2)]
+    assert all(r[1] is None for r in reports)
+
+
+@pytest.mark.mock
+def test_delivery_reports_wait_then_dispatch(mock_cluster, handles):
+    topic = _name("drw")
+    mock_cluster.create_topic(topic, 1, 1)
+    reports = []
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 0},
+                       on_delivery=lambda *report: reports.append(report))
+    producer.produce(topic, 0, b"v", None, 0, None, 7)
+    util.wait_until(lambda: producer.wait_reports(200) > 0, "a buffered delivery report",
+                    step=lambda: producer.poll(0, dispatch=False))
+    assert reports == []  # buffered in C until dispatched
+    assert producer.dispatch_reports() == 1
+    assert [r[0] for r in reports] == [7]
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("call", ["flush", "poll"])
+def test_exception_in_on_delivery_is_raised_in_the_polling_thread(mock_cluster, handles, call):
+    topic = _name("drx")
+    mock_cluster.create_topic(topic, 1, 1)
+    seen = []
+
+    def on_delivery(msg_id, exc, partition, offset, timestamp):
+        seen.append((msg_id, threading.current_thread().name))
+        raise Boom("from on_delivery %d" % msg_id)
+
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 0},
+                       on_delivery=on_delivery)
+    producer.produce(topic, 0, b"a", None, 0, None, 1)
+    producer.produce(topic, 0, b"b", None, 0, None, 2)
+    outcome = []
+
+    def polling_thread():
+        try:
+            if call == "flush":
+                producer.flush(util.WAIT_S * 1000)
+            else:
+                util.wait_until(lambda: len(seen) == 2, "both delivery reports",
+                                step=lambda: producer.poll(100))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=polling_thread, name="the-poller")
+    thread.start()
+    thread.join(util.WAIT_S * 2)
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], Boom)
+    assert str(outcome[0]) == "from on_delivery 1"  # the first one raised is kept
+    assert seen[0] == (1, "the-poller")
+    # Raised once: the next poll is clean.
+    producer.flush(util.WAIT_S * 1000)
+    producer.poll(0)
+
+
+# -- errors, statistics ----------------------------------------------------------------------------
+
+def test_on_error_gets_connection_failures(handles):
+    errors_seen = []
+    port = free_port()
+    producer = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % port,
+                                    "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 50},
+                       on_error=errors_seen.append)
+    util.wait_until(lambda: errors_seen, "an error callback", step=lambda: producer.poll(100))
+    exc = errors_seen[0]
+    assert isinstance(exc, KafkaException)
+    assert exc.name in ("_TRANSPORT", "_ALL_BROKERS_DOWN")
+    assert producer.last_error is errors_seen[-1]
+    assert any("127.0.0.1:%d" % port in str(e) for e in errors_seen)
+
+
+def test_exception_in_on_error_is_raised_from_poll(handles):
+    def on_error(exc):
+        raise Boom(str(exc))
+
+    producer = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % free_port()}, on_error=on_error)
+    with pytest.raises(Boom):
+        util.wait_until(lambda: False, "on_error to raise", step=lambda: producer.poll(100))
+
+
+def test_without_on_error_errors_are_logged(handles, caplog):
+    caplog.set_level(logging.WARNING, logger="pyrdk.librdkafka")
+    producer = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % free_port()})
+    util.wait_until(lambda: producer.last_error is not None, "an error event", step=lambda: producer.poll(100))
+    assert any(r.name == "pyrdk.librdkafka" and r.levelno >= logging.WARNING
+               and producer.name in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.mock
+def test_on_stats_gets_the_statistics_json(mock_cluster, handles):
+    stats = []
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers,
+                                    "statistics.interval.ms": 100}, on_stats=stats.append)
+    util.wait_until(lambda: stats, "a statistics callback", step=lambda: producer.poll(100))
+    doc = json.loads(stats[0])
+    assert doc["name"] == producer.name
+    assert doc["type"] == "producer"
+
+
+# -- logging ---------------------------------------------------------------------------------------
+
+@pytest.mark.mock
+def test_log_lines_reach_the_pyrdk_librdkafka_logger(mock_cluster, handles, caplog):
+    caplog.set_level(logging.DEBUG, logger="pyrdk.librdkafka")
+    topic = _name("log")
+    mock_cluster.create_topic(topic, 1, 1)
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "debug": "broker"})
+    util.produce(producer, topic, [(0, b"v", None, 0, None)])
+    lines = [r for r in caplog.records if r.name == "pyrdk.librdkafka" and producer.name in r.getMessage()]
+    assert lines, "no librdkafka log line was logged"
+    assert any(r.levelno == logging.DEBUG for r in lines)
+    # "<handle name> [<facility>] <text>"
+    assert all(r.getMessage().startswith(producer.name + " [") for r in lines)
+
+
+@pytest.mark.mock
+def test_consumer_log_lines_arrive_with_consume_batch(mock_cluster, handles, caplog):
+    caplog.set_level(logging.DEBUG, logger="pyrdk.librdkafka")
+    topic = _name("clog")
+    mock_cluster.create_topic(topic, 1, 1)
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic,
+                                    "debug": "consumer"})
+    consumer.assign([(topic, 0, partitions.OFFSET_BEGINNING)])
+    util.wait_until(lambda: any(consumer.name in r.getMessage() for r in caplog.records),
+                    "a consumer log line", step=lambda: consumer.consume_batch(10, 100))
+
+
+# -- consumer callbacks ----------------------------------------------------------------------------
+
+@pytest.mark.mock
+def test_exception_in_on_rebalance_is_raised_from_consume_batch(mock_cluster, handles):
+    topic = _name("reb")
+    mock_cluster.create_topic(topic, 1, 1)
+
+    def on_rebalance(kind, tps):
+        raise Boom(kind)
+
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic},
+                       on_rebalance=on_rebalance)
+    consumer.subscribe([topic])
+    with pytest.raises(Boom, match="assign"):
+        util.wait_until(lambda: False, "on_rebalance to raise", step=lambda: consumer.consume_batch(10, 100))
+    # The assignment itself went through before the handler ran.
+    assert [(tp.topic, tp.partition) for tp in consumer.assignment()] == [(topic, 0)]
+
+
+@pytest.mark.mock
+def test_on_commit_reports_an_asynchronous_commit(mock_cluster, handles):
+    topic = _name("commit")
+    mock_cluster.create_topic(topic, 1, 1)
+    commits = []
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic,
+                                    "enable.auto.commit": False},
+                       on_commit=lambda exc, tps: commits.append((exc, tps)))
+    consumer.assign([(topic, 0, 0)])
+    consumer.commit([(topic, 0, 5)], asynchronous=True)
+    util.wait_until(lambda: commits, "the commit callback", step=lambda: consumer.consume_batch(10, 100))
+    exc, tps = commits[0]
+    assert exc is None
+    assert [(tp.topic, tp.partition, tp.offset) for tp in tps] == [(topic, 0, 5)]
+
+
+@pytest.mark.mock
+def test_delivery_failure_reaches_on_delivery(mock_cluster, handles):
+    from pyrdk.rd.mock import ApiKey
+    topic = _name("drf")
+    mock_cluster.create_topic(topic, 1, 1)
+    reports = []
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers,
+                                    "message.send.max.retries": 0},
+                       on_delivery=lambda *report: reports.append(report))
+    producer.metadata(topic)
+    mock_cluster.push_request_errors(ApiKey.Produce, 10)
+    util.produce(producer, topic, [(0, b"v", None, 0, None)])
+    (msg_id, exc, _partition, offset, _ts), = reports
+    assert isinstance(exc, MessageSizeTooLarge) and exc.code == 10
+    assert offset < 0

@@ -1,0 +1,349 @@
+"""rd.handle: an ``rd_kafka_t`` from ``rd_kafka_new`` to ``rd_kafka_destroy`` — produce,
+consume, metadata, offsets, and closing while other threads use it."""
+import threading
+import uuid
+
+import pytest
+
+from pyrdk.common import TimestampType
+from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, ProducerStoppedException,
+                              UnknownTopicOrPartition)
+from pyrdk.rd import handle as handle_module
+from pyrdk.rd import admin, partitions
+from pyrdk.testing import free_port
+from tests.rd import util
+
+
+def _name(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:10])
+
+
+def _run_in_thread(target):
+    """Start ``target`` in a thread; return the thread and the list its outcome lands in."""
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(target())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+# -- produce and consume ---------------------------------------------------------------------------
+
+def test_round_trip(brokers, handles):
+    """Key, value, headers and create time through ``rd_kafka_producev`` and back, with a
+    delivery report per message."""
+    topic = _name("rt")
+    brokers.create_topic(topic, 2)
+    reports = []
+    producer = handles("producer", {"bootstrap.servers": brokers.hosts},
+                       on_delivery=lambda *report: reports.append(report))
+    ts = 1700000000000
+    items = [(i % 2, b"value-%d" % i, b"key-%d" % i, ts + i, [("n", b"%d" % i), ("kind", b"test")])
+             for i in range(10)]
+    util.produce(producer, topic, items)
+
+    assert sorted(r[0] for r in reports) == list(range(1, 11))
+    by_id = {r[0]: r for r in reports}
+    for msg_id, (partition, *_rest) in enumerate(items, 1):
+        _, exc, delivered_partition, offset, _ts = by_id[msg_id]
+        assert exc is None
+        assert delivered_partition == partition
+        assert offset == (msg_id - 1) // 2
+    assert producer.outq_len() == 0
+
+    consumer = handles("consumer", {"bootstrap.servers": brokers.hosts, "group.id": topic})
+    consumer.assign([(topic, 0, partitions.OFFSET_BEGINNING), (topic, 1, partitions.OFFSET_BEGINNING)])
+    got = util.consume(consumer, 10)
+    got.sort(key=lambda m: int(m.value.split(b"-")[1]))
+    for (partition, value, key, timestamp, headers), m in zip(items, got):
+        assert (m.topic, m.partition_id, m.value, m.partition_key) == (topic, partition, value, key)
+        assert (m.timestamp, m.timestamp_type) == (timestamp, TimestampType.CREATE_TIME)
+        assert m.headers == headers
+    assert [m.offset for m in got if m.partition_id == 0] == list(range(5))
+
+
+def test_produce_to_unknown_partition_is_refused_or_reported(brokers, handles):
+    topic = _name("nopart")
+    brokers.create_topic(topic, 1)
+    reports = []
+    producer = handles("producer", {"bootstrap.servers": brokers.hosts, "message.timeout.ms": 5000},
+                       on_delivery=lambda *report: reports.append(report))
+    producer.metadata(topic)  # know the partition count, so the refusal is immediate
+    with pytest.raises(UnknownTopicOrPartition) as info:
+        producer.produce(topic, 7, b"v", None, 0, None, 1)
+    assert topic in str(info.value) and "[7]" in str(info.value)
+
+
+def test_watermarks_after_one_message_per_request(brokers, handles):
+    topic = _name("wm")
+    brokers.create_topic(topic, 1)
+    producer = handles("producer", {"bootstrap.servers": brokers.hosts})
+    for i in range(5):
+        util.produce(producer, topic, [(0, b"%d" % i, None, 0, None)])
+    assert producer.query_watermark_offsets(topic, 0) == (0, 5)
+
+
+def test_watermarks_after_a_batched_produce(request, brokers, handles):
+    if brokers.kind == "kafka":
+        request.applymarker(util.tansu_gap(
+            "ListOffsets answers the last batch's base offset + 1 as the high watermark"))
+    topic = _name("wmb")
+    brokers.create_topic(topic, 1)
+    producer = handles("producer", {"bootstrap.servers": brokers.hosts, "linger.ms": 200})
+    util.produce(producer, topic, [(0, b"%d" % i, None, 0, None) for i in range(10)])
+    assert producer.query_watermark_offsets(topic, 0) == (0, 10)
+
+
+def test_purge_reports_queued_messages(mock_cluster, handles):
+    topic = _name("purge")
+    mock_cluster.create_topic(topic, 1, 1)
+    reports = []
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
+                       on_delivery=lambda *report: reports.append(report))
+    producer.metadata(topic)
+    mock_cluster.broker_down(-1)
+    producer.produce(topic, 0, b"stuck", None, 0, None, 1)
+    assert producer.outq_len() >= 1
+    producer.purge(in_flight=True)
+    util.wait_until(lambda: reports, "the purged message's delivery report", step=lambda: producer.poll(100))
+    (msg_id, exc, _partition, offset, _ts), = reports
+    assert msg_id == 1 and offset < 0
+    assert exc is not None and exc.name in ("_PURGE_QUEUE", "_PURGE_INFLIGHT")
+
+
+# -- closing ---------------------------------------------------------------------------------------
+
+def test_use_after_close_raises_the_handles_exception(mock_cluster, handles):
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
+                       closed_exc=ProducerStoppedException)
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": "g"},
+                       closed_exc=ConsumerStoppedException)
+    producer.close()
+    consumer.close()
+    assert producer.closed and consumer.closed
+    for call in (lambda: producer.poll(0), lambda: producer.flush(10), producer.outq_len,
+                 lambda: producer.produce("t", 0, b"v", None, 0, None, 1),
+                 lambda: producer.metadata(timeout_ms=10)):
+        with pytest.raises(ProducerStoppedException):
+            call()
+    for call in (lambda: consumer.consume_batch(1, 10), consumer.assignment,
+                 lambda: consumer.assign([("t", 0)]), lambda: consumer.committed([("t", 0)], 10)):
+        with pytest.raises(ConsumerStoppedException):
+            call()
+
+
+def test_close_twice_is_harmless(handles):
+    h = handles("producer", {})
+    h.close()
+    h.close()
+    assert h.closed
+
+
+def test_default_closed_exception_is_a_kafka_exception(handles):
+    h = handles("producer", {})
+    h.close()
+    with pytest.raises(KafkaException, match="closed"):
+        h.poll(0)
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("slice_ms", [handle_module.SLICE_MS, 1])
+def test_close_from_another_thread_ends_a_blocked_consume_batch(mock_cluster, handles, monkeypatch,
+                                                                slice_ms):
+    """close() waits for the consume_batch in flight, which returns ([], []) instead of
+    crashing or raising; with 1 ms slices, close() also lands between slices."""
+    monkeypatch.setattr(handle_module, "SLICE_MS", slice_ms)
+    topic = _name("close")
+    mock_cluster.create_topic(topic, 1, 1)
+    for attempt in range(5):
+        consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers,
+                                        "group.id": topic}, closed_exc=ConsumerStoppedException)
+        consumer.assign([(topic, 0, partitions.OFFSET_END)])
+        started = threading.Event()
+
+        def blocked():
+            started.set()
+            return consumer.consume_batch(100, 600000)
+
+        thread, outcome = _run_in_thread(blocked)
+        started.wait(util.WAIT_S)
+        util.wait_until(lambda: consumer._users > 0, "consume_batch to enter librdkafka")
+        consumer.close()
+        thread.join(util.WAIT_S)
+        assert not thread.is_alive(), "consume_batch did not return after close()"
+        assert outcome == [([], [])]
+        with pytest.raises(ConsumerStoppedException):
+            consumer.consume_batch(1, 0)
+
+
+@pytest.mark.mock
+def test_wake_returns_a_blocked_consume_batch(mock_cluster, handles):
+    topic = _name("wake")
+    mock_cluster.create_topic(topic, 1, 1)
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic})
+    consumer.assign([(topic, 0, partitions.OFFSET_END)])
+    thread, outcome = _run_in_thread(lambda: consumer.consume_batch(100, 600000))
+    util.wait_until(lambda: consumer._users > 0, "consume_batch to enter librdkafka")
+    consumer.wake()
+    thread.join(util.WAIT_S)
+    assert not thread.is_alive(), "consume_batch did not return after wake()"
+    assert outcome == [([], [])]
+    assert not consumer.closed
+    # The handle is still usable afterwards.
+    assert consumer.consume_batch(10, 0) == ([], [])
+
+
+@pytest.mark.mock
+def test_close_waits_for_a_flush_in_another_thread(mock_cluster, handles):
+    topic = _name("flush")
+    mock_cluster.create_topic(topic, 1, 1)
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
+                       closed_exc=ProducerStoppedException)
+    producer.metadata(topic)
+    mock_cluster.broker_down(-1)
+    producer.produce(topic, 0, b"pending", None, 0, None, 1)
+    thread, outcome = _run_in_thread(lambda: producer.flush(600000))
+    util.wait_until(lambda: producer._users > 0, "flush to enter librdkafka")
+    producer.close()
+    thread.join(util.WAIT_S)
+    assert not thread.is_alive(), "flush did not end after close()"
+    # It ends either way: not flushed, or the handle found closed between two slices.
+    assert len(outcome) == 1
+    assert outcome[0] is False or isinstance(outcome[0], ProducerStoppedException), outcome
+
+
+# -- metadata --------------------------------------------------------------------------------------
+
+@pytest.mark.mock
+def test_metadata_of_the_mock_cluster(mock_cluster, handles):
+    topic = _name("md")
+    mock_cluster.create_topic(topic, 4, 3)
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers})
+    md = producer.metadata()
+    assert sorted(b.id for b in md.brokers) == [1, 2, 3]
+    assert all(b.host == "127.0.0.1" and b.port > 0 for b in md.brokers)
+    t = md.topics[topic]
+    assert t.error == 0
+    assert [p.id for p in t.partitions] == [0, 1, 2, 3]
+    for p in t.partitions:
+        assert p.leader in (1, 2, 3)
+        assert sorted(p.replicas) == [1, 2, 3]
+    one = producer.metadata(topic, all_topics=False)
+    assert list(one.topics) == [topic]
+
+
+@pytest.mark.kafka
+def test_metadata_of_the_real_broker(kafka_hosts, handles):
+    producer = handles("producer", {"bootstrap.servers": kafka_hosts})
+    md = producer.metadata()
+    assert md.brokers
+    host, port = kafka_hosts.split(",")[0].rsplit(":", 1)
+    if util.on_tansu():
+        assert [(b.host, b.port) for b in md.brokers] == [(host, int(port))]
+
+
+@pytest.mark.parametrize("kind", ["producer", "consumer"])
+def test_metadata_from_an_unreachable_bootstrap_raises(handles, kind):
+    port = free_port()  # nothing listens there
+    h = handles(kind, {"bootstrap.servers": "127.0.0.1:%d" % port, "group.id": "g",
+                       "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 50})
+    with pytest.raises(KafkaException) as info:
+        h.metadata(timeout_ms=1500)
+    exc = info.value
+    assert exc.name in ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN")
+    assert exc.retriable
+    assert str(exc).startswith("metadata request: ")
+    if kind == "producer":
+        # The last connection error, from error_cb, names the address and the cause.
+        assert "127.0.0.1:%d" % port in str(exc)
+        assert "Connection refused" in str(exc)
+        assert h.last_error is not None
+
+
+def test_watermarks_from_an_unreachable_bootstrap_raise(handles):
+    port = free_port()
+    h = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % port})
+    with pytest.raises(KafkaException) as info:
+        h.query_watermark_offsets("t", 0, timeout_ms=1500)
+    assert "list offsets for t [0]" in str(info.value)
+    assert info.value.retriable
+
+
+# -- consumer offsets ------------------------------------------------------------------------------
+
+def test_commit_committed_position_and_seek(brokers, handles):
+    topic = _name("offs")
+    brokers.create_topic(topic, 1)
+    producer = handles("producer", {"bootstrap.servers": brokers.hosts})
+    util.produce(producer, topic, [(0, b"%d" % i, None, 0, None) for i in range(6)])
+    consumer = handles("consumer", {"bootstrap.servers": brokers.hosts, "group.id": topic,
+                                    "enable.auto.commit": False})
+    assert consumer.committed([(topic, 0)])[0].offset == partitions.OFFSET_INVALID
+    consumer.assign([(topic, 0, 0)])
+    assert [(tp.topic, tp.partition) for tp in consumer.assignment()] == [(topic, 0)]
+    got = util.consume(consumer, 3)
+    assert [m.offset for m in got] == [0, 1, 2]
+    assert consumer.position([(topic, 0)])[0].offset == 3
+
+    consumer.commit([(topic, 0, 3)])
+    assert consumer.committed([(topic, 0)])[0].offset == 3
+
+    consumer.seek([(topic, 0, 1)])
+    assert [m.offset for m in util.consume(consumer, 5)] == [1, 2, 3, 4, 5]
+
+    consumer.assign(None)
+    assert consumer.assignment() == []
+
+
+def test_pause_and_resume(brokers, handles):
+    topic = _name("pause")
+    brokers.create_topic(topic, 1)
+    producer = handles("producer", {"bootstrap.servers": brokers.hosts})
+    consumer = handles("consumer", {"bootstrap.servers": brokers.hosts, "group.id": topic})
+    consumer.assign([(topic, 0, 0)])
+    consumer.pause([(topic, 0)])
+    util.produce(producer, topic, [(0, b"x", None, 0, None)])
+    assert consumer.consume_batch(10, 1000) == ([], [])
+    consumer.resume([(topic, 0)])
+    assert [m.value for m in util.consume(consumer, 1)] == [b"x"]
+
+
+@pytest.mark.mock
+def test_subscribe_joins_the_group(mock_cluster, handles):
+    topic = _name("sub")
+    mock_cluster.create_topic(topic, 2, 1)
+    events = []
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic,
+                                    "session.timeout.ms": 6000},
+                       on_rebalance=lambda kind, tps: events.append((kind, tps)))
+    assert consumer.memberid() in (None, "")
+    consumer.subscribe([topic])
+    util.wait_until(lambda: events, "the assignment", step=lambda: consumer.consume_batch(10, 200))
+    kind, tps = events[0]
+    assert kind == "assign"
+    assert sorted((tp.topic, tp.partition) for tp in tps) == [(topic, 0), (topic, 1)]
+    assert sorted((tp.topic, tp.partition) for tp in consumer.assignment()) == [(topic, 0), (topic, 1)]
+    assert consumer.memberid()
+    consumer.unsubscribe()
+    util.wait_until(lambda: len(events) > 1, "the revocation", step=lambda: consumer.consume_batch(10, 200))
+    assert events[1][0] == "revoke"
+    assert consumer.assignment() == []
+
+
+@pytest.mark.kafka
+@util.tansu_gap("ListOffsets by timestamp answers offset 0, even for a timestamp after every message")
+def test_offsets_for_times(kafka_hosts, handles):
+    topic = _name("oft")
+    producer = handles("producer", {"bootstrap.servers": kafka_hosts})
+    assert admin.create_topics(producer, [(topic, 1, 1, None)]) == {topic: None}
+    base = 1700000000000
+    for i in range(4):
+        util.produce(producer, topic, [(0, b"%d" % i, None, base + i * 1000, None)])
+    tps = producer.offsets_for_times([(topic, 0, base + 1500), (topic, 0, base + 10 ** 9)])
+    assert [tp.offset for tp in tps] == [2, partitions.OFFSET_END]

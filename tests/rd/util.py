@@ -1,0 +1,52 @@
+"""Helpers for the rd tests: waiting for an outcome, consuming N messages, Tansu's gaps."""
+import os
+import time
+
+import pytest
+
+# Generous bounds on how long to wait for an outcome; never asserted as timings.
+WAIT_S = 30
+
+
+def wait_until(predicate, what, step=None, timeout_s=WAIT_S):
+    """Call ``step()`` (e.g. a poll) until ``predicate()`` is true; fail naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if step is not None:
+            step()
+        if predicate():
+            return
+        if time.monotonic() > deadline:
+            pytest.fail("gave up waiting for %s" % what)
+        if step is None:
+            time.sleep(0.05)
+
+
+def consume(handle, count, timeout_s=WAIT_S):
+    """``count`` messages from a consumer ``Handle`` (``consume_batch``); fails on error events."""
+    got = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        msgs, errs = handle.consume_batch(count - len(got), 500)
+        assert not errs, errs
+        got.extend(msgs)
+    assert len(got) == count, "consumed %d of %d messages" % (len(got), count)
+    return got
+
+
+def produce(handle, topic, items, timeout_ms=WAIT_S * 1000):
+    """Produce ``(partition, value, key, timestamp, headers)`` items with ids 1..N, then flush."""
+    for msg_id, (partition, value, key, timestamp, headers) in enumerate(items, 1):
+        handle.produce(topic, partition, value, key, timestamp, headers, msg_id)
+    assert handle.flush(timeout_ms), "flush timed out"
+
+
+def on_tansu():
+    """True unless the tests run against an external cluster (``PYRDK_TEST_BROKERS``)."""
+    return not os.environ.get("PYRDK_TEST_BROKERS")
+
+
+def tansu_gap(reason):
+    """xfail a test that shows a known gap in Tansu; it must pass on other brokers."""
+    return pytest.mark.xfail(on_tansu(), reason="Tansu: " + reason, raises=AssertionError,
+                             strict=True)
