@@ -37,20 +37,37 @@ def _wait(queue, timeout_ms, what):
     return event
 
 
-def _topic_results(results, count):
-    return {string(lib.rd_kafka_topic_result_name(results[i])):
-            (errors.exception(lib.rd_kafka_topic_result_error(results[i]),
-                              string(lib.rd_kafka_topic_result_name(results[i])),
-                              reason=string(lib.rd_kafka_topic_result_error_string(results[i])))
-             if lib.rd_kafka_topic_result_error(results[i]) else None)
-            for i in range(count)}
+def _request(rk, api, timeout_ms, what, post, read):
+    """Post one request with a private result queue (``post(options, queue)``), wait for its
+    event and return ``read(event)``; the event, queue and options are freed here."""
+    queue = Queue(rk)
+    try:
+        post(_options(rk, api, timeout_ms), queue._ptr)
+        event = _wait(queue, timeout_ms, what)
+        try:
+            return read(event)
+        finally:
+            lib.rd_kafka_event_destroy(event)
+    finally:
+        queue.destroy()
+
+
+def _topic_results(result_topics, result):
+    """``{name: None or exception}`` from a CreateTopics or DeleteTopics result."""
+    count = ffi.new("size_t *")
+    results = result_topics(result, count)
+    out = {}
+    for i in range(count[0]):
+        name = string(lib.rd_kafka_topic_result_name(results[i]))
+        err = lib.rd_kafka_topic_result_error(results[i])
+        out[name] = errors.exception(err, name, reason=string(lib.rd_kafka_topic_result_error_string(
+            results[i]))) if err else None
+    return out
 
 
 def create_topics(handle, topics, timeout_ms=10000):
-    """Create ``(name, num_partitions, replication_factor, config)`` topics.
-
-    Returns ``{name: None or exception}``.
-    """
+    """Create ``(name, num_partitions, replication_factor, config)`` topics
+    (``rd_kafka_CreateTopics``). Returns ``{name: None or exception}``."""
     with handle.use() as rk:
         new_topics = []
         try:
@@ -64,80 +81,57 @@ def create_topics(handle, topics, timeout_ms=10000):
                 for key, value in (config or {}).items():
                     errors.check(lib.rd_kafka_NewTopic_set_config(nt, key.encode(), str(value).encode()),
                                  "topic config %s=%s" % (key, value))
-            queue = Queue(rk)
-            try:
-                array = ffi.new("rd_kafka_NewTopic_t *[]", new_topics)
-                lib.rd_kafka_CreateTopics(rk, array, len(new_topics),
-                                          _options(rk, lib.RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms),
-                                          queue._ptr)
-                event = _wait(queue, timeout_ms, "create topics")
-                try:
-                    count = ffi.new("size_t *")
-                    res = lib.rd_kafka_CreateTopics_result_topics(
-                        lib.rd_kafka_event_CreateTopics_result(event), count)
-                    return _topic_results(res, count[0])
-                finally:
-                    lib.rd_kafka_event_destroy(event)
-            finally:
-                queue.destroy()
+            array = ffi.new("rd_kafka_NewTopic_t *[]", new_topics)
+            return _request(
+                rk, lib.RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms, "create topics",
+                lambda options, queue: lib.rd_kafka_CreateTopics(rk, array, len(new_topics), options, queue),
+                lambda event: _topic_results(lib.rd_kafka_CreateTopics_result_topics,
+                                             lib.rd_kafka_event_CreateTopics_result(event)))
         finally:
             for nt in new_topics:
                 lib.rd_kafka_NewTopic_destroy(nt)
 
 
 def delete_topics(handle, names, timeout_ms=10000):
-    """Delete topics by name. Returns ``{name: None or exception}``."""
+    """Delete topics by name (``rd_kafka_DeleteTopics``). Returns ``{name: None or exception}``."""
     with handle.use() as rk:
         dts = [lib.rd_kafka_DeleteTopic_new(name.encode()) for name in names]
-        queue = Queue(rk)
         try:
             array = ffi.new("rd_kafka_DeleteTopic_t *[]", dts)
-            lib.rd_kafka_DeleteTopics(rk, array, len(dts),
-                                      _options(rk, lib.RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout_ms),
-                                      queue._ptr)
-            event = _wait(queue, timeout_ms, "delete topics")
-            try:
-                count = ffi.new("size_t *")
-                res = lib.rd_kafka_DeleteTopics_result_topics(
-                    lib.rd_kafka_event_DeleteTopics_result(event), count)
-                return _topic_results(res, count[0])
-            finally:
-                lib.rd_kafka_event_destroy(event)
+            return _request(
+                rk, lib.RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout_ms, "delete topics",
+                lambda options, queue: lib.rd_kafka_DeleteTopics(rk, array, len(dts), options, queue),
+                lambda event: _topic_results(lib.rd_kafka_DeleteTopics_result_topics,
+                                             lib.rd_kafka_event_DeleteTopics_result(event)))
         finally:
-            queue.destroy()
             for dt in dts:
                 lib.rd_kafka_DeleteTopic_destroy(dt)
+
+
+def _coordinator(event, group):
+    count = ffi.new("size_t *")
+    descs = lib.rd_kafka_DescribeConsumerGroups_result_groups(
+        lib.rd_kafka_event_DescribeConsumerGroups_result(event), count)
+    for i in range(count[0]):
+        err = lib.rd_kafka_ConsumerGroupDescription_error(descs[i])
+        if err != ffi.NULL:
+            errors.raise_for_error(err, "describe group %r" % group, destroy=False)
+        node = lib.rd_kafka_ConsumerGroupDescription_coordinator(descs[i])
+        if node != ffi.NULL:
+            return BrokerMetadata(lib.rd_kafka_Node_id(node), string(lib.rd_kafka_Node_host(node)),
+                                  lib.rd_kafka_Node_port(node))
+    return None
 
 
 def group_coordinator(handle, group, timeout_ms=10000):
     """The coordinator of ``group`` as a ``BrokerMetadata`` (``rd_kafka_DescribeConsumerGroups``)."""
     with handle.use() as rk:
-        queue = Queue(rk)
-        try:
-            groups = ffi.new("const char *[]", [ffi.new("char[]", group.encode())])
-            keep = groups  # noqa: F841  (the strings must outlive the call)
-            lib.rd_kafka_DescribeConsumerGroups(
-                rk, groups, 1, _options(rk, lib.RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout_ms),
-                queue._ptr)
-            event = _wait(queue, timeout_ms, "describe group %r" % group)
-            try:
-                count = ffi.new("size_t *")
-                descs = lib.rd_kafka_DescribeConsumerGroups_result_groups(
-                    lib.rd_kafka_event_DescribeConsumerGroups_result(event), count)
-                for i in range(count[0]):
-                    err = lib.rd_kafka_ConsumerGroupDescription_error(descs[i])
-                    if err != ffi.NULL:
-                        errors.raise_for_error(err, "describe group %r" % group, destroy=False)
-                    node = lib.rd_kafka_ConsumerGroupDescription_coordinator(descs[i])
-                    if node != ffi.NULL:
-                        return BrokerMetadata(lib.rd_kafka_Node_id(node),
-                                              string(lib.rd_kafka_Node_host(node)),
-                                              lib.rd_kafka_Node_port(node))
-                return None
-            finally:
-                lib.rd_kafka_event_destroy(event)
-        finally:
-            queue.destroy()
+        name = ffi.new("char[]", group.encode())  # must outlive the call, as must the array
+        groups = ffi.new("const char *[]", [name])
+        return _request(
+            rk, lib.RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout_ms, "describe group %r" % group,
+            lambda options, queue: lib.rd_kafka_DescribeConsumerGroups(rk, groups, 1, options, queue),
+            lambda event: _coordinator(event, group))
 
 
 def list_groups(handle, group=None, timeout_ms=10000):

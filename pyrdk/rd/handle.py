@@ -262,11 +262,15 @@ class Handle:
 
     def offsets_for_times(self, tps, timeout_ms=10000):
         """``rd_kafka_offsets_for_times``: ``tps`` carry timestamps (ms) in place of offsets."""
+        return self._query(lib.rd_kafka_offsets_for_times, tps, timeout_ms, "offsets for times")
+
+    def _query(self, fn, tps, timeout_ms, what):
+        """Call ``fn(rk, list, timeout_ms)``, which fills in a partition list; its entries."""
         c_list = partitions.to_c(tps)
         with self.use() as rk:
-            err = lib.rd_kafka_offsets_for_times(rk, c_list, timeout_ms)
+            err = fn(rk, c_list, timeout_ms)
         if err:
-            raise self._with_reason(errors.exception(err, "offsets for times"))
+            raise self._with_reason(errors.exception(err, what))
         return partitions.from_c(c_list)
 
     def _with_reason(self, exc):
@@ -323,12 +327,7 @@ class Handle:
 
     def committed(self, tps, timeout_ms=10000):
         """``rd_kafka_committed``: ``TopicPartition`` list with the committed offsets (-1001 if none)."""
-        c_list = partitions.to_c(tps)
-        with self.use() as rk:
-            err = lib.rd_kafka_committed(rk, c_list, timeout_ms)
-        if err:
-            raise self._with_reason(errors.exception(err, "fetch committed offsets"))
-        return partitions.from_c(c_list)
+        return self._query(lib.rd_kafka_committed, tps, timeout_ms, "fetch committed offsets")
 
     def position(self, tps):
         """``rd_kafka_position``: the next offset the consumer will return per partition."""
