@@ -367,6 +367,8 @@ def _stop_running_producers():
     delivered (within ``pending_timeout_ms``) and failures are logged, not lost unseen.
     Registered after rd.handle's hook, so it runs before the handles are closed."""
     for producer in list(_unstopped):
+        if not producer._handle.owned:
+            continue  # a forked child's copy: the parent delivers its messages
         try:
             producer.stop()
         except Exception:

@@ -16,7 +16,7 @@ import time
 import weakref
 
 from pyrdk._ffi import ffi, lib, string
-from pyrdk.exceptions import KafkaException
+from pyrdk.exceptions import ConfigurationError, KafkaException
 from pyrdk.rd import callbacks, errors, message, partitions
 from pyrdk.rd.conf import Conf
 from pyrdk.rd.queue import Queue
@@ -59,9 +59,11 @@ class Handle:
             rd_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
             ptr = lib.rd_kafka_new(rd_type, conf._ptr, buf, errors.ERRSTR_SIZE)
             if ptr == ffi.NULL:
-                from pyrdk.exceptions import ConfigurationError
                 raise ConfigurationError("librdkafka could not create the %s: %s" % (kind, string(buf)))
             conf.take()  # rd_kafka_new owns it now
+        except BaseException:
+            self._cbs.unregister()
+            raise
         finally:
             conf.destroy()
         self._ptr = ptr
@@ -82,6 +84,10 @@ class Handle:
             closed = self._closing or self._ptr is None
             if closed and not closed_ok:
                 raise self._closed_exc("the %s %s is closed" % (self.kind, getattr(self, "name", "")))
+            if self._pid != os.getpid():
+                raise self._closed_exc("the %s %s was created in another process: librdkafka's "
+                                       "threads do not survive fork(); create it after forking"
+                                       % (self.kind, self.name))
             if not closed:
                 self._users += 1
         if closed:
@@ -104,12 +110,19 @@ class Handle:
     def closing(self):
         return self._closing
 
+    @property
+    def owned(self):
+        """False in a child process forked after the handle was made."""
+        return self._pid == os.getpid()
+
     def close(self, consumer_close=True):
         """Wait for calls in flight, then ``rd_kafka_consumer_close`` and ``rd_kafka_destroy``."""
         with self._cond:
             if self._closing:
                 return
             self._closing = True
+            if self._pid != os.getpid():
+                return  # the parent's handle: its threads are not here to stop
             if self._queue is not None:
                 self._queue.yield_()
             while self._users:

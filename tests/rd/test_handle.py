@@ -138,6 +138,35 @@ def test_use_after_close_raises_the_handles_exception(mock_cluster, handles):
             call()
 
 
+@pytest.mark.mock
+def test_a_forked_child_cannot_use_the_parents_handle(mock_cluster, handles):
+    """librdkafka's threads stay in the parent: in the child every call raises the handle's
+    exception (never a hang or a crash), and close() there leaves the parent's handle alone."""
+    import os
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": "g"},
+                       closed_exc=ConsumerStoppedException)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return into pytest
+        code = 1
+        try:
+            try:
+                consumer.assignment()
+            except ConsumerStoppedException as exc:
+                code = 0 if "fork()" in str(exc) else 2
+            consumer.close()
+        finally:
+            os.write(write, bytes([code]))
+            os._exit(0)
+    os.close(write)
+    status = os.read(read, 1)
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert status == bytes([0])
+    assert not consumer.closed
+    assert consumer.assignment() == []
+
+
 def test_close_twice_is_harmless(handles):
     h = handles("producer", {})
     h.close()
