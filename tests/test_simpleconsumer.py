@@ -17,12 +17,12 @@ from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, Grou
                               KafkaException, OffsetOutOfRangeError, UnknownMemberId,
                               UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
-from tests.fix_kafka import unique_name
+from tests.fix_kafka import tansu_gap, unique_name
 
 # Upper bound on waiting for something that must happen; never asserted on.
 PATIENCE_S = 30
 
-TANSU_TIMESTAMP_GAP = ("Tansu answers ListOffsets by timestamp with offset 0 for any time, "
+TANSU_TIMESTAMP_GAP = ("ListOffsets by timestamp answers offset 0 for any time, "
                        "so a lookup by datetime cannot land on the right message")
 MOCK_TIMESTAMP_GAP = ("librdkafka's mock cluster answers ListOffsets by timestamp with -1 "
                       "(no message) for any time: it has no lookup by time")
@@ -481,13 +481,13 @@ def _reset_to_datetime(topic, group):
 
 
 @pytest.mark.kafka
-@pytest.mark.xfail(reason=TANSU_TIMESTAMP_GAP, strict=False)
+@tansu_gap(TANSU_TIMESTAMP_GAP)
 def test_reset_offsets_to_a_datetime(topic, group_name):
     _reset_to_datetime(topic, group_name)
 
 
 @pytest.mark.mock
-@pytest.mark.xfail(reason=MOCK_TIMESTAMP_GAP, strict=False)
+@pytest.mark.xfail(reason=MOCK_TIMESTAMP_GAP, strict=True, raises=AssertionError)
 def test_reset_offsets_to_a_datetime_on_the_mock_cluster(mock_cluster, mock_client):
     _reset_to_datetime(mock_topic(mock_cluster, mock_client), unique_name("group").encode())
 
@@ -513,7 +513,7 @@ def test_reset_offsets_to_a_datetime_after_the_last_message_moves_to_the_end(moc
 
 
 @pytest.mark.kafka
-@pytest.mark.xfail(reason=TANSU_TIMESTAMP_GAP, strict=False)
+@tansu_gap(TANSU_TIMESTAMP_GAP)
 def test_reset_offsets_to_a_datetime_after_the_last_message_moves_to_the_end_tansu(topic, group_name):
     _reset_to_future_datetime(topic, group_name)
 

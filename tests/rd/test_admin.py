@@ -6,6 +6,7 @@ import pytest
 
 from pyrdk.exceptions import KafkaException, MessageSizeTooLarge, TopicAlreadyExists
 from pyrdk.rd import admin, partitions
+from tests.fix_kafka import tansu_gap
 from tests.rd import util
 
 pytestmark = pytest.mark.kafka
@@ -65,7 +66,7 @@ def test_delete_unknown_topic_is_reported(producer):
     assert result[topic].code == 3  # UNKNOWN_TOPIC_OR_PART
 
 
-@util.tansu_gap("the topic's max.message.bytes is not enforced")
+@tansu_gap("the topic's max.message.bytes is not enforced")
 def test_topic_max_message_bytes_is_enforced(producer, kafka_hosts, handles):
     topic = _name("maxb")
     assert admin.create_topics(producer, [(topic, 1, 1, {"max.message.bytes": 2000})]) == {topic: None}

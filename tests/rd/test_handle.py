@@ -11,6 +11,7 @@ from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, Producer
 from pyrdk.rd import handle as handle_module
 from pyrdk.rd import admin, partitions
 from pyrdk.testing import free_port
+from tests.fix_kafka import on_tansu, tansu_gap
 from tests.rd import util
 
 
@@ -91,7 +92,7 @@ def test_watermarks_after_one_message_per_request(brokers, handles):
 
 def test_watermarks_after_a_batched_produce(request, brokers, handles):
     if brokers.kind == "kafka":
-        request.applymarker(util.tansu_gap(
+        request.applymarker(tansu_gap(
             "ListOffsets answers the last batch's base offset + 1 as the high watermark"))
     topic = _name("wmb")
     brokers.create_topic(topic, 1)
@@ -273,7 +274,7 @@ def test_metadata_of_the_real_broker(kafka_hosts, handles):
     md = producer.metadata()
     assert md.brokers
     host, port = kafka_hosts.split(",")[0].rsplit(":", 1)
-    if util.on_tansu():
+    if on_tansu():
         assert [(b.host, b.port) for b in md.brokers] == [(host, int(port))]
 
 
@@ -366,7 +367,7 @@ def test_subscribe_joins_the_group(mock_cluster, handles):
 
 
 @pytest.mark.kafka
-@util.tansu_gap("ListOffsets by timestamp answers offset 0, even for a timestamp after every message")
+@tansu_gap("ListOffsets by timestamp answers offset 0, even for a timestamp after every message")
 def test_offsets_for_times(kafka_hosts, handles):
     topic = _name("oft")
     producer = handles("producer", {"bootstrap.servers": kafka_hosts})

@@ -1,5 +1,4 @@
-"""Helpers for the rd tests: waiting for an outcome, consuming N messages, Tansu's gaps."""
-import os
+"""Helpers for the rd tests: waiting for an outcome, producing and consuming N messages."""
 import time
 
 import pytest
@@ -39,14 +38,3 @@ def produce(handle, topic, items, timeout_ms=WAIT_S * 1000):
     for msg_id, (partition, value, key, timestamp, headers) in enumerate(items, 1):
         handle.produce(topic, partition, value, key, timestamp, headers, msg_id)
     assert handle.flush(timeout_ms), "flush timed out"
-
-
-def on_tansu():
-    """True unless the tests run against an external cluster (``PYRDK_TEST_BROKERS``)."""
-    return not os.environ.get("PYRDK_TEST_BROKERS")
-
-
-def tansu_gap(reason):
-    """xfail a test that shows a known gap in Tansu; it must pass on other brokers."""
-    return pytest.mark.xfail(on_tansu(), reason="Tansu: " + reason, raises=AssertionError,
-                             strict=True)
