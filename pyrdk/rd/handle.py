@@ -395,6 +395,7 @@ class Handle:
             return [], [KafkaException("consume_batch_queue failed")]
         msgs, errs = [], []
         names = {}
+        reader = message.Reader()  # per call: its out-parameters must not be shared by threads
         try:
             for i in range(n):
                 m = array[i]
@@ -403,7 +404,7 @@ class Handle:
                 if topic is None:
                     topic = names[rkt] = string(lib.rd_kafka_topic_name(rkt)) if rkt != ffi.NULL else None
                 if m.err == 0:
-                    msgs.append(message.from_c(m, topic))
+                    msgs.append(reader.message(m, topic))
                 elif m.err != errors.PARTITION_EOF:
                     errs.append(message.error_of(m, topic))
         finally:

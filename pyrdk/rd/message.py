@@ -3,11 +3,41 @@ from pyrdk._ffi import ffi, lib
 from pyrdk.common import Message
 from pyrdk.rd import errors
 
-_tstype = ffi.new("rd_kafka_timestamp_type_t *")
-_hdrs = ffi.new("rd_kafka_headers_t **")
-_name = ffi.new("const char **")
-_value = ffi.new("const void **")
-_size = ffi.new("size_t *")
+
+
+class Reader:
+    """Converts C messages to ``Message``; its out-parameters are reused from one message to
+    the next, so one ``Reader`` serves one thread (cffi releases the GIL in every C call)."""
+
+    def __init__(self):
+        self._tstype = ffi.new("rd_kafka_timestamp_type_t *")
+        self._hdrs = ffi.new("rd_kafka_headers_t **")
+        self._name = ffi.new("const char **")
+        self._value = ffi.new("const void **")
+        self._size = ffi.new("size_t *")
+
+    def headers(self, rkmessage):
+        """``rd_kafka_message_headers`` as ``[(name, value)]``."""
+        if lib.rd_kafka_message_headers(rkmessage, self._hdrs):
+            return []
+        out = []
+        idx = 0
+        while lib.rd_kafka_header_get_all(self._hdrs[0], idx, self._name, self._value, self._size) == 0:
+            value = None if self._value[0] == ffi.NULL else \
+                ffi.unpack(ffi.cast("char *", self._value[0]), self._size[0])
+            out.append((ffi.string(self._name[0]).decode("utf-8", "replace"), value))
+            idx += 1
+        return out
+
+    def message(self, rkmessage, topic):
+        """A ``Message`` holding copies of the C message's fields (the caller destroys it)."""
+        m = rkmessage
+        value = ffi.unpack(ffi.cast("char *", m.payload), m.len) if m.payload != ffi.NULL else None
+        key = ffi.unpack(ffi.cast("char *", m.key), m.key_len) if m.key != ffi.NULL else None
+        timestamp = lib.rd_kafka_message_timestamp(m, self._tstype)
+        return Message(value, partition_key=key, partition_id=m.partition, offset=m.offset,
+                       timestamp=timestamp, timestamp_type=self._tstype[0], headers=self.headers(m),
+                       topic=topic)
 
 
 def headers_to_c(headers):
@@ -32,29 +62,6 @@ def headers_to_c(headers):
         lib.rd_kafka_headers_destroy(hdrs)
         raise
     return hdrs
-
-
-def _headers(rkmessage):
-    # The GIL serialises use of the module-level out-parameters.
-    if lib.rd_kafka_message_headers(rkmessage, _hdrs):
-        return []
-    out = []
-    idx = 0
-    while lib.rd_kafka_header_get_all(_hdrs[0], idx, _name, _value, _size) == 0:
-        value = None if _value[0] == ffi.NULL else ffi.unpack(ffi.cast("char *", _value[0]), _size[0])
-        out.append((ffi.string(_name[0]).decode("utf-8", "replace"), value))
-        idx += 1
-    return out
-
-
-def from_c(rkmessage, topic):
-    """A ``Message`` holding copies of the C message's fields (the caller destroys it)."""
-    m = rkmessage
-    value = ffi.unpack(ffi.cast("char *", m.payload), m.len) if m.payload != ffi.NULL else None
-    key = ffi.unpack(ffi.cast("char *", m.key), m.key_len) if m.key != ffi.NULL else None
-    timestamp = lib.rd_kafka_message_timestamp(m, _tstype)
-    return Message(value, partition_key=key, partition_id=m.partition, offset=m.offset,
-                   timestamp=timestamp, timestamp_type=_tstype[0], headers=_headers(m), topic=topic)
 
 
 def error_of(rkmessage, topic_name=None):

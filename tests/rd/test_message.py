@@ -80,3 +80,44 @@ def test_fields_survive_a_broker(brokers, handles):
     assert {m.timestamp_type for m in (empty, null, big)} == {TimestampType.CREATE_TIME}
     assert [m.offset for m in (empty, null, big)] == [0, 1, 2]
     assert {(m.topic, m.partition_id) for m in (empty, null, big)} == {(topic, 0)}
+
+
+@pytest.mark.mock
+def test_two_threads_reading_headers_never_see_each_others(mock_cluster):
+    """Each consume_batch converts with its own out-parameters: cffi releases the GIL in
+    every C call, so shared ones would hand one thread the other's headers."""
+    import threading
+    from pyrdk.rd.handle import Handle
+    topics = {"left": b"L", "right": b"R"}
+    producer = Handle("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 5})
+    for topic, mark in topics.items():
+        mock_cluster.create_topic(topic, 1)
+        for i in range(3000):
+            producer.produce(topic, 0, mark, None, 0, [("mark", mark)] * 3, i + 1)
+    assert producer.flush(30000)
+    producer.close()
+    wrong = []
+    counts = {}
+
+    def read(topic, mark):
+        consumer = Handle("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers,
+                                       "group.id": topic, "enable.partition.eof": False})
+        try:
+            consumer.assign([(topic, 0, -2)])
+            seen = 0
+            while seen < 3000:
+                msgs, errs = consumer.consume_batch(500, 1000)
+                assert not errs
+                seen += len(msgs)
+                wrong.extend(m.headers for m in msgs if m.headers != [("mark", mark)] * 3)
+            counts[topic] = seen
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=read, args=item) for item in topics.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert counts == {"left": 3000, "right": 3000}
+    assert wrong == []
