@@ -211,7 +211,10 @@ class Handle:
         handle = self._topics.get(name)
         if handle is None:
             with self.use() as rk:
-                handle = self._topics.setdefault(name, TopicHandle(rk, name))
+                made = TopicHandle(rk, name)
+                handle = self._topics.setdefault(name, made)
+                if handle is not made:  # another thread made one first
+                    made.destroy()
         return handle
 
     def produce(self, topic, partition, value, key, timestamp, headers, msg_id):
