@@ -14,8 +14,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CDEF_DIR = os.path.join(HERE, "csrc", "cdef")
 # types.h first: the other files use its types and can then come in any order.
 CDEF_FILES = ["types.h", "conf.h", "error.h", "handle.h", "topic.h", "message.h", "queue.h",
-              "consumer.h", "partitions.h", "metadata.h", "admin.h", "mock.h", "callbacks.h",
-              "pyrdk.h"]
+              "consumer.h", "partitions.h", "metadata.h", "admin.h", "mock.h", "callbacks.h"]
+# The C helpers are declared once, in their own header; cdef reads it without the
+# preprocessor lines, which it cannot parse.
+HELPERS_HEADER = os.path.join(HERE, "csrc", "pyrdk_helpers.h")
 
 
 def _include_dirs():
@@ -38,6 +40,8 @@ ffibuilder = FFI()
 for name in CDEF_FILES:
     with open(os.path.join(CDEF_DIR, name)) as f:
         ffibuilder.cdef(f.read())
+with open(HELPERS_HEADER) as f:
+    ffibuilder.cdef("".join(line for line in f if not line.lstrip().startswith("#")))
 
 _include = _include_dirs()
 _check_headers(_include)
