@@ -50,7 +50,7 @@ void pyrdk_dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) 
         if (op->cnt == op->size) {
                 size_t size = op->size ? op->size * 2 : 1024;
                 pyrdk_report_t *grown = realloc(op->reports, size * sizeof(*grown));
-                if (!grown) { /* out of memory: keep what we have, count the loss as an error */
+                if (!grown) { /* out of memory: the message stays pending; stop() reports it */
                         pthread_mutex_unlock(&op->lock);
                         return;
                 }
