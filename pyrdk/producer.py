@@ -108,6 +108,7 @@ class Producer:
             # Idempotence needs acks=all, and librdkafka refuses an explicit acks=1 with it:
             # pykafka's default required_acks=1 becomes -1 (the stronger guarantee).
             self._config["request.required.acks"] = -1
+        self._partition_list = sorted(topic.partitions.values())
         self._handle = None
         self._running = False
         self._pending = {}
@@ -204,7 +205,8 @@ class Producer:
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
-        self._raise_failures()
+        if self._failed:
+            self._raise_failures()
         if self._serializer is not None:
             message, partition_key = self._serializer(message, partition_key)
         _check_bytes("message", message)
@@ -216,7 +218,9 @@ class Producer:
         if timestamp is not None:
             timestamp = to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime) \
                 else _check_timestamp(timestamp)
-        partitions = list(self._topic.partitions.values())
+        partitions = self._partition_list
+        if len(partitions) != len(self._topic.partitions):  # the topic grew
+            partitions = self._partition_list = sorted(self._topic.partitions.values())
         partition = self._partitioner(partitions, partition_key)
         msg = Message(message, partition_key=partition_key, partition_id=partition.id,
                       timestamp=timestamp, headers=headers, partition=partition,

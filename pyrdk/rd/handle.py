@@ -8,7 +8,6 @@ every call raises the exception class given at construction. Long waits are slic
 """
 import atexit
 import collections
-import contextlib
 import itertools
 import os
 import threading
@@ -32,6 +31,42 @@ PartitionMetadata = collections.namedtuple("PartitionMetadata", "id error leader
 TopicMetadata = collections.namedtuple("TopicMetadata", "name error partitions")
 Metadata = collections.namedtuple("Metadata", "brokers topics controller_id cluster_id")
 LibrdkafkaVersion = collections.namedtuple("LibrdkafkaVersion", "runtime built_against library")
+
+
+class _Use:
+    """The context manager behind ``Handle.use`` (a class: it is on every call's path)."""
+    __slots__ = ("_handle", "_closed_ok", "_held")
+
+    def __init__(self, handle, closed_ok):
+        self._handle = handle
+        self._closed_ok = closed_ok
+        self._held = False
+
+    def __enter__(self):
+        h = self._handle
+        with h._cond:
+            closed = h._closing or h._ptr is None
+            if closed and not self._closed_ok:
+                raise h._closed_exc("the %s %s is closed" % (h.kind, getattr(h, "name", "")))
+            if h._pid != os.getpid():
+                raise h._closed_exc("the %s %s was created in another process: librdkafka's "
+                                    "threads do not survive fork(); create it after forking"
+                                    % (h.kind, h.name))
+            if closed:
+                return None
+            h._users += 1
+        self._held = True
+        return h._ptr
+
+    def __exit__(self, *exc_info):
+        if self._held:
+            h = self._handle
+            with h._cond:
+                h._users -= 1
+                if h._users == 0:
+                    h._cond.notify_all()
+            h._cbs.reraise()
+        return False
 
 
 class Handle:
@@ -76,31 +111,11 @@ class Handle:
 
     # -- lifetime -------------------------------------------------------------------------------
 
-    @contextlib.contextmanager
     def use(self, closed_ok=False):
-        """Hold the handle open for the duration of one call into librdkafka; yields the
-        ``rd_kafka_t *``. A closed handle raises, or yields None when ``closed_ok``."""
-        with self._cond:
-            closed = self._closing or self._ptr is None
-            if closed and not closed_ok:
-                raise self._closed_exc("the %s %s is closed" % (self.kind, getattr(self, "name", "")))
-            if self._pid != os.getpid():
-                raise self._closed_exc("the %s %s was created in another process: librdkafka's "
-                                       "threads do not survive fork(); create it after forking"
-                                       % (self.kind, self.name))
-            if not closed:
-                self._users += 1
-        if closed:
-            yield None
-            return
-        try:
-            yield self._ptr
-        finally:
-            with self._cond:
-                self._users -= 1
-                if self._users == 0:
-                    self._cond.notify_all()
-            self._cbs.reraise()
+        """Hold the handle open for the duration of one call into librdkafka:
+        ``with handle.use() as rk:`` gives the ``rd_kafka_t *``. A closed handle raises, or
+        gives None when ``closed_ok``."""
+        return _Use(self, closed_ok)
 
     @property
     def closed(self):
