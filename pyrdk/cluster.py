@@ -33,6 +33,40 @@ def to_str(name, what="topic name"):
     raise TypeError("%s must be bytes or str, not %s" % (what, type(name).__name__))
 
 
+class BrokerOutage:
+    """Turns librdkafka's ``_ALL_BROKERS_DOWN`` into ``NoBrokersAvailableError`` once no broker
+    has been reachable for ``timeout_ms``, confirmed by a metadata request.
+
+    librdkafka reconnects by itself, so an outage is only noted at first; producers and
+    consumers call :meth:`check`, which raises after the timeout and forgets the outage as
+    soon as a broker answers again.
+    """
+    CONFIRM_MS = 1000
+
+    def __init__(self, hosts, timeout_ms):
+        self._hosts = hosts
+        self._timeout_s = timeout_ms / 1000.0
+        self.since = None
+
+    def note(self, exc):
+        """Record an error event; ``_ALL_BROKERS_DOWN`` starts the outage clock."""
+        if isinstance(exc, NoBrokersAvailableError) and self.since is None:
+            self.since = time.monotonic()
+
+    def check(self, handle):
+        """Raise ``NoBrokersAvailableError`` if the outage has lasted ``timeout_ms`` and no
+        broker answers a metadata request now (``rd_kafka_metadata``, brokers only)."""
+        if self.since is None or time.monotonic() - self.since < self._timeout_s:
+            return
+        try:
+            handle.metadata(timeout_ms=self.CONFIRM_MS, all_topics=False)
+        except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
+            raise NoBrokersAvailableError(
+                "no broker of %s has been reachable for %.0f s (%s); calls work again once one is"
+                % (self._hosts, time.monotonic() - self.since, exc)) from exc
+        self.since = None
+
+
 class TopicDict(dict):
     """``{name (bytes): Topic}``, filled from metadata; an unknown name is looked up on
     the broker, which creates it where ``auto.create.topics.enable`` allows."""
@@ -213,6 +247,10 @@ class Cluster:
             for info in admin.list_groups(self._handle, to_str(group, "group id"), self._timeout_ms):
                 out[info.group_id.encode()] = info
         return out
+
+    def broker_outage(self):
+        """A :class:`BrokerOutage` for a producer or consumer of this cluster."""
+        return BrokerOutage(self.rdkafka_config.get("bootstrap.servers"), self._timeout_ms)
 
     def offsets_for_times(self, tps):
         """``rd_kafka_offsets_for_times`` for ``(topic, partition, timestamp)`` tuples."""

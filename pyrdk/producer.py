@@ -128,8 +128,9 @@ class Producer:
         with self._lock:
             if self._running:
                 return
+            self._outage = self._cluster.broker_outage()
             self._handle = Handle("producer", self._config,
-                                  Callbacks(on_delivery=self._on_delivery),
+                                  Callbacks(on_delivery=self._on_delivery, on_error=self._on_error),
                                   closed_exc=ProducerStoppedException)
             self._running = True
             self._poller = threading.Thread(target=self._poll_loop, daemon=True,
@@ -207,6 +208,8 @@ class Producer:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
         if self._failed:
             self._raise_failures()
+        if self._outage.since is not None:
+            self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
         if self._serializer is not None:
             message, partition_key = self._serializer(message, partition_key)
         _check_bytes("message", message)
@@ -290,6 +293,14 @@ class Producer:
                     done.event.set()
                     return
         self._report(msg, exc)
+
+    def _on_error(self, exc):
+        """librdkafka's error events (``error_cb``): mostly transient, as it reconnects and
+        retries by itself; a fatal one fails the producer's next call."""
+        self._outage.note(exc)
+        if exc.fatal:
+            raise exc  # re-raised after the poll: the next produce()/flush()/stop() sees it
+        log.debug("%s: %s", self._topic_name, exc)  # librdkafka logs it too
 
     def _report(self, msg, exc):
         if self._delivery_reports:

@@ -16,6 +16,7 @@ import uuid
 from pyrdk.common import OffsetPartitionResponse, OffsetType
 from pyrdk.exceptions import ConsumerStoppedException, KafkaException, OffsetRequestFailedError
 from pyrdk.partition import Partition, to_timestamp_ms
+from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
@@ -163,7 +164,9 @@ class SimpleConsumer:
         returned; else (and always with ``reset_offset_on_start``) ``auto_offset_reset``."""
         if self._running:
             return
-        self._handle = Handle("consumer", self._config, closed_exc=ConsumerStoppedException)
+        self._outage = self._cluster.broker_outage()
+        self._handle = Handle("consumer", self._config, Callbacks(on_error=self._on_error),
+                              closed_exc=ConsumerStoppedException)
         try:
             committed = {}
             if self._consumer_group and not self._reset_offset_on_start:
@@ -296,11 +299,22 @@ class SimpleConsumer:
                 self._stash.setdefault(msg.partition_id, []).append(msg)
             else:
                 self._buffer.append(msg)
+        if msgs:
+            self._outage.since = None
         for exc in errs:
             if exc.retriable and not exc.fatal:
                 log.warning("%s (librdkafka retries by itself)", exc)
             else:
                 raise exc
+        self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
+
+    def _on_error(self, exc):
+        """librdkafka's error events (``error_cb``), served by the consume calls: transient
+        ones are logged (librdkafka reconnects by itself), a fatal one is raised."""
+        self._outage.note(exc)
+        if exc.fatal:
+            raise exc
+        log.debug("%s: %s", self._topic_name, exc)  # librdkafka logs it too
 
     # -- offsets -------------------------------------------------------------------------------
 
