@@ -5,8 +5,11 @@
     with client.topics["events"].get_producer() as producer:
         producer.produce(b"payload")
 
-Programs written for pykafka 2.8 run after ``import pyrdk as pykafka``.
+Programs written for pykafka 2.8 run after ``import pyrdk as pykafka``; those that import
+``pykafka`` in many places run after one call to :func:`install_as_pykafka`.
 """
+import sys
+
 __version__ = "0.1.0"
 
 from pyrdk import common, exceptions, partitioners  # noqa: F401
@@ -20,6 +23,18 @@ from pyrdk.rd.handle import librdkafka_version
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.topic import Topic
 
+_PYKAFKA_MODULES = ("broker", "client", "cluster", "common", "exceptions", "partition",
+                    "partitioners", "producer", "simpleconsumer", "topic")
+
+
+def install_as_pykafka():
+    """Make ``import pykafka`` (and ``pykafka.common``, ``pykafka.exceptions``...) give
+    pyrdk, for programs written for pykafka that import it in many places."""
+    sys.modules["pykafka"] = sys.modules[__name__]
+    for name in _PYKAFKA_MODULES:
+        sys.modules["pykafka." + name] = sys.modules["pyrdk." + name]
+
+
 __all__ = ["Broker", "Cluster", "CompressionType", "KafkaClient", "Message", "OffsetType",
            "Partition", "Producer", "SimpleConsumer", "SslConfig", "Topic", "common", "exceptions",
-           "librdkafka_version", "partitioners"]
+           "install_as_pykafka", "librdkafka_version", "partitioners"]

@@ -1,7 +1,6 @@
 """KafkaClient: construction, bad input, unreachable brokers."""
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -71,31 +70,40 @@ def test_librdkafka_version_names_runtime_and_headers():
     assert tuple(map(int, version.runtime.split("."))) >= tuple(map(int, version.built_against.split(".")))
 
 
+PYKAFKA_PROGRAM = """
+from pykafka import KafkaClient
+from pykafka.common import OffsetType
+from pykafka.partitioners import hashing_partitioner
+client = KafkaClient(hosts=HOSTS)
+topic = client.topics[TOPIC]
+with topic.get_producer(linger_ms=5, partitioner=hashing_partitioner) as producer:
+    for i in range(20000):
+        producer.produce(b"payload %d" % i, partition_key=b"user-%d" % (i % 50))
+consumer = topic.get_simple_consumer(consumer_group=b"g", auto_offset_reset=OffsetType.EARLIEST,
+                                     consumer_timeout_ms=1000)
+seen = set()
+for message in consumer:
+    seen.add(message.value)
+consumer.commit_offsets()
+assert seen == {b"payload %d" % i for i in range(20000)}, len(seen)
+print("OK", len(seen))
+"""
+
+
 @pytest.mark.kafka
-def test_issue_program_runs_under_import_pyrdk_as_pykafka(kafka_hosts, topic_name):
-    """The README's program, unchanged except for the import, in a fresh interpreter."""
-    program = textwrap.dedent("""
-        import sys
-        import pyrdk as pykafka
-        from pykafka_alias import KafkaClient
-        client = KafkaClient(hosts=%(hosts)r)
-        topic = client.topics[%(topic)r]
-        with topic.get_producer(linger_ms=5, partitioner=pykafka.partitioners.hashing_partitioner) as producer:
-            for i in range(20000):
-                producer.produce(b"payload %%d" %% i, partition_key=b"user-%%d" %% (i %% 50))
-        consumer = topic.get_simple_consumer(consumer_group=b"g", auto_offset_reset=pykafka.common.OffsetType.EARLIEST,
-                                             consumer_timeout_ms=1000)
-        seen = set()
-        for message in consumer:
-            seen.add(message.value)
-        consumer.commit_offsets()
-        assert seen == {b"payload %%d" %% i for i in range(20000)}, len(seen)
-        print("OK", len(seen))
-    """) % {"hosts": kafka_hosts, "topic": topic_name}
-    # "from pykafka import KafkaClient" after "import pyrdk as pykafka" needs the module
-    # under that name too, as users get with a one-line shim module.
-    program = program.replace("from pykafka_alias import KafkaClient",
-                              "sys.modules['pykafka'] = pykafka\nfrom pykafka import KafkaClient")
+@pytest.mark.parametrize("preamble", [
+    # "import pyrdk as pykafka", then the program's own names through that module
+    "import pyrdk as pykafka\nKafkaClient = pykafka.KafkaClient\nOffsetType = pykafka.common.OffsetType\n"
+    "hashing_partitioner = pykafka.partitioners.hashing_partitioner\n",
+    # one call, and the program's "from pykafka ... import" lines work unchanged
+    "import pyrdk\npyrdk.install_as_pykafka()\n",
+], ids=["import-as", "install_as_pykafka"])
+def test_a_pykafka_program_runs_on_pyrdk(kafka_hosts, topic_name, preamble):
+    """A pykafka 2.8 program, unchanged but for its first lines, in a fresh interpreter."""
+    program = PYKAFKA_PROGRAM
+    if preamble.startswith("import pyrdk as pykafka"):
+        program = "\n".join(line for line in program.splitlines() if not line.startswith("from pykafka"))
+    program = "HOSTS = %r\nTOPIC = %r\n" % (kafka_hosts, topic_name) + preamble + program
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "OK 20000" in result.stdout
