@@ -48,10 +48,15 @@ class BrokerOutage:
         self._timeout_s = timeout_ms / 1000.0
         self.since = None
 
-    def note(self, exc):
-        """Record an error event; ``_ALL_BROKERS_DOWN`` starts the outage clock."""
+    def on_error(self, exc):
+        """The ``error_cb`` handler of a producer or consumer: ``_ALL_BROKERS_DOWN`` starts the
+        outage clock; a fatal error is raised (from the call that polled); the rest are
+        transient, librdkafka recovers and logs them itself."""
         if isinstance(exc, NoBrokersAvailableError) and self.since is None:
             self.since = time.monotonic()
+        if exc.fatal:
+            raise exc
+        log.debug("%s: %s", self._hosts, exc)
 
     def check(self, handle):
         """Raise ``NoBrokersAvailableError`` if the outage has lasted ``timeout_ms`` and no

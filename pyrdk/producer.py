@@ -130,7 +130,7 @@ class Producer:
                 return
             self._outage = self._cluster.broker_outage()
             self._handle = Handle("producer", self._config,
-                                  Callbacks(on_delivery=self._on_delivery, on_error=self._on_error),
+                                  Callbacks(on_delivery=self._on_delivery, on_error=self._outage.on_error),
                                   closed_exc=ProducerStoppedException)
             self._running = True
             self._poller = threading.Thread(target=self._poll_loop, daemon=True,
@@ -293,14 +293,6 @@ class Producer:
                     done.event.set()
                     return
         self._report(msg, exc)
-
-    def _on_error(self, exc):
-        """librdkafka's error events (``error_cb``): mostly transient, as it reconnects and
-        retries by itself; a fatal one fails the producer's next call."""
-        self._outage.note(exc)
-        if exc.fatal:
-            raise exc  # re-raised after the poll: the next produce()/flush()/stop() sees it
-        log.debug("%s: %s", self._topic_name, exc)  # librdkafka logs it too
 
     def _report(self, msg, exc):
         if self._delivery_reports:

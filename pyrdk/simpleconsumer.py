@@ -165,7 +165,7 @@ class SimpleConsumer:
         if self._running:
             return
         self._outage = self._cluster.broker_outage()
-        self._handle = Handle("consumer", self._config, Callbacks(on_error=self._on_error),
+        self._handle = Handle("consumer", self._config, Callbacks(on_error=self._outage.on_error),
                               closed_exc=ConsumerStoppedException)
         try:
             committed = {}
@@ -307,14 +307,6 @@ class SimpleConsumer:
             else:
                 raise exc
         self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
-
-    def _on_error(self, exc):
-        """librdkafka's error events (``error_cb``), served by the consume calls: transient
-        ones are logged (librdkafka reconnects by itself), a fatal one is raised."""
-        self._outage.note(exc)
-        if exc.fatal:
-            raise exc
-        log.debug("%s: %s", self._topic_name, exc)  # librdkafka logs it too
 
     # -- offsets -------------------------------------------------------------------------------
 

@@ -26,9 +26,9 @@ _registry = {}
 _ids = itertools.count(1)
 _lock = threading.Lock()
 
-# syslog levels (librdkafka's) → logging levels
-REPORT_BATCH = 4096
+REPORT_BATCH = 4096  # delivery reports moved out of C per drain
 
+# syslog levels (librdkafka's) → logging levels
 _LEVELS = {0: logging.CRITICAL, 1: logging.CRITICAL, 2: logging.CRITICAL, 3: logging.ERROR,
            4: logging.WARNING, 5: logging.INFO, 6: logging.INFO, 7: logging.DEBUG}
 

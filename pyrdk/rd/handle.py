@@ -180,8 +180,7 @@ class Handle:
         with self.use() as rk:
             served = lib.rd_kafka_poll(rk, timeout_ms)
         if dispatch:
-            self._cbs.dispatch_reports()
-            self._cbs.reraise()
+            self.dispatch_reports()
         return served
 
     def dispatch_reports(self):
@@ -237,8 +236,8 @@ class Handle:
         (``ProducerQueueFullError``, ``MessageSizeTooLarge``...). ``msg_id`` comes back
         in the delivery report."""
         rkt = self.topic(topic)._ptr
-        hdrs = message.headers_to_c(headers)
         with self.use() as rk:
+            hdrs = message.headers_to_c(headers)  # pyrdk_produce owns them from here
             err = lib.pyrdk_produce(rk, rkt, partition,
                                     ffi.NULL if value is None else value,
                                     0 if value is None else len(value),
