@@ -14,8 +14,9 @@ T0 = 1700000000000  # ms
 def records(partition, count, first=0, headers=True):
     """``count`` records for ``partition``: key k<i>, value v<i>, a header on odd i,
     timestamps T0 + i seconds."""
-    return [(partition, b"k%d" % i, b"v%d" % i, [("n", b"%d" % i), ("p", b"%d" % partition)] if headers and i % 2 else None,
-             T0 + i * 1000) for i in range(first, first + count)]
+    return [(partition, b"k%d" % i, b"v%d" % i,
+             [("n", b"%d" % i), ("p", b"%d" % partition)] if headers and i % 2 else None, T0 + i * 1000)
+            for i in range(first, first + count)]
 
 
 @pytest.fixture
