@@ -4,7 +4,7 @@ import datetime
 import pytest
 
 from tests.fix_kafka import make_topic, tansu_gap, unique_name
-from tests.spark.conftest import reader
+from tests.fix_spark import reader
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 

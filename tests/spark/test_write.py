@@ -2,7 +2,7 @@
 import pytest
 
 from tests.fix_kafka import make_topic, unique_name
-from tests.spark.conftest import reader
+from tests.fix_spark import reader
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 

@@ -1,6 +1,7 @@
-"""One SparkSession for the whole test session (``local[2]``, UI off, 2 shuffle partitions),
-with the ``pyrdk`` source registered; stopped at the end. Python workers run this
-interpreter and find this checkout of pyrdk first."""
+"""The ``spark`` session fixture: one SparkSession for the whole test session (``local[2]``,
+UI off, 2 shuffle partitions) with the ``pyrdk`` source registered, stopped at the end;
+and helpers for the Spark tests. Python workers run this interpreter and find this
+checkout of pyrdk first."""
 import os
 import sys
 
@@ -8,7 +9,7 @@ import pytest
 
 from tests.conftest import server_unavailable
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="session")
