@@ -6,7 +6,7 @@
 Creates a topic (4 partitions), produces ``count`` records of 100-byte values to it, then
 times ``spark.read.format("pyrdk")...load()`` aggregated in Spark
 (``count`` and ``sum(length(value))``, so every row crosses from the Python workers to
-the JVM), after one warm-up read that starts the Python workers.
+the JVM), once the Python workers are running.
 """
 import argparse
 import os
@@ -33,7 +33,7 @@ def measure(spark, bootstrap_servers, topic, count):
     from pyspark.sql import functions as F
     df = (spark.read.format("pyrdk").option("kafka.bootstrap.servers", bootstrap_servers)
           .option("subscribe", topic).load())
-    df.limit(1).collect()  # warm-up: Python workers, planning
+    spark.sparkContext.parallelize(range(2), 2).map(lambda x: x).count()  # start the Python workers
     start = time.monotonic()
     row = df.agg(F.count("*").alias("rows"), F.sum(F.length("value")).alias("bytes")).collect()[0]
     seconds = time.monotonic() - start
