@@ -143,8 +143,11 @@ def resolve(client, spec, partitions, ends):
     if spec.kind == "offsets":
         _require_all(spec, tps)
         earliest = earliest_offsets(client, partitions) if EARLIEST in spec.value.values() else {}
-        return {tp: {EARLIEST: earliest.get(tp), LATEST: ends[tp]}.get(spec.value[tp], spec.value[tp])
-                for tp in tps}
+        out = {}
+        for tp in tps:
+            offset = spec.value[tp]
+            out[tp] = earliest[tp] if offset == EARLIEST else ends[tp] if offset == LATEST else offset
+        return out
     if spec.kind == "timestamps":
         _require_all(spec, tps)
         wanted = {tp: spec.value[tp] for tp in tps}

@@ -16,7 +16,9 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Str
 
 from pyrdk.exceptions import ConfigurationError
 from pyrdk.spark import offsets
+from pyrdk.spark.fetch import read_range
 from pyrdk.spark.options import ReadOptions, WriteOptions
+from pyrdk.spark.produce import check_schema, write_rows
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,6 @@ class KafkaDataSource(DataSource):
 
 
 def _write_options(options, schema, overwrite):
-    from pyrdk.spark.produce import check_schema
     if overwrite:
         raise ConfigurationError("Kafka topics can only be appended to: use mode('append'), not "
                                  "mode('overwrite')")
@@ -75,7 +76,6 @@ def _write_options(options, schema, overwrite):
 
 
 def _read(opts, partition):
-    from pyrdk.spark.fetch import read_range
     if partition.value is None:  # Spark's stand-in when there is nothing to read
         return iter(())
     return read_range(opts, partition.value)
@@ -155,7 +155,8 @@ class KafkaStreamReader(DataSourceStreamReader):
             max_rows = self._opts.max_offsets_per_trigger
         if max_rows is not None and begin is not None:
             new = {name: [pid for pid in pids if (name, pid) not in begin] for name, pids in parts.items()}
-            begin = dict(begin, **offsets.earliest_offsets(self._connect(), new))
+            begin = dict(begin)
+            begin.update(offsets.earliest_offsets(self._connect(), new))
             ends = offsets.rate_limit(begin, ends, max_rows)
         return offsets.to_json(ends)
 
@@ -191,7 +192,6 @@ class Written(WriterCommitMessage):
 
 
 def _write(opts, rows):
-    from pyrdk.spark.produce import write_rows
     return Written(write_rows(opts, rows))
 
 

@@ -58,8 +58,8 @@ def test_new_topics_of_a_pattern_are_read_from_their_start(spark, kafka_hosts, c
     prefix = unique_name("pattern")
     make_topic(client, prefix + "-a", 1)
     produce(prefix + "-a", records(0, 5))
-    query = start(stream(spark, kafka_hosts, subscribePattern=prefix + "-.*", startingOffsets="earliest"),
-                  tmp_path)
+    query = start(stream(spark, kafka_hosts, subscribePattern=prefix + "-.*", startingOffsets="earliest",
+                         maxOffsetsPerTrigger="4"), tmp_path)
     try:
         query.processAllAvailable()
         make_topic(client, prefix + "-b", 2)
