@@ -69,9 +69,10 @@ def topic_partitions(client, subscription, strict):
     wanted = {name: None for name in value} if kind == "subscribe" else value
     missing = sorted(name for name in wanted if name not in known)
     if missing and strict:
+        names = sorted(known)
         raise ConfigurationError("option '%s': no topic %s on %s (it has: %s)" % (
             kind, ", ".join(repr(m) for m in missing), client.cluster.rdkafka_config["bootstrap.servers"],
-            ", ".join(sorted(known)) or "no topics"))
+            ", ".join(names[:20]) + (", ..." if len(names) > 20 else "") if names else "no topics"))
     out = {}
     for name, pids in wanted.items():
         if name not in known:

@@ -1,9 +1,10 @@
 """The options of the ``pyrdk`` source and sink, read and checked as Spark's Kafka
 connector reads them.
 
-Spark hands options over as strings with lower-cased names. Every check happens here, on
-the driver, so that a bad option fails ``load()`` / ``save()`` / ``start()`` with a
-``ConfigurationError`` naming it, before any task runs.
+Spark hands options over as strings with lower-cased names. They are checked here, on
+the driver, so that a bad option fails ``load()``, ``save()`` or ``start()`` with a
+``ConfigurationError`` naming it before any task runs; what needs the cluster (does the
+topic exist?) is checked when the driver plans the query.
 """
 import json
 import re
