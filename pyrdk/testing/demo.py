@@ -18,7 +18,7 @@ import json
 import os
 import random
 import sys
-import threading
+import tempfile
 import time
 
 import pyrdk
@@ -153,6 +153,19 @@ def stream_job(spark, hosts, events, checkouts_topic, checkpoint, max_per_trigge
             .option("topic", checkouts_topic).option("checkpointLocation", checkpoint).start())
 
 
+def stream_while_producing(spark, hosts, topic, views, checkouts_topic, checkpoint):
+    """Run the streaming job while ``views`` are produced to ``topic``, in micro-batches of
+    a quarter of them at most; the rows each micro-batch read."""
+    query = stream_job(spark, hosts, topic.name.decode(), checkouts_topic, checkpoint, max(len(views) // 4, 1))
+    try:
+        query.processAllAvailable()  # the stream starts at the end of the topic, before the new views
+        produce(topic, views, "arrive")  # Spark runs micro-batches meanwhile, in its own threads
+        query.processAllAvailable()
+        return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    finally:
+        query.stop()
+
+
 def read_back(spark, hosts, topic):
     """The values of ``topic``, decoded from JSON (or raw bytes when not JSON)."""
     rows = (spark.read.format("pyrdk").option("kafka.bootstrap.servers", hosts).option("subscribe", topic)
@@ -203,7 +216,6 @@ def summary(per_minute, top_users):
 def run(hosts, count, new_count, prefix, spark=None, checkpoint=None):
     """The whole pipeline against ``hosts``; the process exit status. Uses ``spark`` if
     given (and leaves it running), else starts and stops a local session."""
-    import tempfile
     started = time.monotonic()
     names = {what: "%s-%s" % (prefix, what) for what in ("views", "per-minute", "top-users", "checkouts")}
     client = pyrdk.KafkaClient(hosts=hosts)
@@ -227,19 +239,9 @@ def run(hosts, count, new_count, prefix, spark=None, checkpoint=None):
               % (read, TOP, time.monotonic() - t))
 
         new = PageViews(start_ms + MINUTES * 60000, seed=8)
-        arriving = new.make(new_count, 60000)
         t = time.monotonic()
-        query = stream_job(spark, hosts, names["views"], names["checkouts"],
-                           checkpoint or tempfile.mkdtemp(prefix="pyrdk-demo-"), max(new_count // 4, 1))
-        try:
-            query.processAllAvailable()  # the stream starts at the end of the topic
-            producer = threading.Thread(target=produce, args=(topic, arriving, "arrive"))
-            producer.start()
-            producer.join()
-            query.processAllAvailable()
-            batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
-        finally:
-            query.stop()
+        batches = stream_while_producing(spark, hosts, topic, new.make(new_count, 60000), names["checkouts"],
+                                         checkpoint or tempfile.mkdtemp(prefix="pyrdk-demo-"))
         print("stream job: %d micro-batches read %d new page views (%s) in %.1f s"
               % (len(batches), sum(batches), ", ".join(map(str, batches)), time.monotonic() - t))
 
