@@ -20,6 +20,11 @@ from pyrdk.spark.fetch import read_range
 from pyrdk.spark.options import ReadOptions, WriteOptions
 from pyrdk.spark.produce import check_schema, write_rows
 
+try:  # Spark >= 4.2: Trigger.AvailableNow may then honour maxOffsetsPerTrigger
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:
+    SupportsTriggerAvailableNow = object
+
 log = logging.getLogger(__name__)
 
 SCHEMA = StructType([
@@ -102,7 +107,7 @@ class KafkaBatchReader(DataSourceReader):
         return _read(self._opts, partition)
 
 
-class KafkaStreamReader(DataSourceStreamReader):
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """A streaming read. The stream offset is Spark's ``{"topic": {"partition": offset}}``,
     the next offset to read per partition; Spark's checkpoint keeps it, so a restarted
     query goes on exactly where it stopped. Partitions that appear later start at their
@@ -110,13 +115,16 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     ``latestOffset(start, limit)`` takes Spark 4.2's admission control (``limit`` comes
     from ``maxOffsetsPerTrigger``); Spark 4.0 and 4.1 call it without arguments, and the
-    limit then counts from the end of the previous micro-batch this reader planned.
+    limit then counts from the end of the previous micro-batch this reader planned. With
+    ``trigger(availableNow=True)`` on Spark 4.2 and later, the query reads up to the ends
+    the partitions had when it started, in micro-batches of ``maxOffsetsPerTrigger``.
     """
 
     def __init__(self, opts):
         self._opts = opts
         self._client = None
         self._last = None  # the last offsets planned, for Spark 4.0 / 4.1
+        self._target = None  # the ends to stop at, under Trigger.AvailableNow
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -145,8 +153,13 @@ class KafkaStreamReader(DataSourceStreamReader):
         limit = self._opts.max_offsets_per_trigger
         return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
 
+    def prepareForTriggerAvailableNow(self):
+        self._target = self._ends()[1]
+
     def latestOffset(self, start=None, limit=None):
         parts, ends = self._ends()
+        if self._target is not None:  # nothing that came after the query started
+            ends = {tp: min(end, self._target[tp]) for tp, end in ends.items() if tp in self._target}
         if start is not None:
             begin = offsets.from_json(start)
             max_rows = getattr(limit, "max_rows", None)

@@ -118,3 +118,22 @@ def test_topic_recreated_under_a_stream_is_data_loss(spark, kafka_hosts, client,
     finally:
         query.stop()
     assert written(spark, tmp_path) == sorted([(name, 0, o) for o in range(10)] + [(name, 0, o) for o in range(3, 7)])
+
+
+def test_available_now_reads_in_micro_batches_of_max_offsets_per_trigger(spark, kafka_hosts, client, produce,
+                                                                          tmp_path):
+    name = unique_name("now")
+    make_topic(client, name, 1)
+    produce(name, records(0, 50))
+    df = stream(spark, kafka_hosts, subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger="20")
+    query = (df.selectExpr("topic", "partition", "offset").writeStream.format("parquet")
+             .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    try:
+        query.awaitTermination(120)
+        assert not query.isActive
+        sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    finally:
+        query.stop()
+    assert sizes == [20, 20, 10]
+    assert written(spark, tmp_path) == [(name, 0, o) for o in range(50)]
