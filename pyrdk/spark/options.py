@@ -70,7 +70,6 @@ class WriteOptions:
         opts = _lower(options)
         self.hosts, self.rdkafka_config = kafka_params(opts, _REFUSED_SINK)
         self.topic = opts.get("topic") or None
-        self.include_headers = _bool(opts, "includeheaders", False)
 
 
 def _lower(options):
