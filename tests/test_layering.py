@@ -7,11 +7,11 @@
 | 1     | ``exceptions``, ``common``                       | each other only                         |
 | 2     | ``rd/*``                                         | ``_ffi``, level 1, other ``rd``         |
 | 3     | pykafka-named modules (``LEVEL3``)               | ``rd``, level 1 but ``_ffi``, each other |
-| 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``    | levels 1 (but ``_ffi``) and 3; ``testing``
-|       |                                                  | also ``spark`` (the demo's pipeline)    |
+| 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``    | levels 1 (but ``_ffi``) and 3           |
 
 Plus: the identifiers ``ffi`` and ``lib`` appear only in ``_ffi.py`` and ``rd/``; ``kazoo`` is
-imported only by ``balancedconsumer.py``; ``pyrdk/__init__.py`` re-exports from levels 1 to 3.
+imported only by ``balancedconsumer.py``; ``pyrdk/__init__.py`` re-exports from levels 1 to 3;
+``testing`` may also import ``spark`` (the demo runs the Spark pipeline).
 """
 import ast
 import os
