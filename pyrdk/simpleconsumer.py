@@ -430,6 +430,15 @@ class SimpleConsumer:
 
     # -- beyond pykafka ------------------------------------------------------------------------
 
+    def highwater(self, partition):
+        """The partition's high watermark (the offset the next message produced will get) as
+        the last fetch response for it said, or None before the first response
+        (``rd_kafka_get_watermark_offsets``, no request; kafka-python's ``highwater``)."""
+        self._check_running()
+        pid = self._partition_id(partition)
+        high = self._handle.get_watermark_offsets(self._topic_name, pid)[1]
+        return high if high >= 0 else None
+
     def seek(self, partition, offset):
         """Make ``offset`` the next offset returned for ``partition`` (``rd_kafka_seek_partitions``);
         ``offset`` may also be an ``OffsetType``."""

@@ -1,9 +1,12 @@
 """The programs in examples/ run against a real broker and say what they did."""
+import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
+
+from tests.fix_kafka import unique_name
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
@@ -25,3 +28,29 @@ def test_quickstart(kafka_hosts, topic_name):
 def test_delivery_reports(kafka_hosts, topic_name):
     out = run("delivery_reports.py", "--hosts", kafka_hosts, "--topic", topic_name, "--count", "500")
     assert "delivered 500, failed 0" in out
+
+
+def load(name):
+    """An example as a module, to call its functions in this process."""
+    spec = importlib.util.spec_from_file_location(name[:-len(".py")], os.path.join(EXAMPLES, name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.spark
+def test_spark_pipeline(kafka_hosts, client, spark, tmp_path):
+    from pyrdk.testing import demo
+    pipeline = load("spark_pipeline.py")
+    prefix = unique_name("example")
+    client.cluster.create_topics([(prefix, 2, 1)])
+    views = demo.PageViews(1700000000000 // 60000 * 60000)
+    demo.produce(client.topics[prefix], views.make(500, 120000))
+    assert pipeline.batch_job(spark, kafka_hosts, prefix, prefix, top=3) == 500
+    query = pipeline.stream_job(spark, kafka_hosts, prefix, prefix + "-checkouts", str(tmp_path), once=True)
+    query.awaitTermination(120)
+    assert not query.isActive
+    out = demo.read_back(spark, kafka_hosts, prefix + "-top-users")
+    assert [(r["user"], r["views"]) for r in out] == views.top_users(3)
+    per_minute = demo.read_back(spark, kafka_hosts, prefix + "-per-minute")
+    assert sum(r["views"] for r in per_minute) == 500

@@ -565,6 +565,19 @@ def test_seek_makes_the_offset_the_next_one(topic):
 
 
 @pytest.mark.kafka
+def test_highwater_is_the_end_of_the_log_from_a_fetch(topic):
+    # One batch of 30: a ListOffsets answer may lag it (Tansu's does), a fetch response may not.
+    produce(topic, [b"v%d" % i for i in range(30)], partition=0)
+    with topic.get_simple_consumer(partitions=[0, 1], auto_offset_reset=OffsetType.LATEST) as consumer:
+        deadline = time.monotonic() + PATIENCE_S
+        while None in (consumer.highwater(0), consumer.highwater(1)) and time.monotonic() < deadline:
+            consumer.consume_batch(100, 50)
+        assert (consumer.highwater(0), consumer.highwater(1)) == (30, 0)
+        with pytest.raises(ValueError):
+            consumer.highwater(7)
+
+
+@pytest.mark.kafka
 def test_paused_partition_yields_nothing_until_resumed(topic):
     produce(topic, [b"a%d" % i for i in range(30)], partition=0)
     produce(topic, [b"b%d" % i for i in range(30)], partition=1)

@@ -17,5 +17,7 @@ rd_kafka_resp_err_t rd_kafka_fatal_error(rd_kafka_t *rk, char *errstr, size_t er
 void rd_kafka_mem_free(rd_kafka_t *rk, void *ptr);
 rd_kafka_resp_err_t rd_kafka_query_watermark_offsets(rd_kafka_t *rk, const char *topic,
         int32_t partition, int64_t *low, int64_t *high, int timeout_ms);
+rd_kafka_resp_err_t rd_kafka_get_watermark_offsets(rd_kafka_t *rk, const char *topic,
+        int32_t partition, int64_t *low, int64_t *high);
 rd_kafka_resp_err_t rd_kafka_offsets_for_times(rd_kafka_t *rk,
         rd_kafka_topic_partition_list_t *offsets, int timeout_ms);

@@ -290,6 +290,17 @@ class Handle:
             raise self._with_reason(errors.exception(err, "list offsets for %s [%d]" % (topic, partition)))
         return low[0], high[0]
 
+    def get_watermark_offsets(self, topic, partition):
+        """``rd_kafka_get_watermark_offsets``: ``(low, high)`` as the last fetch response for the
+        partition gave them, without a request; ``OFFSET_INVALID`` (-1001) before the first."""
+        low = ffi.new("int64_t *")
+        high = ffi.new("int64_t *")
+        with self.use() as rk:
+            err = lib.rd_kafka_get_watermark_offsets(rk, topic.encode(), partition, low, high)
+        if err:
+            raise errors.exception(err, "watermarks of %s [%d]" % (topic, partition))
+        return low[0], high[0]
+
     def offsets_for_times(self, tps, timeout_ms=10000):
         """``rd_kafka_offsets_for_times``: ``tps`` carry timestamps (ms) in place of offsets."""
         return self._query(lib.rd_kafka_offsets_for_times, tps, timeout_ms, "offsets for times")

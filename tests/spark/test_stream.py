@@ -1,0 +1,139 @@
+"""Streaming reads through the ``pyrdk`` source: micro-batches while data arrives,
+``maxOffsetsPerTrigger``, new partitions, restart from the checkpoint, data loss."""
+import pytest
+
+from tests.fix_kafka import make_topic, unique_name
+from tests.spark.test_read import records
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+def stream(spark, hosts, **options):
+    r = spark.readStream.format("pyrdk").option("kafka.bootstrap.servers", hosts)
+    for key, value in options.items():
+        r = r.option(key, value)
+    return r.load()
+
+
+def start(df, tmp_path):
+    """Write the stream's (topic, partition, offset, value) to parquet files: a sink
+    that keeps each micro-batch exactly once, so any duplicate comes from the source."""
+    return (df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value")
+            .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+            .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+
+
+def written(spark, tmp_path):
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    return sorted((r.topic, r.partition, r.offset) for r in rows)
+
+
+def test_micro_batches_while_data_arrives_then_restart_from_the_checkpoint(spark, kafka_hosts, client,
+                                                                         produce, tmp_path):
+    name = unique_name("stream")
+    make_topic(client, name, 2)
+    produce(name, records(0, 60) + records(1, 40))
+    options = dict(subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger="50")
+    query = start(stream(spark, kafka_hosts, **options), tmp_path)
+    try:
+        query.processAllAvailable()
+        produce(name, records(0, 30, first=60))  # arrives while the query runs
+        query.processAllAvailable()
+        sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    finally:
+        query.stop()
+    assert sum(sizes) == 130 and max(sizes) <= 50 and len(sizes) >= 3, sizes
+    assert written(spark, tmp_path) == [(name, 0, o) for o in range(90)] + [(name, 1, o) for o in range(40)]
+
+    produce(name, records(1, 25, first=40))  # arrives while the query is stopped
+    query = start(stream(spark, kafka_hosts, **options), tmp_path)
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert written(spark, tmp_path) == [(name, 0, o) for o in range(90)] + [(name, 1, o) for o in range(65)]
+
+
+def test_new_topics_of_a_pattern_are_read_from_their_start(spark, kafka_hosts, client, produce, tmp_path):
+    prefix = unique_name("pattern")
+    make_topic(client, prefix + "-a", 1)
+    produce(prefix + "-a", records(0, 5))
+    query = start(stream(spark, kafka_hosts, subscribePattern=prefix + "-.*", startingOffsets="earliest",
+                         maxOffsetsPerTrigger="4"), tmp_path)
+    try:
+        query.processAllAvailable()
+        make_topic(client, prefix + "-b", 2)
+        produce(prefix + "-b", records(0, 3) + records(1, 4))
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    a, b = prefix + "-a", prefix + "-b"
+    assert written(spark, tmp_path) == ([(a, 0, o) for o in range(5)] + [(b, 0, o) for o in range(3)]
+                                        + [(b, 1, o) for o in range(4)])
+
+
+def test_starting_offsets_latest_reads_only_what_comes_after_the_start(spark, kafka_hosts, client, produce,
+                                                                       tmp_path):
+    name = unique_name("latest")
+    make_topic(client, name, 1)
+    produce(name, records(0, 10))
+    query = start(stream(spark, kafka_hosts, subscribe=name), tmp_path)
+    try:
+        query.processAllAvailable()
+        produce(name, records(0, 5, first=10))
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert written(spark, tmp_path) == [(name, 0, o) for o in range(10, 15)]
+
+
+def test_topic_recreated_under_a_stream_is_data_loss(spark, kafka_hosts, client, produce, tmp_path):
+    name = unique_name("loss")
+    make_topic(client, name, 1)
+    produce(name, records(0, 10))
+    options = dict(subscribe=name, startingOffsets="earliest")
+    query = start(stream(spark, kafka_hosts, **options), tmp_path)
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    client.cluster.delete_topics([name])
+    make_topic(client, name, 1)
+    produce(name, records(0, 3, first=100))  # offsets 0..2: the checkpoint says 10
+
+    query = start(stream(spark, kafka_hosts, **options), tmp_path)
+    try:
+        with pytest.raises(Exception) as info:
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    assert "start offset 10 is beyond the end of the partition (3)" in str(info.value)
+    assert "failOnDataLoss" in str(info.value)
+
+    query = start(stream(spark, kafka_hosts, failOnDataLoss="false", **options), tmp_path)
+    try:
+        query.processAllAvailable()  # skips the lost range, as Spark's source does
+        produce(name, records(0, 4, first=200))
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert written(spark, tmp_path) == sorted([(name, 0, o) for o in range(10)] + [(name, 0, o) for o in range(3, 7)])
+
+
+def test_available_now_reads_in_micro_batches_of_max_offsets_per_trigger(spark, kafka_hosts, client, produce,
+                                                                          tmp_path):
+    name = unique_name("now")
+    make_topic(client, name, 1)
+    produce(name, records(0, 50))
+    df = stream(spark, kafka_hosts, subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger="20")
+    query = (df.selectExpr("topic", "partition", "offset").writeStream.format("parquet")
+             .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    try:
+        query.awaitTermination(120)
+        assert not query.isActive
+        sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    finally:
+        query.stop()
+    assert sizes == [20, 20, 10]
+    assert written(spark, tmp_path) == [(name, 0, o) for o in range(50)]
