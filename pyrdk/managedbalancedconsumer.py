@@ -35,6 +35,8 @@ STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
 ZOOKEEPER_ONLY = ("zookeeper_connect", "zookeeper_hosts", "zookeeper",
                   "zookeeper_connection_timeout_ms")
 REBALANCING = (22, 25, 27)  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
+# ...and the events that tell a member it lost its assignment (it rejoins by itself):
+REJOINING = REBALANCING + (-147, -142)  # _MAX_POLL_EXCEEDED, _ASSIGNMENT_LOST
 
 
 def _strategy(membership_protocol):
@@ -149,6 +151,7 @@ class ManagedBalancedConsumer(SimpleConsumer):
         self._revoked = set()  # partitions revoked during the current fetch
         self._before = None  # held_offsets when the current rebalance began
         self._assigned = []  # assigned partitions whose listener call is due
+        self._commit_due = False  # refused offsets became start offsets: commit them
         if auto_start:
             self.start()
 
@@ -231,6 +234,7 @@ class ManagedBalancedConsumer(SimpleConsumer):
             self._cluster.update()  # the topic grew
             known = self._topic.partitions
         refused = self._take_refused(pids)
+        self._commit_due = bool(refused)  # commit them once assigned
         partitions = dict(self._partitions)
         starts = {}
         for pid in pids:
@@ -300,12 +304,15 @@ class ManagedBalancedConsumer(SimpleConsumer):
         try:
             super()._fetch(max_messages, timeout_ms)
         except KafkaException as exc:
-            if exc.code not in REBALANCING:
+            if exc.code not in REJOINING:
                 raise
-            log.warning("%s: the group is rebalancing; librdkafka rejoins", exc)
+            log.warning("%s; the member rejoins the group", exc)
         finally:
             if self._revoked:
                 self._drop_stale(self._revoked)
+        if self._commit_due:
+            self._commit_due = False
+            self.commit_offsets()
         self._notify_assigned()
 
     def _drop_stale(self, revoked):

@@ -311,6 +311,25 @@ def test_unknown_member_id_is_recovered_without_losing_or_repeating_messages(moc
         consumer.stop()
 
 
+@pytest.mark.mock
+def test_a_member_too_slow_for_max_poll_interval_rejoins_and_goes_on(mock_cluster, mock_client):
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 1)
+    topic = mock_client.topics[name]
+    produced = produce_keyed(topic, 20)
+    consumer = topic.get_balanced_consumer(
+        b"g-" + name.encode(), managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
+        session_timeout_ms=3000, heartbeat_interval_ms=300, max_poll_interval_ms=3000)
+    try:
+        first = consume_n(consumer, 5)
+        consumer.commit_offsets()
+        time.sleep(4.5)  # longer than max_poll_interval_ms: the member leaves the group
+        rest = consume_n(consumer, 15)  # no exception: it rejoined
+        assert sorted((m.partition_id, m.offset) for m in first + rest) == sorted(produced)
+    finally:
+        consumer.stop()
+
+
 # -- bad input ------------------------------------------------------------------------------------
 
 @pytest.mark.kafka
