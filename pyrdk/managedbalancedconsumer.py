@@ -152,6 +152,7 @@ class ManagedBalancedConsumer(SimpleConsumer):
         self._before = None  # held_offsets when the current rebalance began
         self._assigned = []  # assigned partitions whose listener call is due
         self._commit_due = False  # refused offsets became start offsets: commit them
+        self._callback_error = None  # raised by consume() after the rebalance callback
         if auto_start:
             self.start()
 
@@ -203,17 +204,30 @@ class ManagedBalancedConsumer(SimpleConsumer):
     # -- rebalancing ---------------------------------------------------------------------------
 
     def _on_rebalance(self, kind, tps):
-        """The rebalance callback's handler; runs before librdkafka's assignment changes."""
+        """The rebalance callback's handler; runs before librdkafka's assignment changes.
+        It never raises into librdkafka: an error (a listener's, say) is held and raised by
+        ``consume()`` once the messages fetched with it are safe in the buffer."""
         pids = sorted(tp.partition for tp in tps if tp.topic == self._topic_name)
-        if self._before is None:
-            self._before = self.held_offsets
-        if kind == "revoke":
-            self._revoke(pids)
+        try:
+            if self._before is None:
+                self._before = self.held_offsets
+            if kind == "revoke":
+                self._revoke(pids)
+                return None
+            return self._assign(pids)
+        except BaseException as exc:
+            self._hold(exc)
             return None
-        return self._assign(pids)
+
+    def _hold(self, exc):
+        if self._callback_error is None:
+            self._callback_error = exc
 
     def _revoke(self, pids):
-        self._notify_assigned()  # assigned before revoked, always
+        try:
+            self._notify_assigned()  # assigned before revoked, always
+        except BaseException as exc:
+            self._hold(exc)
         if not self._handle.closing:
             self._commit_held(pids, "revocation")
         self._drop_buffered(pids)
@@ -249,9 +263,12 @@ class ManagedBalancedConsumer(SimpleConsumer):
             self._next[pid] = starts[pid] if starts[pid] >= 0 else None
         self._partitions = partitions
         before, self._before = self._before or {}, None
-        if self._post_rebalance_callback is not None:
-            self._call_post_rebalance(before, starts)
         self._assigned.extend(known[pid] for pid in pids)
+        if self._post_rebalance_callback is not None:
+            try:
+                self._call_post_rebalance(before, starts)
+            except BaseException as exc:
+                self._hold(exc)
         return [(self._topic_name, pid, starts[pid]) for pid in pids]
 
     def _take_refused(self, pids):
@@ -261,7 +278,12 @@ class ManagedBalancedConsumer(SimpleConsumer):
         refused = {pid: self._refused[pid] for pid in pids if pid in self._refused}
         self._refused.clear()
         if refused:
-            for tp in self._handle.committed([(self._topic_name, pid) for pid in sorted(refused)]):
+            try:
+                committed = self._handle.committed([(self._topic_name, pid) for pid in sorted(refused)])
+            except KafkaException as exc:
+                log.warning("could not read committed offsets (%s); starting from the refused ones", exc)
+                committed = []
+            for tp in committed:
                 refused[tp.partition] = max(refused[tp.partition], tp.offset)
         return refused
 
@@ -314,6 +336,9 @@ class ManagedBalancedConsumer(SimpleConsumer):
             self._commit_due = False
             self.commit_offsets()
         self._notify_assigned()
+        exc, self._callback_error = self._callback_error, None
+        if exc is not None:
+            raise exc
 
     def _drop_stale(self, revoked):
         rewind = {}

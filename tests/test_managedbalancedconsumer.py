@@ -22,6 +22,8 @@ from tests.fleet import PATIENCE_S, Fleet
 # Short timeouts so that crashes and rejoins settle in seconds (see the module docstring).
 GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 8000}
 MANAGED = dict(GROUP, managed=True)
+# Shorter still on the mock cluster, which keeps a member that lost its id until it times out.
+FAST = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 300, "max_poll_interval_ms": 3000}
 
 UNKNOWN_MEMBER_ID = 25
 
@@ -261,6 +263,30 @@ def test_post_rebalance_callback_sees_offsets_and_chooses_where_to_start(client,
     assert calls == [({}, {0: -1})]
 
 
+class Failing(Recorder):
+    def on_partitions_assigned(self, partitions):
+        super().on_partitions_assigned(partitions)
+        raise RuntimeError("callback failed")
+
+
+def failing_post_rebalance(consumer, old_offsets, new_offsets):
+    raise RuntimeError("callback failed")
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("callback", [{"listener": Failing()}, {"post_rebalance_callback": failing_post_rebalance}],
+                         ids=["listener", "post_rebalance_callback"])
+def test_a_callback_error_is_raised_by_consume_and_loses_no_message(client, topic_name, group_name, callback):
+    topic = make_topic(client, topic_name, 1)
+    produced = produce_keyed(topic, 10)
+    with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
+                                     **callback, **GROUP) as consumer:
+        with pytest.raises(RuntimeError, match="callback failed"):
+            consume_n(consumer, 10)
+        messages = consume_n(consumer, 10)
+    assert sorted((m.partition_id, m.offset) for m in messages) == sorted(produced)
+
+
 @pytest.mark.kafka
 def test_reset_offset_on_start_ignores_the_commit(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
@@ -287,7 +313,7 @@ def test_unknown_member_id_is_recovered_without_losing_or_repeating_messages(moc
     topic = mock_client.topics[name]
     produced = produce_keyed(topic, 200)
     consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True,
-                                           consumer_timeout_ms=PATIENCE_S * 1000, **GROUP)
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
     try:
         seen = [(m.partition_id, m.offset) for m in consume_n(consumer, 50)]
         mock_cluster.push_request_errors(ApiKey.OffsetCommit, UNKNOWN_MEMBER_ID)
@@ -317,9 +343,8 @@ def test_a_member_too_slow_for_max_poll_interval_rejoins_and_goes_on(mock_cluste
     mock_cluster.create_topic(name, 1)
     topic = mock_client.topics[name]
     produced = produce_keyed(topic, 20)
-    consumer = topic.get_balanced_consumer(
-        b"g-" + name.encode(), managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
-        session_timeout_ms=3000, heartbeat_interval_ms=300, max_poll_interval_ms=3000)
+    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True,
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
     try:
         first = consume_n(consumer, 5)
         consumer.commit_offsets()
