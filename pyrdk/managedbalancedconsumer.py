@@ -86,8 +86,8 @@ class ManagedBalancedConsumer(SimpleConsumer):
     :param rdkafka_config: any librdkafka properties, applied last
 
     The other parameters are :class:`SimpleConsumer`'s. ``auto_commit_enable`` commits
-    every ``auto_commit_interval_ms``; held offsets are committed before any revocation
-    and at ``stop()`` whatever its value, as pykafka does before a rebalance.
+    every ``auto_commit_interval_ms`` and at ``stop()``; held offsets are committed before
+    a rebalance revokes partitions whatever its value, as pykafka does.
     ``num_consumer_fetchers``, ``rebalance_max_retries``, ``rebalance_backoff_ms``,
     ``compacted_topic`` and ``use_rdkafka`` are accepted and unused: librdkafka fetches
     and rejoins by itself.
@@ -180,13 +180,14 @@ class ManagedBalancedConsumer(SimpleConsumer):
         self._running = True
 
     def stop(self):
-        """Commit held offsets, then leave the group and close the consumer
-        (``rd_kafka_consumer_close``; with ``group_instance_id`` the member stays in the
-        group until its session times out)."""
+        """Commit held offsets if auto-commit is on (as SimpleConsumer does), then leave the
+        group and close the consumer (``rd_kafka_consumer_close``; with
+        ``group_instance_id`` the member stays in the group until its session times out)."""
         if not self._running:
             return
         try:
-            self._commit_held(sorted(self._next), "stop")
+            if self._auto_commit_enable:
+                self._commit_held(sorted(self._next), "stop")
         finally:
             self._running = False
             self._buffer.clear()

@@ -288,6 +288,21 @@ def test_a_callback_error_is_raised_by_consume_and_loses_no_message(client, topi
 
 
 @pytest.mark.kafka
+def test_stop_commits_held_offsets_only_with_auto_commit(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    produce_keyed(topic, 10)
+
+    def first_offsets(n, **kwargs):
+        with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
+                                         **kwargs, **GROUP) as consumer:
+            return [m.offset for m in consume_n(consumer, n)]
+
+    assert first_offsets(3) == [0, 1, 2]  # not committed at stop...
+    assert first_offsets(3, auto_commit_enable=True) == [0, 1, 2]  # ...this one is
+    assert first_offsets(1) == [3]
+
+
+@pytest.mark.kafka
 def test_reset_offset_on_start_ignores_the_commit(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     produce_keyed(topic, 10)
@@ -301,7 +316,7 @@ def test_reset_offset_on_start_ignores_the_commit(client, topic_name, group_name
         assert consumer.consume().offset == 0
     with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
                                      **GROUP) as consumer:
-        assert consumer.consume().offset == 1  # stop() committed what the last one returned
+        assert consumer.consume().offset == 5  # the first one's commit
 
 
 # -- Tansu's UNKNOWN_MEMBER_ID, reproduced on the mock cluster --------------------------------------
