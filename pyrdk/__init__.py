@@ -17,15 +17,17 @@ from pyrdk.broker import Broker
 from pyrdk.client import KafkaClient
 from pyrdk.cluster import Cluster
 from pyrdk.common import CompressionType, Message, OffsetType, SslConfig
-from pyrdk.membershipprotocol import RangeProtocol, RoundRobinProtocol
+from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
+from pyrdk.membershipprotocol import CooperativeStickyProtocol, RangeProtocol, RoundRobinProtocol
 from pyrdk.partition import Partition
 from pyrdk.producer import Producer
 from pyrdk.rd.handle import librdkafka_version
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.topic import Topic
 
-_PYKAFKA_MODULES = ("broker", "client", "cluster", "common", "exceptions", "membershipprotocol",
-                    "partition", "partitioners", "producer", "simpleconsumer", "topic")
+_PYKAFKA_MODULES = ("broker", "client", "cluster", "common", "exceptions", "managedbalancedconsumer",
+                    "membershipprotocol", "partition", "partitioners", "producer", "simpleconsumer",
+                    "topic")
 
 
 def install_as_pykafka():
@@ -36,7 +38,7 @@ def install_as_pykafka():
         sys.modules["pykafka." + name] = sys.modules["pyrdk." + name]
 
 
-__all__ = ["Broker", "Cluster", "CompressionType", "KafkaClient", "Message", "OffsetType",
-           "Partition", "Producer", "RangeProtocol", "RoundRobinProtocol", "SimpleConsumer",
-           "SslConfig", "Topic", "common", "exceptions", "install_as_pykafka",
-           "librdkafka_version", "partitioners"]
+__all__ = ["Broker", "Cluster", "CompressionType", "CooperativeStickyProtocol", "KafkaClient",
+           "ManagedBalancedConsumer", "Message", "OffsetType", "Partition", "Producer",
+           "RangeProtocol", "RoundRobinProtocol", "SimpleConsumer", "SslConfig", "Topic", "common",
+           "exceptions", "install_as_pykafka", "librdkafka_version", "partitioners"]

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupMembershipProtocol", "RangeProtocol", "RoundRobinProtocol",
+__all__ = ["CooperativeStickyProtocol", "GroupMembershipProtocol", "RangeProtocol", "RoundRobinProtocol",
            "decide_partitions_range", "decide_partitions_roundrobin"]
 
 GroupMembershipProtocol = namedtuple(
@@ -72,3 +72,15 @@ def decide_partitions_roundrobin(participants, partitions, consumer_id):
 RangeProtocol = GroupMembershipProtocol(b"consumer", b"range", None, decide_partitions_range)
 RoundRobinProtocol = GroupMembershipProtocol(b"consumer", b"roundrobin", None,
                                              decide_partitions_roundrobin)
+
+
+def decide_partitions_cooperative_sticky(participants, partitions, consumer_id):
+    """Not decidable by one member: the broker group protocol's leader assigns sticky."""
+    raise ValueError("CooperativeStickyProtocol needs the broker group protocol: use "
+                     "get_balanced_consumer(..., managed=True)")
+
+
+# librdkafka's incremental assignor, for the managed consumer only: a rebalance moves as few
+# partitions as it can and revokes only those.
+CooperativeStickyProtocol = GroupMembershipProtocol(b"consumer", b"cooperative-sticky", None,
+                                                    decide_partitions_cooperative_sticky)

@@ -51,7 +51,10 @@ class Topic:
 
     def get_balanced_consumer(self, consumer_group, managed=False, **kwargs):
         """A balanced consumer: ZooKeeper-coordinated, or ``managed=True`` for the broker's
-        group protocol."""
+        group protocol (:class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer`)."""
+        if managed:
+            from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
+            return ManagedBalancedConsumer(self, self._cluster, consumer_group, **kwargs)
         raise NotSupportedError("get_balanced_consumer is not available in this release of pyrdk; "
                                 "use get_simple_consumer with explicit partitions")
 

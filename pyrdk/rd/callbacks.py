@@ -39,7 +39,8 @@ class Callbacks:
     - ``on_delivery(msg_id, exc, partition, offset, timestamp)``
     - ``on_error(exc)``            (default: log it; fatal errors are stored and raised)
     - ``on_stats(json_text)``
-    - ``on_rebalance(kind, topic_partitions)``  kind is ``"assign"`` or ``"revoke"``
+    - ``on_rebalance(kind, topic_partitions)``  kind is ``"assign"`` or ``"revoke"``; runs
+      before librdkafka's assignment changes, and may return start offsets for an assignment
     - ``on_commit(exc, topic_partitions)``
     """
 
@@ -157,25 +158,34 @@ def _pyrdk_stats_cb(rk, json, json_len, opaque):
 
 @ffi.def_extern()
 def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
-    """Assign or revoke, then tell the handler (``rd_kafka_assign`` or the incremental pair)."""
+    """Tell the handler, then assign or revoke (``rd_kafka_assign`` or the incremental pair).
+
+    The handler runs first, while revoked partitions are still assigned (so it can commit
+    their offsets); for an assignment it may return the same partitions as
+    ``(topic, partition, offset)`` entries to assign at those start offsets. The assignment
+    or revocation happens even when the handler raises."""
     cbs = _lookup(opaque)
     cooperative = string(lib.rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+    assign = err == errors.ASSIGN_PARTITIONS
+    chosen = None
+    if cbs is not None and cbs.on_rebalance is not None:
+        try:
+            chosen = cbs.on_rebalance("assign" if assign else "revoke", partitions.from_c(c_partitions))
+        except BaseException as exc:
+            cbs.store(exc)
+            chosen = None
     try:
-        tps = partitions.from_c(c_partitions)
-        if err == errors.ASSIGN_PARTITIONS:
+        c_list = c_partitions if chosen is None or not assign else partitions.to_c(chosen)
+        if assign:
             if cooperative:
-                errors.raise_for_error(lib.rd_kafka_incremental_assign(rk, c_partitions))
+                errors.raise_for_error(lib.rd_kafka_incremental_assign(rk, c_list))
             else:
-                errors.check(lib.rd_kafka_assign(rk, c_partitions))
-            kind = "assign"
+                errors.check(lib.rd_kafka_assign(rk, c_list))
         else:
             if cooperative:
                 errors.raise_for_error(lib.rd_kafka_incremental_unassign(rk, c_partitions))
             else:
                 errors.check(lib.rd_kafka_assign(rk, ffi.NULL))
-            kind = "revoke"
-        if cbs is not None and cbs.on_rebalance is not None:
-            cbs.on_rebalance(kind, tps)
     except BaseException as exc:
         if cbs is not None:
             cbs.store(exc)

@@ -1,0 +1,395 @@
+"""ManagedBalancedConsumer: pykafka's balanced consumer coordinated by the broker's group
+protocol, on librdkafka's group consumer (``rd_kafka_subscribe`` and the rebalance callback).
+
+The broker picks the group's leader, the leader's librdkafka assigns partitions with the
+``membership_protocol``'s strategy, and each member's rebalance callback runs in the thread
+that calls ``consume()``. There the consumer, before partitions are revoked, commits the
+offsets it holds for them (the last message it returned, + 1) and forgets the messages it
+fetched but did not return; the next owner starts from that commit. With commit-after-process
+(every message returned was processed before the next ``consume()``) nothing is lost and
+nothing is handed to two members, across rebalances, crashes (from the last commit) and
+restarts.
+
+Everything else (consume, batches, offsets, deserializer) is :class:`SimpleConsumer`'s, over
+the partitions the group gives this member.
+
+When the group is rebalancing, a commit may be refused (``UNKNOWN_MEMBER_ID`` — Tansu answers
+it in concurrent rebalances —, ``ILLEGAL_GENERATION``, ``REBALANCE_IN_PROGRESS``). The
+consumer does not raise then: librdkafka rejoins the group by itself, and the refused
+offsets become the start offsets (and are committed) if the member gets those partitions
+back; otherwise their next owner starts from the last commit that succeeded (at least once).
+"""
+import logging
+
+from pyrdk.common import OffsetType
+from pyrdk.exceptions import ConsumerStoppedException, KafkaException
+from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
+from pyrdk.rd.callbacks import Callbacks
+from pyrdk.rd.handle import Handle
+from pyrdk.rd.partitions import OFFSET_INVALID
+from pyrdk.simpleconsumer import SimpleConsumer, _logical
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
+ZOOKEEPER_ONLY = ("zookeeper_connect", "zookeeper_hosts", "zookeeper",
+                  "zookeeper_connection_timeout_ms")
+REBALANCING = (22, 25, 27)  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
+# ...and the events that tell a member it lost its assignment (it rejoins by itself):
+REJOINING = REBALANCING + (-147, -142)  # _MAX_POLL_EXCEEDED, _ASSIGNMENT_LOST
+
+
+def _strategy(membership_protocol):
+    """librdkafka's ``partition.assignment.strategy`` for a membership protocol or its name."""
+    name = membership_protocol
+    if isinstance(membership_protocol, GroupMembershipProtocol):
+        name = membership_protocol.protocol_name
+    if isinstance(name, bytes):
+        name = name.decode()
+    if not isinstance(name, str):
+        raise TypeError("membership_protocol must be RangeProtocol, RoundRobinProtocol, "
+                        "CooperativeStickyProtocol or one of %s, not %r" % (STRATEGIES, membership_protocol))
+    if name not in STRATEGIES:
+        raise ValueError("membership_protocol %r is not one librdkafka can assign with; use one of %s"
+                         % (name, STRATEGIES))
+    return name
+
+
+class ManagedBalancedConsumer(SimpleConsumer):
+    """A member of a consumer group balanced by the broker (pykafka 2.8's signature, and
+    ``topic.get_balanced_consumer(consumer_group, managed=True, **kwargs)``).
+
+    :param consumer_group: bytes or str (``group.id``)
+    :param membership_protocol: ``RangeProtocol`` (default), ``RoundRobinProtocol``,
+        ``CooperativeStickyProtocol``, or the name ``"range"``, ``"roundrobin"`` or
+        ``"cooperative-sticky"`` (``partition.assignment.strategy``). With
+        cooperative-sticky, a rebalance revokes only the partitions that move.
+    :param heartbeat_interval_ms: ``heartbeat.interval.ms``
+    :param session_timeout_ms: ``session.timeout.ms``: a member silent this long leaves the
+        group (pykafka sent 30000, its default)
+    :param max_poll_interval_ms: ``max.poll.interval.ms``: a member that does not call
+        ``consume()`` this long leaves the group; it is also the rebalance timeout the
+        broker waits for members to rejoin
+    :param group_instance_id: ``group.instance.id``, static membership: a member that
+        comes back with the same id within ``session_timeout_ms`` gets its partitions back
+        without a rebalance (and ``stop()`` does not leave the group)
+    :param post_rebalance_callback: as pykafka: ``(consumer, old_offsets, new_offsets)``
+        called when partitions are assigned, with ``held_offsets`` before the rebalance and
+        the new partitions' starting ``{partition_id: last consumed offset}`` (-1: none);
+        it may return ``{partition_id: offset}`` to start from instead (``offset`` is the
+        last consumed one, or an ``OffsetType``). Its exceptions are raised by ``consume()``.
+    :param listener: an object with ``on_partitions_revoked(partitions)`` (called before
+        they are revoked, after their offsets are committed) and
+        ``on_partitions_assigned(partitions)`` (called once they are assigned), as in
+        kafka-python; ``partitions`` is a list of :class:`Partition`. Called in the
+        thread that calls ``consume()``; their exceptions are raised there.
+    :param rdkafka_config: any librdkafka properties, applied last
+
+    The other parameters are :class:`SimpleConsumer`'s. ``auto_commit_enable`` commits
+    every ``auto_commit_interval_ms`` and at ``stop()``; held offsets are committed before
+    a rebalance revokes partitions whatever its value, as pykafka does.
+    ``num_consumer_fetchers``, ``rebalance_max_retries``, ``rebalance_backoff_ms``,
+    ``compacted_topic`` and ``use_rdkafka`` are accepted and unused: librdkafka fetches
+    and rejoins by itself.
+
+    The group is joined in the background: ``partitions`` fills in during ``consume()``.
+    """
+
+    def __init__(self, topic, cluster, consumer_group, fetch_message_max_bytes=1024 * 1024,
+                 num_consumer_fetchers=1, auto_commit_enable=False, auto_commit_interval_ms=60 * 1000,
+                 queued_max_messages=2000, fetch_min_bytes=1, fetch_error_backoff_ms=500,
+                 fetch_wait_max_ms=100, offsets_channel_backoff_ms=1000, offsets_commit_max_retries=5,
+                 auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=-1,
+                 rebalance_max_retries=5, rebalance_backoff_ms=2 * 1000, auto_start=True,
+                 reset_offset_on_start=False, post_rebalance_callback=None, use_rdkafka=False,
+                 compacted_topic=True, heartbeat_interval_ms=3000, membership_protocol=RangeProtocol,
+                 deserializer=None, reset_offset_on_fetch=True, session_timeout_ms=30000,
+                 max_poll_interval_ms=300000, group_instance_id=None, listener=None,
+                 rdkafka_config=None, **kwargs):
+        zookeeper = sorted(k for k in kwargs if k in ZOOKEEPER_ONLY)
+        if zookeeper:
+            raise ValueError("%s: ZooKeeper options do not apply to the managed consumer "
+                             "(managed=True: the broker coordinates the group); drop them, or "
+                             "use managed=False for ZooKeeper" % ", ".join(zookeeper))
+        if kwargs:
+            raise TypeError("ManagedBalancedConsumer got unexpected keyword arguments: %s"
+                            % ", ".join(sorted(kwargs)))
+        if not isinstance(consumer_group, (bytes, str)) or not consumer_group:
+            raise TypeError("consumer_group must be a non-empty bytes or str, not %r" % (consumer_group,))
+        if post_rebalance_callback is not None and not callable(post_rebalance_callback):
+            raise TypeError("post_rebalance_callback must be callable (consumer, old_offsets, new_offsets)")
+        if listener is not None and not (callable(getattr(listener, "on_partitions_revoked", None))
+                                         and callable(getattr(listener, "on_partitions_assigned", None))):
+            raise TypeError("listener must have on_partitions_revoked(partitions) and "
+                            "on_partitions_assigned(partitions) methods")
+        if group_instance_id is not None and (not isinstance(group_instance_id, str) or not group_instance_id):
+            raise TypeError("group_instance_id must be a non-empty str, not %r" % (group_instance_id,))
+        config = {
+            "partition.assignment.strategy": _strategy(membership_protocol),
+            "heartbeat.interval.ms": heartbeat_interval_ms,
+            "session.timeout.ms": session_timeout_ms,
+            "max.poll.interval.ms": max_poll_interval_ms,
+        }
+        if group_instance_id is not None:
+            config["group.instance.id"] = group_instance_id
+        config.update(rdkafka_config or {})
+        super().__init__(
+            topic, cluster, consumer_group=consumer_group,
+            fetch_message_max_bytes=fetch_message_max_bytes, auto_commit_enable=auto_commit_enable,
+            auto_commit_interval_ms=auto_commit_interval_ms, queued_max_messages=queued_max_messages,
+            fetch_min_bytes=fetch_min_bytes, fetch_error_backoff_ms=fetch_error_backoff_ms,
+            fetch_wait_max_ms=fetch_wait_max_ms, offsets_channel_backoff_ms=offsets_channel_backoff_ms,
+            offsets_commit_max_retries=offsets_commit_max_retries, auto_offset_reset=auto_offset_reset,
+            consumer_timeout_ms=consumer_timeout_ms, auto_start=False,
+            reset_offset_on_start=reset_offset_on_start, deserializer=deserializer,
+            reset_offset_on_fetch=reset_offset_on_fetch, rdkafka_config=config)
+        self._post_rebalance_callback = post_rebalance_callback
+        self._listener = listener
+        self._partitions = {}
+        self._started = set()  # partitions assigned since start(): reset_offset_on_start is done
+        self._refused = {}  # partition id -> next offset whose commit the group refused
+        self._revoked = set()  # partitions revoked during the current fetch
+        self._before = None  # held_offsets when the current rebalance began
+        self._assigned = []  # assigned partitions whose listener call is due
+        self._commit_due = False  # refused offsets became start offsets: commit them
+        self._callback_error = None  # raised by consume() after the rebalance callback
+        if auto_start:
+            self.start()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self):
+        """Create the librdkafka consumer and join the group (``rd_kafka_subscribe``)."""
+        if self._running:
+            return
+        self._outage = self._cluster.broker_outage()
+        self._handle = Handle("consumer", self._config,
+                              Callbacks(on_error=self._outage.on_error, on_rebalance=self._on_rebalance),
+                              closed_exc=ConsumerStoppedException)
+        try:
+            self._handle.subscribe([self._topic_name])
+        except BaseException:
+            self._handle.close()
+            raise
+        self._partitions = {}
+        self._next.clear()
+        self._paused.clear()
+        self._stash.clear()
+        self._buffer.clear()
+        self._started.clear()
+        self._running = True
+
+    def stop(self):
+        """Commit held offsets if auto-commit is on (as SimpleConsumer does), then leave the
+        group and close the consumer (``rd_kafka_consumer_close``; with
+        ``group_instance_id`` the member stays in the group until its session times out)."""
+        if not self._running:
+            return
+        try:
+            if self._auto_commit_enable:
+                self._commit_held(sorted(self._next), "stop")
+        finally:
+            self._running = False
+            self._buffer.clear()
+            self._stash.clear()
+            self._handle.close()  # serves the final revocation
+            self._partitions = {}
+            self._next.clear()
+
+    @property
+    def member_id(self):
+        """This member's id in the group (``rd_kafka_memberid``); None before it joined."""
+        self._check_running()
+        return self._handle.memberid() or None
+
+    # -- rebalancing ---------------------------------------------------------------------------
+
+    def _on_rebalance(self, kind, tps):
+        """The rebalance callback's handler; runs before librdkafka's assignment changes.
+        It never raises into librdkafka: an error (a listener's, say) is held and raised by
+        ``consume()`` once the messages fetched with it are safe in the buffer."""
+        pids = sorted(tp.partition for tp in tps if tp.topic == self._topic_name)
+        try:
+            if self._before is None:
+                self._before = self.held_offsets
+            if kind == "revoke":
+                self._revoke(pids)
+                return None
+            return self._assign(pids)
+        except BaseException as exc:
+            self._hold(exc)
+            return None
+
+    def _hold(self, exc):
+        if self._callback_error is None:
+            self._callback_error = exc
+
+    def _revoke(self, pids):
+        try:
+            self._notify_assigned()  # assigned before revoked, always
+        except BaseException as exc:
+            self._hold(exc)
+        if not self._handle.closing:
+            self._commit_held(pids, "revocation")
+        self._drop_buffered(pids)
+        self._revoked.update(pids)
+        partitions = dict(self._partitions)
+        revoked = [partitions.pop(pid) for pid in pids if pid in partitions]
+        self._partitions = partitions
+        for pid in pids:
+            self._next.pop(pid, None)
+            self._paused.discard(pid)
+        if self._listener is not None and revoked:
+            self._listener.on_partitions_revoked(revoked)
+
+    def _assign(self, pids):
+        """Take ``pids``; returns their start offsets for ``rd_kafka_assign``."""
+        known = self._topic.partitions
+        if any(pid not in known for pid in pids):
+            self._cluster.update()  # the topic grew
+            known = self._topic.partitions
+        refused = self._take_refused(pids)
+        self._commit_due = bool(refused)  # commit them once assigned
+        partitions = dict(self._partitions)
+        starts = {}
+        for pid in pids:
+            partitions[pid] = known[pid]
+            if pid in refused:
+                starts[pid] = refused[pid]
+            elif self._reset_offset_on_start and pid not in self._started:
+                starts[pid] = _logical(self._auto_offset_reset)
+            else:
+                starts[pid] = OFFSET_INVALID  # the committed offset
+            self._started.add(pid)
+            self._next[pid] = starts[pid] if starts[pid] >= 0 else None
+        self._partitions = partitions
+        before, self._before = self._before or {}, None
+        self._assigned.extend(known[pid] for pid in pids)
+        if self._post_rebalance_callback is not None:
+            try:
+                self._call_post_rebalance(before, starts)
+            except BaseException as exc:
+                self._hold(exc)
+        return [(self._topic_name, pid, starts[pid]) for pid in pids]
+
+    def _take_refused(self, pids):
+        """``{pid: start}`` for the partitions of ``pids`` whose last commit was refused:
+        the refused offset, unless another member committed a later one meanwhile. The
+        other refused offsets are dropped: their partitions moved on."""
+        refused = {pid: self._refused[pid] for pid in pids if pid in self._refused}
+        self._refused.clear()
+        if refused:
+            try:
+                committed = self._handle.committed([(self._topic_name, pid) for pid in sorted(refused)])
+            except KafkaException as exc:
+                log.warning("could not read committed offsets (%s); starting from the refused ones", exc)
+                committed = []
+            for tp in committed:
+                refused[tp.partition] = max(refused[tp.partition], tp.offset)
+        return refused
+
+    def _call_post_rebalance(self, before, starts):
+        """pykafka's post_rebalance_callback; the offsets it returns become start offsets."""
+        unknown = [pid for pid, start in starts.items() if start == OFFSET_INVALID]
+        committed = {}
+        if unknown:
+            committed = {tp.partition: tp.offset for tp in self._handle.committed(
+                [(self._topic_name, pid) for pid in unknown])}
+        new = {pid: (committed.get(pid, -1) if start == OFFSET_INVALID else start) - 1
+               for pid, start in starts.items()}
+        new = {pid: max(offset, -1) for pid, offset in new.items()}
+        chosen = self._post_rebalance_callback(self, before, new)
+        for pid, offset in (chosen or {}).items():
+            pid = getattr(pid, "id", pid)
+            if pid not in starts:
+                raise ValueError("post_rebalance_callback returned partition %r, not one assigned "
+                                 "to this member (%s)" % (pid, sorted(starts)))
+            if offset in (OffsetType.EARLIEST, OffsetType.LATEST):
+                starts[pid] = _logical(offset)
+                self._next[pid] = None
+            elif isinstance(offset, int) and not isinstance(offset, bool) and offset >= -1:
+                starts[pid] = offset + 1
+                self._next[pid] = offset + 1
+            else:
+                raise ValueError("post_rebalance_callback returned offset %r for partition %d: use "
+                                 "the last consumed offset or an OffsetType" % (offset, pid))
+
+    def _notify_assigned(self):
+        assigned, self._assigned = self._assigned, []
+        if self._listener is not None and assigned:
+            self._listener.on_partitions_assigned(assigned)
+
+    def _fetch(self, max_messages, timeout_ms):
+        """SimpleConsumer's fetch, minus what a rebalance during it made stale: messages of
+        partitions revoked meanwhile (fetched before the revocation; if the partition came
+        back, it is rewound to the first of them)."""
+        self._revoked = set()
+        try:
+            super()._fetch(max_messages, timeout_ms)
+        except KafkaException as exc:
+            if exc.code not in REJOINING:
+                raise
+            log.warning("%s; the member rejoins the group", exc)
+        finally:
+            if self._revoked:
+                self._drop_stale(self._revoked)
+        if self._commit_due:
+            self._commit_due = False
+            self.commit_offsets()
+        self._notify_assigned()
+        exc, self._callback_error = self._callback_error, None
+        if exc is not None:
+            raise exc
+
+    def _drop_stale(self, revoked):
+        rewind = {}
+        kept = []
+        for msg in self._buffer:
+            if msg.partition_id in revoked:
+                if msg.partition_id in self._partitions:
+                    rewind[msg.partition_id] = min(msg.offset, rewind.get(msg.partition_id, msg.offset))
+            else:
+                kept.append(msg)
+        self._buffer.clear()
+        self._buffer.extend(kept)
+        if rewind:
+            self._handle.seek([(self._topic_name, pid, offset) for pid, offset in sorted(rewind.items())])
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def commit_offsets(self, partition_offsets=None):
+        """Commit offsets for the group (``rd_kafka_commit``), as SimpleConsumer does. A
+        commit the group refuses because it is rebalancing is kept for after the rejoin
+        (see the module's documentation) instead of raised."""
+        try:
+            super().commit_offsets(partition_offsets)
+        except KafkaException as exc:
+            if exc.code not in REBALANCING:
+                raise
+            self._keep_refused(partition_offsets, exc)
+
+    def _commit_held(self, pids, why):
+        """Commit the held offsets of ``pids`` before they go; never raises for a broker
+        or group error (the next owner then starts from the last commit)."""
+        offsets = [(pid, self._next[pid]) for pid in pids if self._next.get(pid) is not None]
+        if not offsets:
+            return
+        try:
+            SimpleConsumer.commit_offsets(self, offsets)
+        except KafkaException as exc:
+            if exc.code in REBALANCING:
+                self._keep_refused(offsets, exc)
+            else:
+                log.warning("commit before %s failed (%s); the next owner starts from the last "
+                            "committed offsets", why, exc)
+
+    def _keep_refused(self, partition_offsets, exc):
+        if partition_offsets is None:
+            partition_offsets = [(pid, nxt) for pid, nxt in self._next.items() if nxt is not None]
+        for p, offset in partition_offsets:
+            self._refused[getattr(p, "id", p)] = offset
+        log.warning("commit refused while the group rebalances (%s); kept for after the rejoin", exc)
+
+    def __repr__(self):
+        return "<pyrdk.managedbalancedconsumer.ManagedBalancedConsumer at %#x (topic=%s, " \
+               "consumer_group=%s)>" % (id(self), self._topic_name, self._consumer_group)
