@@ -230,9 +230,12 @@ class BalancedConsumer:
 
     @property
     def partitions(self):
-        """``{partition_id: Partition}`` this member reads now."""
+        """``{partition_id: Partition}`` this member reads now: empty while a rebalance
+        runs or while ZooKeeper cannot confirm its ownership."""
         consumer = self._consumer
-        return dict(consumer.partitions) if consumer is not None else {}
+        if consumer is None or self._unblock.is_set() or not self._leased():
+            return {}
+        return dict(consumer.partitions)
 
     @property
     def held_offsets(self):
@@ -328,8 +331,11 @@ class BalancedConsumer:
         self.stop()
 
     def __del__(self):
-        self._running = False
-        self._stopping.set()
+        # Only what cannot block: the coordinator thread ends; the session ends with kazoo.
+        stopping = getattr(self, "_stopping", None)
+        if stopping is not None:
+            self._running = False
+            stopping.set()
 
     def _check_running(self):
         if not self._running:
@@ -511,7 +517,12 @@ class BalancedConsumer:
                 self._worker_exception = exc
                 return
             if reset and self._consumer is not None:
+                # reset_offsets commits the new positions; restarting makes the consumer
+                # start there (a seek racing the first fetch of a fresh assignment can
+                # be overtaken by it).
                 self._consumer.reset_offsets(partition_offsets=sorted(reset.items()))
+                self._consumer.stop()
+                self._consumer.start()
 
     # -- ZooKeeper -----------------------------------------------------------------------------
 
