@@ -412,14 +412,18 @@ class BalancedConsumer:
 
         :param partition_offsets: ``(partition, offset)`` pairs to commit as given; default:
             each held partition's held offset + 1, the message last returned included
+            (nothing, while this member holds no partition: a rebalance committed what the
+            program had finished with before it gave the partitions up)
         """
         self._check_running()
         self._raise_worker_exceptions()
         with self._lock:
-            if self._consumer is None:
-                raise KafkaException("cannot commit offsets: this member holds no partitions")
             if partition_offsets is None:
                 self._unfinished.clear()
+                if self._consumer is None:
+                    return
+            elif self._consumer is None:
+                raise KafkaException("cannot commit offsets: this member holds no partitions now")
             self._consumer.commit_offsets(partition_offsets=partition_offsets)
             self._last_commit = time.monotonic()
 

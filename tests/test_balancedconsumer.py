@@ -363,7 +363,8 @@ def test_fleet_of_three_splits_six_partitions_and_loses_nothing_across_a_restart
     total = 30000
     topic = make_topic(zk_client, topic_name, 6)
     produce(topic, total)
-    with fleet_for(kafka_hosts, zookeeper_chroot, topic_name, commit_every=100, delay_ms=0) as fleet, \
+    # 1 ms of "work" per message keeps the fleet busy long enough to sample it often.
+    with fleet_for(kafka_hosts, zookeeper_chroot, topic_name, commit_every=100, delay_ms=1) as fleet, \
             ZooKeeperSampler(zk, fleet.group, topic_name) as sampler:
         fleet.start(3)
         fleet.wait_balanced(range(6))
@@ -371,20 +372,22 @@ def test_fleet_of_three_splits_six_partitions_and_loses_nothing_across_a_restart
         fleet.wait_until(lambda owners: len(fleet.distinct_processed()) >= total // 3,
                          "a third of the messages processed")
         stable = sampler.samples[stable_from:]
-        fleet.stop_all()  # a full restart: every member leaves...
+        for member in fleet.live():  # a full restart, the hard way: kill -9 every member...
+            fleet.kill(member)
         first_run = len(fleet.distinct_processed())
-        fleet.start(3)  # ...and a new fleet takes over from the committed offsets
+        fleet.start(3)  # ...and a new fleet goes on from the offsets committed after processing
         fleet.wait_balanced(range(6))
         fleet.wait_processed(total)
         fleet.stop_all()
-    keys = {k for _, _, k, _ in fleet.processed()}
+        processed = fleet.processed()
+    keys = {k for _, _, k, _ in processed}
     assert keys == {"k%d" % i for i in range(total)}, "every message is processed at least once"
     assert fleet.samples > 0 and fleet.violations == [], "no partition read by two members at once"
     assert sampler.doubles == [], "no partition with two owner nodes in ZooKeeper"
-    assert stable and all(sorted(s) == list(range(6)) and all(len(o) == 1 for o in s.values())
-                          for s in stable), "one owner per partition while the fleet is stable"
+    assert len(stable) > 10 and all(sorted(s) == list(range(6)) and all(len(o) == 1 for o in s.values())
+                                    for s in stable), "one owner per partition while the fleet is stable"
     assert first_run < total  # the second fleet really had work left...
-    assert len(fleet.processed()) < total + first_run  # ...and did not start from scratch
+    assert len(processed) < total + first_run  # ...and did not start from scratch
 
 
 @pytest.mark.slow
@@ -405,7 +408,8 @@ def test_killed_member_is_replaced_and_a_newcomer_takes_its_share(
         assert sum(1 for o in owners.values() if o == [newcomer.name]) == 2
         produce(topic, 3000, first=3000)
         fleet.wait_processed(6000)
-    assert {k for _, _, k, _ in fleet.processed()} == {"k%d" % i for i in range(6000)}
+        processed = fleet.processed()
+    assert {k for _, _, k, _ in processed} == {"k%d" % i for i in range(6000)}
     assert fleet.violations == [] and sampler.doubles == []
 
 
@@ -449,8 +453,9 @@ def test_zookeeper_restart_does_not_stop_the_fleet(kafka_hosts, zk_client, topic
                 produce(topic, 3000, first=3000)
                 fleet.wait_processed(6000)
                 assert all(m.alive for m in fleet.members)
+                processed = fleet.processed()
         finally:
             zk.stop()
             zk.close()
-    assert {k for _, _, k, _ in fleet.processed()} == {"k%d" % i for i in range(6000)}
+    assert {k for _, _, k, _ in processed} == {"k%d" % i for i in range(6000)}
     assert fleet.violations == [] and sampler.doubles == []
