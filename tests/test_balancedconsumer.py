@@ -314,6 +314,51 @@ def test_forced_session_expiry_never_leaves_two_owners(zk_client, zk, topic_name
     assert all(len(owners) <= 1 for _, zk_owners in samples for owners in zk_owners.values())
 
 
+
+@pytest.mark.mock
+def test_leader_changes_move_partitions_without_two_owners(mock_cluster, zk, zookeeper_chroot,
+                                                           group_name, monkeypatch):
+    """pykafka's order, and its node names, depend on the leaders: moving leaders makes
+    the members (each with its own client, so its own view of the metadata) swap
+    partitions, and never makes two of them own one."""
+    from pyrdk import balancedconsumer
+    from pyrdk.membershipprotocol import decide_partitions_range
+    monkeypatch.setattr(balancedconsumer, "METADATA_CHECK_S", 0.3)
+    mock_cluster.create_topic("moving", 6, 3)
+    clients = [KafkaClient(hosts=mock_cluster.bootstrap_servers, zookeeper_hosts=zookeeper_chroot)
+               for _ in range(2)]
+    members = [c.topics["moving"].get_balanced_consumer(group_name, **FAST) for c in clients]
+    group = group_name.decode()
+    ids = [m.consumer_id for m in members]
+
+    def settled():
+        held = [set(m.partitions) for m in members]
+        expected = [{p.id for p in decide_partitions_range(ids, clients[0].topics["moving"].partitions, i)}
+                    for i in ids]
+        return held == expected
+
+    with ZooKeeperSampler(zk, group, "moving") as sampler:
+        try:
+            until(settled, "the members hold what pykafka's range decides")
+            before = [set(m.partitions) for m in members]
+            leaders = {pid: p.leader.id for pid, p in clients[0].topics["moving"].partitions.items()}
+            moved = {pid: 1 + leader % 3 if pid % 2 else leader for pid, leader in leaders.items()}
+            for pid, leader in moved.items():
+                mock_cluster.set_partition_leader("moving", pid, leader)
+            until(lambda: all({pid: p.leader.id for pid, p in c.topics["moving"].partitions.items()}
+                              == moved for c in clients)
+                  and [set(m.partitions) for m in members] != before and settled(),
+                  "the members swap partitions for the new leaders")
+            both = set(members[0].partitions) & set(members[1].partitions)
+        finally:
+            for m in members:
+                m.stop()
+            for c in clients:
+                c.close()
+    assert both == set()
+    assert sampler.samples and sampler.doubles == []
+
+
 # -- fleets of member processes ----------------------------------------------------------------
 
 MEMBER = dict(zookeeper_connection_timeout_ms=2000, rebalance_backoff_ms=200,
