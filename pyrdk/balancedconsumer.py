@@ -264,6 +264,9 @@ class BalancedConsumer:
         self._stopping.clear()
         self._running = True
         try:
+            if zk.chroot and zk.exists("/") is None:
+                raise ValueError("the chroot %s of zookeeper_hosts does not exist in ZooKeeper: "
+                                 "create it first" % zk.chroot)
             zk.ensure_path(self._topic_path)
             zk.ensure_path(self._ids_path)
             self._session = zk.client_id[0]
@@ -492,11 +495,16 @@ class BalancedConsumer:
 
     def _install_consumer(self):
         """Read exactly the partitions owned in ZooKeeper, replacing the consumer if the
-        set changed; then ``post_rebalance_callback``. Needs the consumer turn."""
+        set changed; then ``post_rebalance_callback``."""
         wanted = set(self._owned)
         current = self._consumer
-        if current is not None and set(current.partitions) == wanted:
+        if set(current.partitions if current is not None else ()) == wanted:
             return
+        with self._consumer_turn():
+            self._replace_consumer(wanted)
+
+    def _replace_consumer(self, wanted):
+        current = self._consumer
         old_offsets = current.held_offsets if current is not None else {}
         self._close_consumer(commit=True)
         if not wanted:
@@ -809,8 +817,7 @@ class BalancedConsumer:
         self._blocked = blocked
         if not self._renew_now():
             return None
-        with self._consumer_turn():
-            self._install_consumer()
+        self._install_consumer()
         return not blocked
 
     def _renew_now(self):

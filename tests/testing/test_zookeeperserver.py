@@ -1,4 +1,6 @@
 """pyrdk.testing.ZooKeeperServer: a real server that restarts on the same port and data."""
+import os
+
 import pytest
 
 from pyrdk.testing import ZooKeeperServer
@@ -37,3 +39,21 @@ def test_the_session_fixture_answers(zookeeper_chroot):
     finally:
         zk.stop()
         zk.close()
+
+
+def test_dev_cluster_runs_zookeeper_for_balanced_consumers():
+    from kazoo.client import KazooClient
+
+    from pyrdk.testing import DevCluster
+    with DevCluster(zookeeper=True) as cluster:
+        zk = KazooClient(cluster.zookeeper_hosts, timeout=5)
+        zk.start(timeout=30)
+        try:
+            assert zk.get_children("/") == ["zookeeper"]
+        finally:
+            zk.stop()
+            zk.close()
+        data_dir = cluster.zookeeper.data_dir
+    assert cluster.zookeeper.pid is None and cluster.broker.pid is None
+    assert not os.path.exists(data_dir)
+    assert DevCluster(zookeeper=False).zookeeper_hosts is None
