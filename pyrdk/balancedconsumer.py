@@ -67,7 +67,17 @@ log = logging.getLogger(__name__)
 __all__ = ["BalancedConsumer", "ZooKeeperUnavailableError"]
 
 SLICE_MS = 100  # longest wait of consume() between checks of lease, rebalance and timeout
-METADATA_CHECK_S = 30  # how often the partitions and leaders of the topic are re-read
+METADATA_CHECK_S = 10  # how often the partitions and leaders of the topic are re-read
+CLAIM_ATTEMPTS = 20  # claims in a row that other members' claims may interrupt
+
+
+if hasattr(time, "CLOCK_BOOTTIME"):
+    def _lease_clock():
+        """Seconds on a clock that goes on while the machine sleeps (Linux ``CLOCK_BOOTTIME``),
+        so a lease taken before a suspend has run out after it, as the session has."""
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+else:
+    _lease_clock = time.monotonic
 
 
 class ZooKeeperUnavailableError(KafkaException, KazooTimeoutError):
@@ -212,7 +222,7 @@ class BalancedConsumer:
         self._generation = 0  # bumped each time _consumer changes
         self._owned = {}  # partition id -> ownership node path, in session _session
         self._session = None  # ZooKeeper session id the ownership nodes belong to
-        self._lease_until = 0.0  # monotonic time until which the nodes are known to be ours
+        self._lease_until = 0.0  # _lease_clock() time until which the nodes are ours
         self._blocked = set()  # partitions decided for this member but owned by another
         self._unfinished = {}  # partition id -> offset of a message handed out, not done with
         self._held_back = None  # (generation, message) fetched when the lease had lapsed
@@ -406,7 +416,7 @@ class BalancedConsumer:
             return message
 
     def _leased(self):
-        return time.monotonic() < self._lease_until
+        return _lease_clock() < self._lease_until
 
     # -- offsets -------------------------------------------------------------------------------
 
@@ -587,11 +597,12 @@ class BalancedConsumer:
         return sorted(path.rsplit("/", 1)[1].encode() for path, (value, _) in nodes.items()
                       if value == self._topic.name)
 
-    def _owner_nodes(self, pid):
+    def _owner_nodes(self, pid, children=None):
         """``[(czxid, path, value, stat)]`` of every ownership node of partition ``pid``,
         whatever leader id its name holds, oldest first."""
-        paths = ["%s/%s" % (self._topic_path, c) for c in self._children(self._topic_path)
-                 if _node_partition(c) == pid]
+        if children is None:
+            children = self._children(self._topic_path)
+        paths = ["%s/%s" % (self._topic_path, c) for c in children if _node_partition(c) == pid]
         return sorted((stat.czxid, path, value, stat) for path, (value, stat) in self._get_many(paths).items())
 
     def _path_from_partition(self, partition):
@@ -599,26 +610,45 @@ class BalancedConsumer:
         return "%s/%s-%d" % (self._topic_path, leader.id if leader is not None else None, partition.id)
 
     def _claim(self, pid):
-        """Own partition ``pid`` in ZooKeeper, or raise ``PartitionOwnedError``."""
+        """Own partition ``pid`` in ZooKeeper, or raise ``PartitionOwnedError``.
+
+        The node is created in one transaction with a write to the owners node at the
+        version read with its children: if another pyrdk member claimed anything in
+        between, the transaction fails and the claim looks again. So two pyrdk members never
+        create nodes for one partition, even under different leader ids."""
         partition = self._topic.partitions[pid]
         zk = self._zk()
-        self._wait(zk.sync_async(self._topic_path))  # see other members' latest nodes
-        for _, path, value, stat in self._owner_nodes(pid):
-            if value != self._consumer_id:
-                raise PartitionOwnedError(partition, "partition %d is owned by %s (%s)"
-                                          % (pid, value.decode(errors="replace"), path))
-            if stat.ephemeralOwner == self._session:
-                self._owned[pid] = path
-                return
-            self._delete_if_ours(path, any_session=True)  # left by an older session of ours
         path = self._path_from_partition(partition)
-        try:
-            self._wait(zk.create_async(path, self._consumer_id, ephemeral=True))
-        except NodeExistsError:
-            raise PartitionOwnedError(partition, "partition %d is owned (%s)" % (pid, path)) from None
+        self._wait(zk.sync_async(self._topic_path))  # see other members' latest nodes
+        for _ in range(CLAIM_ATTEMPTS):
+            children, parent = self._wait(zk.get_children_async(self._topic_path, include_data=True))
+            stale = False
+            for _, node, value, stat in self._owner_nodes(pid, children):
+                if value != self._consumer_id:
+                    raise PartitionOwnedError(partition, "partition %d is owned by %s (%s)"
+                                              % (pid, value.decode(errors="replace"), node))
+                if stat.ephemeralOwner == self._session:
+                    self._owned[pid] = node
+                    return
+                self._delete_if_ours(node, any_session=True)  # left by an older session of ours
+                stale = True
+            if stale:
+                continue
+            tx = zk.transaction()
+            tx.set_data(self._topic_path, b"", version=parent.version)
+            tx.create(path, self._consumer_id, ephemeral=True)
+            results = self._wait(tx.commit_async())
+            if isinstance(results[1], NodeExistsError):
+                raise PartitionOwnedError(partition, "partition %d is owned (%s)" % (pid, path))
+            if not any(isinstance(r, Exception) for r in results):
+                break
+            # BadVersionError: another member claimed a partition meanwhile; look again.
+        else:
+            raise PartitionOwnedError(partition, "partition %d: other members kept claiming "
+                                      "partitions while this one tried" % pid)
+        # pykafka members create their nodes without that transaction: the older node wins.
         nodes = self._owner_nodes(pid)
         if not nodes or nodes[0][1] != path:
-            # Another member created a node for pid under another leader id first.
             self._delete_if_ours(path)
             raise PartitionOwnedError(partition, "partition %d was claimed first as %s"
                                       % (pid, nodes[0][1] if nodes else "?"))
@@ -744,7 +774,7 @@ class BalancedConsumer:
         if zk.state != KazooState.CONNECTED:
             self._lease_until = 0.0
             return False
-        sent = time.monotonic()
+        sent = _lease_clock()
         session = zk.client_id[0] if zk.client_id else None
         if session != self._session:
             # The old session expired and its ephemeral nodes with it.
