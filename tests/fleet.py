@@ -8,9 +8,10 @@ consumes, writes every message it processes to ``<name>.processed`` (one
 nothing written), commits after processing when asked to, and publishes the partitions it
 holds (``consumer.partitions``):
 
-- ``<name>.state``: ``{"version", "time", "status", "partitions", "processed"}``, replaced
-  atomically on every change; ``status`` is ``starting``, ``running``, ``stopped`` or
-  ``failed`` (then ``error`` holds the traceback);
+- ``<name>.state``: ``{"version", "time", "status", "partitions", "processed", "member_id"}``
+  (``member_id`` where the consumer has one), replaced atomically on every change;
+  ``status`` is ``starting``, ``running``, ``stopped`` or ``failed`` (then ``error`` holds
+  the traceback);
 - ``<name>.history``: one JSON line per change of the held partitions;
 - ``<name>.events``: with ``listener=True``, one JSON line per rebalance listener call
   (``{"event": "revoked" | "assigned", "partitions": [...]}``); the listener also updates
@@ -72,7 +73,8 @@ class _Member:
             self.version += 1
             now = time.time()
             state = {"version": self.version, "time": now, "status": self.status,
-                     "partitions": self.held, "processed": self.processed, "pid": os.getpid()}
+                     "partitions": self.held, "processed": self.processed, "pid": os.getpid(),
+                     "member_id": self._member_id()}
             if error is not None:
                 state["error"] = error
             tmp = self._path("state.tmp")
@@ -82,6 +84,13 @@ class _Member:
             if changed:
                 self.history.write(json.dumps({"time": now, "partitions": self.held}) + "\n")
                 self.history.flush()
+
+    def _member_id(self):
+        """The group member id, where the consumer has one (``member_id``)."""
+        try:
+            return getattr(self.consumer, "member_id", None)
+        except Exception:  # stopped, or not in a group yet
+            return None
 
     # A kafka-python-style rebalance listener (managed consumer only).
     def on_partitions_revoked(self, revoked):
@@ -266,6 +275,7 @@ class Fleet:
         if workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="pyrdk-fleet-")
             workdir = self._tmp.name
+        os.makedirs(workdir, exist_ok=True)
         self.dir = workdir
         self.members = []
         self.violations = []  # (time, {partition: [members]}) for each double owner seen
