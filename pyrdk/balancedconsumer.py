@@ -20,13 +20,16 @@ How a member keeps ownership safe:
    member gives a partition up, it stops reading it and commits the offsets of the
    messages the program is done with. Then it deletes the node, but only if the node
    belongs to its own session.
-3. To claim partition ``p``, a member first looks at every ownership node of ``p``,
-   whatever leader id the node's name holds. If one belongs to another member, ``p`` is
-   taken (``PartitionOwnedError``, retried after ``rebalance_backoff_ms``). Otherwise it
-   creates its node. If two members create nodes under different leader ids at the same
-   time, the older node (the lower ``czxid``) wins and the other member deletes its own.
-   pykafka's names embed the leader id, so after a leader change members could otherwise
-   own one partition under two names.
+3. To claim partition ``p``, a member reads the ownership nodes and the version of their
+   parent. If a node of ``p`` exists, whatever leader id its name holds, ``p`` is taken
+   (``PartitionOwnedError``, retried after ``rebalance_backoff_ms``). Otherwise the member
+   creates its node in one transaction with a write to the parent at the version it read.
+   If another member claimed anything in between, the transaction fails and the member
+   looks again. So two pyrdk members never hold nodes for one partition, not even under
+   different leader ids. (pykafka's node names embed the leader id, so after a leader
+   change two pykafka members can own one partition under two names.) pykafka members
+   skip that transaction: a pyrdk member gives way when a pykafka member's node for its
+   partition is older (a lower ``czxid``) than its own.
 4. Messages are handed out only under a lease. Every third of the session timeout, the
    coordinator checks that the session is the one that created the ownership nodes and that
    each node still holds this member's id. The lease then runs for half the session timeout
