@@ -1,5 +1,7 @@
 """BalancedConsumer against a real ZooKeeper and the Tansu broker: pykafka's znodes, safe
 ownership, rebalances, session loss, and fleets of member processes (tests/fleet.py)."""
+import subprocess
+import sys
 import threading
 import time
 
@@ -10,7 +12,7 @@ from pyrdk.exceptions import PartitionOwnedError, UnicodeException
 from pyrdk.partitioners import hashing_partitioner
 from pyrdk.testing import ZooKeeperServer, free_port
 from tests.fix_kafka import make_topic, unique_name
-from tests.fleet import PATIENCE_S, Fleet
+from tests.fleet import PATIENCE_S, ROOT, Fleet
 
 pytestmark = [pytest.mark.kafka, pytest.mark.zookeeper]
 
@@ -184,6 +186,12 @@ def test_reset_offset_on_start(zk_client, topic_name, group_name):
     with topic.get_balanced_consumer(group_name, reset_offset_on_start=True,
                                      auto_offset_reset=OffsetType.EARLIEST, **FAST) as consumer:
         assert len(drain(consumer)) == 10
+
+
+def test_kazoo_is_imported_only_for_the_balanced_consumer():
+    check = ("import sys, pyrdk; assert 'kazoo' not in sys.modules; "
+             "pyrdk.BalancedConsumer; assert 'kazoo' in sys.modules")
+    subprocess.run([sys.executable, "-c", check], check=True, cwd=ROOT)
 
 
 # -- bad input ---------------------------------------------------------------------------------
