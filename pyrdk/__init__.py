@@ -50,7 +50,7 @@ def install_as_pykafka():
         sys.modules["pykafka." + name] = module
 
 
-__all__ = ["BalancedConsumer", "Broker", "Cluster", "CompressionType", "KafkaClient", "Message", "OffsetType",
-           "Partition", "Producer", "RangeProtocol", "RoundRobinProtocol", "SimpleConsumer",
-           "SslConfig", "Topic", "common", "exceptions", "install_as_pykafka",
+__all__ = ["BalancedConsumer", "Broker", "Cluster", "CompressionType", "KafkaClient", "Message",
+           "OffsetType", "Partition", "Producer", "RangeProtocol", "RoundRobinProtocol",
+           "SimpleConsumer", "SslConfig", "Topic", "common", "exceptions", "install_as_pykafka",
            "librdkafka_version", "partitioners"]

@@ -58,7 +58,7 @@ class Topic:
             from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
             return ManagedBalancedConsumer(self, self._cluster, consumer_group, **kwargs)
         from pyrdk.balancedconsumer import BalancedConsumer
-        zookeeper_hosts = getattr(self._cluster, "zookeeper_hosts", None)
+        zookeeper_hosts = self._cluster.zookeeper_hosts
         if zookeeper_hosts and not {"zookeeper_connect", "zookeeper_hosts", "zookeeper"} & set(kwargs):
             kwargs["zookeeper_hosts"] = zookeeper_hosts
         return BalancedConsumer(self, self._cluster, consumer_group, **kwargs)

@@ -11,8 +11,7 @@ from tests.conftest import server_unavailable
 @pytest.fixture(scope="session")
 def zookeeper_server():
     """The session's :class:`pyrdk.testing.ZooKeeperServer`, or None when the tests use an
-    external ZooKeeper (``PYRDK_TEST_ZOOKEEPER``). Tests that restart it must leave it
-    running."""
+    external ZooKeeper (``PYRDK_TEST_ZOOKEEPER``)."""
     if os.environ.get("PYRDK_TEST_ZOOKEEPER"):
         yield None
         return

@@ -11,6 +11,7 @@ from pyrdk import KafkaClient, OffsetType, RoundRobinProtocol
 from pyrdk.exceptions import PartitionOwnedError, UnicodeException
 from pyrdk.partitioners import hashing_partitioner
 from pyrdk.testing import ZooKeeperServer, free_port
+from tests.conftest import server_unavailable
 from tests.fix_kafka import make_topic, unique_name
 from tests.fleet import PATIENCE_S, ROOT, Fleet
 
@@ -72,12 +73,13 @@ def zk_client(kafka_hosts, zookeeper_chroot):
 
 def owners_in_zookeeper(zk, group, topic_name):
     """``{partition id: [owner ids]}`` from the ownership znodes."""
+    from kazoo.exceptions import NoNodeError
     path = "/consumers/%s/owners/%s" % (group, topic_name)
     owners = {}
     for name in zk.get_children(path):
         try:
             value, _ = zk.get("%s/%s" % (path, name))
-        except Exception:  # released between the two reads
+        except NoNodeError:  # released between the two reads
             continue
         owners.setdefault(int(name.rsplit("-", 1)[1]), []).append(value.decode())
     return owners
@@ -508,7 +510,13 @@ def test_zookeeper_restart_does_not_stop_the_fleet(kafka_hosts, zk_client, topic
     from kazoo.client import KazooClient
     topic = make_topic(zk_client, topic_name, 6)
     produce(topic, 3000)
-    with ZooKeeperServer() as server:
+    server = ZooKeeperServer()
+    try:
+        server.start()
+    except Exception as exc:
+        server.close()
+        server_unavailable("could not start a ZooKeeper server of its own: %s" % exc)
+    with server:
         zk = KazooClient(server.hosts, timeout=10)
         zk.start(timeout=30)
         try:
