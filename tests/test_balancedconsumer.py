@@ -113,6 +113,39 @@ def test_factory_joins_with_pykafkas_znodes(zk_client, zk, topic_name, group_nam
     assert zk.get_children(owner_path) == []
 
 
+def test_shares_the_group_with_a_member_registered_as_pykafka_does(zk_client, zk, topic_name,
+                                                                    group_name):
+    """A pykafka member's znodes (id node valued with the topic name, owner nodes valued
+    with its id): the pyrdk member counts it in, takes only its own range share, and takes
+    the rest once the pykafka member's nodes go."""
+    from pyrdk.membershipprotocol import decide_partitions_range
+    topic = make_topic(zk_client, topic_name, 4)
+    group = group_name.decode()
+    other = b"pykafka-host:00000000-0000-0000-0000-000000000000"
+    other_path = "/consumers/%s/ids/%s" % (group, other.decode())
+    zk.create(other_path, topic.name, ephemeral=True, makepath=True)
+    consumer = topic.get_balanced_consumer(group_name, **FAST)
+    try:
+        mine = {p.id for p in decide_partitions_range([other, consumer.consumer_id], topic.partitions,
+                                                      consumer.consumer_id)}
+        theirs = set(topic.partitions) - mine
+        owner_path = "/consumers/%s/owners/%s" % (group, topic_name)
+        for pid in theirs:
+            p = topic.partitions[pid]
+            zk.create("%s/%d-%d" % (owner_path, p.leader.id, pid), other, ephemeral=True)
+        until(lambda: set(consumer.partitions) == mine, "the pyrdk member holds its share")
+        owners = owners_in_zookeeper(zk, group, topic_name)
+        assert {pid: o[0].encode() for pid, o in owners.items()} == dict(
+            [(pid, consumer.consumer_id) for pid in mine] + [(pid, other) for pid in theirs])
+        zk.delete(other_path)
+        for pid in theirs:
+            p = topic.partitions[pid]
+            zk.delete("%s/%d-%d" % (owner_path, p.leader.id, pid))
+        until(lambda: set(consumer.partitions) == set(topic.partitions), "it takes the rest")
+    finally:
+        consumer.stop()
+
+
 def _committed(topic, group):
     consumer = topic.get_simple_consumer(consumer_group=group)
     try:
