@@ -25,12 +25,13 @@ demo: venv
 venv: $(STAMP)
 
 # librdkafka-dev for rdkafka.h (unless PYRDK_RDKAFKA_INCLUDE points elsewhere), a C compiler,
-# Python's headers and venv support, and a Java runtime for Spark: apt-get only what is absent.
+# Python's headers and venv support, and a Java runtime for Spark and for the ZooKeeper
+# server the tests start (its jars come with pyspark): apt-get only what is absent.
 sysdeps:
 	@missing=""; \
 	if [ -z "$$PYRDK_RDKAFKA_INCLUDE" ] && [ ! -f $(RDKAFKA_H) ]; then missing="$$missing librdkafka-dev"; fi; \
 	command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
-	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	command -v java >/dev/null 2>&1 || [ -x "$$JAVA_HOME/bin/java" ] || missing="$$missing default-jre-headless"; \
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	$(PYTHON) -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
 		|| missing="$$missing python3-dev"; \

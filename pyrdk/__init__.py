@@ -8,6 +8,7 @@
 Programs written for pykafka 2.8 run after ``import pyrdk as pykafka``; those that import
 ``pykafka`` in many places run after one call to :func:`install_as_pykafka`.
 """
+import importlib
 import sys
 
 __version__ = "0.1.0"
@@ -25,9 +26,17 @@ from pyrdk.rd.handle import librdkafka_version
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.topic import Topic
 
-_PYKAFKA_MODULES = ("broker", "client", "cluster", "common", "exceptions", "managedbalancedconsumer",
-                    "membershipprotocol", "partition", "partitioners", "producer", "simpleconsumer",
-                    "topic")
+_PYKAFKA_MODULES = ("balancedconsumer", "broker", "client", "cluster", "common", "exceptions",
+                    "managedbalancedconsumer", "membershipprotocol", "partition", "partitioners",
+                    "producer", "simpleconsumer", "topic")
+
+
+def __getattr__(name):
+    # BalancedConsumer needs kazoo (pip install 'pyrdk[zookeeper]'): imported on first use.
+    if name == "BalancedConsumer":
+        from pyrdk.balancedconsumer import BalancedConsumer
+        return BalancedConsumer
+    raise AttributeError("module 'pyrdk' has no attribute %r" % name)
 
 
 def install_as_pykafka():
@@ -35,10 +44,14 @@ def install_as_pykafka():
     pyrdk, for programs written for pykafka that import it in many places."""
     sys.modules["pykafka"] = sys.modules[__name__]
     for name in _PYKAFKA_MODULES:
-        sys.modules["pykafka." + name] = sys.modules["pyrdk." + name]
+        try:
+            module = importlib.import_module("pyrdk." + name)
+        except ImportError:  # balancedconsumer without kazoo
+            continue
+        sys.modules["pykafka." + name] = module
 
 
-__all__ = ["Broker", "Cluster", "CompressionType", "CooperativeStickyProtocol", "KafkaClient",
-           "ManagedBalancedConsumer", "Message", "OffsetType", "Partition", "Producer",
-           "RangeProtocol", "RoundRobinProtocol", "SimpleConsumer", "SslConfig", "Topic", "common",
-           "exceptions", "install_as_pykafka", "librdkafka_version", "partitioners"]
+__all__ = ["BalancedConsumer", "Broker", "Cluster", "CompressionType", "CooperativeStickyProtocol",
+           "KafkaClient", "ManagedBalancedConsumer", "Message", "OffsetType", "Partition",
+           "Producer", "RangeProtocol", "RoundRobinProtocol", "SimpleConsumer", "SslConfig", "Topic",
+           "common", "exceptions", "install_as_pykafka", "librdkafka_version", "partitioners"]

@@ -21,7 +21,7 @@ class KafkaClient:
     """A connection to a Kafka cluster.
 
     :param hosts: comma-separated ``host:port`` bootstrap brokers (``bootstrap.servers``)
-    :param zookeeper_hosts: ZooKeeper connect string, kept for balanced consumers
+    :param zookeeper_hosts: ZooKeeper connect string, the default of ``get_balanced_consumer``
     :param socket_timeout_ms: network timeout (``socket.timeout.ms``) and the bound on
         metadata requests: an unreachable cluster raises ``NoBrokersAvailableError`` then
     :param offsets_channel_socket_timeout_ms: accepted for pykafka compatibility
@@ -58,7 +58,8 @@ class KafkaClient:
             config.update(ssl_config.rdkafka_config())
         config.update(rdkafka_config or {})
         self.cluster = Cluster(config, socket_timeout_ms=socket_timeout_ms,
-                               exclude_internal_topics=exclude_internal_topics)
+                               exclude_internal_topics=exclude_internal_topics,
+                               zookeeper_hosts=zookeeper_hosts)
         self.brokers = self.cluster.brokers
         self.topics = self.cluster.topics
 

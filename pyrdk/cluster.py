@@ -117,8 +117,10 @@ class TopicDict(dict):
 class Cluster:
     """The brokers and topics of one Kafka cluster."""
 
-    def __init__(self, rdkafka_config, socket_timeout_ms=30000, exclude_internal_topics=True):
+    def __init__(self, rdkafka_config, socket_timeout_ms=30000, exclude_internal_topics=True,
+                 zookeeper_hosts=None):
         self.rdkafka_config = dict(rdkafka_config)
+        self.zookeeper_hosts = zookeeper_hosts  # the default of balanced consumers
         self._timeout_ms = socket_timeout_ms
         self._handle = Handle("producer", self.rdkafka_config)
         self._brokers = {}

@@ -1,7 +1,7 @@
 """Topic: a topic's partitions, offset queries and the producer/consumer factories
 (pykafka's ``Topic``)."""
 from pyrdk.common import OffsetPartitionResponse, OffsetType
-from pyrdk.exceptions import NotSupportedError, OffsetRequestFailedError
+from pyrdk.exceptions import OffsetRequestFailedError
 from pyrdk.partition import Partition, to_timestamp_ms
 
 
@@ -50,13 +50,18 @@ class Topic:
         return SimpleConsumer(self, self._cluster, consumer_group=consumer_group, **kwargs)
 
     def get_balanced_consumer(self, consumer_group, managed=False, **kwargs):
-        """A balanced consumer: ZooKeeper-coordinated, or ``managed=True`` for the broker's
-        group protocol (:class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer`)."""
+        """A balanced consumer: a :class:`pyrdk.balancedconsumer.BalancedConsumer`
+        coordinated through ZooKeeper (by default at the client's ``zookeeper_hosts``), or
+        with ``managed=True`` a :class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer`
+        on the broker's group protocol."""
         if managed:
             from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
             return ManagedBalancedConsumer(self, self._cluster, consumer_group, **kwargs)
-        raise NotSupportedError("get_balanced_consumer is not available in this release of pyrdk; "
-                                "use get_simple_consumer with explicit partitions")
+        from pyrdk.balancedconsumer import BalancedConsumer
+        zookeeper_hosts = self._cluster.zookeeper_hosts
+        if zookeeper_hosts and not {"zookeeper_connect", "zookeeper_hosts", "zookeeper"} & set(kwargs):
+            kwargs["zookeeper_hosts"] = zookeeper_hosts
+        return BalancedConsumer(self, self._cluster, consumer_group, **kwargs)
 
     # -- offsets -------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.fix_kafka", "tests.fix_mock", "tests.fix_spark"]
+pytest_plugins = ["tests.fix_kafka", "tests.fix_mock", "tests.fix_spark", "tests.fix_zookeeper"]
 
 
 def pytest_configure(config):

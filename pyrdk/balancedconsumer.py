@@ -1,0 +1,877 @@
+"""BalancedConsumer: members of a consumer group split a topic's partitions through
+ZooKeeper (pykafka's ``BalancedConsumer``, kazoo for ZooKeeper, a ``SimpleConsumer`` for
+the partitions held).
+
+The znodes are pykafka's, so pyrdk and pykafka members can share a group:
+
+- ``/consumers/<group>/ids/<hostname>:<uuid4>``: one ephemeral node per member; its value
+  is the topic name.
+- ``/consumers/<group>/owners/<topic>/<leader id>-<partition id>``: one ephemeral node per
+  owned partition; its value is the owner's id.
+
+Offsets are committed to Kafka under the group, as pykafka does.
+
+How a member keeps ownership safe:
+
+1. A coordinator thread does every ZooKeeper write. Watches (group members, ownership
+   nodes) and connection-state changes only wake it up.
+2. A rebalance lists the members whose id node names this topic, and runs the membership
+   protocol's ``decide_partitions`` on them (pykafka's range or round-robin). Before the
+   member gives a partition up, it stops reading it and commits the offsets of the
+   messages the program is done with. Then it deletes the node, but only if the node
+   belongs to its own session.
+3. To claim partition ``p``, a member reads the ownership nodes and the version of their
+   parent. If a node of ``p`` exists, whatever leader id its name holds, ``p`` is taken
+   (``PartitionOwnedError``, retried after ``rebalance_backoff_ms``). Otherwise the member
+   creates its node in one transaction with a write to the parent at the version it read.
+   If another member claimed anything in between, the transaction fails and the member
+   looks again. So two pyrdk members never hold nodes for one partition, not even under
+   different leader ids. (pykafka's node names embed the leader id, so after a leader
+   change two pykafka members can own one partition under two names.) pykafka members
+   skip that transaction: a pyrdk member gives way when a pykafka member's node for its
+   partition is older (a lower ``czxid``) than its own.
+4. Messages are handed out only under a lease. Every third of the session timeout, the
+   coordinator checks that the session is the one that created the ownership nodes and that
+   each node still holds this member's id. The lease then runs for half the session timeout
+   from the moment the check was sent. ZooKeeper cannot expire the session before that
+   moment plus the session timeout. When the connection is lost, the lease ends at once.
+   While there is no lease, ``consume()`` waits instead of handing out messages.
+5. If the session expired, its ephemeral nodes are gone. The member stops reading,
+   registers again in the new session and rebalances. If ZooKeeper itself restarts, the
+   member waits for the session to come back and goes on where it was.
+6. The message last returned by ``consume()`` counts as done once the program calls
+   ``consume()`` or ``commit_offsets()`` again. Commits made at a rebalance or at ``stop()``
+   never go past a message the program still holds. So with commit-after-process,
+   partitions moving between members lose nothing.
+"""
+import logging
+import socket
+import threading
+import time
+import uuid
+import weakref
+
+try:
+    from kazoo.client import KazooClient, KazooState
+    from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+    from kazoo.handlers.threading import KazooTimeoutError
+    from kazoo.recipe.watchers import ChildrenWatch
+except ImportError as exc:
+    raise ImportError("BalancedConsumer needs kazoo: pip install 'pyrdk[zookeeper]' (%s)" % exc) from exc
+
+from pyrdk.common import OffsetType
+from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, PartitionOwnedError,
+                              UnicodeException)
+from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
+from pyrdk.simpleconsumer import SimpleConsumer
+
+log = logging.getLogger(__name__)
+
+__all__ = ["BalancedConsumer", "ZooKeeperUnavailableError"]
+
+SLICE_MS = 100  # longest wait of consume() between checks of lease, rebalance and timeout
+METADATA_CHECK_S = 10  # how often the partitions and leaders of the topic are re-read
+CLAIM_ATTEMPTS = 20  # claims in a row that other members' claims may interrupt
+
+
+if hasattr(time, "CLOCK_BOOTTIME"):
+    def _lease_clock():
+        """Seconds on a clock that goes on while the machine sleeps (Linux ``CLOCK_BOOTTIME``),
+        so a lease taken before a suspend has run out after it, as the session has."""
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+else:
+    _lease_clock = time.monotonic
+
+
+class ZooKeeperUnavailableError(KafkaException, KazooTimeoutError):
+    """ZooKeeper did not answer within ``zookeeper_connection_timeout_ms``. It is also
+    kazoo's ``KazooTimeoutError``, which pykafka raised here."""
+
+
+def _int(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise TypeError("%s must be an int >= %d, not %r" % (name, minimum, value))
+    return value
+
+
+def _group_name(consumer_group):
+    if isinstance(consumer_group, bytes):
+        try:
+            consumer_group = consumer_group.decode("ascii")
+        except UnicodeDecodeError:
+            raise UnicodeException("consumer_group %r is not ASCII" % (consumer_group,)) from None
+    if not isinstance(consumer_group, str):
+        raise TypeError("consumer_group must be bytes or str, not %s" % type(consumer_group).__name__)
+    if not consumer_group or "/" in consumer_group or consumer_group in (".", ".."):
+        raise ValueError("consumer_group %r cannot name a ZooKeeper node: use a non-empty name "
+                         "without '/'" % consumer_group)
+    try:
+        return consumer_group.encode("ascii")
+    except UnicodeEncodeError:
+        raise UnicodeException("consumer_group %r is not ASCII" % consumer_group) from None
+
+
+def _node_partition(name):
+    """The partition id in an ownership node's name ``<leader id>-<partition id>``."""
+    try:
+        return int(name.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+class BalancedConsumer:
+    """A member of a consumer group that splits a topic's partitions with the other members
+    through ZooKeeper (pykafka 2.8's signature and defaults).
+
+    :param topic: the :class:`pyrdk.topic.Topic` to consume
+    :param cluster: its :class:`pyrdk.cluster.Cluster`
+    :param consumer_group: the group's name (bytes or ASCII str); offsets are committed
+        to Kafka under it
+    :param auto_commit_enable: commit every ``auto_commit_interval_ms`` (on the consuming
+        thread) the offsets of the messages the program is done with
+    :param queued_max_messages: messages prefetched per partition (``queued.min.messages``)
+    :param auto_offset_reset: where a partition without a committed offset starts
+    :param consumer_timeout_ms: ms ``consume()`` waits for a message before returning None
+        (and iteration ends); -1 waits for ever
+    :param rebalance_max_retries: how many times a rebalance retries to claim a partition
+        another member still owns before ``consume()`` raises ``PartitionOwnedError``
+        (the consumer goes on retrying after that)
+    :param rebalance_backoff_ms: pause before the first retry, growing by as much each time
+    :param zookeeper_connection_timeout_ms: the ZooKeeper session timeout, and the bound on
+        connecting: ``start()`` raises ``ZooKeeperUnavailableError`` after it
+    :param zookeeper_hosts: ZooKeeper connect string (``host:port,...[/chroot]``)
+    :param zookeeper_connect: deprecated name of ``zookeeper_hosts``; wins when given
+    :param zookeeper: a started ``kazoo.client.KazooClient`` to use instead (not stopped by
+        ``stop()``)
+    :param auto_start: join the group at once
+    :param reset_offset_on_start: start the first partitions held from
+        ``auto_offset_reset`` even where offsets are committed
+    :param post_rebalance_callback: ``f(consumer, old_offsets, new_offsets)`` called after
+        each change of the partitions held, with ``{partition_id: held offset}`` before and
+        after; it may return ``{partition_id: offset}`` to reset to
+    :param membership_protocol: ``RangeProtocol`` (default) or ``RoundRobinProtocol``
+    :param deserializer: ``(value, partition_key) -> (value, partition_key)``
+    :param rdkafka_config: librdkafka properties for the consumers of the held partitions
+
+    The other parameters go to the :class:`pyrdk.simpleconsumer.SimpleConsumer` that reads
+    the held partitions. ``num_consumer_fetchers``, ``compacted_topic`` and
+    ``use_rdkafka`` are accepted and ignored, as in pyrdk's SimpleConsumer.
+    """
+
+    def __init__(self, topic, cluster, consumer_group, fetch_message_max_bytes=1024 * 1024,
+                 num_consumer_fetchers=1, auto_commit_enable=False,
+                 auto_commit_interval_ms=60 * 1000, queued_max_messages=2000, fetch_min_bytes=1,
+                 fetch_error_backoff_ms=500, fetch_wait_max_ms=100,
+                 offsets_channel_backoff_ms=1000, offsets_commit_max_retries=5,
+                 auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=-1,
+                 rebalance_max_retries=5, rebalance_backoff_ms=2 * 1000,
+                 zookeeper_connection_timeout_ms=6 * 1000, zookeeper_connect=None,
+                 zookeeper_hosts="127.0.0.1:2181", zookeeper=None, auto_start=True,
+                 reset_offset_on_start=False, post_rebalance_callback=None, use_rdkafka=False,
+                 compacted_topic=False, membership_protocol=RangeProtocol, deserializer=None,
+                 reset_offset_on_fetch=True, rdkafka_config=None):
+        self._consumer_group = _group_name(consumer_group)
+        self._topic = topic
+        self._cluster = cluster
+        self._consumer_timeout_ms = _int("consumer_timeout_ms", consumer_timeout_ms, -1)
+        self._auto_commit_enable = auto_commit_enable
+        self._auto_commit_interval_ms = _int("auto_commit_interval_ms", auto_commit_interval_ms, 0)
+        self._rebalance_max_retries = _int("rebalance_max_retries", rebalance_max_retries, 0)
+        self._rebalance_backoff_ms = _int("rebalance_backoff_ms", rebalance_backoff_ms, 0)
+        self._session_timeout_ms = _int("zookeeper_connection_timeout_ms",
+                                        zookeeper_connection_timeout_ms, 1)
+        self._zookeeper_hosts = zookeeper_connect or zookeeper_hosts
+        if zookeeper is None and (not isinstance(self._zookeeper_hosts, str) or not self._zookeeper_hosts):
+            raise TypeError("zookeeper_hosts must be a 'host:port,...' string, not %r"
+                            % (self._zookeeper_hosts,))
+        if zookeeper is not None and not isinstance(zookeeper, KazooClient):
+            raise TypeError("zookeeper must be a kazoo.client.KazooClient, not %s"
+                            % type(zookeeper).__name__)
+        if not isinstance(membership_protocol, GroupMembershipProtocol):
+            raise TypeError("membership_protocol must be RangeProtocol or RoundRobinProtocol "
+                            "(a GroupMembershipProtocol), not %r" % (membership_protocol,))
+        if post_rebalance_callback is not None and not callable(post_rebalance_callback):
+            raise TypeError("post_rebalance_callback must be callable")
+        self._membership_protocol = membership_protocol
+        self._post_rebalance_callback = post_rebalance_callback
+        self._reset_offset_on_start = reset_offset_on_start
+        self._simple_kwargs = dict(
+            fetch_message_max_bytes=fetch_message_max_bytes, queued_max_messages=queued_max_messages,
+            fetch_min_bytes=fetch_min_bytes, fetch_error_backoff_ms=fetch_error_backoff_ms,
+            fetch_wait_max_ms=fetch_wait_max_ms, offsets_channel_backoff_ms=offsets_channel_backoff_ms,
+            offsets_commit_max_retries=offsets_commit_max_retries, auto_offset_reset=auto_offset_reset,
+            deserializer=deserializer, reset_offset_on_fetch=reset_offset_on_fetch,
+            rdkafka_config=rdkafka_config)
+        if auto_offset_reset not in (OffsetType.EARLIEST, OffsetType.LATEST):
+            raise ValueError("auto_offset_reset must be OffsetType.EARLIEST (-2) or LATEST (-1), not %r"
+                             % (auto_offset_reset,))
+
+        self._consumer_id = ("%s:%s" % (socket.gethostname(), uuid.uuid4())).encode()
+        group = self._consumer_group.decode()
+        self._ids_path = "/consumers/%s/ids" % group
+        self._path_self = "%s/%s" % (self._ids_path, self._consumer_id.decode())
+        self._topic_path = "/consumers/%s/owners/%s" % (group, topic.name.decode())
+
+        self._zookeeper = zookeeper
+        self._owns_zookeeper = zookeeper is None
+        self._running = False
+        self._worker = None
+        self._worker_exception = None
+        self._stopping = threading.Event()
+        self._wakeup = threading.Event()  # a watch or a state change: look at the group again
+        self._unblock = threading.Event()  # set while the coordinator needs the consumer
+        self._lock = threading.RLock()  # guards _consumer and what consume() hands out
+        self._consumer = None  # the SimpleConsumer of the partitions held
+        self._generation = 0  # bumped each time _consumer changes
+        self._owned = {}  # partition id -> ownership node path, in session _session
+        self._session = None  # ZooKeeper session id the ownership nodes belong to
+        self._lease_until = 0.0  # _lease_clock() time until which the nodes are ours
+        self._blocked = set()  # partitions decided for this member but owned by another
+        self._unfinished = {}  # partition id -> offset of a message handed out, not done with
+        self._held_back = None  # (generation, message) fetched when the lease had lapsed
+        self._first_consumer = True
+        self._last_commit = time.monotonic()
+        self._layout = None  # the topic's partitions and leaders at the last rebalance
+        if auto_start:
+            self.start()
+
+    # -- properties ----------------------------------------------------------------------------
+
+    @property
+    def topic(self):
+        return self._topic
+
+    @property
+    def partitions(self):
+        """``{partition_id: Partition}`` this member reads now: empty while a rebalance
+        runs or while ZooKeeper cannot confirm its ownership."""
+        consumer = self._consumer
+        if consumer is None or self._unblock.is_set() or not self._leased():
+            return {}
+        return dict(consumer.partitions)
+
+    @property
+    def held_offsets(self):
+        """``{partition_id: last offset returned}`` of the partitions held, or None while
+        none are."""
+        with self._lock:
+            return self._consumer.held_offsets if self._consumer is not None else None
+
+    @property
+    def consumer_id(self):
+        """This member's id in ZooKeeper (bytes, ``<hostname>:<uuid4>``)."""
+        return self._consumer_id
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self):
+        """Connect to ZooKeeper, join the group and take this member's share of the
+        partitions."""
+        if self._running:
+            return
+        if self._zookeeper is None:
+            self._zookeeper = self._connect()
+        elif not self._zookeeper.connected:
+            raise ZooKeeperUnavailableError("the KazooClient given as zookeeper= is not connected")
+        zk = self._zookeeper
+        self._stopping.clear()
+        self._running = True
+        try:
+            if zk.chroot and zk.exists("/") is None:
+                raise ValueError("the chroot %s of zookeeper_hosts does not exist in ZooKeeper: "
+                                 "create it first" % zk.chroot)
+            zk.ensure_path(self._topic_path)
+            zk.ensure_path(self._ids_path)
+            self._session = zk.client_id[0]
+            self._register()
+            zk.add_listener(self._state_listener())
+            self._set_watches()
+            self._renew()
+            if not self._rebalance():
+                self._wakeup.set()  # the coordinator thread retries
+        except BaseException:
+            self.stop()
+            raise
+        self._worker = threading.Thread(target=self._coordinate, daemon=True,
+                                        name="pyrdk-balancedconsumer-%s" % self._consumer_group.decode())
+        self._worker.start()
+
+    def _connect(self):
+        """A started KazooClient whose session timeout is ``zookeeper_connection_timeout_ms``."""
+        timeout_s = self._session_timeout_ms / 1000.0
+        zk = KazooClient(self._zookeeper_hosts, timeout=timeout_s)
+        try:
+            zk.start(timeout=timeout_s)
+        except KazooTimeoutError:
+            raise ZooKeeperUnavailableError(
+                "ZooKeeper at %s did not answer within zookeeper_connection_timeout_ms=%d: check "
+                "zookeeper_hosts and that ZooKeeper runs" % (self._zookeeper_hosts,
+                                                             self._session_timeout_ms)) from None
+        return zk
+
+    def stop(self):
+        """Stop consuming, commit the offsets of the messages the program is done with,
+        give the partitions back and leave the group (the ZooKeeper session ends, unless the
+        KazooClient was given)."""
+        if not self._running:
+            return
+        self._running = False
+        self._stopping.set()
+        self._wakeup.set()
+        worker, self._worker = self._worker, None
+        if worker is not None and worker is not threading.current_thread():
+            worker.join()
+        zk = self._zookeeper
+        try:
+            with self._consumer_turn():
+                self._close_consumer(commit=True)
+        finally:
+            self._lease_until = 0.0
+            if self._owns_zookeeper:
+                # Ending the session deletes its ephemeral nodes, after reading has stopped.
+                self._zookeeper = None
+                zk.stop()
+                zk.close()
+            else:
+                try:
+                    self._delete_owned(list(self._owned))
+                    self._delete_if_ours(self._path_self)
+                except (KazooException, KazooTimeoutError) as exc:
+                    log.warning("could not remove %s's nodes from ZooKeeper: %s", self._consumer_id, exc)
+            self._owned.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def __del__(self):
+        # Only what cannot block: the coordinator thread ends; the session ends with kazoo.
+        stopping = getattr(self, "_stopping", None)
+        if stopping is not None:
+            self._running = False
+            stopping.set()
+
+    def _check_running(self):
+        if not self._running:
+            raise ConsumerStoppedException("the consumer is stopped; call start() or use a new one")
+
+    def _raise_worker_exceptions(self):
+        """Raise, once, an error the coordinator thread met (PartitionOwnedError, an
+        exception of post_rebalance_callback...)."""
+        exc, self._worker_exception = self._worker_exception, None
+        if exc is not None:
+            raise exc
+
+    # -- consuming -----------------------------------------------------------------------------
+
+    def consume(self, block=True):
+        """The next message of a partition this member holds, or None: when ``block`` is
+        False and none is ready, or when ``consumer_timeout_ms`` passes without one.
+
+        While a rebalance runs, or while ZooKeeper cannot confirm that this member still
+        owns its partitions, no message is handed out and ``consume()`` waits.
+        """
+        self._check_running()
+        self._unfinished.clear()  # the program is done with the message returned before
+        self._raise_worker_exceptions()
+        self._maybe_auto_commit()
+        timeout = self._consumer_timeout_ms
+        deadline = None if timeout < 0 else time.monotonic() + timeout / 1000.0
+        while True:
+            message = self._next_message(block)
+            if message is not None or not block:
+                return message
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            self._check_running()
+            self._raise_worker_exceptions()
+
+    def __iter__(self):
+        while True:
+            message = self.consume(block=True)
+            if message is None:
+                return
+            yield message
+
+    def _next_message(self, block):
+        if self._unblock.is_set() or self._consumer is None or not self._leased():
+            if block:
+                self._stopping.wait(SLICE_MS / 1000.0)
+            return None
+        with self._lock:
+            consumer = self._consumer
+            if consumer is None:
+                return None
+            held, self._held_back = self._held_back, None
+            if held is not None and held[0] == self._generation:
+                message = held[1]
+            else:
+                message = consumer.consume(block=block, unblock_event=self._unblock)
+            if message is None:
+                return None
+            if not self._leased() or self._unblock.is_set():
+                # Fetched as the lease ran out: keep it until ownership is confirmed.
+                self._held_back = (self._generation, message)
+                return None
+            self._unfinished[message.partition_id] = message.offset
+            return message
+
+    def _leased(self):
+        return _lease_clock() < self._lease_until
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def commit_offsets(self, partition_offsets=None):
+        """Commit offsets for the group (``rd_kafka_commit``).
+
+        :param partition_offsets: ``(partition, offset)`` pairs to commit as given; default:
+            each held partition's held offset + 1, the message last returned included
+            (nothing, while this member holds no partition: a rebalance committed what the
+            program had finished with before it gave the partitions up)
+        """
+        self._check_running()
+        self._raise_worker_exceptions()
+        with self._lock:
+            if partition_offsets is None:
+                self._unfinished.clear()
+                if self._consumer is None:
+                    return
+            elif self._consumer is None:
+                raise KafkaException("cannot commit offsets: this member holds no partitions now")
+            self._consumer.commit_offsets(partition_offsets=partition_offsets)
+            self._last_commit = time.monotonic()
+
+    def reset_offsets(self, partition_offsets=None):
+        """Move held partitions as :meth:`SimpleConsumer.reset_offsets` does, and commit
+        the new positions."""
+        self._check_running()
+        self._raise_worker_exceptions()
+        with self._lock:
+            if self._consumer is None:
+                raise ConsumerStoppedException("this member holds no partitions to reset")
+            self._held_back = None
+            self._unfinished.clear()
+            self._consumer.reset_offsets(partition_offsets=partition_offsets)
+
+    def _maybe_auto_commit(self):
+        if self._auto_commit_enable and \
+                (time.monotonic() - self._last_commit) * 1000 >= self._auto_commit_interval_ms:
+            with self._lock:
+                self._commit_done()
+
+    def _commit_done(self):
+        """Commit, for each held partition, the offset after the last message the program
+        is done with (a message handed out or held back is not done). Needs ``_lock``."""
+        consumer = self._consumer
+        self._last_commit = time.monotonic()
+        if consumer is None:
+            return
+        not_done = dict(self._unfinished)
+        if self._held_back is not None and self._held_back[0] == self._generation:
+            message = self._held_back[1]
+            not_done[message.partition_id] = min(message.offset,
+                                                 not_done.get(message.partition_id, message.offset))
+        offsets = []
+        for pid, held in sorted(consumer.held_offsets.items()):
+            if held < 0:
+                continue
+            offsets.append((pid, min(held + 1, not_done.get(pid, held + 1))))
+        if offsets:
+            consumer.commit_offsets(partition_offsets=offsets)
+
+    # -- the consumer of the held partitions ---------------------------------------------------
+
+    def _consumer_turn(self):
+        """Make ``consume()`` step aside, and hold ``_lock``."""
+        return _ConsumerTurn(self)
+
+    def _close_consumer(self, commit):
+        """Stop reading the held partitions, first committing what the program is done with
+        (if ``commit``). Needs the consumer turn."""
+        consumer = self._consumer
+        if consumer is None:
+            return
+        try:
+            if commit:
+                try:
+                    self._commit_done()
+                except KafkaException as exc:
+                    log.warning("%s: could not commit before giving partitions up: %s",
+                                self._consumer_id, exc)
+        finally:
+            self._consumer = None
+            self._generation += 1
+            self._held_back = None
+            consumer.stop()
+
+    def _install_consumer(self):
+        """Read exactly the partitions owned in ZooKeeper, replacing the consumer if the
+        set changed; then ``post_rebalance_callback``."""
+        wanted = set(self._owned)
+        current = self._consumer
+        if set(current.partitions if current is not None else ()) == wanted:
+            return
+        with self._consumer_turn():
+            self._replace_consumer(wanted)
+
+    def _replace_consumer(self, wanted):
+        current = self._consumer
+        old_offsets = current.held_offsets if current is not None else {}
+        self._close_consumer(commit=True)
+        if not wanted:
+            log.info("%s holds no partition of %s", self._consumer_id, self._topic.name)
+            new_offsets = {}
+        else:
+            self._consumer = SimpleConsumer(
+                self._topic, self._cluster, consumer_group=self._consumer_group,
+                partitions=sorted(wanted), consumer_timeout_ms=SLICE_MS, auto_commit_enable=False,
+                reset_offset_on_start=self._reset_offset_on_start and self._first_consumer,
+                consumer_id=self._consumer_id, **self._simple_kwargs)
+            self._first_consumer = False
+            self._generation += 1
+            new_offsets = self._consumer.held_offsets
+            log.info("%s now reads partitions %s of %s", self._consumer_id, sorted(wanted),
+                     self._topic.name)
+        if self._post_rebalance_callback is not None:
+            try:
+                reset = self._post_rebalance_callback(self, old_offsets, new_offsets)
+            except Exception as exc:
+                log.exception("post_rebalance_callback raised")
+                self._worker_exception = exc
+                return
+            if reset and self._consumer is not None:
+                # reset_offsets commits the new positions; restarting makes the consumer
+                # start there (a seek racing the first fetch of a fresh assignment can
+                # be overtaken by it).
+                self._consumer.reset_offsets(partition_offsets=sorted(reset.items()))
+                self._consumer.stop()
+                self._consumer.start()
+
+    # -- ZooKeeper -----------------------------------------------------------------------------
+
+    def _zk(self):
+        zk = self._zookeeper
+        if zk is None:
+            raise ConsumerStoppedException("the consumer is stopped")
+        return zk
+
+    def _wait(self, async_result):
+        """The result of a kazoo ``*_async`` call, waiting at most a session timeout."""
+        return async_result.get(timeout=self._session_timeout_ms / 1000.0)
+
+    def _register(self):
+        """Create this member's id node (value: the topic name) in the current session,
+        replacing one an older session of this member left."""
+        zk = self._zk()
+        try:
+            self._wait(zk.create_async(self._path_self, self._topic.name, ephemeral=True))
+        except NodeExistsError:
+            stat = self._wait(zk.exists_async(self._path_self))
+            if stat is not None and stat.ephemeralOwner == self._session:
+                return
+            self._delete_if_ours(self._path_self, any_session=True)
+            self._wait(zk.create_async(self._path_self, self._topic.name, ephemeral=True))
+        log.info("%s joined group %s for topic %s", self._consumer_id, self._consumer_group,
+                 self._topic.name)
+
+    def _children(self, path):
+        try:
+            return self._wait(self._zk().get_children_async(path))
+        except NoNodeError:
+            return []
+
+    def _get_many(self, paths):
+        """``{path: (value, stat)}`` of the nodes that exist."""
+        zk = self._zk()
+        pending = [(path, zk.get_async(path)) for path in paths]
+        out = {}
+        for path, result in pending:
+            try:
+                out[path] = self._wait(result)
+            except NoNodeError:
+                pass
+        return out
+
+    def _get_participants(self):
+        """The sorted ids (bytes) of the members consuming this topic."""
+        nodes = self._get_many(["%s/%s" % (self._ids_path, c) for c in self._children(self._ids_path)])
+        return sorted(path.rsplit("/", 1)[1].encode() for path, (value, _) in nodes.items()
+                      if value == self._topic.name)
+
+    def _owner_nodes(self, pid, children=None):
+        """``[(czxid, path, value, stat)]`` of every ownership node of partition ``pid``,
+        whatever leader id its name holds, oldest first."""
+        if children is None:
+            children = self._children(self._topic_path)
+        paths = ["%s/%s" % (self._topic_path, c) for c in children if _node_partition(c) == pid]
+        return sorted((stat.czxid, path, value, stat) for path, (value, stat) in self._get_many(paths).items())
+
+    def _path_from_partition(self, partition):
+        leader = partition.leader
+        return "%s/%s-%d" % (self._topic_path, leader.id if leader is not None else None, partition.id)
+
+    def _claim(self, pid):
+        """Own partition ``pid`` in ZooKeeper, or raise ``PartitionOwnedError``.
+
+        The node is created in one transaction with a write to the owners node at the
+        version read with its children: if another pyrdk member claimed anything in
+        between, the transaction fails and the claim looks again. So two pyrdk members never
+        create nodes for one partition, even under different leader ids."""
+        partition = self._topic.partitions[pid]
+        zk = self._zk()
+        path = self._path_from_partition(partition)
+        self._wait(zk.sync_async(self._topic_path))  # see other members' latest nodes
+        for _ in range(CLAIM_ATTEMPTS):
+            children, parent = self._wait(zk.get_children_async(self._topic_path, include_data=True))
+            stale = False
+            for _, node, value, stat in self._owner_nodes(pid, children):
+                if value != self._consumer_id:
+                    raise PartitionOwnedError(partition, "partition %d is owned by %s (%s)"
+                                              % (pid, value.decode(errors="replace"), node))
+                if stat.ephemeralOwner == self._session:
+                    self._owned[pid] = node
+                    return
+                self._delete_if_ours(node, any_session=True)  # left by an older session of ours
+                stale = True
+            if stale:
+                continue
+            tx = zk.transaction()
+            tx.set_data(self._topic_path, b"", version=parent.version)
+            tx.create(path, self._consumer_id, ephemeral=True)
+            results = self._wait(tx.commit_async())
+            if isinstance(results[1], NodeExistsError):
+                raise PartitionOwnedError(partition, "partition %d is owned (%s)" % (pid, path))
+            if not any(isinstance(r, Exception) for r in results):
+                break
+            # BadVersionError: another member claimed a partition meanwhile; look again.
+        else:
+            raise PartitionOwnedError(partition, "partition %d: other members kept claiming "
+                                      "partitions while this one tried" % pid)
+        # pykafka members create their nodes without that transaction: the older node wins.
+        nodes = self._owner_nodes(pid)
+        if not nodes or nodes[0][1] != path:
+            self._delete_if_ours(path)
+            raise PartitionOwnedError(partition, "partition %d was claimed first as %s"
+                                      % (pid, nodes[0][1] if nodes else "?"))
+        self._owned[pid] = path
+
+    def _delete_if_ours(self, path, any_session=False):
+        """Delete ``path`` if it holds this member's id (and, unless ``any_session``,
+        belongs to the current session); checked and deleted at one node version."""
+        zk = self._zk()
+        try:
+            value, stat = self._wait(zk.get_async(path))
+        except NoNodeError:
+            return
+        if path != self._path_self and value != self._consumer_id:
+            return
+        if not any_session and stat.ephemeralOwner != self._session:
+            return
+        try:
+            self._wait(zk.delete_async(path, version=stat.version))
+        except NoNodeError:
+            pass
+
+    def _delete_owned(self, pids):
+        for pid in pids:
+            path = self._owned.pop(pid, None)
+            if path is not None:
+                self._delete_if_ours(path)
+
+    # -- the coordinator -----------------------------------------------------------------------
+
+    def _state_listener(self):
+        ref = weakref.ref(self)
+
+        def listener(state):
+            consumer = ref()
+            if consumer is None or not consumer._running:
+                return True  # kazoo removes a listener that returns True
+            if state != KazooState.CONNECTED:
+                consumer._lease_until = 0.0  # ownership cannot be confirmed now
+            consumer._wakeup.set()
+            return False
+        return listener
+
+    def _set_watches(self):
+        ref = weakref.ref(self)
+
+        def members_changed(children):
+            consumer = ref()
+            if consumer is None or not consumer._running:
+                return False  # tells ChildrenWatch to stop watching
+            consumer._wakeup.set()
+
+        def owners_changed(children):
+            consumer = ref()
+            if consumer is None or not consumer._running:
+                return False
+            if consumer._blocked:
+                consumer._wakeup.set()  # a partition this member waits for may be free
+
+        ChildrenWatch(self._zookeeper, self._ids_path, members_changed)
+        ChildrenWatch(self._zookeeper, self._topic_path, owners_changed)
+
+    def _coordinate(self):
+        """The coordinator thread: rebalance when woken or when a retry is due, renew the
+        lease every third of the session timeout, re-read the topic's metadata now and
+        then."""
+        renew_every = self._session_timeout_ms / 3000.0
+        next_renew = time.monotonic() + renew_every
+        next_metadata = time.monotonic() + METADATA_CHECK_S
+        retry_at = None
+        attempts = 0
+        while not self._stopping.is_set():
+            now = time.monotonic()
+            due = [next_renew, next_metadata] + ([retry_at] if retry_at is not None else [])
+            woken = self._wakeup.wait(max(0.0, min(due) - now))
+            if self._stopping.is_set():
+                return
+            self._wakeup.clear()
+            now = time.monotonic()
+            rebalance = woken or (retry_at is not None and now >= retry_at)
+            try:
+                if now >= next_metadata:
+                    next_metadata = now + METADATA_CHECK_S
+                    rebalance |= self._topic_changed()
+                if self._renew():
+                    rebalance = True
+                next_renew = time.monotonic() + renew_every
+                if not rebalance:
+                    continue
+                done = self._rebalance()
+                if done is None:  # no confirmed session now: try again shortly
+                    retry_at = time.monotonic() + min(renew_every, 1.0)
+                    continue
+                if done:
+                    retry_at, attempts = None, 0
+                    continue
+                attempts += 1
+                if attempts > self._rebalance_max_retries:
+                    pid = min(self._blocked)
+                    self._worker_exception = PartitionOwnedError(
+                        self._topic.partitions[pid],
+                        "partitions %s are still owned by other members after %d retries; "
+                        "retrying" % (sorted(self._blocked), self._rebalance_max_retries))
+                    log.warning("%s", self._worker_exception)
+                    attempts = 0
+                retry_at = time.monotonic() + max(attempts, 1) * self._rebalance_backoff_ms / 1000.0
+            except (KazooException, KazooTimeoutError) as exc:
+                # Connection trouble: the lease runs out by itself; try again shortly.
+                log.info("%s: ZooKeeper: %r; retrying", self._consumer_id, exc)
+                retry_at = time.monotonic() + min(renew_every, 1.0)
+                next_renew = retry_at
+            except ConsumerStoppedException:
+                return
+            except Exception as exc:
+                log.exception("%s: rebalance failed", self._consumer_id)
+                self._worker_exception = exc
+                retry_at = time.monotonic() + max(self._rebalance_backoff_ms / 1000.0, 0.1)
+
+    def _renew(self):
+        """Confirm the ownership nodes belong to this session and extend the lease; give up
+        partitions whose node is gone. True when a rebalance is needed."""
+        zk = self._zk()
+        if zk.state != KazooState.CONNECTED:
+            self._lease_until = 0.0
+            return False
+        sent = _lease_clock()
+        session = zk.client_id[0] if zk.client_id else None
+        if session != self._session:
+            # The old session expired and its ephemeral nodes with it.
+            log.warning("%s: ZooKeeper session expired; joining again", self._consumer_id)
+            self._lease_until = 0.0
+            with self._consumer_turn():
+                self._close_consumer(commit=False)
+            self._owned.clear()
+            self._session = session
+            self._register()
+            return True
+        nodes = self._get_many([self._path_self] + list(self._owned.values()))
+        lost = [pid for pid, path in self._owned.items()
+                if path not in nodes or nodes[path][0] != self._consumer_id
+                or nodes[path][1].ephemeralOwner != session]
+        me = nodes.get(self._path_self)
+        if zk.client_id is None or zk.client_id[0] != session:
+            return False  # the answers may come from another session
+        if lost:
+            log.warning("%s lost partitions %s in ZooKeeper", self._consumer_id, sorted(lost))
+            with self._consumer_turn():
+                self._close_consumer(commit=False)
+            for pid in lost:
+                self._owned.pop(pid)
+        if me is None or me[1].ephemeralOwner != session:
+            self._register()
+            lost.append(None)
+        self._lease_until = sent + self._session_timeout_ms / 2000.0
+        return bool(lost)
+
+    def _topic_changed(self):
+        """Re-read the cluster's metadata; True if the topic's partitions or leaders
+        changed (pykafka's assignment depends on both)."""
+        try:
+            self._cluster.update()
+        except KafkaException as exc:
+            log.info("%s: metadata refresh failed: %s", self._consumer_id, exc)
+            return False
+        return self._current_layout() != self._layout
+
+    def _current_layout(self):
+        return tuple((pid, p.leader.id if p.leader is not None else None)
+                     for pid, p in sorted(self._topic.partitions.items()))
+
+    def _rebalance(self):
+        """Decide this member's partitions, give up the others (after committing) and
+        claim the new ones. True when every partition decided for it is owned, False when
+        some are still owned by others, None without a confirmed ZooKeeper session."""
+        if not self._leased() and not self._renew_now():
+            return None
+        self._layout = self._current_layout()
+        participants = self._get_participants()
+        if self._consumer_id not in participants:
+            self._register()
+            participants = sorted(participants + [self._consumer_id])
+        decided = {p.id for p in self._membership_protocol.decide_partitions(
+            participants, self._topic.partitions, self._consumer_id)}
+        give_up = set(self._owned) - decided
+        if give_up:
+            with self._consumer_turn():
+                self._close_consumer(commit=True)
+            self._delete_owned(give_up)
+        blocked = set()
+        for pid in sorted(decided - set(self._owned)):
+            try:
+                self._claim(pid)
+            except PartitionOwnedError as exc:
+                log.info("%s: %s", self._consumer_id, exc)
+                blocked.add(pid)
+        self._blocked = blocked
+        if not self._renew_now():
+            return None
+        self._install_consumer()
+        return not blocked
+
+    def _renew_now(self):
+        self._renew()
+        return self._leased()
+
+    def __repr__(self):
+        return "<pyrdk.balancedconsumer.BalancedConsumer at %#x (consumer_group=%s)>" % (
+            id(self), self._consumer_group.decode())
+
+
+class _ConsumerTurn:
+    """``with consumer._consumer_turn():`` wakes a blocked ``consume()`` and holds the lock."""
+
+    def __init__(self, consumer):
+        self._consumer = consumer
+
+    def __enter__(self):
+        self._consumer._unblock.set()
+        self._consumer._lock.acquire()
+
+    def __exit__(self, *exc):
+        self._consumer._lock.release()
+        self._consumer._unblock.clear()

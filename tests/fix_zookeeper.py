@@ -1,0 +1,55 @@
+"""The ``zookeeper_hosts`` session fixture: a ZooKeeper server started for the session, or
+the one named by ``PYRDK_TEST_ZOOKEEPER``; plus a chroot per test."""
+import os
+import uuid
+
+import pytest
+
+from tests.conftest import server_unavailable
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server():
+    """The session's :class:`pyrdk.testing.ZooKeeperServer`, or None when the tests use an
+    external ZooKeeper (``PYRDK_TEST_ZOOKEEPER``)."""
+    if os.environ.get("PYRDK_TEST_ZOOKEEPER"):
+        yield None
+        return
+    from pyrdk.testing import ZooKeeperServer
+    server = ZooKeeperServer()
+    try:
+        server.start()
+    except Exception as exc:
+        server.close()
+        server_unavailable("could not start the ZooKeeper server: %s" % exc)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def zookeeper_hosts(zookeeper_server):
+    """Connect string of a real ZooKeeper server."""
+    return os.environ.get("PYRDK_TEST_ZOOKEEPER") or zookeeper_server.hosts
+
+
+@pytest.fixture
+def zookeeper_chroot(zookeeper_hosts):
+    """A connect string with a chroot no other test uses (``hosts/pyrdk-test-<uuid>``);
+    the chroot exists, and is removed after the test."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoNodeError, NotEmptyError
+    chroot = "/pyrdk-test-%s" % uuid.uuid4().hex[:12]
+    zk = KazooClient(zookeeper_hosts, timeout=10)
+    zk.start(timeout=30)
+    try:
+        zk.ensure_path(chroot)
+        yield zookeeper_hosts + chroot
+        try:
+            zk.delete(chroot, recursive=True)
+        except (NoNodeError, NotEmptyError):  # a member's session is still closing
+            pass
+    finally:
+        zk.stop()
+        zk.close()

@@ -1,0 +1,573 @@
+"""BalancedConsumer against a real ZooKeeper and the Tansu broker: pykafka's znodes, safe
+ownership, rebalances, session loss, and fleets of member processes (tests/fleet.py)."""
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from pyrdk import KafkaClient, OffsetType, RoundRobinProtocol
+from pyrdk.exceptions import PartitionOwnedError, UnicodeException
+from pyrdk.partitioners import hashing_partitioner
+from pyrdk.testing import ZooKeeperServer, free_port
+from tests.conftest import server_unavailable
+from tests.fix_kafka import make_topic, unique_name
+from tests.fleet import PATIENCE_S, ROOT, Fleet
+
+pytestmark = [pytest.mark.kafka, pytest.mark.zookeeper]
+
+# Short sessions and backoffs keep the tests quick; ZooKeeperServer allows sessions of 400 ms.
+FAST = dict(zookeeper_connection_timeout_ms=2000, rebalance_backoff_ms=200, consumer_timeout_ms=500)
+
+
+def produce(topic, count, first=0):
+    """``count`` messages keyed ``k<i>`` with value ``<i>``, spread by key hash."""
+    with topic.get_producer(linger_ms=5, partitioner=hashing_partitioner) as producer:
+        for i in range(first, first + count):
+            producer.produce(b"%d" % i, partition_key=b"k%d" % i)
+
+
+def drain(*consumers, idle_rounds=3):
+    """Consume from each consumer in turn, each until it times out, until a whole round
+    returns nothing ``idle_rounds`` times in a row; the values seen, as ints."""
+    seen = []
+    idle = 0
+    while idle < idle_rounds:
+        before = len(seen)
+        for consumer in consumers:
+            for message in consumer:
+                seen.append(int(message.value))
+        idle = 0 if len(seen) > before else idle + 1
+    return seen
+
+
+def until(condition, what, timeout_s=PATIENCE_S):
+    """Poll ``condition()`` until true; AssertionError naming ``what`` after ``timeout_s``
+    (a bound for a hung test, never a timing assertion)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("not reached within %ds: %s" % (timeout_s, what))
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def zk(zookeeper_chroot):
+    """A kazoo client on the test's chroot, to look at and meddle with the znodes."""
+    from kazoo.client import KazooClient
+    client = KazooClient(zookeeper_chroot, timeout=10)
+    client.start(timeout=30)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def zk_client(kafka_hosts, zookeeper_chroot):
+    """A KafkaClient whose zookeeper_hosts is the test's chroot."""
+    c = KafkaClient(hosts=kafka_hosts, zookeeper_hosts=zookeeper_chroot)
+    yield c
+    c.close()
+
+
+def owners_in_zookeeper(zk, group, topic_name):
+    """``{partition id: [owner ids]}`` from the ownership znodes."""
+    from kazoo.exceptions import NoNodeError
+    path = "/consumers/%s/owners/%s" % (group, topic_name)
+    owners = {}
+    for name in zk.get_children(path):
+        try:
+            value, _ = zk.get("%s/%s" % (path, name))
+        except NoNodeError:  # released between the two reads
+            continue
+        owners.setdefault(int(name.rsplit("-", 1)[1]), []).append(value.decode())
+    return owners
+
+
+# -- API and znode layout ----------------------------------------------------------------------
+
+def test_factory_joins_with_pykafkas_znodes(zk_client, zk, topic_name, group_name):
+    from pyrdk.balancedconsumer import BalancedConsumer
+    topic = make_topic(zk_client, topic_name, 4)
+    produce(topic, 400)
+    consumer = topic.get_balanced_consumer(group_name, **FAST)
+    try:
+        assert isinstance(consumer, BalancedConsumer)
+        assert sorted(consumer.partitions) == [0, 1, 2, 3]
+        group = group_name.decode()
+        me = consumer.consumer_id.decode()
+        assert zk.get_children("/consumers/%s/ids" % group) == [me]
+        assert zk.get("/consumers/%s/ids/%s" % (group, me))[0] == topic.name
+        expected = {"%d-%d" % (p.leader.id, p.id) for p in topic.partitions.values()}
+        owner_path = "/consumers/%s/owners/%s" % (group, topic_name)
+        assert set(zk.get_children(owner_path)) == expected
+        assert all(zk.get(owner_path + "/" + name)[0] == consumer.consumer_id for name in expected)
+        assert sorted(drain(consumer)) == list(range(400))
+        consumer.commit_offsets()
+        committed = _committed(topic, group_name)
+        assert all(committed[pid] == held + 1 for pid, held in consumer.held_offsets.items())
+    finally:
+        consumer.stop()
+    assert zk.get_children("/consumers/%s/ids" % group) == []
+    assert zk.get_children(owner_path) == []
+
+
+def test_shares_the_group_with_a_member_registered_as_pykafka_does(zk_client, zk, topic_name,
+                                                                    group_name):
+    """A pykafka member's znodes (id node valued with the topic name, owner nodes valued
+    with its id): the pyrdk member counts it in, takes only its own range share, and takes
+    the rest once the pykafka member's nodes go."""
+    from pyrdk.membershipprotocol import decide_partitions_range
+    topic = make_topic(zk_client, topic_name, 4)
+    group = group_name.decode()
+    other = b"pykafka-host:00000000-0000-0000-0000-000000000000"
+    other_path = "/consumers/%s/ids/%s" % (group, other.decode())
+    zk.create(other_path, topic.name, ephemeral=True, makepath=True)
+    consumer = topic.get_balanced_consumer(group_name, **FAST)
+    try:
+        mine = {p.id for p in decide_partitions_range([other, consumer.consumer_id], topic.partitions,
+                                                      consumer.consumer_id)}
+        theirs = set(topic.partitions) - mine
+        owner_path = "/consumers/%s/owners/%s" % (group, topic_name)
+        for pid in theirs:
+            p = topic.partitions[pid]
+            zk.create("%s/%d-%d" % (owner_path, p.leader.id, pid), other, ephemeral=True)
+        until(lambda: set(consumer.partitions) == mine, "the pyrdk member holds its share")
+        owners = owners_in_zookeeper(zk, group, topic_name)
+        assert {pid: o[0].encode() for pid, o in owners.items()} == dict(
+            [(pid, consumer.consumer_id) for pid in mine] + [(pid, other) for pid in theirs])
+        zk.delete(other_path)
+        for pid in theirs:
+            p = topic.partitions[pid]
+            zk.delete("%s/%d-%d" % (owner_path, p.leader.id, pid))
+        until(lambda: set(consumer.partitions) == set(topic.partitions), "it takes the rest")
+    finally:
+        consumer.stop()
+
+
+def _committed(topic, group):
+    consumer = topic.get_simple_consumer(consumer_group=group)
+    try:
+        return {pid: r.offset for pid, r in consumer.fetch_offsets()}
+    finally:
+        consumer.stop()
+
+
+def test_offsets_are_committed_in_kafka_and_resumed(zk_client, topic_name, group_name):
+    topic = make_topic(zk_client, topic_name, 2)
+    produce(topic, 100)
+    with topic.get_balanced_consumer(group_name, **FAST) as consumer:
+        first = [int(consumer.consume().value) for _ in range(30)]
+        consumer.commit_offsets()
+    with topic.get_balanced_consumer(group_name, **FAST) as consumer:
+        rest = drain(consumer)
+    assert sorted(first + rest) == list(range(100))
+
+
+def test_with_an_external_kazoo_client(kafka_hosts, zk, topic_name, group_name):
+    with KafkaClient(hosts=kafka_hosts) as client:
+        topic = make_topic(client, topic_name, 2)
+        produce(topic, 50)
+        consumer = topic.get_balanced_consumer(group_name, zookeeper=zk, **FAST)
+        try:
+            assert sorted(drain(consumer)) == list(range(50))
+        finally:
+            consumer.stop()
+        assert zk.connected  # a client given is not stopped
+        assert zk.get_children("/consumers/%s/ids" % group_name.decode()) == []
+
+
+def test_round_robin_protocol_and_idle_extra_member(zk_client, topic_name, group_name):
+    topic = make_topic(zk_client, topic_name, 2)
+    consumers = [topic.get_balanced_consumer(group_name, membership_protocol=RoundRobinProtocol,
+                                             **FAST) for _ in range(3)]
+    try:
+        until(lambda: sorted(len(c.partitions) for c in consumers) == [0, 1, 1],
+              "two members hold one partition each, the third idles")
+        idle = next(c for c in consumers if not c.partitions)
+        busy = [c for c in consumers if c.partitions]
+        busy[0].stop()
+        until(lambda: len(idle.partitions) == 1 and len(busy[1].partitions) == 1
+              and set(idle.partitions) | set(busy[1].partitions) == {0, 1},
+              "the idle member takes over the stopped member's partition")
+    finally:
+        for c in consumers:
+            c.stop()
+
+
+def test_post_rebalance_callback_sees_offsets_and_may_reset(zk_client, topic_name, group_name):
+    topic = make_topic(zk_client, topic_name, 1)
+    produce(topic, 20)
+    calls = []
+
+    def callback(consumer, old_offsets, new_offsets):
+        calls.append((old_offsets, new_offsets))
+        return {0: 9}  # the last offset consumed: go on at 10
+
+    with topic.get_balanced_consumer(group_name, post_rebalance_callback=callback, **FAST) as consumer:
+        assert calls == [({}, {0: -1})]
+        assert sorted(drain(consumer)) == list(range(10, 20))
+
+
+def test_reset_offset_on_start(zk_client, topic_name, group_name):
+    topic = make_topic(zk_client, topic_name, 1)
+    produce(topic, 10)
+    with topic.get_balanced_consumer(group_name, **FAST) as consumer:
+        assert len(drain(consumer)) == 10
+        consumer.commit_offsets()
+    with topic.get_balanced_consumer(group_name, **FAST) as consumer:
+        assert drain(consumer) == []
+    with topic.get_balanced_consumer(group_name, reset_offset_on_start=True,
+                                     auto_offset_reset=OffsetType.EARLIEST, **FAST) as consumer:
+        assert len(drain(consumer)) == 10
+
+
+def test_kazoo_is_imported_only_for_the_balanced_consumer():
+    check = ("import sys, pyrdk; assert 'kazoo' not in sys.modules; "
+             "pyrdk.BalancedConsumer; assert 'kazoo' in sys.modules")
+    subprocess.run([sys.executable, "-c", check], check=True, cwd=ROOT)
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("group,error", [(42, TypeError), (None, TypeError), ("", ValueError),
+                                          ("a/b", ValueError), ("gr\u00fcppe", UnicodeException)])
+def test_bad_consumer_group_is_named(zk_client, topic_name, group, error):
+    topic = make_topic(zk_client, topic_name, 1)
+    with pytest.raises(error, match="consumer_group"):
+        topic.get_balanced_consumer(group, **FAST)
+
+
+def test_unreachable_zookeeper_is_a_clear_error(kafka_hosts, topic_name, group_name):
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    from pyrdk.balancedconsumer import ZooKeeperUnavailableError
+    nobody = "127.0.0.1:%d" % free_port()
+    with KafkaClient(hosts=kafka_hosts) as client:
+        topic = make_topic(client, topic_name, 1)
+        with pytest.raises(ZooKeeperUnavailableError, match="zookeeper_connection_timeout_ms=500") as info:
+            topic.get_balanced_consumer(group_name, zookeeper_hosts=nobody,
+                                        zookeeper_connection_timeout_ms=500)
+        assert nobody in str(info.value)
+        assert isinstance(info.value, KazooTimeoutError)  # what pykafka raised
+
+
+def test_missing_chroot_is_named(zk_client, zookeeper_chroot, topic_name, group_name):
+    topic = make_topic(zk_client, topic_name, 1)
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="chroot .*/missing"):
+        topic.get_balanced_consumer(group_name, zookeeper_hosts=zookeeper_chroot + "/missing", **FAST)
+
+
+def test_bad_arguments_are_named(zk_client, topic_name, group_name):
+    topic = make_topic(zk_client, topic_name, 1)
+    with pytest.raises(TypeError, match="membership_protocol"):
+        topic.get_balanced_consumer(group_name, membership_protocol="range")
+    with pytest.raises(TypeError, match="zookeeper_hosts"):
+        topic.get_balanced_consumer(group_name, zookeeper_hosts=5)
+    with pytest.raises(TypeError, match="rebalance_backoff_ms"):
+        topic.get_balanced_consumer(group_name, rebalance_backoff_ms="2s")
+
+
+# -- rebalancing -------------------------------------------------------------------------------
+
+def test_blocked_consume_wakes_up_for_a_rebalance(zk_client, topic_name, group_name):
+    topic = make_topic(zk_client, topic_name, 2)
+    kwargs = dict(FAST, consumer_timeout_ms=-1, rebalance_max_retries=2)
+    first = topic.get_balanced_consumer(group_name, **kwargs)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(first.consume()), daemon=True)
+    reader.start()
+    second = None
+    try:
+        time.sleep(0.3)  # let it block in consume()
+        second = topic.get_balanced_consumer(group_name, **kwargs)
+        until(lambda: len(first.partitions) == 1 and len(second.partitions) == 1,
+              "the blocked member gives a partition to the new one")
+        produce(topic, 50)
+        reader.join(PATIENCE_S)
+        assert got and got[0] is not None and got[0].partition_id in first.partitions
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+@pytest.mark.parametrize("leader_id", ["own", 999], ids=["same-name", "other-leader-id"])
+def test_partition_owned_elsewhere_waits_then_raises_after_retries(zk_client, zk, topic_name,
+                                                                    group_name, leader_id):
+    """A foreign ownership node, under the name this member would use or under another
+    leader id (as after a leader change), keeps the partition from it."""
+    topic = make_topic(zk_client, topic_name, 2)
+    produce(topic, 40)
+    partition = topic.partitions[1]
+    name = "%s-1" % (partition.leader.id if leader_id == "own" else leader_id)
+    path = "/consumers/%s/owners/%s/%s" % (group_name.decode(), topic_name, name)
+    zk.create(path, b"someone-else", ephemeral=True, makepath=True)
+    consumer = topic.get_balanced_consumer(group_name, rebalance_max_retries=2, **dict(
+        FAST, rebalance_backoff_ms=50))
+    try:
+        assert sorted(consumer.partitions) == [0]
+        with pytest.raises(PartitionOwnedError) as info:
+            drain(consumer, idle_rounds=40)
+        assert info.value.partition.id == 1
+        assert set(owners_in_zookeeper(zk, group_name.decode(), topic_name)[1]) == {"someone-else"}
+        zk.delete(path)
+        until(lambda: sorted(consumer.partitions) == [0, 1], "the member claims the freed partition")
+        assert len(drain(consumer)) > 0
+    finally:
+        consumer.stop()
+
+
+def test_forced_session_expiry_never_leaves_two_owners(zk_client, zk, topic_name, group_name):
+    """Close one member's ZooKeeper session from outside: it stops reading at once, joins
+    again in a new session, and the two members go on consuming without ever both holding
+    a partition."""
+    from kazoo.client import KazooClient
+    topic = make_topic(zk_client, topic_name, 4)
+    produce(topic, 2000)
+    group = group_name.decode()
+    a = topic.get_balanced_consumer(group_name, **FAST)
+    b = topic.get_balanced_consumer(group_name, **FAST)
+    seen = []
+    samples = []
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            held_a, held_b = set(a.partitions), set(b.partitions)
+            samples.append((held_a & held_b, owners_in_zookeeper(zk, group, topic_name)))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        until(lambda: len(a.partitions) == 2 and len(b.partitions) == 2, "two partitions each")
+        seen += drain(a, b, idle_rounds=1)
+        old_session = a._zookeeper.client_id
+        thief = KazooClient(zk_client.cluster.zookeeper_hosts, client_id=old_session, timeout=2)
+        thief.start(timeout=30)
+        thief.stop()  # closing the session expires it for the member too
+        thief.close()
+        until(lambda: a._zookeeper.client_id != old_session and len(a.partitions) == 2
+              and len(b.partitions) == 2, "the member is back in a new session")
+        produce(topic, 2000, first=2000)
+        seen += drain(a, b)
+    finally:
+        stop.set()
+        sampler.join()
+        a.stop()
+        b.stop()
+    assert set(seen) == set(range(4000))
+    assert samples and all(not both for both, _ in samples)
+    assert all(len(owners) <= 1 for _, zk_owners in samples for owners in zk_owners.values())
+
+
+
+@pytest.mark.mock
+def test_leader_changes_move_partitions_without_two_owners(mock_cluster, zk, zookeeper_chroot,
+                                                           group_name, monkeypatch):
+    """pykafka's order, and its node names, depend on the leaders: moving leaders makes
+    the members (each with its own client, so its own view of the metadata) swap
+    partitions, and never makes two of them own one."""
+    from pyrdk import balancedconsumer
+    from pyrdk.membershipprotocol import decide_partitions_range
+    monkeypatch.setattr(balancedconsumer, "METADATA_CHECK_S", 0.3)
+    mock_cluster.create_topic("moving", 6, 3)
+    clients = [KafkaClient(hosts=mock_cluster.bootstrap_servers, zookeeper_hosts=zookeeper_chroot)
+               for _ in range(2)]
+    members = [c.topics["moving"].get_balanced_consumer(group_name, **FAST) for c in clients]
+    group = group_name.decode()
+    ids = [m.consumer_id for m in members]
+
+    def settled():
+        held = [set(m.partitions) for m in members]
+        expected = [{p.id for p in decide_partitions_range(ids, clients[0].topics["moving"].partitions, i)}
+                    for i in ids]
+        return held == expected
+
+    with ZooKeeperSampler(zk, group, "moving") as sampler:
+        try:
+            until(settled, "the members hold what pykafka's range decides")
+            before = [set(m.partitions) for m in members]
+            leaders = {pid: p.leader.id for pid, p in clients[0].topics["moving"].partitions.items()}
+            moved = {pid: 1 + leader % 3 if pid % 2 else leader for pid, leader in leaders.items()}
+            for pid, leader in moved.items():
+                mock_cluster.set_partition_leader("moving", pid, leader)
+            until(lambda: all({pid: p.leader.id for pid, p in c.topics["moving"].partitions.items()}
+                              == moved for c in clients)
+                  and [set(m.partitions) for m in members] != before and settled(),
+                  "the members swap partitions for the new leaders")
+            both = set(members[0].partitions) & set(members[1].partitions)
+        finally:
+            for m in members:
+                m.stop()
+            for c in clients:
+                c.close()
+    assert both == set()
+    assert sampler.samples and sampler.doubles == []
+
+
+# -- fleets of member processes ----------------------------------------------------------------
+
+MEMBER = dict(zookeeper_connection_timeout_ms=2000, rebalance_backoff_ms=200,
+              rebalance_max_retries=50, consumer_timeout_ms=200)
+
+
+def wait_even(fleet, partitions):
+    """Wait until each partition has one owner and every live member holds its share (the
+    rebalancing is over, not just passing through a state where each partition is owned)."""
+    def even(owners):
+        counts = [sum(1 for o in owners.values() if o == [m.name]) for m in fleet.live()]
+        return max(counts) - min(counts) <= 1
+    fleet.wait_balanced(partitions)
+    return fleet.wait_until(lambda owners: sorted(owners) == sorted(partitions)
+                            and all(len(o) == 1 for o in owners.values()) and even(owners),
+                            "each member holds its share of %s" % sorted(partitions))
+
+
+def fleet_for(kafka_hosts, zookeeper_hosts, topic_name, **kwargs):
+    return Fleet(kafka_hosts, topic_name, unique_name("fleet"),
+                 dict(MEMBER, zookeeper_hosts=zookeeper_hosts), **kwargs)
+
+
+class ZooKeeperSampler:
+    """Reads the ownership znodes every few ms on its own thread; ``doubles`` lists each
+    sample where a partition had two owner nodes."""
+
+    def __init__(self, zk, group, topic_name):
+        self._zk, self._group, self._topic = zk, group, topic_name
+        self.samples = []
+        self.doubles = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        from kazoo.exceptions import KazooException
+        while not self._stop.wait(0.02):
+            try:
+                owners = owners_in_zookeeper(self._zk, self._group, self._topic)
+            except KazooException:
+                continue  # ZooKeeper is restarting
+            self.samples.append(owners)
+            if any(len(o) > 1 for o in owners.values()):
+                self.doubles.append(owners)
+
+    def __enter__(self):
+        self._zk.ensure_path("/consumers/%s/owners/%s" % (self._group, self._topic))
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.mark.slow
+def test_fleet_of_three_splits_six_partitions_and_loses_nothing_across_a_restart(
+        kafka_hosts, zk_client, zk, zookeeper_chroot, topic_name):
+    total = 30000
+    topic = make_topic(zk_client, topic_name, 6)
+    produce(topic, total)
+    # 1 ms of "work" per message keeps the fleet busy long enough to sample it often.
+    with fleet_for(kafka_hosts, zookeeper_chroot, topic_name, commit_every=100, delay_ms=1) as fleet, \
+            ZooKeeperSampler(zk, fleet.group, topic_name) as sampler:
+        fleet.start(3)
+        wait_even(fleet, range(6))
+        stable_from = len(sampler.samples)
+        fleet.wait_until(lambda owners: len(fleet.distinct_processed()) >= total // 3,
+                         "a third of the messages processed")
+        stable = sampler.samples[stable_from:]
+        for member in fleet.live():  # a full restart, the hard way: kill -9 every member...
+            fleet.kill(member)
+        first_run = len(fleet.distinct_processed())
+        fleet.start(3)  # ...and a new fleet goes on from the offsets committed after processing
+        fleet.wait_balanced(range(6))
+        fleet.wait_processed(total)
+        fleet.stop_all()
+        processed = fleet.processed()
+    keys = {k for _, _, k, _ in processed}
+    assert keys == {"k%d" % i for i in range(total)}, "every message is processed at least once"
+    assert fleet.samples > 0 and fleet.violations == [], "no partition read by two members at once"
+    assert sampler.doubles == [], "no partition with two owner nodes in ZooKeeper"
+    unbalanced = [s for s in stable if sorted(s) != list(range(6)) or any(len(o) != 1 for o in s.values())]
+    assert len(stable) > 10 and unbalanced == [], "one owner per partition while the fleet is stable"
+    assert first_run < total  # the second fleet really had work left...
+    assert len(processed) < total + first_run  # ...and did not start from scratch
+
+
+@pytest.mark.slow
+def test_killed_member_is_replaced_and_a_newcomer_takes_its_share(
+        kafka_hosts, zk_client, zk, zookeeper_chroot, topic_name):
+    topic = make_topic(zk_client, topic_name, 6)
+    produce(topic, 3000)
+    with fleet_for(kafka_hosts, zookeeper_chroot, topic_name) as fleet, \
+            ZooKeeperSampler(zk, fleet.group, topic_name) as sampler:
+        members = fleet.start(3)
+        wait_even(fleet, range(6))
+        victim = members[1]
+        fleet.kill(victim)  # kill -9: its session expires, its nodes go
+        survivors = [m for m in members if m is not victim]
+        fleet.wait_balanced(range(6), members=survivors)
+        newcomer = fleet.start_member()
+        owners = wait_even(fleet, range(6))
+        assert sum(1 for o in owners.values() if o == [newcomer.name]) == 2
+        produce(topic, 3000, first=3000)
+        fleet.wait_processed(6000)
+        processed = fleet.processed()
+    assert {k for _, _, k, _ in processed} == {"k%d" % i for i in range(6000)}
+    assert fleet.violations == [] and sampler.doubles == []
+
+
+@pytest.mark.slow
+def test_extra_member_idles_then_takes_over(kafka_hosts, zk_client, zookeeper_chroot, topic_name):
+    topic = make_topic(zk_client, topic_name, 2)
+    with fleet_for(kafka_hosts, zookeeper_chroot, topic_name) as fleet:
+        members = fleet.start(3)
+        owners = wait_even(fleet, range(2))
+        idle = [m for m in members if all(o != [m.name] for o in owners.values())]
+        assert len(idle) == 1
+        leaving = next(m for m in members if m is not idle[0])
+        fleet.stop(leaving)
+        owners = wait_even(fleet, range(2))
+        assert [idle[0].name] in owners.values()
+        produce(topic, 500)
+        fleet.wait_processed(500)
+    assert fleet.violations == []
+
+
+@pytest.mark.slow
+def test_zookeeper_restart_does_not_stop_the_fleet(kafka_hosts, zk_client, topic_name):
+    """The fleet's own ZooKeeper server goes down and comes back on the same port and data:
+    sessions survive, members pause while ownership is unconfirmed and then go on."""
+    from kazoo.client import KazooClient
+    topic = make_topic(zk_client, topic_name, 6)
+    produce(topic, 3000)
+    server = ZooKeeperServer()
+    try:
+        server.start()
+    except Exception as exc:
+        server.close()
+        server_unavailable("could not start a ZooKeeper server of its own: %s" % exc)
+    with server:
+        zk = KazooClient(server.hosts, timeout=10)
+        zk.start(timeout=30)
+        try:
+            with fleet_for(kafka_hosts, server.hosts, topic_name) as fleet, \
+                    ZooKeeperSampler(zk, fleet.group, topic_name) as sampler:
+                fleet.start(3)
+                fleet.wait_balanced(range(6))
+                fleet.wait_processed(3000)
+                server.stop()
+                time.sleep(1)  # down for half a session timeout
+                server.start()
+                fleet.wait_balanced(range(6))
+                produce(topic, 3000, first=3000)
+                fleet.wait_processed(6000)
+                assert all(m.alive for m in fleet.members)
+                processed = fleet.processed()
+        finally:
+            zk.stop()
+            zk.close()
+    assert {k for _, _, k, _ in processed} == {"k%d" % i for i in range(6000)}
+    assert fleet.violations == [] and sampler.doubles == []
