@@ -148,12 +148,14 @@ def _fill(broker, native, size, count):
     return topic
 
 
-def throughput(broker, native, sizes, repeat, log):
-    """Every case at every size, median of ``repeat`` runs (each producer on a fresh topic)."""
+def throughput(broker, native, sizes, repeat, log, only=None):
+    """Every case at every size, median of ``repeat`` runs (each producer on a fresh topic);
+    ``only``: the cases whose name contains one of these strings (and the baselines)."""
     results = []
+    cases = [c for c in CASES + EXTRA_CASES if not only or c[0] in BASELINE.values() or
+             c[0] in NATIVE_CASE.values() or any(o in c[0] for o in only)]
     for size, count in sizes:
         runs = {}
-        cases = CASES + EXTRA_CASES
         for kind in ("produce", "consume"):
             source = _fill(broker, native, size, count) if kind == "consume" else None
             for rep in range(repeat):
@@ -309,12 +311,15 @@ def main():
     parser.add_argument("--quick", action="store_true", help="ten times fewer messages, one run each")
     parser.add_argument("--modes", default="throughput,latency,memory")
     parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--only", help="comma-separated parts of case names to run (with the baselines)")
+    parser.add_argument("--sizes", help="comma-separated value sizes to run (100,1024,10240)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     opts = parser.parse_args()
     modes = set(opts.modes.split(","))
     scale = 10 if opts.quick else 1
     repeat = opts.repeat or (1 if opts.quick else REPEAT)
-    sizes = [(size, count // scale) for size, count in SIZES]
+    sizes = [(size, count // scale) for size, count in SIZES
+             if not opts.sizes or str(size) in opts.sizes.split(",")]
     os.makedirs(opts.out, exist_ok=True)
     began = time.monotonic()
 
@@ -334,7 +339,8 @@ def main():
     try:
         if "throughput" in modes:
             log("throughput (%d partitions, median of %d)" % (PARTITIONS, repeat))
-            report["throughput"] = throughput(broker, native, sizes, repeat, log)
+            report["throughput"] = throughput(broker, native, sizes, repeat, log,
+                                              opts.only.split(",") if opts.only else None)
         if "latency" in modes:
             log("latency (%d msgs/s)" % LATENCY_RATE)
             report["latency"] = latency(broker, native, max(2, LATENCY_SECONDS // scale), log)

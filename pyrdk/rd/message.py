@@ -1,8 +1,11 @@
 """``rd_kafka_message_t`` → ``pyrdk.common.Message``, and headers both ways."""
-from pyrdk._ffi import ffi, lib
+from itertools import repeat
+
+from pyrdk._ffi import ffi, lib, string
 from pyrdk.common import Message
 from pyrdk.rd import errors
 
+_F_VALUE, _F_KEY, _F_HEADERS, _F_ERROR = lib.PYRDK_F_VALUE, lib.PYRDK_F_KEY, lib.PYRDK_F_HEADERS, lib.PYRDK_F_ERROR
 
 
 class Reader:
@@ -38,6 +41,52 @@ class Reader:
         return Message(value, partition_key=key, partition_id=m.partition, offset=m.offset,
                        timestamp=timestamp, timestamp_type=self._tstype[0], headers=self.headers(m),
                        topic=topic)
+
+
+def unpack_batch(array, n, partitions=None):
+    """The ``n`` C messages of ``array`` as ``(messages, errors)``, in one pass over C
+    (``pyrdk_batch_unpack``): values and keys come out of one copied buffer, each message's
+    ``partition`` is ``partitions.get(partition_id)`` when given. End-of-partition events
+    are dropped. The caller destroys the C messages."""
+    size = lib.pyrdk_batch_data_size(array, n)
+    data = ffi.new("char[]", size or 1)
+    cols = [ffi.new(t, n) for t in ("size_t[]", "size_t[]", "int32_t[]", "int64_t[]", "int64_t[]",
+                                    "int[]", "int[]")]
+    one_topic = lib.pyrdk_batch_unpack(array, n, data, *cols)
+    value_ends, key_ends, pids, offsets, timestamps, tstypes, flags = [ffi.unpack(c, n) for c in cols]
+    blob = ffi.buffer(data, size)[:]
+    starts = [0]
+    starts += key_ends[:-1]
+    values = [blob[a:b] for a, b in zip(starts, value_ends)]
+    objects = repeat(None) if partitions is None else map(partitions.get, pids)
+    if one_topic:
+        topic = _topic_name(array[0])
+        topics = repeat(topic)
+    else:
+        topics = [_topic_name(array[i]) for i in range(n)]
+    if flags.count(_F_VALUE) == n:  # the common case: values, no keys, headers or errors
+        return list(map(Message, values, repeat(None), pids, offsets, timestamps, repeat(None),
+                        objects, topics, tstypes)), []
+    msgs, errs = [], []
+    reader = None
+    for i, (value, pid, offset, ts, tstype, f, obj, topic) in enumerate(
+            zip(values, pids, offsets, timestamps, tstypes, flags, objects, topics)):
+        if f & _F_ERROR:
+            if array[i].err != errors.PARTITION_EOF:
+                errs.append(error_of(array[i], topic))
+            continue
+        headers = None
+        if f & _F_HEADERS:
+            reader = reader or Reader()
+            headers = reader.headers(array[i])
+        key = blob[value_ends[i]:key_ends[i]] if f & _F_KEY else None
+        msgs.append(Message(value if f & _F_VALUE else None, key, pid, offset, ts, headers, obj, topic,
+                            tstype))
+    return msgs, errs
+
+
+def _topic_name(rkmessage):
+    return string(lib.rd_kafka_topic_name(rkmessage.rkt)) if rkmessage.rkt != ffi.NULL else None
 
 
 def headers_to_c(headers):
