@@ -155,7 +155,7 @@ def throughput(broker, native, sizes, repeat, log, only=None):
     cases = [c for c in CASES + EXTRA_CASES if not only or c[0] in BASELINE.values() or
              c[0] in NATIVE_CASE.values() or any(o in c[0] for o in only)]
     for size, count in sizes:
-        runs = {}
+        runs, failed = {}, {}
         for kind in ("produce", "consume"):
             source = _fill(broker, native, size, count) if kind == "consume" else None
             for rep in range(repeat):
@@ -165,15 +165,24 @@ def throughput(broker, native, sizes, repeat, log, only=None):
                     topic = source or broker.new_topic("bench-%d" % size)
                     args = dict(brokers=broker.hosts, topic=topic, count=count // fraction, size=size,
                                 partitions=PARTITIONS)
-                    result = run_case(name, args, native)
-                    if source is None:
-                        broker.delete_topic(topic)
+                    try:
+                        result = run_case(name, args, native)
+                    except RuntimeError as exc:  # shown in the table; the other cases go on
+                        log("  %-28s %6d B  run %d: FAILED: %s" % (name, size, rep + 1, exc))
+                        failed.setdefault(name, []).append(str(exc))
+                        continue
+                    finally:
+                        if source is None:
+                            broker.delete_topic(topic)
                     runs.setdefault(name, []).append(result)
                     log("  %-28s %6d B  run %d: %10.0f msgs/s  %6.0f MB peak" % (
                         name, size, rep + 1, result["count"] / result["seconds"], result["peak_rss_mb"]))
             if source is not None:
                 broker.delete_topic(source)
         for name, kind, settings, fraction in cases:
+            if name in failed and name not in runs:
+                results.append(dict(case=name, kind=kind, settings=settings, size=size,
+                                    count=count // fraction, runs=0, errors=failed[name]))
             if name not in runs:
                 continue
             secs = statistics.median(r["seconds"] for r in runs[name])
@@ -182,9 +191,13 @@ def throughput(broker, native, sizes, repeat, log, only=None):
                                 runs=len(runs[name]), seconds=secs, msgs_per_s=n / secs,
                                 mb_per_s=n * size / secs / 1e6,
                                 peak_rss_mb=statistics.median(r["peak_rss_mb"] for r in runs[name]),
-                                all_seconds=[r["seconds"] for r in runs[name]]))
-    by_key = {(r["case"], r["size"]): r for r in results}
+                                all_seconds=[r["seconds"] for r in runs[name]],
+                                errors=failed.get(name, [])))
+    by_key = {(r["case"], r["size"]): r for r in results if r["runs"]}
     for r in results:
+        if not r["runs"]:
+            r["vs_confluent"] = r["vs_native"] = None
+            continue
         for field, ref in (("vs_confluent", BASELINE[r["kind"]]), ("vs_native", NATIVE_CASE[r["kind"]])):
             base = by_key.get((ref, r["size"]))
             r[field] = r["msgs_per_s"] / base["msgs_per_s"] if base else None
@@ -260,6 +273,10 @@ def table(results):
              "| peak RSS MB |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
+        if not r["runs"]:
+            lines.append("| %s | %s | %d B | %s × 0 | failed | | | | |" % (
+                r["case"], r["settings"], r["size"], format(r["count"], ",")))
+            continue
         lines.append("| %s | %s | %d B | %s × %d | %s | %.1f | %s | %s | %.0f |" % (
             r["case"], r["settings"], r["size"], format(r["count"], ","), r["runs"],
             format(int(r["msgs_per_s"]), ","), r["mb_per_s"],
@@ -276,7 +293,7 @@ def chart(results, path):
     for col, size in enumerate(sizes):
         for row, kind in enumerate(("produce", "consume")):
             ax = axes[row][col]
-            rows = [r for r in results if r["size"] == size and r["kind"] == kind]
+            rows = [r for r in results if r["size"] == size and r["kind"] == kind and r["runs"]]
             names = [r["case"].replace(".%s" % kind, "").replace(".tuned", " (t)") or r["case"] for r in rows]
             colors = ["#c0392b" if r["case"].startswith("pyrdk") else
                       "#7f8c8d" if r["case"].startswith("native") else "#2980b9" for r in rows]
@@ -343,10 +360,16 @@ def main():
                                               opts.only.split(",") if opts.only else None)
         if "latency" in modes:
             log("latency (%d msgs/s)" % LATENCY_RATE)
-            report["latency"] = latency(broker, native, max(2, LATENCY_SECONDS // scale), log)
+            try:
+                report["latency"] = latency(broker, native, max(2, LATENCY_SECONDS // scale), log)
+            except RuntimeError as exc:
+                log("  latency FAILED: %s" % exc)
         if "memory" in modes:
             log("memory")
-            report["memory"] = memory(broker, native, MEMORY_COUNT // scale, log)
+            try:
+                report["memory"] = memory(broker, native, MEMORY_COUNT // scale, log)
+            except RuntimeError as exc:
+                log("  memory FAILED: %s" % exc)
     finally:
         broker.stop()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -119,11 +119,12 @@ def _confluent_produce(brokers, topic, count, size, config):
     produce, poll = producer.produce, producer.poll
     start = time.perf_counter()
     for _ in range(count):
-        try:
-            produce(topic, value)
-        except BufferError:
-            poll(0.01)
-            produce(topic, value)
+        while True:
+            try:
+                produce(topic, value)
+                break
+            except BufferError:  # the local queue is full: serve reports, try again
+                poll(0.01)
         poll(0)
     left = producer.flush(60)
     seconds = time.perf_counter() - start
@@ -209,9 +210,9 @@ def kafka_python_consume(brokers, topic, count, size, partitions, **_):
         for records in consumer.poll(timeout_ms=1000).values():
             if start is None:
                 start = time.perf_counter()
-            for msg in records:
+            for msg in records[:count - got]:  # a tenth of the topic: stop at count
                 nbytes += len(msg.value)
-            got += len(records)
+                got += 1
     seconds = time.perf_counter() - start
     consumer.close()
     return _result(got, nbytes, seconds)
@@ -257,9 +258,9 @@ def aiokafka_consume(brokers, topic, count, size, partitions, **_):
             for records in (await consumer.getmany(timeout_ms=1000, max_records=10000)).values():
                 if start is None:
                     start = time.perf_counter()
-                for msg in records:
+                for msg in records[:count - got]:  # a tenth of the topic: stop at count
                     nbytes += len(msg.value)
-                got += len(records)
+                    got += 1
         seconds = time.perf_counter() - start
         await consumer.stop()
         return _result(got, nbytes, seconds)

@@ -342,13 +342,15 @@ size_t pyrdk_batch_data_size(rd_kafka_message_t **msgs, size_t cnt) {
 }
 
 /* Copy the values and keys of cnt consumed messages into data (values and keys of message
- * i end at value_ends[i] and key_ends[i]) and their fields into the columns. Returns 1
- * when every message comes from the topic of the first one. */
+ * i end at value_ends[i] and key_ends[i]) and their fields into the columns. Returns the
+ * flags of all messages or-ed, with PYRDK_F_NO_VALUE if a message (not an error) has no
+ * value and PYRDK_F_TOPICS if they come from more than one topic: PYRDK_F_VALUE alone
+ * means values only, of one topic. */
 int pyrdk_batch_unpack(rd_kafka_message_t **msgs, size_t cnt, char *data, size_t *value_ends,
                        size_t *key_ends, int32_t *partitions, int64_t *offsets, int64_t *timestamps,
                        int *timestamp_types, int *flags) {
         size_t pos = 0;
-        int one_topic = 1;
+        int all = 0;
         for (size_t i = 0; i < cnt; i++) {
                 const rd_kafka_message_t *m = msgs[i];
                 rd_kafka_timestamp_type_t tstype;
@@ -356,7 +358,7 @@ int pyrdk_batch_unpack(rd_kafka_message_t **msgs, size_t cnt, char *data, size_t
                 int f = 0;
 
                 if (m->rkt != msgs[0]->rkt)
-                        one_topic = 0;
+                        all |= PYRDK_F_TOPICS;
                 partitions[i] = m->partition;
                 offsets[i] = m->offset;
                 if (m->err) {
@@ -364,13 +366,15 @@ int pyrdk_batch_unpack(rd_kafka_message_t **msgs, size_t cnt, char *data, size_t
                         timestamps[i] = -1;
                         timestamp_types[i] = 0;
                         flags[i] = PYRDK_F_ERROR;
+                        all |= PYRDK_F_ERROR;
                         continue;
                 }
                 if (m->payload) {
                         memcpy(data + pos, m->payload, m->len);
                         pos += m->len;
                         f |= PYRDK_F_VALUE;
-                }
+                } else
+                        all |= PYRDK_F_NO_VALUE;
                 value_ends[i] = pos;
                 if (m->key) {
                         memcpy(data + pos, m->key, m->key_len);
@@ -383,8 +387,9 @@ int pyrdk_batch_unpack(rd_kafka_message_t **msgs, size_t cnt, char *data, size_t
                 if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR)
                         f |= PYRDK_F_HEADERS;
                 flags[i] = f;
+                all |= f;
         }
-        return one_topic;
+        return all;
 }
 
 void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt) {

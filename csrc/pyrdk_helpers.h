@@ -80,7 +80,8 @@ rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd
 
 /* One consumed batch, unpacked in one pass (pyrdk_batch_unpack): values and keys
  * concatenated in data, the rest in columns. flags: PYRDK_F_* below. */
-enum { PYRDK_F_VALUE = 1, PYRDK_F_KEY = 2, PYRDK_F_HEADERS = 4, PYRDK_F_ERROR = 8 };
+enum { PYRDK_F_VALUE = 1, PYRDK_F_KEY = 2, PYRDK_F_HEADERS = 4, PYRDK_F_ERROR = 8,
+       PYRDK_F_NO_VALUE = 16, PYRDK_F_TOPICS = 32 };
 
 size_t pyrdk_batch_data_size(rd_kafka_message_t **msgs, size_t cnt);
 int pyrdk_batch_unpack(rd_kafka_message_t **msgs, size_t cnt, char *data, size_t *value_ends,

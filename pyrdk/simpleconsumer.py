@@ -240,12 +240,13 @@ class SimpleConsumer:
         while True:
             # The short way, while there is neither a deserializer nor auto-commit to run:
             # hand out the buffered messages (filled a batch at a time) directly.
-            nxt = self._next
-            while self._buffer and self._running and self._deserializer is None and \
-                    not self._auto_commit_enable and self._deferred is None:
-                msg = self._buffer.popleft()
-                nxt[msg.partition_id] = msg.offset + 1
-                yield msg
+            # (stop() empties the buffer, pause() replaces it: both are seen at once.)
+            if self._deserializer is None and not self._auto_commit_enable:
+                nxt = self._next
+                while self._buffer and self._deferred is None:
+                    msg = self._buffer.popleft()
+                    nxt[msg.partition_id] = msg.offset + 1
+                    yield msg
             message = self.consume(block=True)
             if message is None:
                 return
@@ -258,6 +259,18 @@ class SimpleConsumer:
         self._raise_deferred()
         if not self._buffer:
             self._fetch(max_messages, timeout_ms)
+        buffer = self._buffer
+        if self._deserializer is None:  # the short way: nothing per message can fail
+            if max_messages >= len(buffer):
+                out = list(buffer)
+                buffer.clear()
+            else:
+                out = [buffer.popleft() for _ in range(max_messages)]
+            nxt = self._next
+            for msg in out:
+                nxt[msg.partition_id] = msg.offset + 1
+            self._maybe_auto_commit()
+            return out
         out = []
         for _ in range(min(max_messages, len(self._buffer))):
             try:
