@@ -69,6 +69,12 @@ class Producer:
     :param enable_idempotence: ``enable.idempotence``; it requires acks from all replicas,
         so with it the default ``required_acks=1`` becomes -1
     :param rdkafka_config: any librdkafka properties, applied last
+
+    The defaults are pykafka's, and suit throughput: messages wait up to ``linger_ms``
+    (``linger.ms=5000``) for a batch of ``min_queued_messages``, or of librdkafka's
+    ``batch.size`` (1 MB), whichever fills first. A full queue of ``max_queued_messages``
+    is waited on 10 ms at a time, sending at once. :meth:`produce` makes one ``Message`` and
+    one C call per message; :meth:`produce_batch` makes neither.
     """
 
     def __init__(self, cluster, topic, partitioner=None, compression=CompressionType.NONE,
