@@ -237,8 +237,8 @@ class Producer:
             self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
         if self._general or timestamp is not None or headers:
             return self._produce_general(message, partition_key, timestamp, headers)
-        # The short way: one Message, one C call (pyrdk_produce); type and size are checked
-        # in C or on the error path.
+        # The short way: one Message, one C call (pyrdk_send); the size is checked in C, and
+        # named on the error path.
         if (message.__class__ is not bytes and message is not None) or \
                 (partition_key.__class__ is not bytes and partition_key is not None):
             _check_bytes("message", message)
@@ -328,20 +328,21 @@ class Producer:
     def produce_batch(self, messages):
         """Send many messages in one call; returns how many were queued.
 
-        :param messages: a list (or any iterable) of values -- bytes -- or of
-            ``(value, partition_key)`` pairs
-        :returns: the number of messages queued (all of them, or an exception)
+        :param messages: a list (or any iterable) of values (bytes; other bytes-like objects
+            are taken as their bytes), or of ``(value, partition_key)`` pairs (a value, and
+            bytes or None)
+        :returns: the number of messages queued: all of them, else an exception is raised
 
         No ``Message`` objects are made: the values and keys are handed to librdkafka in one
         C loop (``pyrdk_produce_batch``), spread over the partitions as the default
-        partitioner does (round robin from a random start), and their
-        delivery reports are counted in C. A failed delivery still surfaces, with the
-        message's value and key: through ``get_delivery_report()``-less producers as
-        ``ProduceFailureError`` on the next ``produce()``, ``flush()`` or ``stop()``. With a
-        serializer, a partitioner other than the default, ``sync`` or ``delivery_reports``,
-        each message goes through :meth:`produce` instead. An error (the queue full with
-        ``block_on_queue_full=False``, a message over ``max_request_size``) is raised with
-        ``produced``: how many messages were queued before it.
+        partitioner does (round robin from a random start), and their delivery reports are
+        counted in C. A failed delivery still surfaces, as ``ProduceFailureError`` on the
+        next ``produce()``, ``flush()`` or ``stop()``, with a ``Message`` holding the value and
+        key. With a serializer, a partitioner other than the default, ``sync`` or
+        ``delivery_reports``, each message goes through :meth:`produce` instead. An error (a
+        value that is not bytes, the queue full with ``block_on_queue_full=False``, a message
+        over ``max_request_size``) is raised with ``produced``: how many messages were queued
+        before it.
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
@@ -529,18 +530,33 @@ class _Delivery:
 def _pack(messages):
     """``(values, value_lens, keys, key_lens)`` for Handle.produce_batch -- values and keys
     joined into one bytes each, keys None when no message has one, -1 for a missing key --
-    or None when a message is not bytes nor a (bytes, bytes or None) pair."""
+    or None when a message is not bytes nor a (bytes, bytes or None) pair (produce() then
+    says which)."""
     try:
-        return b"".join(messages), list(map(len, messages)), None, None
+        values, keys = messages, None
+        joined = b"".join(values)
     except TypeError:
-        pass
-    try:
-        values = [v for v, _ in messages]
-        keys = [k for _, k in messages]
-        return (b"".join(values), list(map(len, values)), b"".join(k for k in keys if k is not None),
-                [-1 if k is None else len(k) for k in keys])
-    except (TypeError, ValueError):
+        try:
+            values = [v for v, _ in messages]
+            keys = [k for _, k in messages]
+            joined = b"".join(values)
+        except (TypeError, ValueError):
+            return None
+    value_lens = list(map(len, values))
+    # join() takes any bytes-like object; a length that is not its size in bytes (a
+    # memoryview of wider items) would misplace every value after it.
+    if sum(value_lens) != len(joined):
         return None
+    if keys is None:
+        return joined, value_lens, None, None
+    try:
+        joined_keys = b"".join(k for k in keys if k is not None)
+    except TypeError:
+        return None
+    key_lens = [-1 if k is None else len(k) for k in keys]
+    if sum(n for n in key_lens if n > 0) != len(joined_keys):
+        return None
+    return joined, value_lens, joined_keys, key_lens
 
 
 def _idempotent(config):

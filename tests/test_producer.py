@@ -3,6 +3,7 @@
 Round trips run against the session's Tansu broker and are read back with confluent-kafka
 (an independent client); delivery failures are injected with librdkafka's mock cluster.
 """
+import array
 import datetime
 import json
 import queue
@@ -710,6 +711,8 @@ def test_produce_batch_refuses_bad_messages(mock_topic):
         with pytest.raises(TypeError) as info:
             producer.produce_batch([(b"a", b"k", b"extra")])
         assert "pairs" in str(info.value)
+        with pytest.raises(TypeError):  # 2 items of 4 bytes: never taken as 2 bytes
+            producer.produce_batch([memoryview(array.array("i", [1, 2]))])
         with pytest.raises(MessageSizeTooLarge) as info:
             producer.produce_batch([b"small", b"x" * 2000, b"never"])
         assert info.value.produced == 1 and "max_request_size=1000" in str(info.value)
