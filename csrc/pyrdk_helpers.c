@@ -191,7 +191,7 @@ size_t pyrdk_reports_wait(pyrdk_opaque_t *op, int timeout_ms) {
                 if (pthread_cond_timedwait(&op->cond, &op->lock, &ts) != 0)
                         break;
         }
-        n = op->cnt;
+        n = op->cnt + op->failed_cnt;
         pthread_mutex_unlock(&op->lock);
         return n;
 }
