@@ -18,6 +18,7 @@ struct pyrdk_opaque_s {
         pyrdk_failed_t *failed;  /* the failed ones among them, with their value and key */
         size_t failed_cnt;
         size_t failed_size;
+        size_t failed_lost;      /* failures that found no room in failed (out of memory) */
 };
 
 pyrdk_opaque_t *pyrdk_opaque_new(uintptr_t id) {
@@ -57,7 +58,8 @@ static char *copy_of(const void *p, size_t len) {
 }
 
 /* A message produced without an id: count its report; keep a failure with copies of the
- * value and key (an allocation failure keeps it without them, still counted). */
+ * value and key (without them if they cannot be copied; only counted, in failed_lost, if
+ * the list cannot grow). */
 static void batch_report(pyrdk_opaque_t *op, const rd_kafka_message_t *m) {
         pyrdk_failed_t *f;
         op->batch_done++;
@@ -66,8 +68,10 @@ static void batch_report(pyrdk_opaque_t *op, const rd_kafka_message_t *m) {
         if (op->failed_cnt == op->failed_size) {
                 size_t size = op->failed_size ? op->failed_size * 2 : 64;
                 pyrdk_failed_t *grown = realloc(op->failed, size * sizeof(*grown));
-                if (!grown)
+                if (!grown) {
+                        op->failed_lost++;
                         return;
+                }
                 op->failed = grown;
                 op->failed_size = size;
         }
@@ -167,6 +171,16 @@ int pyrdk_failed_pop(pyrdk_opaque_t *op, pyrdk_failed_t *out) {
         }
         pthread_mutex_unlock(&op->lock);
         return found;
+}
+
+/* How many failures found no room to be kept since the last call (and reset it). */
+size_t pyrdk_failed_lost(pyrdk_opaque_t *op) {
+        size_t n;
+        pthread_mutex_lock(&op->lock);
+        n = op->failed_lost;
+        op->failed_lost = 0;
+        pthread_mutex_unlock(&op->lock);
+        return n;
 }
 
 void pyrdk_failed_free(pyrdk_failed_t *f) {

@@ -54,6 +54,7 @@ size_t pyrdk_reports_drain_columns(pyrdk_opaque_t *op, uintptr_t *ids, int *errs
                                    int64_t *offsets, int64_t *timestamps, size_t max);
 uint64_t pyrdk_batch_done(pyrdk_opaque_t *op);
 int pyrdk_failed_pop(pyrdk_opaque_t *op, pyrdk_failed_t *out);
+size_t pyrdk_failed_lost(pyrdk_opaque_t *op);
 void pyrdk_failed_free(pyrdk_failed_t *f);
 
 /* Returned by the guarded calls when the handle is closed. */

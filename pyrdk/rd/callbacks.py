@@ -18,6 +18,7 @@ import logging
 import threading
 
 from pyrdk._ffi import ffi, lib, string
+from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors, partitions
 
 log = logging.getLogger("pyrdk.librdkafka")
@@ -87,12 +88,20 @@ class Callbacks:
                 value = ffi.unpack(f.value, f.value_len) if f.value != ffi.NULL else None
                 key = ffi.unpack(f.key, f.key_len) if f.key != ffi.NULL else None
                 lib.pyrdk_failed_free(f)
-                if self.on_batch_failure is not None:
-                    try:
-                        self.on_batch_failure(errors.exception(f.err), f.partition, value, key)
-                    except BaseException as exc:
-                        self.store(exc)
+                self._batch_failure(errors.exception(f.err), f.partition, value, key)
+            lost = lib.pyrdk_failed_lost(self.opaque) if self.opaque is not None else 0
+            for _ in range(lost):  # out of memory in C: the failure is told, without details
+                handled += 1
+                self._batch_failure(KafkaException("a message could not be delivered; its details "
+                                                   "were lost for want of memory"), -1, None, None)
         return handled
+
+    def _batch_failure(self, exc, partition, value, key):
+        if self.on_batch_failure is not None:
+            try:
+                self.on_batch_failure(exc, partition, value, key)
+            except BaseException as error:
+                self.store(error)
 
     def _drain(self):
         if self._columns is None:
