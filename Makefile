@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # Re-install (and so rebuild the cffi extension) when any of these change.
 BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.[ch]' 2>/dev/null)
 
-.PHONY: test demo sysdeps venv clean
+.PHONY: test demo bench sysdeps venv clean
 
 test: venv
 	$(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
@@ -23,6 +23,18 @@ demo: venv
 	$(VPY) -m pyrdk.testing.demo
 
 venv: $(STAMP)
+
+# The side-by-side benchmark (bench/README.md): the other clients and matplotlib come from
+# setup.py's `bench` extra. BENCH_ARGS=--quick for a ten-times smaller run.
+BENCH_STAMP := $(VENV)/.pyrdk-bench-installed
+BENCH_ARGS ?=
+
+bench: $(BENCH_STAMP)
+	$(VPY) bench/run.py $(BENCH_ARGS)
+
+$(BENCH_STAMP): $(STAMP)
+	$(VPY) -m pip install --disable-pip-version-check -e '.[test,bench]'
+	touch $@
 
 # librdkafka-dev for rdkafka.h (unless PYRDK_RDKAFKA_INCLUDE points elsewhere), a C compiler,
 # Python's headers and venv support, and a Java runtime for Spark and for the ZooKeeper

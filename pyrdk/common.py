@@ -39,10 +39,15 @@ class Message:
     ``value`` and ``partition_key`` are bytes (or whatever the serializer /
     deserializer made of them), ``timestamp`` is milliseconds since the epoch,
     ``headers`` a list of ``(name, value)`` pairs.
+
+    Made once per message on the fast paths, so it is compact: slots only, and the
+    fields that are nearly always at their default (``headers``, ``compression_type``,
+    ``produce_attempt``, ``delivery_report_q``) are stored only when given or set.
+    (``pyrdk.rd.message.unpack_batch`` sets the slots itself: keep the two in step.)
     """
     __slots__ = ("value", "partition_key", "partition_id", "offset", "timestamp",
-                 "timestamp_type", "headers", "partition", "topic", "produce_attempt",
-                 "delivery_report_q", "compression_type")
+                 "partition", "topic", "timestamp_type", "_headers", "_compression_type",
+                 "_produce_attempt", "_delivery_report_q")
 
     def __init__(self, value, partition_key=None, partition_id=-1, offset=-1, timestamp=None,
                  headers=None, partition=None, topic=None, timestamp_type=0,
@@ -52,13 +57,63 @@ class Message:
         self.partition_id = partition_id
         self.offset = offset
         self.timestamp = timestamp
-        self.timestamp_type = timestamp_type
-        self.headers = headers if headers is not None else []
         self.partition = partition
         self.topic = topic
-        self.compression_type = compression_type
-        self.produce_attempt = produce_attempt
-        self.delivery_report_q = delivery_report_q
+        self.timestamp_type = timestamp_type
+        self._headers = headers
+        if compression_type:
+            self._compression_type = compression_type
+        if produce_attempt:
+            self._produce_attempt = produce_attempt
+        if delivery_report_q is not None:
+            self._delivery_report_q = delivery_report_q
+
+    @property
+    def headers(self):
+        """``[(name, value)]`` (an empty list, made on first use, when there are none)."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = []
+        return headers
+
+    @headers.setter
+    def headers(self, value):
+        self._headers = value
+
+    @property
+    def compression_type(self):
+        """The producer's :class:`CompressionType`."""
+        try:
+            return self._compression_type
+        except AttributeError:
+            return CompressionType.NONE
+
+    @compression_type.setter
+    def compression_type(self, value):
+        self._compression_type = value
+
+    @property
+    def produce_attempt(self):
+        try:
+            return self._produce_attempt
+        except AttributeError:
+            return 0
+
+    @produce_attempt.setter
+    def produce_attempt(self, value):
+        self._produce_attempt = value
+
+    @property
+    def delivery_report_q(self):
+        """The queue :meth:`Producer.get_delivery_report` reads this message's report from."""
+        try:
+            return self._delivery_report_q
+        except AttributeError:
+            return None
+
+    @delivery_report_q.setter
+    def delivery_report_q(self, value):
+        self._delivery_report_q = value
 
     @property
     def key(self):

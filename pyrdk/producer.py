@@ -12,6 +12,7 @@ import datetime
 import itertools
 import logging
 import queue
+import random
 import threading
 import weakref
 
@@ -21,6 +22,7 @@ from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, MessageSizeTooL
 from pyrdk.partition import to_timestamp_ms
 from pyrdk.partitioners import random_partitioner
 from pyrdk.rd.callbacks import Callbacks
+from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
 
 log = logging.getLogger(__name__)
@@ -28,8 +30,9 @@ log = logging.getLogger(__name__)
 _unstopped = weakref.WeakSet()  # started and not stopped: stopped at exit, so nothing queued is lost
 
 POLL_MS = 100
+QUEUE_FULL_WAIT_MS = 10
 STOP_PURGE_WAIT_MS = 1000
-DISPATCH_EVERY = 512
+DISPATCH_EVERY = 4096  # a power of two: produce() tests it with a mask
 
 
 def _check_bytes(name, value):
@@ -66,6 +69,12 @@ class Producer:
     :param enable_idempotence: ``enable.idempotence``; it requires acks from all replicas,
         so with it the default ``required_acks=1`` becomes -1
     :param rdkafka_config: any librdkafka properties, applied last
+
+    The defaults are pykafka's, and suit throughput: messages wait up to ``linger_ms``
+    (``linger.ms=5000``) for a batch of ``min_queued_messages``, or of librdkafka's
+    ``batch.size`` (1 MB), whichever fills first. A full queue of ``max_queued_messages``
+    is waited on 10 ms at a time, sending at once. :meth:`produce` makes one ``Message`` and
+    one C call per message; :meth:`produce_batch` makes neither.
     """
 
     def __init__(self, cluster, topic, partitioner=None, compression=CompressionType.NONE,
@@ -109,9 +118,18 @@ class Producer:
             # pykafka's default required_acks=1 becomes -1 (the stronger guarantee).
             self._config["request.required.acks"] = -1
         self._partition_list = sorted(topic.partitions.values())
+        # The default partitioner, pykafka's RandomPartitioner (round robin from a random
+        # start), is done inline here, and in C by produce_batch().
+        self._random = self._partitioner is random_partitioner
+        self._counter = itertools.count(random.randrange(1 << 16))
+        # produce() goes the short way unless a message needs more than a value and a key.
+        self._general = sync or self._delivery_reports or serializer is not None
         self._handle = None
+        self._send = None
         self._running = False
-        self._pending = {}
+        self._pending = {}  # msg id -> Message, until its delivery report
+        self._waiting = {}  # msg id -> _Delivery, for the messages of a sync produce()
+        self._batch_sent = 0  # messages sent by produce_batch() (reported in C)
         self._failed = []
         self._ids = itertools.count(1)
         self._produced = 0
@@ -130,8 +148,12 @@ class Producer:
                 return
             self._outage = self._cluster.broker_outage()
             self._handle = Handle("producer", self._config,
-                                  Callbacks(on_delivery=self._on_delivery, on_error=self._outage.on_error),
+                                  Callbacks(on_deliveries=self._on_deliveries,
+                                            on_batch_failure=self._on_batch_failure,
+                                            on_error=self._outage.on_error),
                                   closed_exc=ProducerStoppedException)
+            self._send = self._handle.sender(self._topic_name, self._max_request_size)
+            self._batch_sent = 0
             self._running = True
             self._poller = threading.Thread(target=self._poll_loop, daemon=True,
                                             name="pyrdk-producer-poller")
@@ -174,9 +196,10 @@ class Producer:
     def _handle_unreported(self, pending):
         # Messages whose report never came (only if librdkafka was cut short): report them.
         for msg_id in list(pending):
-            entry = pending.pop(msg_id, None)
-            if entry is not None:
-                self._report(entry[0], ProduceFailureError("no delivery report for message at stop()"))
+            msg = pending.pop(msg_id, None)
+            if msg is not None:
+                self._waiting.pop(msg_id, None)
+                self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
 
     def __enter__(self):
         self.start()
@@ -199,6 +222,8 @@ class Producer:
     def produce(self, message, partition_key=None, timestamp=None, headers=None):
         """Send ``message`` to a partition chosen by the partitioner; returns the ``Message``.
 
+        Its ``offset`` (and ``timestamp``) are filled in when its delivery report arrives.
+
         :param message: bytes (or anything the serializer takes)
         :param partition_key: bytes given to the partitioner and stored as the key
         :param timestamp: ms since the epoch or a ``datetime`` (default: now)
@@ -210,14 +235,67 @@ class Producer:
             self._raise_failures()
         if self._outage.since is not None:
             self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
+        if self._general or timestamp is not None or headers:
+            return self._produce_general(message, partition_key, timestamp, headers)
+        # The short way: one Message, one C call (pyrdk_send); the size is checked in C, and
+        # named on the error path.
+        if (message.__class__ is not bytes and message is not None) or \
+                (partition_key.__class__ is not bytes and partition_key is not None):
+            _check_bytes("message", message)
+            _check_bytes("partition_key", partition_key)
+        partitions = self._partition_list
+        partition = partitions[next(self._counter) % len(partitions)] if self._random \
+            else self._partitioner(partitions, partition_key)
+        pid = partition.id
+        msg = Message(message, partition_key, pid, -1, None, None, partition, self._topic_name, 0,
+                      self._compression)
+        msg_id = next(self._ids)
+        self._pending[msg_id] = msg
+        try:
+            self._send(pid, message, partition_key, msg_id)
+        except BaseException as exc:
+            self._pending.pop(msg_id, None)
+            self._retry_send(exc, msg, msg_id)
+        self._produced += 1
+        if not self._produced & (DISPATCH_EVERY - 1):
+            self._housekeeping()
+        return msg
+
+    def _retry_send(self, exc, msg, msg_id):
+        """The short way's error path: wait for room in a full queue, name an oversized
+        message; anything else propagates."""
+        if isinstance(exc, MessageSizeTooLarge):
+            raise self._too_large(msg.value, msg.partition_key) from None
+        if not isinstance(exc, ProducerQueueFullError) or not self._block_on_queue_full:
+            raise exc
+        self._pending[msg_id] = msg
+        try:
+            self._enqueue(msg, msg_id)
+        except BaseException:
+            self._pending.pop(msg_id, None)
+            raise
+
+    def _too_large(self, value, key):
+        size = len(value or b"") + len(key or b"")
+        return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d"
+                                   % (size, self._max_request_size))
+
+    def _housekeeping(self):
+        """Every DISPATCH_EVERY messages: hand out the delivery reports (also done by the
+        poller thread), and see whether the topic grew."""
+        self._handle.dispatch_reports()
+        if len(self._partition_list) != len(self._topic.partitions):
+            self._partition_list = sorted(self._topic.partitions.values())
+
+    def _produce_general(self, message, partition_key, timestamp, headers):
+        """produce() with a serializer, timestamp, headers, delivery reports or sync."""
         if self._serializer is not None:
             message, partition_key = self._serializer(message, partition_key)
         _check_bytes("message", message)
         _check_bytes("partition_key", partition_key)
         size = len(message or b"") + len(partition_key or b"")
         if size > self._max_request_size:
-            raise MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d"
-                                      % (size, self._max_request_size))
+            raise self._too_large(message, partition_key)
         if timestamp is not None:
             timestamp = to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime) \
                 else _check_timestamp(timestamp)
@@ -231,29 +309,99 @@ class Producer:
                       delivery_report_q=self._report_queue() if self._delivery_reports else None)
         msg_id = next(self._ids)
         done = _Delivery() if self._sync else None
-        self._pending[msg_id] = (msg, done)
+        if done is not None:
+            self._waiting[msg_id] = done
+        self._pending[msg_id] = msg
         try:
             self._enqueue(msg, msg_id)
         except BaseException:
             self._pending.pop(msg_id, None)
+            self._waiting.pop(msg_id, None)
             raise
         self._produced += 1
         if self._sync:
             self._wait_delivered(msg, done)
-        elif self._produced % DISPATCH_EVERY == 0:
-            self._handle.dispatch_reports()
+        elif not self._produced & (DISPATCH_EVERY - 1):
+            self._housekeeping()
         return msg
+
+    def produce_batch(self, messages):
+        """Send many messages in one call; returns how many were queued.
+
+        :param messages: a list (or any iterable) of values (bytes; other bytes-like objects
+            are taken as their bytes), or of ``(value, partition_key)`` pairs (a value, and
+            bytes or None)
+        :returns: the number of messages queued: all of them, else an exception is raised
+
+        No ``Message`` objects are made: the values and keys are handed to librdkafka in one
+        C loop (``pyrdk_produce_batch``), spread over the partitions as the default
+        partitioner does (round robin from a random start), and their delivery reports are
+        counted in C. A failed delivery still surfaces, as ``ProduceFailureError`` on the
+        next ``produce()``, ``flush()`` or ``stop()``, with a ``Message`` holding the value and
+        key. With a serializer, a partitioner other than the default, ``sync`` or
+        ``delivery_reports``, each message goes through :meth:`produce` instead. An error (a
+        value that is not bytes, the queue full with ``block_on_queue_full=False``, a message
+        over ``max_request_size``) is raised with ``produced``: how many messages were queued
+        before it.
+        """
+        if not self._running:
+            raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
+        if not isinstance(messages, list):
+            messages = list(messages)
+        if not messages:
+            return 0
+        if self._failed:
+            self._raise_failures()
+        if self._outage.since is not None:
+            self._outage.check(self._handle)
+        packed = None if (self._general or not self._random) else _pack(messages)
+        if packed is None:
+            return self._produce_each(messages)
+        values, value_lens, keys, key_lens = packed
+        try:
+            sent = self._handle.produce_batch(self._topic_name, len(self._partition_list), values,
+                                              value_lens, keys, key_lens, self._max_request_size,
+                                              self._block_on_queue_full, next(self._counter))
+        except KafkaException as exc:
+            self._batch_sent += exc.produced
+            if isinstance(exc, MessageSizeTooLarge):
+                value, key = (messages[exc.produced], None) if keys is None else messages[exc.produced]
+                too_large = self._too_large(value, key)
+                too_large.produced = exc.produced
+                raise too_large from None
+            raise
+        self._batch_sent += sent
+        self._produced += sent
+        self._housekeeping()
+        return sent
+
+    def _produce_each(self, messages):
+        for count, item in enumerate(messages):
+            try:
+                if isinstance(item, tuple):
+                    if len(item) != 2:
+                        raise TypeError("produce_batch takes values or (value, partition_key) pairs, "
+                                        "not a tuple of %d" % len(item))
+                    self.produce(item[0], item[1])
+                else:
+                    self.produce(item)
+            except Exception as exc:
+                exc.produced = count
+                raise
+        return len(messages)
 
     def _enqueue(self, msg, msg_id):
         while True:
             try:
                 self._handle.produce(self._topic_name, msg.partition_id, msg.value, msg.partition_key,
-                                     msg.timestamp, msg.headers, msg_id)
+                                     msg.timestamp, msg._headers, msg_id)
                 return
             except ProducerQueueFullError:
                 if not self._block_on_queue_full:
                     raise
-                self._handle.flush(POLL_MS)  # wait for room, serving delivery reports
+                # Wait briefly for room: flush sends at once whatever linger_ms says, and
+                # serves delivery reports; a longer wait would drain the whole queue.
+                self._handle.flush(QUEUE_FULL_WAIT_MS)
 
     def _wait_delivered(self, msg, done):
         handle = self._handle
@@ -275,17 +423,32 @@ class Producer:
         if done.error is not None:
             raise done.error
 
-    def _on_delivery(self, msg_id, exc, partition, offset, timestamp):
-        entry = self._pending.pop(msg_id, None)
-        if entry is None:
+    def _on_deliveries(self, ids, errs, partitions, offsets, timestamps):
+        """A batch of delivery reports (from Callbacks.dispatch_reports)."""
+        if self._waiting or self._delivery_reports or any(errs):
+            for report in zip(ids, errs, partitions, offsets, timestamps):
+                self._on_delivery(*report)
             return
-        msg, done = entry
+        pop = self._pending.pop
+        for msg_id, partition, offset, timestamp in zip(ids, partitions, offsets, timestamps):
+            msg = pop(msg_id, None)
+            if msg is not None:
+                msg.partition_id = partition
+                # With required_acks=0 the broker tells nothing: librdkafka reports an invalid
+                # offset (-1001, -1000, ...); pykafka's Message says -1.
+                msg.offset = offset if offset >= 0 else -1
+                msg.timestamp = timestamp
+
+    def _on_delivery(self, msg_id, err, partition, offset, timestamp):
+        msg = self._pending.pop(msg_id, None)
+        if msg is None:
+            return
+        exc = errors_exception(err) if err else None
         msg.partition_id = partition if partition >= 0 else msg.partition_id
         if exc is None:
-            # With required_acks=0 the broker tells nothing: librdkafka reports an invalid
-            # offset (-1001, -1000, ...); pykafka's Message says -1.
             msg.offset = offset if offset >= 0 else -1
             msg.timestamp = timestamp
+        done = self._waiting.pop(msg_id, None)
         if done is not None:
             with done.lock:
                 if not done.detached:  # the sync produce() is still waiting for it
@@ -293,6 +456,12 @@ class Producer:
                     done.event.set()
                     return
         self._report(msg, exc)
+
+    def _on_batch_failure(self, exc, partition, value, key):
+        """A message of produce_batch() failed: report it like any other."""
+        self._report(Message(value, key, partition, topic=self._topic_name,
+                             partition=self._topic.partitions.get(partition),
+                             compression_type=self._compression), exc)
 
     def _report(self, msg, exc):
         if self._delivery_reports:
@@ -343,7 +512,8 @@ class Producer:
 
     def __len__(self):
         """Messages produced and not yet delivered or reported."""
-        return len(self._pending)
+        outstanding = self._handle.batch_outstanding(self._batch_sent) if self._handle is not None else 0
+        return len(self._pending) + outstanding
 
 
 class _Delivery:
@@ -355,6 +525,38 @@ class _Delivery:
         self.error = None
         self.lock = threading.Lock()
         self.detached = False  # the waiter gave up (pending_timeout_ms)
+
+
+def _pack(messages):
+    """``(values, value_lens, keys, key_lens)`` for Handle.produce_batch -- values and keys
+    joined into one bytes each, keys None when no message has one, -1 for a missing key --
+    or None when a message is not bytes nor a (bytes, bytes or None) pair (produce() then
+    says which)."""
+    try:
+        values, keys = messages, None
+        joined = b"".join(values)
+    except TypeError:
+        try:
+            values = [v for v, _ in messages]
+            keys = [k for _, k in messages]
+            joined = b"".join(values)
+        except (TypeError, ValueError):
+            return None
+    value_lens = list(map(len, values))
+    # join() takes any bytes-like object; a length that is not its size in bytes (a
+    # memoryview of wider items) would misplace every value after it.
+    if sum(value_lens) != len(joined):
+        return None
+    if keys is None:
+        return joined, value_lens, None, None
+    try:
+        joined_keys = b"".join(k for k in keys if k is not None)
+    except TypeError:
+        return None
+    key_lens = [-1 if k is None else len(k) for k in keys]
+    if sum(n for n in key_lens if n > 0) != len(joined_keys):
+        return None
+    return joined, value_lens, joined_keys, key_lens
 
 
 def _idempotent(config):

@@ -238,6 +238,15 @@ class SimpleConsumer:
 
     def __iter__(self):
         while True:
+            # The short way, while there is neither a deserializer nor auto-commit to run:
+            # hand out the buffered messages (filled a batch at a time) directly.
+            # (stop() empties the buffer, pause() replaces it: both are seen at once.)
+            if self._deserializer is None and not self._auto_commit_enable:
+                nxt = self._next
+                while self._buffer and self._deferred is None:
+                    msg = self._buffer.popleft()
+                    nxt[msg.partition_id] = msg.offset + 1
+                    yield msg
             message = self.consume(block=True)
             if message is None:
                 return
@@ -250,6 +259,18 @@ class SimpleConsumer:
         self._raise_deferred()
         if not self._buffer:
             self._fetch(max_messages, timeout_ms)
+        buffer = self._buffer
+        if self._deserializer is None:  # the short way: nothing per message can fail
+            if max_messages >= len(buffer):
+                out = list(buffer)
+                buffer.clear()
+            else:
+                out = [buffer.popleft() for _ in range(max_messages)]
+            nxt = self._next
+            for msg in out:
+                nxt[msg.partition_id] = msg.offset + 1
+            self._maybe_auto_commit()
+            return out
         out = []
         for _ in range(min(max_messages, len(self._buffer))):
             try:
@@ -290,15 +311,16 @@ class SimpleConsumer:
             self._fetch(BATCH, min(SLICE_MS, max(remaining, 0)))
 
     def _fetch(self, max_messages, timeout_ms):
-        msgs, errs = self._handle.consume_batch(max_messages, timeout_ms)
-        partitions = self._partitions
+        msgs, errs = self._handle.consume_batch(max_messages, timeout_ms, self._partitions)
         paused = self._paused
-        for msg in msgs:
-            msg.partition = partitions.get(msg.partition_id)
-            if paused and msg.partition_id in paused:
-                self._stash.setdefault(msg.partition_id, []).append(msg)
-            else:
-                self._buffer.append(msg)
+        if not paused:
+            self._buffer.extend(msgs)
+        else:
+            for msg in msgs:
+                if msg.partition_id in paused:
+                    self._stash.setdefault(msg.partition_id, []).append(msg)
+                else:
+                    self._buffer.append(msg)
         if msgs:
             self._outage.since = None
         for exc in errs:

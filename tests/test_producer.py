@@ -3,6 +3,7 @@
 Round trips run against the session's Tansu broker and are read back with confluent-kafka
 (an independent client); delivery failures are injected with librdkafka's mock cluster.
 """
+import array
 import datetime
 import json
 import queue
@@ -664,3 +665,106 @@ def test_a_producer_never_stopped_still_delivers_at_exit(kafka_hosts, client, to
     assert result.returncode == 0, result.stderr
     values = sorted(m.value() for m in read_back(kafka_hosts, topic_name, 200))
     assert values == sorted(b"left %d" % i for i in range(200))
+
+
+# -- produce_batch ----------------------------------------------------------------------------------
+
+@pytest.mark.kafka
+def test_produce_batch_delivers_values_and_keys(topic, kafka_hosts, topic_name):
+    values = [b"v-%04d" % i for i in range(500)]
+    pairs = [(b"p-%04d" % i, b"k-%d" % i if i % 3 else None) for i in range(300)]
+    with topic.get_producer(linger_ms=10) as producer:
+        assert producer.produce_batch(values) == 500
+        assert producer.produce_batch(iter(pairs)) == 300
+        assert producer.produce_batch([]) == 0
+        assert producer.flush() == 0 and len(producer) == 0
+    back = read_back(kafka_hosts, topic_name, 800)
+    assert sorted((m.value(), m.key()) for m in back) == \
+        sorted([(v, None) for v in values] + pairs)
+    assert len({m.partition() for m in back}) > 1  # spread like random_partitioner
+
+
+@pytest.mark.kafka
+def test_produce_batch_goes_through_the_partitioner_and_serializer(topic, kafka_hosts, topic_name):
+    from pyrdk.partitioners import hashing_partitioner
+    producer = topic.get_producer(partitioner=hashing_partitioner, linger_ms=10,
+                                  serializer=lambda v, k: (v.encode(), k and k.encode()))
+    try:
+        assert producer.produce_batch([("a", "key-1"), ("b", "key-2"), ("c", "key-1")]) == 3
+        producer.flush()
+    finally:
+        producer.stop()
+    back = read_back(kafka_hosts, topic_name, 3)
+    by_key = {}
+    for m in back:
+        by_key.setdefault(m.key(), set()).add(m.partition())
+    assert sorted(m.value() for m in back) == [b"a", b"b", b"c"]
+    assert len(by_key[b"key-1"]) == 1  # one key, one partition
+
+
+@pytest.mark.mock
+def test_produce_batch_refuses_bad_messages(mock_topic):
+    with mock_topic.get_producer(max_request_size=1000) as producer:
+        with pytest.raises(TypeError) as info:
+            producer.produce_batch([b"ok", "text"])
+        assert "bytes" in str(info.value) and info.value.produced == 1
+        with pytest.raises(TypeError) as info:
+            producer.produce_batch([(b"a", b"k", b"extra")])
+        assert "pairs" in str(info.value)
+        with pytest.raises(TypeError):  # 2 items of 4 bytes: never taken as 2 bytes
+            producer.produce_batch([memoryview(array.array("i", [1, 2]))])
+        with pytest.raises(MessageSizeTooLarge) as info:
+            producer.produce_batch([b"small", b"x" * 2000, b"never"])
+        assert info.value.produced == 1 and "max_request_size=1000" in str(info.value)
+    with pytest.raises(ProducerStoppedException):
+        producer.produce_batch([b"late"])
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("surfaces_on", ["flush", "stop"])
+def test_produce_batch_failure_is_raised_with_the_value(mock_cluster, mock_topic, surfaces_on):
+    producer = mock_topic.get_producer(max_retries=0, linger_ms=0)
+    try:
+        warm(producer)
+        mock_cluster.push_request_errors(ApiKey.Produce, MESSAGE_TOO_LARGE)
+        producer.produce_batch([(b"bad", b"key")])
+        with pytest.raises(ProduceFailureError) as info:
+            producer.flush() if surfaces_on == "flush" else producer.stop()
+        [(msg, exc)] = info.value.failed
+        assert (msg.value, msg.partition_key) == (b"bad", b"key") and isinstance(exc, MessageSizeTooLarge)
+        assert msg.partition_id in mock_topic.partitions
+    finally:
+        producer.stop()
+
+
+@pytest.mark.mock
+def test_produce_batch_with_a_full_queue(mock_cluster, mock_topic):
+    with mock_topic.get_producer(max_queued_messages=5, block_on_queue_full=False, linger_ms=0) as producer:
+        warm(producer)
+        mock_cluster.broker_down(-1)
+        with pytest.raises(ProducerQueueFullError) as info:
+            producer.produce_batch([b"q-%d" % i for i in range(50)])
+        assert info.value.produced == 5 and len(producer) == 5
+        mock_cluster.broker_up(-1)
+        assert producer.flush(READ_DEADLINE_S) == 0 and len(producer) == 0
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("batch", [False, True])
+def test_stop_while_another_thread_produces(mock_topic, batch):
+    producer = mock_topic.get_producer(linger_ms=0)
+    outcome = {}
+
+    def produce_until_stopped():
+        try:
+            while True:
+                producer.produce_batch([b"x"] * 100) if batch else producer.produce(b"x")
+        except ProducerStoppedException as exc:
+            outcome["exc"] = exc
+    th = threading.Thread(target=produce_until_stopped, daemon=True)
+    th.start()
+    wait_until(lambda: producer._produced > 1000, "messages produced")
+    finished, _, exc = run_bounded(producer.stop)
+    th.join(HANG_BOUND_S)
+    assert finished and exc is None and not th.is_alive()
+    assert isinstance(outcome["exc"], ProducerStoppedException)

@@ -18,6 +18,7 @@ import logging
 import threading
 
 from pyrdk._ffi import ffi, lib, string
+from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors, partitions
 
 log = logging.getLogger("pyrdk.librdkafka")
@@ -37,6 +38,10 @@ class Callbacks:
     """The Python side of one handle's callbacks; each handler is optional.
 
     - ``on_delivery(msg_id, exc, partition, offset, timestamp)``
+    - ``on_deliveries(msg_ids, errs, partitions, offsets, timestamps)``: lists, a batch of
+      reports at a time (errs: error codes, 0 for success); replaces ``on_delivery``
+    - ``on_batch_failure(exc, partition, value, key)``: a message produced without an id
+      (``Handle.produce_batch``) failed
     - ``on_error(exc)``            (default: log it; fatal errors are stored and raised)
     - ``on_stats(json_text)``
     - ``on_rebalance(kind, topic_partitions)``  kind is ``"assign"`` or ``"revoke"``; runs
@@ -45,8 +50,10 @@ class Callbacks:
     """
 
     def __init__(self, on_delivery=None, on_error=None, on_stats=None, on_rebalance=None,
-                 on_commit=None):
+                 on_commit=None, on_deliveries=None, on_batch_failure=None):
         self.on_delivery = on_delivery
+        self.on_deliveries = on_deliveries
+        self.on_batch_failure = on_batch_failure
         self.on_error = on_error
         self.on_stats = on_stats
         self.on_rebalance = on_rebalance
@@ -59,28 +66,70 @@ class Callbacks:
             _registry[self.id] = self
         self.opaque = lib.pyrdk_opaque_new(self.id)
         self._reports = ffi.new("pyrdk_report_t[]", REPORT_BATCH)
+        self._columns = None
+        self._failed = ffi.new("pyrdk_failed_t *")
         self._dispatch_lock = threading.Lock()
 
     def dispatch_reports(self):
-        """Hand every buffered delivery report to ``on_delivery``; the number handled."""
+        """Hand every buffered delivery report to ``on_deliveries`` (a batch at a time) or
+        ``on_delivery`` (one at a time), and every failure of a message produced without an
+        id to ``on_batch_failure``; the number handled."""
         handled = 0
         with self._dispatch_lock:  # one drain buffer per handle
             while True:
                 if self.opaque is None:  # unregistered: the handle is gone
                     return handled
-                n = lib.pyrdk_reports_drain(self.opaque, self._reports, REPORT_BATCH)
+                n = self._drain() if self.on_deliveries is not None else self._drain_one_by_one()
                 if n == 0:
-                    return handled
+                    break
                 handled += n
-                if self.on_delivery is None:
-                    continue
-                for i in range(n):
-                    r = self._reports[i]
-                    try:
-                        self.on_delivery(r.id, errors.exception(r.err) if r.err else None,
-                                         r.partition, r.offset, r.timestamp)
-                    except BaseException as exc:
-                        self.store(exc)
+            while self.opaque is not None and lib.pyrdk_failed_pop(self.opaque, self._failed):
+                handled += 1
+                f = self._failed
+                value = ffi.unpack(f.value, f.value_len) if f.value != ffi.NULL else None
+                key = ffi.unpack(f.key, f.key_len) if f.key != ffi.NULL else None
+                lib.pyrdk_failed_free(f)
+                self._batch_failure(errors.exception(f.err), f.partition, value, key)
+            lost = lib.pyrdk_failed_lost(self.opaque) if self.opaque is not None else 0
+            for _ in range(lost):  # out of memory in C: the failure is told, without details
+                handled += 1
+                self._batch_failure(KafkaException("a message could not be delivered; its details "
+                                                   "were lost for want of memory"), -1, None, None)
+        return handled
+
+    def _batch_failure(self, exc, partition, value, key):
+        if self.on_batch_failure is not None:
+            try:
+                self.on_batch_failure(exc, partition, value, key)
+            except BaseException as error:
+                self.store(error)
+
+    def _drain(self):
+        if self._columns is None:
+            self._columns = tuple(ffi.new(t, REPORT_BATCH) for t in
+                                  ("uintptr_t[]", "int[]", "int32_t[]", "int64_t[]", "int64_t[]"))
+        ids, errs, parts, offsets, timestamps = self._columns
+        n = lib.pyrdk_reports_drain_columns(self.opaque, ids, errs, parts, offsets, timestamps, REPORT_BATCH)
+        if n:
+            try:
+                self.on_deliveries(ffi.unpack(ids, n), ffi.unpack(errs, n), ffi.unpack(parts, n),
+                                   ffi.unpack(offsets, n), ffi.unpack(timestamps, n))
+            except BaseException as exc:
+                self.store(exc)
+        return n
+
+    def _drain_one_by_one(self):
+        n = lib.pyrdk_reports_drain(self.opaque, self._reports, REPORT_BATCH)
+        if self.on_delivery is None:
+            return n
+        for i in range(n):
+            r = self._reports[i]
+            try:
+                self.on_delivery(r.id, errors.exception(r.err) if r.err else None,
+                                 r.partition, r.offset, r.timestamp)
+            except BaseException as exc:
+                self.store(exc)
+        return n
 
     def wait_reports(self, timeout_ms):
         """Block (without the GIL) until a delivery report is buffered; the number buffered."""

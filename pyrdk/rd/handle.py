@@ -22,6 +22,7 @@ from pyrdk.rd.queue import Queue
 from pyrdk.rd.topic import TopicHandle
 
 SLICE_MS = 100
+_SIZE_MAX = 2 ** 64 - 1
 
 _live = weakref.WeakSet()
 _order = itertools.count()
@@ -85,6 +86,8 @@ class Handle:
         self.before_destroy = []  # callables run just before rd_kafka_destroy (e.g. mock cluster)
         self._pid = os.getpid()
         self._created = next(_order)
+        # The C side of the use count: per-message calls enter it instead of use().
+        self._guard = ffi.new("pyrdk_guard_t *")
         conf = Conf({"log.queue": True})
         try:
             for key, value in config.items():
@@ -136,12 +139,13 @@ class Handle:
             if self._closing:
                 return
             self._closing = True
+            lib.pyrdk_guard_close(self._guard)
             if self._pid != os.getpid():
                 return  # the parent's handle: its threads are not here to stop
             if self._queue is not None:
                 self._queue.yield_()
-            while self._users:
-                self._cond.wait(0.1)
+            while self._users or lib.pyrdk_guard_users(self._guard):
+                self._cond.wait(0.1 if self._users else 0.001)
         if self.kind == "consumer" and consumer_close:
             lib.rd_kafka_consumer_close(self._ptr)
         self._destroy(0)
@@ -165,6 +169,7 @@ class Handle:
         # Last resort; never after fork() (the child does not own librdkafka's threads).
         if getattr(self, "_ptr", None) is not None and os.getpid() == self._pid:
             self._closing = True
+            lib.pyrdk_guard_close(self._guard)
             self._destroy(0x8)  # RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
 
     @property
@@ -233,19 +238,97 @@ class Handle:
 
     def produce(self, topic, partition, value, key, timestamp, headers, msg_id):
         """One message through ``rd_kafka_producev`` (copied); raises on a local refusal
-        (``ProducerQueueFullError``, ``MessageSizeTooLarge``...). ``msg_id`` comes back
+        (``ProducerQueueFullError``, ``MessageSizeTooLarge``...). ``msg_id`` (> 0) comes back
         in the delivery report."""
         rkt = self.topic(topic)._ptr
         with self.use() as rk:
             hdrs = message.headers_to_c(headers)  # pyrdk_produce owns them from here
-            err = lib.pyrdk_produce(rk, rkt, partition,
+            err = lib.pyrdk_produce(self._guard, rk, rkt, partition,
                                     ffi.NULL if value is None else value,
                                     0 if value is None else len(value),
                                     ffi.NULL if key is None else key,
                                     0 if key is None else len(key),
-                                    timestamp or 0, hdrs, msg_id)
+                                    timestamp or 0, hdrs, msg_id, _SIZE_MAX)
         if err:
-            raise errors.exception(err, "produce to %s [%d]" % (topic, partition))
+            self._raise_produce_error(err, topic, partition)
+
+    def sender(self, topic, max_size):
+        """A function ``send(partition, value, key, msg_id)`` producing to ``topic`` as
+        :meth:`produce` does (no timestamp, no headers), in one C call: the per-message path.
+        Value and key must be bytes or None; value + key larger than ``max_size`` bytes
+        raises ``MessageSizeTooLarge``."""
+        if self._ptr is None:
+            raise self._closed_exc("the %s %s is closed" % (self.kind, self.name))
+        ctx = ffi.new("pyrdk_sender_t *", (self._guard, self._ptr, self.topic(topic)._ptr, max_size))
+        c_send, null = lib.pyrdk_send, ffi.NULL
+        raise_error = self._raise_produce_error
+
+        def send(partition, value, key, msg_id, ctx=ctx):  # ctx: kept alive with send
+            if key is None:
+                err = c_send(ctx, partition, null if value is None else value,
+                             0 if value is None else len(value), null, 0, msg_id)
+            else:
+                err = c_send(ctx, partition, null if value is None else value,
+                             0 if value is None else len(value), key, len(key), msg_id)
+            if err:
+                raise_error(err, topic, partition)
+        return send
+
+    def produce_batch(self, topic, partition_cnt, values, value_lens, keys, key_lens, max_size, block,
+                      start=0):
+        """Messages without ids in C (``pyrdk_produce_batch``): value ``i`` is the next
+        ``value_lens[i]`` bytes of ``values`` (bytes), keys likewise (``keys`` None: no
+        keys; a length of -1: no key for that message). They go round robin over
+        ``partition_cnt`` partitions from partition ``start`` (librdkafka's partitioner if
+        ``partition_cnt`` is 0). Their delivery reports are counted in C; failures reach
+        ``Callbacks.on_batch_failure``. With ``block``, waits for room in a full queue.
+        An error is raised with ``produced`` = the number queued before it."""
+        cnt = len(value_lens)
+        rkt = self.topic(topic)._ptr
+        vbuf = ffi.from_buffer(values)
+        vlens = ffi.new("size_t[]", value_lens)
+        kbuf = ffi.NULL if keys is None else ffi.from_buffer(keys)
+        klens = ffi.NULL if keys is None else ffi.new("size_t[]", [_SIZE_MAX if n < 0 else n for n in key_lens])
+        done = ffi.new("size_t *")
+        total = voff = koff = 0
+        while True:
+            err = lib.pyrdk_produce_batch(self._guard, self._ptr or ffi.NULL, rkt, partition_cnt,
+                                          start + total, vbuf + voff, vlens + total,
+                                          kbuf if keys is None else kbuf + koff,
+                                          klens if keys is None else klens + total,
+                                          cnt - total, max_size, SLICE_MS if block else 0, done)
+            voff += sum(value_lens[total:total + done[0]])
+            if keys is not None:
+                koff += sum(n for n in key_lens[total:total + done[0]] if n > 0)
+            total += done[0]
+            if not err:
+                return total
+            if err == errors.QUEUE_FULL and block:
+                self.dispatch_reports()
+                continue
+            try:
+                self._raise_produce_error(err, topic, -1)
+            except KafkaException as exc:
+                exc.produced = total
+                raise
+
+    def _raise_produce_error(self, err, topic, partition):
+        if err == lib.PYRDK_ERR_CLOSED:
+            if self._pid != os.getpid():
+                raise self._closed_exc("the %s %s was created in another process: librdkafka's "
+                                       "threads do not survive fork(); create it after forking"
+                                       % (self.kind, self.name))
+            raise self._closed_exc("the %s %s is closed" % (self.kind, self.name))
+        raise errors.exception(err, "produce to %s [%d]" % (topic, partition) if partition >= 0
+                               else "produce to %s" % topic)
+
+    def batch_outstanding(self, produced):
+        """Of ``produced`` messages sent through :meth:`produce_batch`, how many have no
+        delivery report yet."""
+        with self.use(closed_ok=True) as rk:
+            if rk is None or self._cbs.opaque is None:
+                return 0
+            return produced - lib.pyrdk_batch_done(self._cbs.opaque)
 
     # -- metadata and offsets ------------------------------------------------------------------
 
@@ -395,11 +478,12 @@ class Handle:
         with self.use() as rk:
             errors.check(lib.rd_kafka_resume_partitions(rk, partitions.to_c(tps)), "resume")
 
-    def consume_batch(self, max_messages, timeout_ms):
+    def consume_batch(self, max_messages, timeout_ms, partitions=None):
         """``rd_kafka_consume_batch_queue`` on the consumer queue, in slices.
 
-        Returns ``(messages, errors)``: Messages in queue order, and the exceptions carried
-        by error events (end-of-partition events are dropped). Returns early on ``close()``.
+        Returns ``(messages, errors)``: Messages in queue order (their ``partition`` taken
+        from the ``partitions`` dict when given), and the exceptions carried by error events
+        (end-of-partition events are dropped). Returns early on ``close()``.
         """
         array = ffi.new("rd_kafka_message_t *[]", max_messages)
         deadline = _deadline(timeout_ms)
@@ -412,33 +496,19 @@ class Handle:
                     return [], []
                 n = self._queue.consume_batch(array, max_messages, _slice(deadline))
                 if n > 0 or n < 0:
-                    return self._convert(array, n)
+                    return self._convert(array, n, partitions)
             first = False
             if _remaining(deadline) <= 0 or self._closing or self._woken:
                 self._woken = False
                 return [], []
 
-    def _convert(self, array, n):
+    def _convert(self, array, n, partitions):
         if n < 0:
             return [], [KafkaException("consume_batch_queue failed")]
-        msgs, errs = [], []
-        names = {}
-        reader = message.Reader()  # per call: its out-parameters must not be shared by threads
         try:
-            for i in range(n):
-                m = array[i]
-                rkt = m.rkt
-                topic = names.get(rkt)
-                if topic is None:
-                    topic = names[rkt] = string(lib.rd_kafka_topic_name(rkt)) if rkt != ffi.NULL else None
-                if m.err == 0:
-                    msgs.append(reader.message(m, topic))
-                elif m.err != errors.PARTITION_EOF:
-                    errs.append(message.error_of(m, topic))
+            return message.unpack_batch(array, n, partitions)
         finally:
-            for i in range(n):
-                lib.rd_kafka_message_destroy(array[i])
-        return msgs, errs
+            lib.pyrdk_batch_destroy(array, n)
 
     def wake(self):
         """``rd_kafka_queue_yield``: return a blocked ``consume_batch`` early (or the next
@@ -458,6 +528,16 @@ class Handle:
                 return string(ptr)
             finally:
                 lib.rd_kafka_mem_free(rk, ptr)
+
+
+def _forked():
+    """In a child after fork(): the per-message calls refuse the parent's handles."""
+    for handle in list(_live):
+        lib.pyrdk_guard_close(handle._guard)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 @atexit.register

@@ -125,11 +125,14 @@ def test_use_after_close_raises_the_handles_exception(mock_cluster, handles):
                        closed_exc=ProducerStoppedException)
     consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": "g"},
                        closed_exc=ConsumerStoppedException)
+    send = producer.sender("t", 1000)  # made while open, used after close
     producer.close()
     consumer.close()
     assert producer.closed and consumer.closed
     for call in (lambda: producer.poll(0), lambda: producer.flush(10), producer.outq_len,
                  lambda: producer.produce("t", 0, b"v", None, 0, None, 1),
+                 lambda: send(0, b"v", None, 1), lambda: producer.sender("t", 1000),
+                 lambda: producer.produce_batch("t", 1, b"v", [1], None, None, 1000, True),
                  lambda: producer.metadata(timeout_ms=10)):
         with pytest.raises(ProducerStoppedException):
             call()
@@ -166,6 +169,37 @@ def test_a_forked_child_cannot_use_the_parents_handle(mock_cluster, handles):
     assert status == bytes([0])
     assert not consumer.closed
     assert consumer.assignment() == []
+
+
+@pytest.mark.mock
+def test_a_forked_child_cannot_produce_on_the_parents_handle(mock_cluster, handles):
+    """The per-message and batch paths skip the Python use-guard: the C guard refuses them."""
+    import os
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
+                       closed_exc=ProducerStoppedException)
+    send = producer.sender("t", 1000)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            for call in (lambda: send(0, b"v", None, 1),
+                         lambda: producer.produce_batch("t", 1, b"v", [1], None, None, 1000, True)):
+                try:
+                    call()
+                    code = 1
+                except ProducerStoppedException as exc:
+                    code = code or (0 if "fork()" in str(exc) else 2)
+        finally:
+            os.write(write, bytes([code]))
+            os._exit(0)
+    os.close(write)
+    status = os.read(read, 1)
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert status == bytes([0])
+    send(0, b"v", None, 1)  # the parent's handle still works
+    assert producer.flush(10000)
 
 
 def test_close_twice_is_harmless(handles):

@@ -121,3 +121,24 @@ def test_two_threads_reading_headers_never_see_each_others(mock_cluster):
         t.join(60)
     assert counts == {"left": 3000, "right": 3000}
     assert wrong == []
+
+
+def test_a_batch_of_values_and_a_batch_of_two_topics(brokers, handles):
+    """The two ways through ``unpack_batch``: values only, of one topic (Messages built in
+    place), and anything else (here: two topics, whose messages may share a batch)."""
+    first, second = ("two-" + uuid.uuid4().hex[:10] for _ in range(2))
+    for topic in (first, second):
+        brokers.create_topic(topic)
+    producer = handles("producer", {"bootstrap.servers": brokers.hosts})
+    util.produce(producer, first, [(0, b"a%d" % i, None, 0, None) for i in range(3)])
+    util.produce(producer, second, [(0, b"b%d" % i, None, 0, None) for i in range(3)])
+    consumer = handles("consumer", {"bootstrap.servers": brokers.hosts, "group.id": first})
+    consumer.assign([(first, 0, 0)])
+    only = util.consume(consumer, 3)
+    assert [(m.topic, m.value, m.offset, m.partition_key, m.headers) for m in only] == \
+        [(first, b"a%d" % i, i, None, []) for i in range(3)]
+    assert all(m.timestamp > 0 and m.timestamp_type == TimestampType.CREATE_TIME for m in only)
+    consumer.assign([(first, 0, 0), (second, 0, 0)])
+    both = util.consume(consumer, 6)
+    assert sorted((m.topic, m.value) for m in both) == \
+        sorted([(first, b"a%d" % i) for i in range(3)] + [(second, b"b%d" % i) for i in range(3)])

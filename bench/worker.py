@@ -1,0 +1,381 @@
+"""One benchmark case in its own process, so that its peak RSS is its own.
+
+``python bench/worker.py '{"case": ..., "brokers": ..., "topic": ..., "count": ..., "size": ...}'``
+prints one JSON line: ``{"count", "bytes", "seconds"}`` (plus what the case adds). Producers
+are timed from the first produce call to the end of the flush; consumers from the first
+message received to the last. Every consumer reads every message's value.
+"""
+import asyncio
+import json
+import os
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from settings import LATENCY, TUNED  # noqa: E402
+
+CASES = {}
+BATCH = 1000  # consumers that take batches ask for this many at a time
+DEADLINE_S = 300
+
+
+def case(name):
+    def register(fn):
+        CASES[name] = fn
+        return fn
+    return register
+
+
+def _result(count, nbytes, seconds, **extra):
+    return dict(count=count, bytes=nbytes, seconds=seconds, **extra)
+
+
+# -- pyrdk (its defaults only) -------------------------------------------------------------------
+
+def _pyrdk_topic(brokers, topic):
+    import pyrdk
+    client = pyrdk.KafkaClient(hosts=brokers)
+    return client.topics[topic]
+
+
+@case("pyrdk.produce")
+def pyrdk_produce(brokers, topic, count, size, **_):
+    producer = _pyrdk_topic(brokers, topic).get_producer()
+    value = b"x" * size
+    produce = producer.produce
+    start = time.perf_counter()
+    for _ in range(count):
+        produce(value)
+    producer.flush()
+    seconds = time.perf_counter() - start
+    producer.stop()
+    return _result(count, count * size, seconds)
+
+
+@case("pyrdk.produce_batch")
+def pyrdk_produce_batch(brokers, topic, count, size, **_):
+    producer = _pyrdk_topic(brokers, topic).get_producer()
+    values = [b"x" * size] * BATCH
+    start = time.perf_counter()
+    for _ in range(count // BATCH):
+        producer.produce_batch(values)
+    producer.produce_batch(values[:count % BATCH])
+    producer.flush()
+    seconds = time.perf_counter() - start
+    producer.stop()
+    return _result(count, count * size, seconds)
+
+
+def _pyrdk_consumer(brokers, topic):
+    # consumer_timeout_ms only ends a run that would otherwise wait for ever.
+    return _pyrdk_topic(brokers, topic).get_simple_consumer(consumer_timeout_ms=30000)
+
+
+@case("pyrdk.consume")
+def pyrdk_consume(brokers, topic, count, size, **_):
+    consumer = _pyrdk_consumer(brokers, topic)
+    got = nbytes = 0
+    start = None
+    for msg in consumer:
+        if start is None:
+            start = time.perf_counter()
+        nbytes += len(msg.value)
+        got += 1
+        if got == count:
+            break
+    seconds = time.perf_counter() - start
+    consumer.stop()
+    return _result(got, nbytes, seconds)
+
+
+@case("pyrdk.consume_batch")
+def pyrdk_consume_batch(brokers, topic, count, size, **_):
+    consumer = _pyrdk_consumer(brokers, topic)
+    got = nbytes = 0
+    start = None
+    deadline = time.monotonic() + DEADLINE_S
+    while got < count and time.monotonic() < deadline:
+        batch = consumer.consume_batch(BATCH)
+        if batch and start is None:
+            start = time.perf_counter()
+        for msg in batch:
+            nbytes += len(msg.value)
+        got += len(batch)
+    seconds = time.perf_counter() - start
+    consumer.stop()
+    return _result(got, nbytes, seconds)
+
+
+# -- confluent-kafka ------------------------------------------------------------------------------
+
+def _confluent_produce(brokers, topic, count, size, config):
+    import confluent_kafka
+    producer = confluent_kafka.Producer(dict(config, **{"bootstrap.servers": brokers}))
+    producer.list_topics(topic, timeout=10)
+    value = b"x" * size
+    produce, poll = producer.produce, producer.poll
+    start = time.perf_counter()
+    for _ in range(count):
+        while True:
+            try:
+                produce(topic, value)
+                break
+            except BufferError:  # the local queue is full: serve reports, try again
+                poll(0.01)
+        poll(0)
+    left = producer.flush(60)
+    seconds = time.perf_counter() - start
+    if left:
+        raise RuntimeError("%d messages not delivered" % left)
+    return _result(count, count * size, seconds)
+
+
+@case("confluent.produce")
+def confluent_produce(brokers, topic, count, size, **_):
+    return _confluent_produce(brokers, topic, count, size, {})
+
+
+@case("confluent.produce.tuned")
+def confluent_produce_tuned(brokers, topic, count, size, **_):
+    return _confluent_produce(brokers, topic, count, size, TUNED["confluent.produce"])
+
+
+def _confluent_consume(brokers, topic, count, config):
+    import confluent_kafka
+    consumer = confluent_kafka.Consumer(dict(config, **{
+        "bootstrap.servers": brokers, "group.id": "bench-%d" % os.getpid(),
+        "enable.auto.commit": False, "auto.offset.reset": "earliest"}))
+    metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                     for p in metadata.partitions])
+    got = nbytes = 0
+    start = None
+    deadline = time.monotonic() + DEADLINE_S
+    while got < count and time.monotonic() < deadline:
+        batch = consumer.consume(BATCH, 1.0)
+        if batch and start is None:
+            start = time.perf_counter()
+        for msg in batch:
+            if msg.error() is None:
+                nbytes += len(msg.value())
+                got += 1
+    seconds = time.perf_counter() - start
+    consumer.close()
+    return _result(got, nbytes, seconds)
+
+
+@case("confluent.consume")
+def confluent_consume(brokers, topic, count, size, **_):
+    return _confluent_consume(brokers, topic, count, {})
+
+
+@case("confluent.consume.tuned")
+def confluent_consume_tuned(brokers, topic, count, size, **_):
+    return _confluent_consume(brokers, topic, count, TUNED["confluent.consume"])
+
+
+# -- kafka-python ----------------------------------------------------------------------------------
+
+@case("kafka-python.produce.tuned")
+def kafka_python_produce(brokers, topic, count, size, **_):
+    import kafka
+    producer = kafka.KafkaProducer(bootstrap_servers=brokers, **TUNED["kafka-python.produce"])
+    producer.partitions_for(topic)
+    value = b"x" * size
+    send = producer.send
+    start = time.perf_counter()
+    for _ in range(count):
+        send(topic, value)
+    producer.flush()
+    seconds = time.perf_counter() - start
+    producer.close()
+    return _result(count, count * size, seconds)
+
+
+@case("kafka-python.consume.tuned")
+def kafka_python_consume(brokers, topic, count, size, partitions, **_):
+    import kafka
+    consumer = kafka.KafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
+                                   **TUNED["kafka-python.consume"])
+    parts = [kafka.TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(parts)
+    consumer.seek_to_beginning(*parts)
+    got = nbytes = 0
+    start = None
+    deadline = time.monotonic() + DEADLINE_S
+    while got < count and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=1000).values():
+            if start is None:
+                start = time.perf_counter()
+            for msg in records[:count - got]:  # a tenth of the topic: stop at count
+                nbytes += len(msg.value)
+                got += 1
+    seconds = time.perf_counter() - start
+    consumer.close()
+    return _result(got, nbytes, seconds)
+
+
+# -- aiokafka -------------------------------------------------------------------------------------------
+
+@case("aiokafka.produce.tuned")
+def aiokafka_produce(brokers, topic, count, size, **_):
+    import aiokafka
+
+    async def run():
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=brokers, **TUNED["aiokafka.produce"])
+        await producer.start()
+        await producer.partitions_for(topic)
+        value = b"x" * size
+        send = producer.send
+        start = time.perf_counter()
+        for _ in range(count):
+            await send(topic, value)
+        await producer.flush()
+        seconds = time.perf_counter() - start
+        await producer.stop()
+        return _result(count, count * size, seconds)
+    return asyncio.run(run())
+
+
+@case("aiokafka.consume.tuned")
+def aiokafka_consume(brokers, topic, count, size, partitions, **_):
+    import aiokafka
+
+    async def run():
+        consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
+                                             **TUNED["aiokafka.consume"])
+        await consumer.start()
+        parts = [aiokafka.TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(parts)
+        await consumer.seek_to_beginning(*parts)
+        got = nbytes = 0
+        start = None
+        deadline = time.monotonic() + DEADLINE_S
+        while got < count and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=1000, max_records=10000)).values():
+                if start is None:
+                    start = time.perf_counter()
+                for msg in records[:count - got]:  # a tenth of the topic: stop at count
+                    nbytes += len(msg.value)
+                    got += 1
+        seconds = time.perf_counter() - start
+        await consumer.stop()
+        return _result(got, nbytes, seconds)
+    return asyncio.run(run())
+
+
+# -- latency: produce call -> consumer receives, in one process -------------------------------------
+
+def _paced(rate, duration_s, send, stop):
+    """Call ``send(i)`` ``rate`` times a second for ``duration_s``, catching up in small bursts."""
+    start = time.perf_counter()
+    total = int(rate * duration_s)
+    i = 0
+    while i < total and not stop.is_set():
+        due = min(total, int((time.perf_counter() - start) * rate) + 1)
+        while i < due:
+            send(i)
+            i += 1
+        time.sleep(0.0005)
+    return i
+
+
+def _stamped(size):
+    pad = b"x" * max(0, size - 8)
+    return lambda: time.perf_counter_ns().to_bytes(8, "little") + pad
+
+
+def _latencies(received):
+    lat = sorted(received)
+    if not lat:
+        raise RuntimeError("no message received")
+    pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] / 1e6  # noqa: E731
+    return dict(p50_ms=pick(0.50), p99_ms=pick(0.99), max_ms=lat[-1] / 1e6, received=len(received))
+
+
+def _latency_run(rate, duration_s, size, send, flush, poll_values):
+    stamp = _stamped(size)
+    # One message makes the round trip first: connections, metadata and the consumer's
+    # first fetch are not part of the measure.
+    send(b"warm-up")
+    deadline = time.monotonic() + 30
+    while b"warm-up" not in poll_values():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the warm-up message did not come back within 30 s")
+    stop = threading.Event()
+    sent = []
+    producer = threading.Thread(target=lambda: sent.append(_paced(rate, duration_s, lambda i: send(stamp()),
+                                                                   stop)))
+    received = []
+    producer.start()
+    deadline = time.monotonic() + duration_s + 30
+    try:
+        while (producer.is_alive() or len(received) < sent[0]) and time.monotonic() < deadline:
+            for value in poll_values():
+                received.append(time.perf_counter_ns() - int.from_bytes(value[:8], "little"))
+    finally:
+        stop.set()
+        producer.join()
+        flush()
+    return dict(_latencies(received), count=sent[0], rate=rate)
+
+
+@case("latency.pyrdk")
+def latency_pyrdk(brokers, topic, count, size, rate=10000, **_):
+    topic_ = _pyrdk_topic(brokers, topic)
+    consumer = topic_.get_simple_consumer(consumer_timeout_ms=100)
+    producer = topic_.get_producer(**LATENCY["pyrdk.produce"])
+
+    def poll_values():
+        return [m.value for m in consumer.consume_batch(BATCH, 100)]
+    out = _latency_run(rate, count / rate, size, producer.produce, producer.flush, poll_values)
+    producer.stop()
+    consumer.stop()
+    return out
+
+
+@case("latency.confluent")
+def latency_confluent(brokers, topic, count, size, rate=10000, **_):
+    import confluent_kafka
+    producer = confluent_kafka.Producer({"bootstrap.servers": brokers})
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": brokers, "group.id": "bench-%d" % os.getpid(),
+        "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                     for p in metadata.partitions])
+
+    def send(value):
+        producer.produce(topic, value)
+        producer.poll(0)
+
+    def poll_values():
+        return [m.value() for m in consumer.consume(BATCH, 0.1) if m.error() is None]
+    out = _latency_run(rate, count / rate, size, send, producer.flush, poll_values)
+    consumer.close()
+    return out
+
+
+# -- memory: RSS while producing, then consuming, 5,000,000 messages (the runner samples it) ----------
+
+@case("memory.pyrdk")
+def memory_pyrdk(brokers, topic, count, size, **_):
+    produced = pyrdk_produce(brokers, topic, count, size)
+    print("PHASE consume", flush=True)
+    consumed = pyrdk_consume(brokers, topic, count, size)
+    return dict(produce=produced, consume=consumed, count=count, bytes=count * size,
+                seconds=produced["seconds"] + consumed["seconds"])
+
+
+def main():
+    args = json.loads(sys.argv[1])
+    fn = CASES[args.pop("case")]
+    result = fn(**args)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
