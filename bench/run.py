@@ -56,9 +56,12 @@ CASES = [
     ("kafka-python.consume.tuned", "consume", "tuned", SLOW),
     ("aiokafka.consume.tuned", "consume", "tuned", SLOW),
 ]
-# More cases (e.g. pyrdk's Spark source) go here, as rows like those above, with their
-# function registered in worker.py under the same name.
-EXTRA_CASES = []
+# More cases go here, as rows like those above, with their function registered in worker.py
+# under the same name. The Spark batch read counts rows/s through the pyrdk source (PySpark's
+# Python workers on local[2], so its RSS column is the driver's alone).
+EXTRA_CASES = [
+    ("pyrdk.spark.read", "consume", "defaults", FULL),
+]
 
 BASELINE = {"produce": "confluent.produce.tuned", "consume": "confluent.consume.tuned"}
 NATIVE_CASE = {"produce": "native.produce", "consume": "native.consume"}

@@ -28,8 +28,9 @@ def fill(hosts, topic_name, count, partitions=4):
                 producer.produce(value, partition_key=b"%d" % (i % 1024))
 
 
-def measure(spark, bootstrap_servers, topic, count):
-    """Seconds and rows/s of one batch read of ``topic`` (which must hold ``count`` records)."""
+def measure(spark, bootstrap_servers, topic, count, value_size=VALUE_SIZE):
+    """Seconds and rows/s of one batch read of ``topic``, which must hold ``count`` records
+    of ``value_size`` bytes."""
     from pyspark.sql import functions as F
     df = (spark.read.format("pyrdk").option("kafka.bootstrap.servers", bootstrap_servers)
           .option("subscribe", topic).load())
@@ -37,9 +38,9 @@ def measure(spark, bootstrap_servers, topic, count):
     start = time.monotonic()
     row = df.agg(F.count("*").alias("rows"), F.sum(F.length("value")).alias("bytes")).collect()[0]
     seconds = time.monotonic() - start
-    if row.rows != count or row.bytes != count * VALUE_SIZE:
+    if row.rows != count or row.bytes != count * value_size:
         raise RuntimeError("read %d rows (%d bytes), expected %d" % (row.rows, row.bytes, count))
-    return {"rows": row.rows, "seconds": seconds, "rows_per_s": row.rows / seconds}
+    return {"rows": row.rows, "bytes": row.bytes, "seconds": seconds, "rows_per_s": row.rows / seconds}
 
 
 def session(master="local[2]"):

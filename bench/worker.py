@@ -267,6 +267,21 @@ def aiokafka_consume(brokers, topic, count, size, partitions, **_):
     return asyncio.run(run())
 
 
+# -- Spark ------------------------------------------------------------------------------------------
+
+@case("pyrdk.spark.read")
+def pyrdk_spark_read(brokers, topic, count, size, **_):
+    """A Spark batch read through the ``pyrdk`` source (``bench/spark_source.py``), local[2]:
+    timed once the Python workers run, so the JVM's start is not counted."""
+    import spark_source
+    spark = spark_source.session()
+    try:
+        result = spark_source.measure(spark, brokers, topic, count, value_size=size)
+    finally:
+        spark.stop()
+    return _result(result["rows"], result["bytes"], result["seconds"])
+
+
 # -- latency: produce call -> consumer receives, in one process -------------------------------------
 
 def _paced(rate, duration_s, send, stop):
