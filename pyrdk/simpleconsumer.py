@@ -161,7 +161,8 @@ class SimpleConsumer:
     def start(self):
         """Create the librdkafka consumer and assign the partitions at their start offsets:
         the committed offset; else, after a ``stop()``, the offset after the last one
-        returned; else (and always with ``reset_offset_on_start``) ``auto_offset_reset``."""
+        returned; else (and always with ``reset_offset_on_start``) ``auto_offset_reset``,
+        looked up with ListOffsets."""
         if self._running:
             return
         self._outage = self._cluster.broker_outage()
@@ -172,18 +173,18 @@ class SimpleConsumer:
             if self._consumer_group and not self._reset_offset_on_start:
                 committed = {tp.partition: tp.offset for tp in self._handle.committed(
                     [(self._topic_name, pid) for pid in self._partitions])}
-            assignment = []
+            starts = {}
             for pid in sorted(self._partitions):
                 offset = committed.get(pid, OFFSET_INVALID)
                 if offset < 0 and not self._reset_offset_on_start and self._next.get(pid) is not None:
                     offset = self._next[pid]  # restarted: go on from where it was
-                if offset < 0:
-                    self._next[pid] = None
-                    offset = _logical(self._auto_offset_reset)
-                else:
-                    self._next[pid] = offset
-                assignment.append((self._topic_name, pid, offset))
-            self._handle.assign(assignment)
+                starts[pid] = offset
+                self._next[pid] = offset if offset >= 0 else None  # None: nothing returned yet
+            starts.update(self._resolve({pid: int(self._auto_offset_reset)
+                                         for pid, offset in starts.items() if offset < 0}))
+            logical = _logical(self._auto_offset_reset)
+            self._handle.assign([(self._topic_name, pid, offset if offset >= 0 else logical)
+                                 for pid, offset in sorted(starts.items())])
         except BaseException:
             self._handle.close()
             raise
@@ -421,6 +422,18 @@ class SimpleConsumer:
         if self._consumer_group and targets:
             self.commit_offsets(sorted(targets.items()))
 
+    def _resolve(self, lookups):
+        """``_list_offsets`` for a start position, or ``{}`` if the lookup fails (librdkafka
+        then resolves the logical offset itself). A position known in advance is what keeps a
+        ``seek`` right after ``start`` from being overtaken by librdkafka's own lookup."""
+        if not lookups:
+            return {}
+        try:
+            return self._list_offsets(lookups)
+        except KafkaException as exc:
+            log.warning("could not look up the start offsets (%s); librdkafka will", exc)
+            return {}
+
     def _list_offsets(self, lookups):
         """``{pid: offset}`` for ``{pid: timestamp or OffsetType}``; a time after the last
         message resolves to the end of the partition."""
@@ -463,13 +476,15 @@ class SimpleConsumer:
 
     def seek(self, partition, offset):
         """Make ``offset`` the next offset returned for ``partition`` (``rd_kafka_seek_partitions``);
-        ``offset`` may also be an ``OffsetType``."""
+        ``offset`` may also be an ``OffsetType``, looked up with ListOffsets."""
         self._check_running()
         pid = self._partition_id(partition)
         offset = _offset(offset)
         logical = offset in (OffsetType.EARLIEST, OffsetType.LATEST)
+        if logical:
+            offset = self._list_offsets({pid: int(offset)})[pid]
         self._drop_buffered((pid,))
-        self._handle.seek([(self._topic_name, pid, _logical(offset) if logical else offset)])
+        self._handle.seek([(self._topic_name, pid, offset)])
         self._next[pid] = None if logical else offset
 
     def pause(self, partitions=None):

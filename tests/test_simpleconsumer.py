@@ -418,6 +418,21 @@ def test_reset_offsets_to_an_int_makes_it_the_last_consumed(topic, group_name):
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("move", ["reset_offsets", "seek"])
+def test_a_move_right_after_start_is_not_overtaken_by_the_start_offset(topic, group_name, move):
+    # The start position (auto_offset_reset for a new group) must not land after the move.
+    produce(topic, [b"v%d" % i for i in range(20)], partition=0)
+    for _ in range(3):
+        with topic.get_simple_consumer(consumer_group=unique_name("group"), partitions=[0],
+                                       consumer_timeout_ms=1000) as consumer:
+            if move == "seek":
+                consumer.seek(0, 10)
+            else:
+                consumer.reset_offsets([(0, 9)])
+            assert [m.offset for m in drain(consumer)] == list(range(10, 20))
+
+
+@pytest.mark.kafka
 def test_reset_offsets_drops_buffered_messages_of_the_partition(topic):
     produce(topic, [b"v%d" % i for i in range(50)], partition=0)
     with topic.get_simple_consumer(partitions=[0], consumer_timeout_ms=1000) as consumer:
