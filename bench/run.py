@@ -92,6 +92,7 @@ class Broker:
             future.result(30)
 
     def stop(self):
+        self._admin = None  # its handle goes first, or it logs the stopped broker's refusals
         self.tansu.stop()
 
 
