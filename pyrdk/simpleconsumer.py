@@ -324,8 +324,8 @@ class SimpleConsumer:
                     self._buffer.append(msg)
         if msgs:
             self._outage.since = None
-        for exc in errs:
-            if exc.retriable and not exc.fatal:
+        for exc in errs:  # error events, then an exception a callback raised
+            if isinstance(exc, KafkaException) and exc.retriable and not exc.fatal:
                 log.warning("%s (librdkafka retries by itself)", exc)
             else:
                 raise exc

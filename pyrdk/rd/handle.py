@@ -483,7 +483,8 @@ class Handle:
 
         Returns ``(messages, errors)``: Messages in queue order (their ``partition`` taken
         from the ``partitions`` dict when given), and the exceptions carried by error events
-        (end-of-partition events are dropped). Returns early on ``close()``.
+        (end-of-partition events are dropped) followed by one a callback raised meanwhile: a
+        batch taken off the queue is always returned. Returns early on ``close()``.
         """
         array = ffi.new("rd_kafka_message_t *[]", max_messages)
         deadline = _deadline(timeout_ms)
@@ -496,7 +497,9 @@ class Handle:
                     return [], []
                 n = self._queue.consume_batch(array, max_messages, _slice(deadline))
                 if n > 0 or n < 0:
-                    return self._convert(array, n, partitions)
+                    msgs, errs = self._convert(array, n, partitions)
+                    exc, self._cbs.pending = self._cbs.pending, None
+                    return msgs, errs if exc is None else errs + [exc]
             first = False
             if _remaining(deadline) <= 0 or self._closing or self._woken:
                 self._woken = False

@@ -101,6 +101,38 @@ def test_watermarks_after_a_batched_produce(request, brokers, handles):
     assert producer.query_watermark_offsets(topic, 0) == (0, 10)
 
 
+def test_a_callback_error_comes_back_with_the_batch_it_arrived_with(mock_cluster, handles):
+    """A batch taken off the queue is returned even when a callback raised during the call:
+    the exception comes last among its errors."""
+    topic = _name("cberr")
+    mock_cluster.create_topic(topic, 1, 1)
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers})
+    util.produce(producer, topic, [(0, b"%d" % i, None, 0, None) for i in range(3000)])
+
+    def on_stats(_json):
+        raise RuntimeError("from the stats callback")
+
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic,
+                                    "statistics.interval.ms": 10, "fetch.message.max.bytes": 1000},
+                       on_stats=on_stats)
+    consumer.assign([(topic, 0, partitions.OFFSET_BEGINNING)])
+    got, with_batch = [], []
+
+    def take():
+        try:
+            msgs, errs = consumer.consume_batch(7, 100)
+        except RuntimeError:
+            return  # raised by a call that took nothing off the queue
+        got.extend(msgs)
+        if errs:
+            assert all(isinstance(e, RuntimeError) for e in errs)
+            with_batch.append(len(msgs))
+
+    util.wait_until(lambda: len(got) >= 3000, "every message", step=take)
+    assert [int(m.value) for m in got] == list(range(3000))
+    assert any(with_batch), "no error arrived with a batch: the test proves nothing"
+
+
 def test_purge_reports_queued_messages(mock_cluster, handles):
     topic = _name("purge")
     mock_cluster.create_topic(topic, 1, 1)
