@@ -542,12 +542,7 @@ class BalancedConsumer:
                 self._worker_exception = exc
                 return
             if reset and self._consumer is not None:
-                # reset_offsets commits the new positions; restarting makes the consumer
-                # start there (a seek racing the first fetch of a fresh assignment can
-                # be overtaken by it).
                 self._consumer.reset_offsets(partition_offsets=sorted(reset.items()))
-                self._consumer.stop()
-                self._consumer.start()
 
     # -- ZooKeeper -----------------------------------------------------------------------------
 
