@@ -1,5 +1,6 @@
 """rd.handle: an ``rd_kafka_t`` from ``rd_kafka_new`` to ``rd_kafka_destroy`` — produce,
 consume, metadata, offsets, and closing while other threads use it."""
+import os
 import threading
 import uuid
 
@@ -13,6 +14,25 @@ from pyrdk.rd import admin, partitions
 from pyrdk.testing import free_port
 from tests.fix_kafka import on_tansu, tansu_gap
 from tests.rd import util
+
+
+def _in_forked_child(fn):
+    """Run ``fn`` in a forked child and return the small int it returns (255 if it raised);
+    the child reports through a pipe and never returns into pytest."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 255
+        try:
+            code = fn()
+        finally:
+            os.write(write, bytes([code]))
+            os._exit(0)
+    os.close(write)
+    status = os.read(read, 1)
+    os.close(read)
+    os.waitpid(pid, 0)
+    return status[0]
 
 
 def _name(prefix):
@@ -178,27 +198,19 @@ def test_use_after_close_raises_the_handles_exception(mock_cluster, handles):
 def test_a_forked_child_cannot_use_the_parents_handle(mock_cluster, handles):
     """librdkafka's threads stay in the parent: in the child every call raises the handle's
     exception (never a hang or a crash), and close() there leaves the parent's handle alone."""
-    import os
     consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": "g"},
                        closed_exc=ConsumerStoppedException)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report through the pipe, never return into pytest
+
+    def child():
         code = 1
         try:
-            try:
-                consumer.assignment()
-            except ConsumerStoppedException as exc:
-                code = 0 if "fork()" in str(exc) else 2
-            consumer.close()
-        finally:
-            os.write(write, bytes([code]))
-            os._exit(0)
-    os.close(write)
-    status = os.read(read, 1)
-    os.close(read)
-    os.waitpid(pid, 0)
-    assert status == bytes([0])
+            consumer.assignment()
+        except ConsumerStoppedException as exc:
+            code = 0 if "fork()" in str(exc) else 2
+        consumer.close()
+        return code
+
+    assert _in_forked_child(child) == 0
     assert not consumer.closed
     assert consumer.assignment() == []
 
@@ -206,30 +218,22 @@ def test_a_forked_child_cannot_use_the_parents_handle(mock_cluster, handles):
 @pytest.mark.mock
 def test_a_forked_child_cannot_produce_on_the_parents_handle(mock_cluster, handles):
     """The per-message and batch paths skip the Python use-guard: the C guard refuses them."""
-    import os
     producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
                        closed_exc=ProducerStoppedException)
     send = producer.sender("t", 1000)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
+
+    def child():
         code = 0
-        try:
-            for call in (lambda: send(0, b"v", None, 1),
-                         lambda: producer.produce_batch("t", 1, b"v", [1], None, None, 1000, True)):
-                try:
-                    call()
-                    code = 1
-                except ProducerStoppedException as exc:
-                    code = code or (0 if "fork()" in str(exc) else 2)
-        finally:
-            os.write(write, bytes([code]))
-            os._exit(0)
-    os.close(write)
-    status = os.read(read, 1)
-    os.close(read)
-    os.waitpid(pid, 0)
-    assert status == bytes([0])
+        for call in (lambda: send(0, b"v", None, 1),
+                     lambda: producer.produce_batch("t", 1, b"v", [1], None, None, 1000, True)):
+            try:
+                call()
+                code = 1
+            except ProducerStoppedException as exc:
+                code = code or (0 if "fork()" in str(exc) else 2)
+        return code
+
+    assert _in_forked_child(child) == 0
     send(0, b"v", None, 1)  # the parent's handle still works
     assert producer.flush(10000)
 
