@@ -15,17 +15,24 @@ def zookeeper_server():
     if os.environ.get("PYRDK_TEST_ZOOKEEPER"):
         yield None
         return
+    server = start_zookeeper_server("the ZooKeeper server")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def start_zookeeper_server(what):
+    """A started :class:`pyrdk.testing.ZooKeeperServer`; a failure to start is a test
+    failure naming ``what`` (see ``server_unavailable``)."""
     from pyrdk.testing import ZooKeeperServer
     server = ZooKeeperServer()
     try:
         server.start()
     except Exception as exc:
         server.close()
-        server_unavailable("could not start the ZooKeeper server: %s" % exc)
-    try:
-        yield server
-    finally:
-        server.close()
+        server_unavailable("could not start %s: %s" % (what, exc))
+    return server
 
 
 @pytest.fixture(scope="session")

@@ -10,9 +10,9 @@ import pytest
 from pyrdk import KafkaClient, OffsetType, RoundRobinProtocol
 from pyrdk.exceptions import PartitionOwnedError, UnicodeException
 from pyrdk.partitioners import hashing_partitioner
-from pyrdk.testing import ZooKeeperServer, free_port
-from tests.conftest import server_unavailable
+from pyrdk.testing import free_port
 from tests.fix_kafka import make_topic, unique_name
+from tests.fix_zookeeper import start_zookeeper_server
 from tests.fleet import PATIENCE_S, ROOT, Fleet
 
 pytestmark = [pytest.mark.kafka, pytest.mark.zookeeper]
@@ -543,12 +543,7 @@ def test_zookeeper_restart_does_not_stop_the_fleet(kafka_hosts, zk_client, topic
     from kazoo.client import KazooClient
     topic = make_topic(zk_client, topic_name, 6)
     produce(topic, 3000)
-    server = ZooKeeperServer()
-    try:
-        server.start()
-    except Exception as exc:
-        server.close()
-        server_unavailable("could not start a ZooKeeper server of its own: %s" % exc)
+    server = start_zookeeper_server("a ZooKeeper server of its own")
     with server:
         zk = KazooClient(server.hosts, timeout=10)
         zk.start(timeout=30)
