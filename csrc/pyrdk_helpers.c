@@ -298,14 +298,15 @@ rd_kafka_resp_err_t pyrdk_send(const pyrdk_sender_t *s, int32_t partition, const
 
 /* cnt messages without an id (their reports are counted in C, failures kept with their
  * value and key): value i is the value_lens[i] bytes after value i-1 in values; keys
- * likewise, (size_t)-1 meaning no key, keys NULL meaning none at all. They go round robin
- * over partition_cnt partitions from partition start (librdkafka's partitioner if
- * partition_cnt is 0). A full queue is waited on (serving the delivery reports, sending at
+ * likewise, (size_t)-1 meaning no key, keys NULL meaning none at all. Message i goes to
+ * partition ((start + i) / run) % partition_cnt: runs of run messages, round robin over
+ * the partitions, so that each partition's batch fills at once (librdkafka's partitioner
+ * if partition_cnt is 0). A full queue is waited on (serving the delivery reports, sending at
  * once) for up to block_ms in all, then RD_KAFKA_RESP_ERR__QUEUE_FULL is returned.
  * *done is the number queued; it stops at the first error. */
 rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
-                                        int32_t partition_cnt, uint64_t start, const char *values,
-                                        const size_t *value_lens,
+                                        int32_t partition_cnt, uint64_t start, uint64_t run,
+                                        const char *values, const size_t *value_lens,
                                         const char *keys, const size_t *key_lens, size_t cnt,
                                         size_t max_size, int block_ms, size_t *done) {
         rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -324,7 +325,7 @@ rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd
                         err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
                         break;
                 }
-                partition = partition_cnt > 0 ? (int32_t)((start + i) % (uint64_t)partition_cnt)
+                partition = partition_cnt > 0 ? (int32_t)((start + i) / run % (uint64_t)partition_cnt)
                                               : RD_KAFKA_PARTITION_UA;
                 err = produce_one(rk, rkt, partition, values, value_lens[i], key, key_len, 0, NULL, 0);
                 if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && waited_ms < block_ms) {

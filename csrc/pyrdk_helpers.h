@@ -75,7 +75,8 @@ typedef struct pyrdk_sender_s {
 rd_kafka_resp_err_t pyrdk_send(const pyrdk_sender_t *s, int32_t partition, const char *value,
                                size_t value_len, const char *key, size_t key_len, uintptr_t id);
 rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
-                                        int32_t partition_cnt, uint64_t start, const char *values, const size_t *value_lens,
+                                        int32_t partition_cnt, uint64_t start, uint64_t run,
+                                        const char *values, const size_t *value_lens,
                                         const char *keys, const size_t *key_lens, size_t cnt,
                                         size_t max_size, int block_ms, size_t *done);
 

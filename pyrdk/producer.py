@@ -334,9 +334,10 @@ class Producer:
         :returns: the number of messages queued: all of them, else an exception is raised
 
         No ``Message`` objects are made: the values and keys are handed to librdkafka in one
-        C loop (``pyrdk_produce_batch``), spread over the partitions as the default
-        partitioner does (round robin from a random start), and their delivery reports are
-        counted in C. A failed delivery still surfaces, as ``ProduceFailureError`` on the
+        C loop (``pyrdk_produce_batch``), spread evenly over the partitions as the default
+        partitioner does, but in one run of consecutive messages per partition (the next
+        batch starting at the next partition), so that each partition's batch fills at once;
+        their delivery reports are counted in C. A failed delivery still surfaces, as ``ProduceFailureError`` on the
         next ``produce()``, ``flush()`` or ``stop()``, with a ``Message`` holding the value and
         key. With a serializer, a partitioner other than the default, ``sync`` or
         ``delivery_reports``, each message goes through :meth:`produce` instead. An error (a

@@ -685,6 +685,22 @@ def test_produce_batch_delivers_values_and_keys(topic, kafka_hosts, topic_name):
 
 
 @pytest.mark.kafka
+def test_produce_batch_gives_each_partition_one_run_of_the_batch(topic, kafka_hosts, topic_name):
+    values = [b"v-%04d" % i for i in range(400)]
+    with topic.get_producer(linger_ms=10) as producer:
+        producer.produce_batch(values)
+        producer.produce_batch([b"next"])
+    back = read_back(kafka_hosts, topic_name, 401)
+    runs = {}
+    for m in back:
+        runs.setdefault(m.partition(), []).append(m.value())
+    first = [p for p, run in runs.items() if run[0] == b"v-0000"][0]
+    for i in range(4):  # 100 consecutive values each, from the batch's first partition on
+        assert runs[(first + i) % 4][:100] == values[i * 100:(i + 1) * 100]
+    assert runs[(first + 1) % 4][100:] == [b"next"]  # the next batch starts one further
+
+
+@pytest.mark.kafka
 def test_produce_batch_goes_through_the_partitioner_and_serializer(topic, kafka_hosts, topic_name):
     from pyrdk.partitioners import hashing_partitioner
     producer = topic.get_producer(partitioner=hashing_partitioner, linger_ms=10,

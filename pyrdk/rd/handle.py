@@ -278,9 +278,10 @@ class Handle:
                       start=0):
         """Messages without ids in C (``pyrdk_produce_batch``): value ``i`` is the next
         ``value_lens[i]`` bytes of ``values`` (bytes), keys likewise (``keys`` None: no
-        keys; a length of -1: no key for that message). They go round robin over
-        ``partition_cnt`` partitions from partition ``start`` (librdkafka's partitioner if
-        ``partition_cnt`` is 0). Their delivery reports are counted in C; failures reach
+        keys; a length of -1: no key for that message). They are cut into
+        ``partition_cnt`` runs of consecutive messages, one per partition from partition
+        ``start`` on, so that each partition's batch fills at once (librdkafka's
+        partitioner if ``partition_cnt`` is 0). Their delivery reports are counted in C; failures reach
         ``Callbacks.on_batch_failure``. With ``block``, waits for room in a full queue.
         An error is raised with ``produced`` = the number queued before it."""
         cnt = len(value_lens)
@@ -290,10 +291,11 @@ class Handle:
         kbuf = ffi.NULL if keys is None else ffi.from_buffer(keys)
         klens = ffi.NULL if keys is None else ffi.new("size_t[]", [_SIZE_MAX if n < 0 else n for n in key_lens])
         done = ffi.new("size_t *")
+        run = -(-cnt // partition_cnt) if partition_cnt > 0 else 1
         total = voff = koff = 0
         while True:
             err = lib.pyrdk_produce_batch(self._guard, self._ptr or ffi.NULL, rkt, partition_cnt,
-                                          start + total, vbuf + voff, vlens + total,
+                                          start * run + total, run, vbuf + voff, vlens + total,
                                           kbuf if keys is None else kbuf + koff,
                                           klens if keys is None else klens + total,
                                           cnt - total, max_size, SLICE_MS if block else 0, done)
