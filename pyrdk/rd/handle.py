@@ -291,7 +291,7 @@ class Handle:
         kbuf = ffi.NULL if keys is None else ffi.from_buffer(keys)
         klens = ffi.NULL if keys is None else ffi.new("size_t[]", [_SIZE_MAX if n < 0 else n for n in key_lens])
         done = ffi.new("size_t *")
-        run = -(-cnt // partition_cnt) if partition_cnt > 0 else 1
+        run = max(1, -(-cnt // partition_cnt)) if partition_cnt > 0 else 1
         total = voff = koff = 0
         while True:
             err = lib.pyrdk_produce_batch(self._guard, self._ptr or ffi.NULL, rkt, partition_cnt,
