@@ -301,8 +301,9 @@ rd_kafka_resp_err_t pyrdk_send(const pyrdk_sender_t *s, int32_t partition, const
  * likewise, (size_t)-1 meaning no key, keys NULL meaning none at all. Message i goes to
  * partition ((start + i) / run) % partition_cnt: runs of run messages, round robin over
  * the partitions, so that each partition's batch fills at once (librdkafka's partitioner
- * if partition_cnt is 0). A full queue is waited on (serving the delivery reports, sending at
- * once) for up to block_ms in all, then RD_KAFKA_RESP_ERR__QUEUE_FULL is returned.
+ * if partition_cnt is 0). A full queue is waited on (serving the delivery reports,
+ * sending at once) for up to block_ms in all, then RD_KAFKA_RESP_ERR__QUEUE_FULL is
+ * returned.
  * *done is the number queued; it stops at the first error. */
 rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
                                         int32_t partition_cnt, uint64_t start, uint64_t run,

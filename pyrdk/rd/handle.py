@@ -281,8 +281,8 @@ class Handle:
         keys; a length of -1: no key for that message). They are cut into
         ``partition_cnt`` runs of consecutive messages, one per partition from partition
         ``start`` on, so that each partition's batch fills at once (librdkafka's
-        partitioner if ``partition_cnt`` is 0). Their delivery reports are counted in C; failures reach
-        ``Callbacks.on_batch_failure``. With ``block``, waits for room in a full queue.
+        partitioner if ``partition_cnt`` is 0). Their delivery reports are counted in C;
+        failures reach ``Callbacks.on_batch_failure``. With ``block``, waits for room in a full queue.
         An error is raised with ``produced`` = the number queued before it."""
         cnt = len(value_lens)
         rkt = self.topic(topic)._ptr
