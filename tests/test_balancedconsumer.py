@@ -4,6 +4,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import namedtuple
 
 import pytest
 
@@ -367,8 +368,11 @@ def test_forced_session_expiry_never_leaves_two_owners(zk_client, zk, topic_name
 def _first_half(leaders):
     """The partitions the first of two members takes under pykafka's range split, for
     ``{partition id: leader id}`` of topic "moving"."""
-    order = sorted(leaders, key=lambda pid: "moving-%d-%d" % (leaders[pid], pid))
-    return set(order[:len(order) // 2])
+    from pyrdk.membershipprotocol import decide_partitions_range
+    Named = namedtuple("Named", "id name")  # what the protocol reads of a partition
+    Part = namedtuple("Part", "id topic leader")
+    parts = [Part(pid, Named(None, "moving"), Named(leader, None)) for pid, leader in leaders.items()]
+    return {p.id for p in decide_partitions_range(["a", "b"], parts, "a")}
 
 
 @pytest.mark.mock
