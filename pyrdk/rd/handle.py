@@ -282,8 +282,8 @@ class Handle:
         ``partition_cnt`` runs of consecutive messages, one per partition from partition
         ``start`` on, so that each partition's batch fills at once (librdkafka's
         partitioner if ``partition_cnt`` is 0). Their delivery reports are counted in C;
-        failures reach ``Callbacks.on_batch_failure``. With ``block``, waits for room in a full queue.
-        An error is raised with ``produced`` = the number queued before it."""
+        failures reach ``Callbacks.on_batch_failure``. With ``block``, waits for room in a
+        full queue. An error is raised with ``produced`` = the number queued before it."""
         cnt = len(value_lens)
         rkt = self.topic(topic)._ptr
         vbuf = ffi.from_buffer(values)
@@ -299,12 +299,13 @@ class Handle:
                                           kbuf if keys is None else kbuf + koff,
                                           klens if keys is None else klens + total,
                                           cnt - total, max_size, SLICE_MS if block else 0, done)
-            voff += sum(value_lens[total:total + done[0]])
-            if keys is not None:
-                koff += sum(n for n in key_lens[total:total + done[0]] if n > 0)
-            total += done[0]
+            sent = done[0]
             if not err:
-                return total
+                return total + sent
+            voff += sum(value_lens[total:total + sent])
+            if keys is not None:
+                koff += sum(n for n in key_lens[total:total + sent] if n > 0)
+            total += sent
             if err == errors.QUEUE_FULL and block:
                 self.dispatch_reports()
                 continue
