@@ -364,7 +364,6 @@ def test_forced_session_expiry_never_leaves_two_owners(zk_client, zk, topic_name
     assert all(len(owners) <= 1 for _, zk_owners in samples for owners in zk_owners.values())
 
 
-
 def _first_half(leaders):
     """The partitions the first of two members takes under pykafka's range split, for
     ``{partition id: leader id}`` of topic "moving"."""
