@@ -55,7 +55,7 @@ sysdeps:
 $(VPY): | sysdeps
 	$(PYTHON) -m venv $(VENV)
 
-# An older in-place build (build_ffi.py names it _rdkafka.cpython-*.so) would shadow the new one.
+# An older in-place build (python build_ffi.py) would shadow the one pip makes.
 $(STAMP): $(BUILD_INPUTS) | $(VPY) sysdeps
 	rm -f pyrdk/_rdkafka*.so pyrdk/_rdkafka.c
 	$(VPY) -m pip install --disable-pip-version-check --upgrade pip

@@ -52,7 +52,10 @@ ffibuilder.set_source(
     #include <librdkafka/rdkafka_mock.h>
     #include "pyrdk_helpers.h"
     """,
-    sources=[os.path.relpath(os.path.join(HERE, "csrc", "pyrdk_helpers.c"))],
+    sources=[os.path.relpath(os.path.join(HERE, "csrc", name))
+             for name in ("pyrdk_helpers.c", "pyrdk_messages.c")],
+    # pyrdk_messages.c uses CPython's own API (Message's slot layout), not the stable ABI.
+    py_limited_api=False,
     include_dirs=_include,
     # No libraries=["rdkafka"]: the runtime library is chosen by pyrdk/_loader.py.
 )

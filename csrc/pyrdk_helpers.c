@@ -348,66 +348,6 @@ rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd
         return err;
 }
 
-/* The bytes pyrdk_batch_unpack() needs for the values and keys of cnt messages. */
-size_t pyrdk_batch_data_size(rd_kafka_message_t **msgs, size_t cnt) {
-        size_t size = 0;
-        for (size_t i = 0; i < cnt; i++)
-                if (!msgs[i]->err)
-                        size += (msgs[i]->payload ? msgs[i]->len : 0) + (msgs[i]->key ? msgs[i]->key_len : 0);
-        return size;
-}
-
-/* Copy the values and keys of cnt consumed messages into data (values and keys of message
- * i end at value_ends[i] and key_ends[i]) and their fields into the columns. Returns the
- * flags of all messages or-ed, with PYRDK_F_NO_VALUE if a message (not an error) has no
- * value and PYRDK_F_TOPICS if they come from more than one topic: PYRDK_F_VALUE alone
- * means values only, of one topic. */
-int pyrdk_batch_unpack(rd_kafka_message_t **msgs, size_t cnt, char *data, size_t *value_ends,
-                       size_t *key_ends, int32_t *partitions, int64_t *offsets, int64_t *timestamps,
-                       int *timestamp_types, int *flags) {
-        size_t pos = 0;
-        int all = 0;
-        for (size_t i = 0; i < cnt; i++) {
-                const rd_kafka_message_t *m = msgs[i];
-                rd_kafka_timestamp_type_t tstype;
-                rd_kafka_headers_t *hdrs;
-                int f = 0;
-
-                if (m->rkt != msgs[0]->rkt)
-                        all |= PYRDK_F_TOPICS;
-                partitions[i] = m->partition;
-                offsets[i] = m->offset;
-                if (m->err) {
-                        value_ends[i] = key_ends[i] = pos;
-                        timestamps[i] = -1;
-                        timestamp_types[i] = 0;
-                        flags[i] = PYRDK_F_ERROR;
-                        all |= PYRDK_F_ERROR;
-                        continue;
-                }
-                if (m->payload) {
-                        memcpy(data + pos, m->payload, m->len);
-                        pos += m->len;
-                        f |= PYRDK_F_VALUE;
-                } else
-                        all |= PYRDK_F_NO_VALUE;
-                value_ends[i] = pos;
-                if (m->key) {
-                        memcpy(data + pos, m->key, m->key_len);
-                        pos += m->key_len;
-                        f |= PYRDK_F_KEY;
-                }
-                key_ends[i] = pos;
-                timestamps[i] = rd_kafka_message_timestamp(m, &tstype);
-                timestamp_types[i] = tstype;
-                if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR)
-                        f |= PYRDK_F_HEADERS;
-                flags[i] = f;
-                all |= f;
-        }
-        return all;
-}
-
 void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt) {
         for (size_t i = 0; i < cnt; i++)
                 rd_kafka_message_destroy(msgs[i]);

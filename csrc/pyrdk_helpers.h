@@ -3,6 +3,7 @@
 #define PYRDK_HELPERS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include <librdkafka/rdkafka.h>
 
 /* One delivery report, as pyrdk_dr_msg_cb() records it. */
@@ -80,15 +81,12 @@ rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd
                                         const char *keys, const size_t *key_lens, size_t cnt,
                                         size_t max_size, int block_ms, size_t *done);
 
-/* One consumed batch, unpacked in one pass (pyrdk_batch_unpack): values and keys
- * concatenated in data, the rest in columns. flags: PYRDK_F_* below. */
-enum { PYRDK_F_VALUE = 1, PYRDK_F_KEY = 2, PYRDK_F_HEADERS = 4, PYRDK_F_ERROR = 8,
-       PYRDK_F_NO_VALUE = 16, PYRDK_F_TOPICS = 32 };
-
-size_t pyrdk_batch_data_size(rd_kafka_message_t **msgs, size_t cnt);
-int pyrdk_batch_unpack(rd_kafka_message_t **msgs, size_t cnt, char *data, size_t *value_ends,
-                       size_t *key_ends, int32_t *partitions, int64_t *offsets, int64_t *timestamps,
-                       int *timestamp_types, int *flags);
 void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt);
+
+/* pyrdk_messages.c: consumed messages as Message objects (arguments typed void * are
+ * Python objects, passed as their id()). */
+int pyrdk_messages_init(void *type);
+ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, void *partitions);
+int pyrdk_messages_mark_next(void *msgs, void *next);
 
 #endif

@@ -18,6 +18,7 @@ from pyrdk.exceptions import ConsumerStoppedException, KafkaException, OffsetReq
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
+from pyrdk.rd.message import mark_next
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
 log = logging.getLogger(__name__)
@@ -267,9 +268,7 @@ class SimpleConsumer:
                 buffer.clear()
             else:
                 out = [buffer.popleft() for _ in range(max_messages)]
-            nxt = self._next
-            for msg in out:
-                nxt[msg.partition_id] = msg.offset + 1
+            mark_next(out, self._next)
             self._maybe_auto_commit()
             return out
         out = []

@@ -1,13 +1,10 @@
 """``rd_kafka_message_t`` → ``pyrdk.common.Message``, and headers both ways."""
-from itertools import repeat
-
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.common import Message
 from pyrdk.rd import errors
 
-_F_VALUE, _F_KEY, _F_HEADERS, _F_ERROR = lib.PYRDK_F_VALUE, lib.PYRDK_F_KEY, lib.PYRDK_F_HEADERS, lib.PYRDK_F_ERROR
-_F_TOPICS = lib.PYRDK_F_TOPICS
-_new_uncleared = ffi.new_allocator(should_clear_after_alloc=False)  # for buffers C fills at once
+if lib.pyrdk_messages_init(ffi.cast("void *", id(Message))) != 0:
+    raise ImportError("pyrdk.common.Message lacks a slot that pyrdk_messages_init fills")
 
 
 class Reader:
@@ -46,65 +43,31 @@ class Reader:
 
 
 def unpack_batch(array, n, partitions=None):
-    """The ``n`` C messages of ``array`` as ``(messages, errors)``, in one pass over C
-    (``pyrdk_batch_unpack``): values and keys are sliced out of one buffer, each message's
-    ``partition`` is ``partitions.get(partition_id)`` when given. End-of-partition events
-    are dropped. The caller destroys the C messages."""
-    size = lib.pyrdk_batch_data_size(array, n)
-    data = _new_uncleared("char[]", size or 1)
-    cols = [ffi.new(t, n) for t in ("size_t[]", "size_t[]", "int32_t[]", "int64_t[]", "int64_t[]",
-                                    "int[]", "int[]")]
-    summary = lib.pyrdk_batch_unpack(array, n, data, *cols)
-    value_ends, key_ends, pids, offsets, timestamps, tstypes, flags = cols
-    value_ends, pids, offsets, timestamps, tstypes = (
-        ffi.unpack(c, n) for c in (value_ends, pids, offsets, timestamps, tstypes))
-    blob = ffi.buffer(data, size)  # slices of it are bytes: one copy per value
-    objects = repeat(None) if partitions is None else map(partitions.get, pids)
-    if summary == _F_VALUE:  # the common case: values only, of one topic
-        starts = [0]
-        starts += value_ends[:-1]
-        topic = _topic_name(array[0])
-        # Message.__new__ and the slots set here, as Message.__init__ would: a third cheaper.
-        new, msgs = Message.__new__, []
-        append = msgs.append
-        for start, end, pid, offset, ts, tstype, obj in zip(starts, value_ends, pids, offsets, timestamps,
-                                                             tstypes, objects):
-            m = new(Message)
-            m.value = blob[start:end]
-            m.partition_key = None
-            m.partition_id = pid
-            m.offset = offset
-            m.timestamp = ts
-            m.partition = obj
-            m.topic = topic
-            m.timestamp_type = tstype
-            m._headers = None
-            append(m)
-        return msgs, []
-    key_ends, flags = ffi.unpack(key_ends, n), ffi.unpack(flags, n)
-    starts = [0]
-    starts += key_ends[:-1]
-    values = [blob[a:b] for a, b in zip(starts, value_ends)]
-    if summary & _F_TOPICS:
-        topics = [_topic_name(array[i]) for i in range(n)]
-    else:
-        topics = repeat(_topic_name(array[0]))
+    """The ``n`` C messages of ``array`` as ``(messages, errors)``: ``pyrdk_messages_append``
+    makes the Messages in C, each one's ``partition`` being ``partitions.get(partition_id)``
+    when given; error events become exceptions, end-of-partition events are dropped. The
+    caller destroys the C messages."""
     msgs, errs = [], []
-    reader = None
-    for i, (value, pid, offset, ts, tstype, f, obj, topic) in enumerate(
-            zip(values, pids, offsets, timestamps, tstypes, flags, objects, topics)):
-        if f & _F_ERROR:
+    out, parts = ffi.cast("void *", id(msgs)), ffi.cast("void *", id(partitions))
+    i = 0
+    while i < n:
+        done = lib.pyrdk_messages_append(array + i, n - i, out, parts)
+        if done < 0:
+            raise MemoryError("out of memory while converting a batch of %d messages" % n)
+        i += done
+        if i < n:  # an error event
             if array[i].err != errors.PARTITION_EOF:
-                errs.append(error_of(array[i], topic))
-            continue
-        headers = None
-        if f & _F_HEADERS:
-            reader = reader or Reader()
-            headers = reader.headers(array[i])
-        key = blob[value_ends[i]:key_ends[i]] if f & _F_KEY else None
-        msgs.append(Message(value if f & _F_VALUE else None, key, pid, offset, ts, headers, obj, topic,
-                            tstype))
+                errs.append(error_of(array[i], _topic_name(array[i])))
+            i += 1
     return msgs, errs
+
+
+def mark_next(msgs, next_offsets):
+    """For each partition among ``msgs``, set ``next_offsets[partition_id]`` to the offset
+    after its last message there (``pyrdk_messages_mark_next``)."""
+    if lib.pyrdk_messages_mark_next(ffi.cast("void *", id(msgs)), ffi.cast("void *", id(next_offsets))):
+        for msg in msgs:  # not all made by unpack_batch: the same, one at a time
+            next_offsets[msg.partition_id] = msg.offset + 1
 
 
 def _topic_name(rkmessage):

@@ -124,8 +124,8 @@ def test_two_threads_reading_headers_never_see_each_others(mock_cluster):
 
 
 def test_a_batch_of_values_and_a_batch_of_two_topics(brokers, handles):
-    """The two ways through ``unpack_batch``: values only, of one topic (Messages built in
-    place), and anything else (here: two topics, whose messages may share a batch)."""
+    """``unpack_batch`` names each message's topic: one topic, then two whose messages may
+    share a batch."""
     first, second = ("two-" + uuid.uuid4().hex[:10] for _ in range(2))
     for topic in (first, second):
         brokers.create_topic(topic)
@@ -142,3 +142,37 @@ def test_a_batch_of_values_and_a_batch_of_two_topics(brokers, handles):
     both = util.consume(consumer, 6)
     assert sorted((m.topic, m.value) for m in both) == \
         sorted([(first, b"a%d" % i) for i in range(3)] + [(second, b"b%d" % i) for i in range(3)])
+
+
+def test_consumed_messages_are_left_out_of_the_cyclic_gc(brokers, handles):
+    """Made in C with nothing that leads back to them, so that a batch of them sets off no
+    collections; they are still ordinary Messages."""
+    import gc
+    import pickle
+    topic = "gc-" + uuid.uuid4().hex[:10]
+    brokers.create_topic(topic)
+    producer = handles("producer", {"bootstrap.servers": brokers.hosts})
+    util.produce(producer, topic, [(0, b"v", b"k", 0, [("h", b"1")])])
+    consumer = handles("consumer", {"bootstrap.servers": brokers.hosts, "group.id": topic})
+    consumer.assign([(topic, 0, 0)])
+    msg, = util.consume(consumer, 1)
+    assert not gc.is_tracked(msg)
+    copy = pickle.loads(pickle.dumps(msg))
+    assert (copy.value, copy.partition_key, copy.headers, copy.offset, copy.topic) == \
+        (b"v", b"k", [("h", b"1")], 0, topic)
+
+
+class _OwnMessage(Message):
+    __slots__ = ()
+
+
+def test_mark_next_gives_each_partition_the_offset_after_its_last_message():
+    msgs = [Message(b"", partition_id=0, offset=5), Message(b"", partition_id=0, offset=6),
+            Message(b"", partition_id=1, offset=7), Message(b"", partition_id=300, offset=1),
+            Message(b"", partition_id=300, offset=2), Message(b"", partition_id=0, offset=9)]
+    next_offsets = {1: 3, 2: 4}
+    message.mark_next(msgs, next_offsets)
+    assert next_offsets == {0: 10, 1: 8, 2: 4, 300: 3}
+    others = [_OwnMessage(b"", partition_id=0, offset=1), Message(b"", partition_id=0, offset=2)]
+    message.mark_next(others, next_offsets)  # not all Messages: done in Python
+    assert next_offsets[0] == 3

@@ -1,0 +1,216 @@
+/* Consumed C messages → pyrdk.common.Message objects, a batch at a time.
+ *
+ * The one helper that uses the CPython API: cffi cannot make Python objects in C, and
+ * one Python-level object per message is most of a consumer's cost. Python passes its
+ * objects in as id() (their address in CPython); the helpers take the GIL themselves,
+ * since cffi releases it around every call. Message stays a plain Python class: its
+ * slots are filled at the offsets its member descriptors name, as `msg.slot = x` would. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "pyrdk_helpers.h"
+
+/* The Message slots set here, in this order. */
+static const char *slot_names[] = {"value", "partition_key", "partition_id", "offset", "timestamp",
+                                   "partition", "topic", "timestamp_type", "_headers"};
+enum { S_VALUE, S_KEY, S_PARTITION_ID, S_OFFSET, S_TIMESTAMP, S_PARTITION, S_TOPIC, S_TSTYPE,
+       S_HEADERS, S_COUNT };
+
+static PyTypeObject *message_type;
+static Py_ssize_t slot_offsets[S_COUNT];
+
+/* Remember Message (its type object) and the offsets of its slots. Returns 0, or -1 if
+ * one of them is not an object slot of Message. */
+int pyrdk_messages_init(void *type) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        int ret = -1;
+
+        if (!PyType_Check((PyObject *)type))
+                goto out;
+        for (int i = 0; i < S_COUNT; i++) {
+                PyObject *descr = PyObject_GetAttrString((PyObject *)type, slot_names[i]);
+                int ok = descr && Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+                         ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
+
+                if (ok)
+                        slot_offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+                Py_XDECREF(descr);
+                if (!ok)
+                        goto out;
+        }
+        Py_INCREF(type);
+        Py_XSETREF(message_type, (PyTypeObject *)type);
+        ret = 0;
+out:
+        PyErr_Clear();
+        PyGILState_Release(gil);
+        return ret;
+}
+
+static inline void set_slot(PyObject *msg, int slot, PyObject *value) {
+        *(PyObject **)((char *)msg + slot_offsets[slot]) = value; /* steals value */
+}
+
+static PyObject *bytes_or_none(const void *ptr, size_t len) {
+        if (!ptr)
+                Py_RETURN_NONE;
+        return PyBytes_FromStringAndSize(ptr, (Py_ssize_t)len);
+}
+
+/* rd_kafka_message_headers as [(name, value)], or None when there are none. */
+static PyObject *headers_of(const rd_kafka_message_t *m) {
+        rd_kafka_headers_t *hdrs;
+        const char *name;
+        const void *value;
+        size_t size;
+        PyObject *list;
+
+        if (rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                Py_RETURN_NONE;
+        list = PyList_New(0);
+        for (size_t i = 0; list && rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == 0; i++) {
+                PyObject *item = Py_BuildValue("(NN)", PyUnicode_DecodeUTF8(name, strlen(name), "replace"),
+                                               bytes_or_none(value, size));
+                if (!item || PyList_Append(list, item) < 0)
+                        Py_CLEAR(list);
+                Py_XDECREF(item);
+        }
+        return list;
+}
+
+/* A new Message with the fields of m; topic and partition are borrowed. */
+static PyObject *message_of(const rd_kafka_message_t *m, PyObject *topic, PyObject *partition) {
+        rd_kafka_timestamp_type_t tstype;
+        int64_t timestamp = rd_kafka_message_timestamp(m, &tstype);
+        PyObject *msg = message_type->tp_alloc(message_type, 0);
+        PyObject *fields[S_COUNT];
+
+        if (!msg)
+                return NULL;
+        fields[S_VALUE] = bytes_or_none(m->payload, m->len);
+        fields[S_KEY] = bytes_or_none(m->key, m->key_len);
+        fields[S_PARTITION_ID] = PyLong_FromLong(m->partition);
+        fields[S_OFFSET] = PyLong_FromLongLong(m->offset);
+        fields[S_TIMESTAMP] = PyLong_FromLongLong(timestamp);
+        Py_INCREF(partition);
+        fields[S_PARTITION] = partition;
+        Py_INCREF(topic);
+        fields[S_TOPIC] = topic;
+        fields[S_TSTYPE] = PyLong_FromLong(tstype);
+        fields[S_HEADERS] = headers_of(m);
+        for (int i = 0; i < S_COUNT; i++) /* every slot is set, so a failure frees them all */
+                set_slot(msg, i, fields[i]);
+        for (int i = 0; i < S_COUNT; i++)
+                if (!fields[i]) {
+                        Py_DECREF(msg);
+                        return NULL;
+                }
+        return msg;
+}
+
+/* Append a Message to the list out for each of msgs[0..cnt), up to the first error event.
+ * partitions is None or a dict {partition_id: Partition} that names each message's
+ * partition. Returns the number of messages appended (the next one, if any, is an error
+ * event), or -1 if memory ran out. */
+ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, void *partitions) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        PyObject *list = out, *parts = partitions;
+        const rd_kafka_topic_t *rkt = NULL;
+        PyObject *topic = NULL;
+        Py_ssize_t i;
+
+        for (i = 0; (size_t)i < cnt && !msgs[i]->err; i++) {
+                const rd_kafka_message_t *m = msgs[i];
+                PyObject *partition = Py_None, *msg;
+
+                if (!topic || m->rkt != rkt) {
+                        const char *name = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL;
+
+                        Py_XDECREF(topic);
+                        topic = name ? PyUnicode_FromString(name) : Py_None;
+                        rkt = m->rkt;
+                        if (!topic)
+                                goto fail;
+                        if (topic == Py_None)
+                                Py_INCREF(topic);
+                }
+                if (parts != Py_None) {
+                        PyObject *pid = PyLong_FromLong(m->partition);
+
+                        if (!pid)
+                                goto fail;
+                        partition = PyDict_GetItemWithError(parts, pid); /* borrowed */
+                        Py_DECREF(pid);
+                        if (!partition) {
+                                if (PyErr_Occurred())
+                                        goto fail;
+                                partition = Py_None;
+                        }
+                }
+                msg = message_of(m, topic, partition);
+                if (!msg || PyList_Append(list, msg) < 0) {
+                        Py_XDECREF(msg);
+                        goto fail;
+                }
+                /* Its fields cannot lead back to it, so the cyclic GC need not walk it:
+                 * a batch of them would otherwise set off collections that cost a
+                 * third of the consumer's time. */
+                PyObject_GC_UnTrack(msg);
+                Py_DECREF(msg);
+        }
+        Py_XDECREF(topic);
+        PyGILState_Release(gil);
+        return i;
+fail:
+        Py_XDECREF(topic);
+        PyErr_Clear();
+        PyGILState_Release(gil);
+        return -1;
+}
+
+static inline PyObject *get_slot(PyObject *msg, int slot) {
+        return *(PyObject **)((char *)msg + slot_offsets[slot]); /* borrowed, NULL: unset */
+}
+
+static int same_partition(PyObject *msg, PyObject *other) {
+        PyObject *a = get_slot(msg, S_PARTITION_ID), *b;
+
+        if (Py_TYPE(other) != message_type || !(b = get_slot(other, S_PARTITION_ID)))
+                return 0;
+        return a == b || (PyLong_Check(b) && PyLong_AsLong(a) == PyLong_AsLong(b));
+}
+
+/* For each partition of the Messages in the list msgs, set next[partition_id] to the
+ * offset after its last one there. Returns 0, or -1 if an item is not a Message with
+ * integer offsets, or memory ran out. */
+int pyrdk_messages_mark_next(void *msgs, void *next) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        PyObject *list = msgs;
+        Py_ssize_t n = PyList_GET_SIZE(list);
+        int ret = 0;
+
+        for (Py_ssize_t i = 0; i < n && ret == 0; i++) {
+                PyObject *msg = PyList_GET_ITEM(list, i), *pid, *offset, *after;
+
+                if (Py_TYPE(msg) != message_type) {
+                        ret = -1;
+                        break;
+                }
+                pid = get_slot(msg, S_PARTITION_ID);
+                offset = get_slot(msg, S_OFFSET);
+                if (!pid || !offset || !PyLong_Check(pid) || !PyLong_Check(offset)) {
+                        ret = -1;
+                        break;
+                }
+                if (i + 1 < n && same_partition(msg, PyList_GET_ITEM(list, i + 1)))
+                        continue; /* its partition's next message comes next */
+                after = PyLong_FromLongLong(PyLong_AsLongLong(offset) + 1);
+                if (!after || PyErr_Occurred() || PyDict_SetItem(next, pid, after) < 0)
+                        ret = -1;
+                Py_XDECREF(after);
+        }
+        PyErr_Clear();
+        PyGILState_Release(gil);
+        return ret;
+}
