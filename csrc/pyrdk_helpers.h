@@ -85,7 +85,7 @@ void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt);
 
 /* pyrdk_messages.c: consumed messages as Message objects (arguments typed void * are
  * Python objects, passed as their id()). */
-int pyrdk_messages_init(void *type);
+int pyrdk_messages_init(void *type, void *namespace);
 ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, void *partitions);
 int pyrdk_messages_mark_next(void *msgs, void *next);
 

@@ -1,52 +1,27 @@
-/* Consumed C messages → pyrdk.common.Message objects, a batch at a time.
+/* pyrdk.common.Message objects made in C: consumed ones a batch at a time, produced ones
+ * by produce()'s short way.
  *
- * The one helper that uses the CPython API: cffi cannot make Python objects in C, and
- * one Python-level object per message is most of a consumer's cost. Python passes its
- * objects in as id() (their address in CPython); the helpers take the GIL themselves,
- * since cffi releases it around every call. Message stays a plain Python class: its
- * slots are filled at the offsets its member descriptors name, as `msg.slot = x` would. */
+ * The one helper file that uses the CPython API: cffi cannot make Python objects in C, and
+ * one Python-level object per message is most of a client's cost. The cffi functions here
+ * take Python objects as id() (their address in CPython) and take the GIL themselves,
+ * since cffi releases it around every call; send_message is a plain Python function,
+ * handed over by pyrdk_messages_init(). Message stays a plain Python class: its slots are
+ * filled at the offsets its member descriptors name, as `msg.slot = x` would. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
 #include "pyrdk_helpers.h"
 
-/* The Message slots set here, in this order. */
+/* The Message slots set here, in this order; consumed messages get all but the last. */
 static const char *slot_names[] = {"value", "partition_key", "partition_id", "offset", "timestamp",
-                                   "partition", "topic", "timestamp_type", "_headers"};
+                                   "partition", "topic", "timestamp_type", "_headers",
+                                   "_compression_type"};
 enum { S_VALUE, S_KEY, S_PARTITION_ID, S_OFFSET, S_TIMESTAMP, S_PARTITION, S_TOPIC, S_TSTYPE,
-       S_HEADERS, S_COUNT };
+       S_HEADERS, S_CONSUMED = S_HEADERS + 1, S_COMPRESSION = S_CONSUMED, S_COUNT };
 
 static PyTypeObject *message_type;
 static Py_ssize_t slot_offsets[S_COUNT];
-
-/* Remember Message (its type object) and the offsets of its slots. Returns 0, or -1 if
- * one of them is not an object slot of Message. */
-int pyrdk_messages_init(void *type) {
-        PyGILState_STATE gil = PyGILState_Ensure();
-        int ret = -1;
-
-        if (!PyType_Check((PyObject *)type))
-                goto out;
-        for (int i = 0; i < S_COUNT; i++) {
-                PyObject *descr = PyObject_GetAttrString((PyObject *)type, slot_names[i]);
-                int ok = descr && Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
-                         ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
-
-                if (ok)
-                        slot_offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
-                Py_XDECREF(descr);
-                if (!ok)
-                        goto out;
-        }
-        Py_INCREF(type);
-        Py_XSETREF(message_type, (PyTypeObject *)type);
-        ret = 0;
-out:
-        PyErr_Clear();
-        PyGILState_Release(gil);
-        return ret;
-}
 
 static inline void set_slot(PyObject *msg, int slot, PyObject *value) {
         *(PyObject **)((char *)msg + slot_offsets[slot]) = value; /* steals value */
@@ -84,7 +59,7 @@ static PyObject *message_of(const rd_kafka_message_t *m, PyObject *topic, PyObje
         rd_kafka_timestamp_type_t tstype;
         int64_t timestamp = rd_kafka_message_timestamp(m, &tstype);
         PyObject *msg = message_type->tp_alloc(message_type, 0);
-        PyObject *fields[S_COUNT];
+        PyObject *fields[S_CONSUMED];
 
         if (!msg)
                 return NULL;
@@ -99,9 +74,9 @@ static PyObject *message_of(const rd_kafka_message_t *m, PyObject *topic, PyObje
         fields[S_TOPIC] = topic;
         fields[S_TSTYPE] = PyLong_FromLong(tstype);
         fields[S_HEADERS] = headers_of(m);
-        for (int i = 0; i < S_COUNT; i++) /* every slot is set, so a failure frees them all */
+        for (int i = 0; i < S_CONSUMED; i++) /* every slot is set, so a failure frees them all */
                 set_slot(msg, i, fields[i]);
-        for (int i = 0; i < S_COUNT; i++)
+        for (int i = 0; i < S_CONSUMED; i++)
                 if (!fields[i]) {
                         Py_DECREF(msg);
                         return NULL;
@@ -214,3 +189,129 @@ int pyrdk_messages_mark_next(void *msgs, void *next) {
         PyGILState_Release(gil);
         return ret;
 }
+
+static int bytes_or_none_arg(PyObject *value, const char *name) {
+        if (value == Py_None || PyBytes_CheckExact(value))
+                return 1;
+        PyErr_Format(PyExc_TypeError, "Producer.produce accepts bytes as %s (or a serializer), but got %s",
+                     name, Py_TYPE(value)->tp_name);
+        return 0;
+}
+
+/* send_message(sender, partition_id, value, key, msg_id, pending, partition, topic, compression)
+ *
+ * produce()'s short way in one call: a Message for value and key, kept in the dict
+ * pending under msg_id until its delivery report, sent through pyrdk_send() (sender is
+ * the address of a pyrdk_sender_t). Returns the Message, or (err, Message) when
+ * librdkafka refused it (then it is not in pending). */
+static PyObject *send_message(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+        PyObject *value, *key, *msg_id, *pending, *msg;
+        const pyrdk_sender_t *sender;
+        long partition_id;
+        size_t id;
+        int compressed;
+        rd_kafka_resp_err_t err;
+
+        (void)self;
+        if (nargs != 9) {
+                PyErr_SetString(PyExc_TypeError, "send_message takes 9 arguments");
+                return NULL;
+        }
+        value = args[2];
+        key = args[3];
+        msg_id = args[4];
+        pending = args[5];
+        sender = PyLong_AsVoidPtr(args[0]);
+        partition_id = PyLong_AsLong(args[1]);
+        id = PyLong_AsSize_t(msg_id);
+        if (PyErr_Occurred() || !bytes_or_none_arg(value, "message") ||
+            !bytes_or_none_arg(key, "partition_key") || (compressed = PyObject_IsTrue(args[8])) < 0)
+                return NULL;
+        if (!sender || !PyDict_CheckExact(pending) || partition_id < 0 || partition_id > INT32_MAX) {
+                PyErr_SetString(PyExc_ValueError, "send_message: bad sender, partition or pending");
+                return NULL;
+        }
+        msg = message_type->tp_alloc(message_type, 0);
+        if (!msg)
+                return NULL;
+        Py_INCREF(value);
+        set_slot(msg, S_VALUE, value);
+        Py_INCREF(key);
+        set_slot(msg, S_KEY, key);
+        Py_INCREF(args[1]);
+        set_slot(msg, S_PARTITION_ID, args[1]);
+        set_slot(msg, S_OFFSET, PyLong_FromLong(-1));
+        Py_INCREF(Py_None);
+        set_slot(msg, S_TIMESTAMP, Py_None);
+        Py_INCREF(args[6]);
+        set_slot(msg, S_PARTITION, args[6]);
+        Py_INCREF(args[7]);
+        set_slot(msg, S_TOPIC, args[7]);
+        set_slot(msg, S_TSTYPE, PyLong_FromLong(0));
+        Py_INCREF(Py_None);
+        set_slot(msg, S_HEADERS, Py_None);
+        if (compressed) {
+                Py_INCREF(args[8]);
+                set_slot(msg, S_COMPRESSION, args[8]);
+        }
+        PyObject_GC_UnTrack(msg); /* as in pyrdk_messages_append() */
+        if (PyDict_SetItem(pending, msg_id, msg) < 0) {
+                Py_DECREF(msg);
+                return NULL;
+        }
+        err = pyrdk_send(sender, (int32_t)partition_id,
+                         value == Py_None ? NULL : PyBytes_AS_STRING(value),
+                         value == Py_None ? 0 : (size_t)PyBytes_GET_SIZE(value),
+                         key == Py_None ? NULL : PyBytes_AS_STRING(key),
+                         key == Py_None ? 0 : (size_t)PyBytes_GET_SIZE(key), id);
+        if (!err)
+                return msg;
+        if (PyDict_DelItem(pending, msg_id) < 0)
+                PyErr_Clear();
+        return Py_BuildValue("(iN)", (int)err, msg);
+}
+
+static PyMethodDef functions[] = {
+        {"send_message", (PyCFunction)(void (*)(void))send_message, METH_FASTCALL,
+         "produce()'s short way: a Message sent through pyrdk_send()."},
+        {NULL, NULL, 0, NULL},
+};
+
+/* Remember Message (its type object) and the offsets of its slots, and put this file's
+ * Python functions into the dict namespace. Returns 0, or -1 if a slot is not an object
+ * slot of Message (or memory ran out). */
+int pyrdk_messages_init(void *type, void *namespace) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        int ret = -1;
+
+        if (!PyType_Check((PyObject *)type) || !PyDict_Check((PyObject *)namespace))
+                goto out;
+        for (int i = 0; i < S_COUNT; i++) {
+                PyObject *descr = PyObject_GetAttrString((PyObject *)type, slot_names[i]);
+                int ok = descr && Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+                         ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
+
+                if (ok)
+                        slot_offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+                Py_XDECREF(descr);
+                if (!ok)
+                        goto out;
+        }
+        Py_INCREF(type);
+        Py_XSETREF(message_type, (PyTypeObject *)type);
+        for (PyMethodDef *def = functions; def->ml_name; def++) {
+                PyObject *fn = PyCFunction_New(def, NULL);
+
+                if (!fn || PyDict_SetItemString((PyObject *)namespace, def->ml_name, fn) < 0) {
+                        Py_XDECREF(fn);
+                        goto out;
+                }
+                Py_DECREF(fn);
+        }
+        ret = 0;
+out:
+        PyErr_Clear();
+        PyGILState_Release(gil);
+        return ret;
+}
+

@@ -43,7 +43,7 @@ class Message:
     Made once per message on the fast paths, so it is compact: slots only, and the
     fields that are nearly always at their default (``headers``, ``compression_type``,
     ``produce_attempt``, ``delivery_report_q``) are stored only when given or set.
-    (``csrc/pyrdk_messages.c`` sets the slots of consumed ones itself, by name: keep the
+    (``csrc/pyrdk_messages.c`` sets the slots of the Messages it makes, by name: keep the
     two in step.)
     """
     __slots__ = ("value", "partition_key", "partition_id", "offset", "timestamp",

@@ -24,6 +24,7 @@ from pyrdk.partitioners import random_partitioner
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
+from pyrdk.rd.message import send_message
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class Producer:
         # produce() goes the short way unless a message needs more than a value and a key.
         self._general = sync or self._delivery_reports or serializer is not None
         self._handle = None
-        self._send = None
+        self._sender = None
         self._running = False
         self._pending = {}  # msg id -> Message, until its delivery report
         self._waiting = {}  # msg id -> _Delivery, for the messages of a sync produce()
@@ -152,7 +153,7 @@ class Producer:
                                             on_batch_failure=self._on_batch_failure,
                                             on_error=self._outage.on_error),
                                   closed_exc=ProducerStoppedException)
-            self._send = self._handle.sender(self._topic_name, self._max_request_size)
+            self._sender = self._handle.sender(self._topic_name, self._max_request_size)
             self._batch_sent = 0
             self._running = True
             self._poller = threading.Thread(target=self._poll_loop, daemon=True,
@@ -237,25 +238,23 @@ class Producer:
             self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
         if self._general or timestamp is not None or headers:
             return self._produce_general(message, partition_key, timestamp, headers)
-        # The short way: one Message, one C call (pyrdk_send); the size is checked in C, and
-        # named on the error path.
-        if (message.__class__ is not bytes and message is not None) or \
-                (partition_key.__class__ is not bytes and partition_key is not None):
-            _check_bytes("message", message)
-            _check_bytes("partition_key", partition_key)
-        partitions = self._partition_list
-        partition = partitions[next(self._counter) % len(partitions)] if self._random \
-            else self._partitioner(partitions, partition_key)
-        pid = partition.id
-        msg = Message(message, partition_key, pid, -1, None, None, partition, self._topic_name, 0,
-                      self._compression)
+        # The short way: one C call (send_message) makes the Message, keeps it in _pending
+        # and sends it; the size is checked in C, and named on the error path.
+        if not self._random:
+            _check_bytes("partition_key", partition_key)  # before the partitioner sees it
+            partition = self._partitioner(self._partition_list, partition_key)
+        else:
+            partitions = self._partition_list
+            partition = partitions[next(self._counter) % len(partitions)]
         msg_id = next(self._ids)
-        self._pending[msg_id] = msg
-        try:
-            self._send(pid, message, partition_key, msg_id)
-        except BaseException as exc:
-            self._pending.pop(msg_id, None)
-            self._retry_send(exc, msg, msg_id)
+        msg = send_message(self._sender.address, partition.id, message, partition_key, msg_id,
+                           self._pending, partition, self._topic_name, self._compression)
+        if msg.__class__ is tuple:  # librdkafka refused it
+            err, msg = msg
+            try:
+                self._sender.raise_error(err, msg.partition_id)
+            except BaseException as exc:
+                self._retry_send(exc, msg, msg_id)
         self._produced += 1
         if not self._produced & (DISPATCH_EVERY - 1):
             self._housekeeping()

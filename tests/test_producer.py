@@ -455,6 +455,29 @@ def test_failed_delivery_without_reports_raises_later(mock_cluster, mock_topic, 
 # -- a full queue --------------------------------------------------------------------------------
 
 @pytest.mark.mock
+def test_the_short_way_refuses_as_the_general_one(mock_cluster, mock_topic):
+    """Without delivery reports, serializer or sync, produce() sends in one C call
+    (send_message): a refused message raises, is not counted, and the rest still get their
+    offsets."""
+    with mock_topic.get_producer(max_queued_messages=5, block_on_queue_full=False, linger_ms=0,
+                                 max_request_size=1000) as producer:
+        warm(producer)
+        with pytest.raises(MessageSizeTooLarge):
+            producer.produce(b"x" * 600, partition_key=b"k" * 600)
+        assert len(producer) == 0
+        mock_cluster.broker_down(-1)
+        queued = []
+        with pytest.raises(ProducerQueueFullError):
+            for i in range(50):
+                queued.append(producer.produce(b"q-%d" % i))
+        assert len(queued) == 5 and len(producer) == 5
+        mock_cluster.broker_up(-1)
+        assert producer.flush(READ_DEADLINE_S) == 0
+        assert all(m.offset >= 0 and m.topic == mock_topic.name.decode() for m in queued)
+        assert [m.value for m in queued] == [b"q-%d" % i for i in range(5)]
+
+
+@pytest.mark.mock
 def test_queue_full_raises_without_blocking(mock_cluster, mock_topic):
     with mock_topic.get_producer(max_queued_messages=5, block_on_queue_full=False, linger_ms=0,
                                  delivery_reports=True) as producer:

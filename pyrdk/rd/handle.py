@@ -70,6 +70,32 @@ class _Use:
         return False
 
 
+class Sender:
+    """``pyrdk_send`` to one topic, through a ``pyrdk_sender_t`` (at ``address``, for
+    ``pyrdk.rd.message.send_message``). Value and key must be bytes or None; value + key
+    larger than ``max_size`` bytes raises ``MessageSizeTooLarge``. The Python use-guard is
+    skipped: a C one refuses a closed handle."""
+    __slots__ = ("address", "_ctx", "_handle", "_topic")
+
+    def __init__(self, handle, topic, max_size):
+        self._ctx = ffi.new("pyrdk_sender_t *", (handle._guard, handle._ptr, handle.topic(topic)._ptr, max_size))
+        self.address = int(ffi.cast("uintptr_t", self._ctx))
+        self._handle = handle
+        self._topic = topic
+
+    def __call__(self, partition, value, key, msg_id):
+        """One message; ``msg_id`` (> 0) comes back in its delivery report."""
+        err = lib.pyrdk_send(self._ctx, partition, ffi.NULL if value is None else value,
+                             0 if value is None else len(value), ffi.NULL if key is None else key,
+                             0 if key is None else len(key), msg_id)
+        if err:
+            self.raise_error(err, partition)
+
+    def raise_error(self, err, partition):
+        """Raise what librdkafka's refusal ``err`` means."""
+        self._handle._raise_produce_error(err, self._topic, partition)
+
+
 class Handle:
     """An ``rd_kafka_t`` of type ``kind`` (``"producer"`` or ``"consumer"``)."""
 
@@ -253,26 +279,11 @@ class Handle:
             self._raise_produce_error(err, topic, partition)
 
     def sender(self, topic, max_size):
-        """A function ``send(partition, value, key, msg_id)`` producing to ``topic`` as
-        :meth:`produce` does (no timestamp, no headers), in one C call: the per-message path.
-        Value and key must be bytes or None; value + key larger than ``max_size`` bytes
-        raises ``MessageSizeTooLarge``."""
+        """A :class:`Sender` producing to ``topic`` as :meth:`produce` does (no timestamp, no
+        headers), in one C call: the per-message path."""
         if self._ptr is None:
             raise self._closed_exc("the %s %s is closed" % (self.kind, self.name))
-        ctx = ffi.new("pyrdk_sender_t *", (self._guard, self._ptr, self.topic(topic)._ptr, max_size))
-        c_send, null = lib.pyrdk_send, ffi.NULL
-        raise_error = self._raise_produce_error
-
-        def send(partition, value, key, msg_id, ctx=ctx):  # ctx: kept alive with send
-            if key is None:
-                err = c_send(ctx, partition, null if value is None else value,
-                             0 if value is None else len(value), null, 0, msg_id)
-            else:
-                err = c_send(ctx, partition, null if value is None else value,
-                             0 if value is None else len(value), key, len(key), msg_id)
-            if err:
-                raise_error(err, topic, partition)
-        return send
+        return Sender(self, topic, max_size)
 
     def produce_batch(self, topic, partition_cnt, values, value_lens, keys, key_lens, max_size, block,
                       start=0):

@@ -3,8 +3,10 @@ from pyrdk._ffi import ffi, lib, string
 from pyrdk.common import Message
 from pyrdk.rd import errors
 
-if lib.pyrdk_messages_init(ffi.cast("void *", id(Message))) != 0:
+_functions = {}  # the Python functions of pyrdk_messages.c
+if lib.pyrdk_messages_init(ffi.cast("void *", id(Message)), ffi.cast("void *", id(_functions))) != 0:
     raise ImportError("pyrdk.common.Message lacks a slot that pyrdk_messages_init fills")
+send_message = _functions["send_message"]
 
 
 class Reader:
