@@ -271,6 +271,69 @@ static PyObject *send_message(PyObject *self, PyObject *const *args, Py_ssize_t 
         return Py_BuildValue("(iN)", (int)err, msg);
 }
 
+static int set_int_slot(PyObject *msg, int slot, long long value) {
+        PyObject *v = PyLong_FromLongLong(value);
+        PyObject **field = (PyObject **)((char *)msg + slot_offsets[slot]);
+
+        if (!v)
+                return -1;
+        Py_XSETREF(*field, v);
+        return 0;
+}
+
+/* Hand cnt delivery reports without errors to their Messages, popped from the dict
+ * pending: each one's partition_id, offset (-1 when the broker told none) and timestamp.
+ * Reports of ids not in pending are skipped. Returns 0; or 1, touching nothing, if a
+ * report has an error; or -1 if memory ran out. */
+int pyrdk_messages_deliver(void *pending, const uintptr_t *ids, const int *errs, const int32_t *partitions,
+                           const int64_t *offsets, const int64_t *timestamps, size_t cnt) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        PyObject *dict = pending;
+        int ret = 0;
+
+        for (size_t i = 0; i < cnt; i++)
+                if (errs[i]) {
+                        PyGILState_Release(gil);
+                        return 1;
+                }
+        for (size_t i = 0; i < cnt && ret == 0; i++) {
+                PyObject *id = PyLong_FromSize_t(ids[i]), *msg;
+
+                if (!id) {
+                        ret = -1;
+                        break;
+                }
+                msg = PyDict_GetItemWithError(dict, id);
+                Py_XINCREF(msg);
+                if (msg && PyDict_DelItem(dict, id) < 0)
+                        ret = -1;
+                else if (msg && Py_TYPE(msg) == message_type) {
+                        if (set_int_slot(msg, S_PARTITION_ID, partitions[i]) < 0 ||
+                            set_int_slot(msg, S_OFFSET, offsets[i] >= 0 ? offsets[i] : -1) < 0 ||
+                            set_int_slot(msg, S_TIMESTAMP, timestamps[i]) < 0)
+                                ret = -1;
+                } else if (msg) { /* not a Message: through its attributes */
+                        PyObject *p = PyLong_FromLong(partitions[i]);
+                        PyObject *o = PyLong_FromLongLong(offsets[i] >= 0 ? offsets[i] : -1);
+                        PyObject *t = PyLong_FromLongLong(timestamps[i]);
+
+                        if (!p || !o || !t || PyObject_SetAttrString(msg, "partition_id", p) < 0 ||
+                            PyObject_SetAttrString(msg, "offset", o) < 0 ||
+                            PyObject_SetAttrString(msg, "timestamp", t) < 0)
+                                ret = -1;
+                        Py_XDECREF(p);
+                        Py_XDECREF(o);
+                        Py_XDECREF(t);
+                } else if (PyErr_Occurred())
+                        ret = -1;
+                Py_XDECREF(msg);
+                Py_DECREF(id);
+        }
+        PyErr_Clear();
+        PyGILState_Release(gil);
+        return ret;
+}
+
 static PyMethodDef functions[] = {
         {"send_message", (PyCFunction)(void (*)(void))send_message, METH_FASTCALL,
          "produce()'s short way: a Message sent through pyrdk_send()."},

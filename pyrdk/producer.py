@@ -148,8 +148,11 @@ class Producer:
             if self._running:
                 return
             self._outage = self._cluster.broker_outage()
+            # With no report to hand out or wait for, the reports go to the Messages in C.
+            to_messages = None if self._sync or self._delivery_reports else self._pending
             self._handle = Handle("producer", self._config,
                                   Callbacks(on_deliveries=self._on_deliveries,
+                                            pending_messages=to_messages,
                                             on_batch_failure=self._on_batch_failure,
                                             on_error=self._outage.on_error),
                                   closed_exc=ProducerStoppedException)

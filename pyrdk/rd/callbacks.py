@@ -39,7 +39,10 @@ class Callbacks:
 
     - ``on_delivery(msg_id, exc, partition, offset, timestamp)``
     - ``on_deliveries(msg_ids, errs, partitions, offsets, timestamps)``: lists, a batch of
-      reports at a time (errs: error codes, 0 for success); replaces ``on_delivery``
+      reports at a time (errs: error codes, 0 for success); replaces ``on_delivery``.
+      With ``pending_messages``, a dict ``{msg_id: Message}``, a batch without errors goes
+      straight to its Messages instead (``pyrdk_messages_deliver``: popped, partition_id,
+      offset and timestamp set)
     - ``on_batch_failure(exc, partition, value, key)``: a message produced without an id
       (``Handle.produce_batch``) failed
     - ``on_error(exc)``            (default: log it; fatal errors are stored and raised)
@@ -50,9 +53,10 @@ class Callbacks:
     """
 
     def __init__(self, on_delivery=None, on_error=None, on_stats=None, on_rebalance=None,
-                 on_commit=None, on_deliveries=None, on_batch_failure=None):
+                 on_commit=None, on_deliveries=None, on_batch_failure=None, pending_messages=None):
         self.on_delivery = on_delivery
         self.on_deliveries = on_deliveries
+        self._pending_messages = pending_messages
         self.on_batch_failure = on_batch_failure
         self.on_error = on_error
         self.on_stats = on_stats
@@ -110,12 +114,20 @@ class Callbacks:
                                   ("uintptr_t[]", "int[]", "int32_t[]", "int64_t[]", "int64_t[]"))
         ids, errs, parts, offsets, timestamps = self._columns
         n = lib.pyrdk_reports_drain_columns(self.opaque, ids, errs, parts, offsets, timestamps, REPORT_BATCH)
-        if n:
-            try:
-                self.on_deliveries(ffi.unpack(ids, n), ffi.unpack(errs, n), ffi.unpack(parts, n),
-                                   ffi.unpack(offsets, n), ffi.unpack(timestamps, n))
-            except BaseException as exc:
-                self.store(exc)
+        if n == 0:
+            return 0
+        if self._pending_messages is not None:
+            done = lib.pyrdk_messages_deliver(ffi.cast("void *", id(self._pending_messages)), ids, errs,
+                                              parts, offsets, timestamps, n)
+            if done < 0:
+                self.store(MemoryError("out of memory while handing out %d delivery reports" % n))
+            if done <= 0:
+                return n
+        try:
+            self.on_deliveries(ffi.unpack(ids, n), ffi.unpack(errs, n), ffi.unpack(parts, n),
+                               ffi.unpack(offsets, n), ffi.unpack(timestamps, n))
+        except BaseException as exc:
+            self.store(exc)
         return n
 
     def _drain_one_by_one(self):
