@@ -54,7 +54,7 @@ static PyObject *headers_of(const rd_kafka_message_t *m) {
         return list;
 }
 
-/* A new Message with the fields of m; topic and partition are borrowed. */
+/* A new Message with the fields of m (topic and partition: new references are taken). */
 static PyObject *message_of(const rd_kafka_message_t *m, PyObject *topic, PyObject *partition) {
         rd_kafka_timestamp_type_t tstype;
         int64_t timestamp = rd_kafka_message_timestamp(m, &tstype);
@@ -115,7 +115,7 @@ ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, 
 
                         if (!pid)
                                 goto fail;
-                        partition = PyDict_GetItemWithError(parts, pid); /* borrowed */
+                        partition = PyDict_GetItemWithError(parts, pid);
                         Py_DECREF(pid);
                         if (!partition) {
                                 if (PyErr_Occurred())
@@ -123,7 +123,9 @@ ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, 
                                 partition = Py_None;
                         }
                 }
+                Py_INCREF(partition); /* a collection in message_of() may run Python code */
                 msg = message_of(m, topic, partition);
+                Py_DECREF(partition);
                 if (!msg || PyList_Append(list, msg) < 0) {
                         Py_XDECREF(msg);
                         goto fail;
@@ -162,8 +164,8 @@ static int same_partition(PyObject *msg, PyObject *other) {
 int pyrdk_messages_mark_next(void *msgs, void *next) {
         PyGILState_STATE gil = PyGILState_Ensure();
         PyObject *list = msgs;
-        Py_ssize_t n = PyList_GET_SIZE(list);
-        int ret = 0;
+        Py_ssize_t n = PyList_Check(list) ? PyList_GET_SIZE(list) : -1;
+        int ret = n < 0 ? -1 : 0;
 
         for (Py_ssize_t i = 0; i < n && ret == 0; i++) {
                 PyObject *msg = PyList_GET_ITEM(list, i), *pid, *offset, *after;
@@ -347,7 +349,8 @@ int pyrdk_messages_init(void *type, void *namespace) {
         PyGILState_STATE gil = PyGILState_Ensure();
         int ret = -1;
 
-        if (!PyType_Check((PyObject *)type) || !PyDict_Check((PyObject *)namespace))
+        if (!PyType_Check((PyObject *)type) || !PyType_IS_GC((PyTypeObject *)type) ||
+            !PyDict_Check((PyObject *)namespace))
                 goto out;
         for (int i = 0; i < S_COUNT; i++) {
                 PyObject *descr = PyObject_GetAttrString((PyObject *)type, slot_names[i]);
