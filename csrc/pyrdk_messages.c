@@ -336,9 +336,142 @@ int pyrdk_messages_deliver(void *pending, const uintptr_t *ids, const int *errs,
         return ret;
 }
 
+/* next[partition_id] = offset + 1 for one handed-out message (by its slots when it is a
+ * Message). Returns 0, or -1 with an exception set. */
+static int mark_one(PyObject *next, PyObject *msg) {
+        PyObject *pid, *offset, *after;
+        int ret;
+
+        if (Py_TYPE(msg) == message_type) {
+                pid = get_slot(msg, S_PARTITION_ID);
+                offset = get_slot(msg, S_OFFSET);
+                Py_XINCREF(pid);
+                Py_XINCREF(offset);
+        } else {
+                pid = PyObject_GetAttrString(msg, "partition_id");
+                offset = pid ? PyObject_GetAttrString(msg, "offset") : NULL;
+        }
+        if (!pid || !offset) {
+                if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_AttributeError, "a buffered message lacks partition_id or offset");
+                Py_XDECREF(pid);
+                Py_XDECREF(offset);
+                return -1;
+        }
+        after = PyLong_CheckExact(offset) ? PyLong_FromLongLong(PyLong_AsLongLong(offset) + 1) : NULL;
+        if (!after && !PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "a buffered message's offset is not an int");
+        ret = after && !PyErr_Occurred() ? PyDict_SetItem(next, pid, after) : -1;
+        Py_XDECREF(after);
+        Py_DECREF(pid);
+        Py_DECREF(offset);
+        return ret;
+}
+
+/* SimpleConsumer's iterator, the short way: pops the messages of its buffer (a deque),
+ * setting next[partition_id] = offset + 1 for each as it is handed out; when the buffer
+ * is empty, returns what refill() returns, None ending the iteration. */
+typedef struct {
+        PyObject_HEAD
+        PyObject *buffer, *popleft, *next, *refill;
+} buffer_iter_t;
+
+static PyObject *buffer_iter_next(buffer_iter_t *it) {
+        Py_ssize_t n = PyObject_Size(it->buffer);
+        PyObject *msg;
+
+        if (n < 0)
+                return NULL;
+        if (n == 0) {
+                msg = PyObject_CallNoArgs(it->refill);
+                if (msg == Py_None) {
+                        Py_DECREF(msg);
+                        return NULL; /* StopIteration */
+                }
+                return msg;
+        }
+        msg = PyObject_CallNoArgs(it->popleft);
+        if (msg && mark_one(it->next, msg) < 0)
+                Py_CLEAR(msg);
+        return msg;
+}
+
+static int buffer_iter_traverse(buffer_iter_t *it, visitproc visit, void *arg) {
+        Py_VISIT(Py_TYPE(it));
+        Py_VISIT(it->buffer);
+        Py_VISIT(it->popleft);
+        Py_VISIT(it->next);
+        Py_VISIT(it->refill);
+        return 0;
+}
+
+static int buffer_iter_clear(buffer_iter_t *it) {
+        Py_CLEAR(it->buffer);
+        Py_CLEAR(it->popleft);
+        Py_CLEAR(it->next);
+        Py_CLEAR(it->refill);
+        return 0;
+}
+
+static void buffer_iter_dealloc(buffer_iter_t *it) {
+        PyTypeObject *type = Py_TYPE(it);
+
+        PyObject_GC_UnTrack(it);
+        buffer_iter_clear(it);
+        type->tp_free(it);
+        Py_DECREF(type);
+}
+
+static PyType_Slot buffer_iter_slots[] = {
+        {Py_tp_iter, PyObject_SelfIter},
+        {Py_tp_iternext, buffer_iter_next},
+        {Py_tp_traverse, buffer_iter_traverse},
+        {Py_tp_clear, buffer_iter_clear},
+        {Py_tp_dealloc, buffer_iter_dealloc},
+        {0, NULL},
+};
+
+static PyType_Spec buffer_iter_spec = {
+        "pyrdk._rdkafka.BufferIterator", sizeof(buffer_iter_t), 0,
+        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, buffer_iter_slots,
+};
+
+static PyTypeObject *buffer_iter_type;
+
+/* buffer_iterator(buffer, next, refill) -> the iterator above. */
+static PyObject *buffer_iterator(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+        buffer_iter_t *it;
+        PyObject *popleft;
+
+        (void)self;
+        if (nargs != 3 || !PyDict_Check(args[1]) || !PyCallable_Check(args[2])) {
+                PyErr_SetString(PyExc_TypeError, "buffer_iterator(buffer, next, refill): a deque, a dict, a callable");
+                return NULL;
+        }
+        popleft = PyObject_GetAttrString(args[0], "popleft");
+        if (!popleft)
+                return NULL;
+        it = PyObject_GC_New(buffer_iter_t, buffer_iter_type);
+        if (!it) {
+                Py_DECREF(popleft);
+                return NULL;
+        }
+        Py_INCREF(args[0]);
+        it->buffer = args[0];
+        it->popleft = popleft;
+        Py_INCREF(args[1]);
+        it->next = args[1];
+        Py_INCREF(args[2]);
+        it->refill = args[2];
+        PyObject_GC_Track(it);
+        return (PyObject *)it;
+}
+
 static PyMethodDef functions[] = {
         {"send_message", (PyCFunction)(void (*)(void))send_message, METH_FASTCALL,
          "produce()'s short way: a Message sent through pyrdk_send()."},
+        {"buffer_iterator", (PyCFunction)(void (*)(void))buffer_iterator, METH_FASTCALL,
+         "SimpleConsumer's iterator, the short way: the buffer's messages, then refill()'s."},
         {NULL, NULL, 0, NULL},
 };
 
@@ -363,6 +496,9 @@ int pyrdk_messages_init(void *type, void *namespace) {
                 if (!ok)
                         goto out;
         }
+        if (!buffer_iter_type &&
+            !(buffer_iter_type = (PyTypeObject *)PyType_FromSpec(&buffer_iter_spec)))
+                goto out;
         Py_INCREF(type);
         Py_XSETREF(message_type, (PyTypeObject *)type);
         for (PyMethodDef *def = functions; def->ml_name; def++) {

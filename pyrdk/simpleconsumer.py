@@ -18,7 +18,7 @@ from pyrdk.exceptions import ConsumerStoppedException, KafkaException, OffsetReq
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
-from pyrdk.rd.message import mark_next
+from pyrdk.rd.message import buffer_iterator, mark_next
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
 log = logging.getLogger(__name__)
@@ -239,20 +239,15 @@ class SimpleConsumer:
         return msg
 
     def __iter__(self):
-        while True:
-            # The short way, while there is neither a deserializer nor auto-commit to run:
-            # hand out the buffered messages (filled a batch at a time) directly.
-            # (stop() empties the buffer, pause() replaces it: both are seen at once.)
-            if self._deserializer is None and not self._auto_commit_enable:
-                nxt = self._next
-                while self._buffer and self._deferred is None:
-                    msg = self._buffer.popleft()
-                    nxt[msg.partition_id] = msg.offset + 1
-                    yield msg
-            message = self.consume(block=True)
-            if message is None:
-                return
-            yield message
+        """The messages until ``consume()`` returns None. With neither a deserializer nor
+        auto-commit to run, a C iterator hands out the buffered messages (fetched a batch
+        at a time) directly; the buffer is only ever changed in place, so it can hold it."""
+        if self._deserializer is None and not self._auto_commit_enable:
+            return buffer_iterator(self._buffer, self._next, self._consume_blocking)
+        return iter(self._consume_blocking, None)
+
+    def _consume_blocking(self):
+        return self.consume(block=True)
 
     def consume_batch(self, max_messages=BATCH, timeout_ms=1000):
         """Up to ``max_messages`` messages, waiting at most ``timeout_ms`` for the first
@@ -493,13 +488,14 @@ class SimpleConsumer:
         pids = self._pids(partitions)
         self._handle.pause([(self._topic_name, pid) for pid in pids])
         self._paused.update(pids)
-        keep = collections.deque()
+        keep = []
         for msg in self._buffer:
             if msg.partition_id in self._paused:
                 self._stash.setdefault(msg.partition_id, []).append(msg)
             else:
                 keep.append(msg)
-        self._buffer = keep
+        self._buffer.clear()
+        self._buffer.extend(keep)
 
     def resume(self, partitions=None):
         """Fetch again from paused partitions (``rd_kafka_resume_partitions``)."""
@@ -513,7 +509,9 @@ class SimpleConsumer:
 
     def _drop_buffered(self, pids):
         """Forget fetched, unreturned messages of ``pids`` (before a seek)."""
-        self._buffer = collections.deque(m for m in self._buffer if m.partition_id not in pids)
+        keep = [m for m in self._buffer if m.partition_id not in pids]
+        self._buffer.clear()
+        self._buffer.extend(keep)
         for pid in pids:
             self._stash.pop(pid, None)
 

@@ -612,6 +612,26 @@ def test_paused_partition_yields_nothing_until_resumed(topic):
 
 
 @pytest.mark.kafka
+def test_one_iterator_follows_pause_and_seek_made_while_it_runs(topic):
+    """The iterator (C, the short way) holds the consumer's buffer: pause() and seek() change
+    it in place, and held_offsets counts exactly the messages handed out so far."""
+    produce(topic, [b"a%d" % i for i in range(30)], partition=0)
+    produce(topic, [b"b%d" % i for i in range(30)], partition=1)
+    with topic.get_simple_consumer(partitions=[0, 1], consumer_timeout_ms=1000) as consumer:
+        it = iter(consumer)
+        first = [next(it) for _ in range(3)]
+        held = consumer.held_offsets
+        for pid in (0, 1):
+            mine = [m.offset for m in first if m.partition_id == pid]
+            assert held.get(pid, -1) == (mine[-1] if mine else -1)
+        consumer.pause([0])
+        consumer.seek(1, 10)
+        rest = list(it)
+    assert all(m.partition_id == 1 for m in rest), "a paused partition's message came out"
+    assert [m.offset for m in rest] == list(range(10, 30))
+
+
+@pytest.mark.kafka
 def test_pause_and_resume_everything(topic):
     produce(topic, [b"v%d" % i for i in range(5)], partition=3)
     with topic.get_simple_consumer(consumer_timeout_ms=1000) as consumer:

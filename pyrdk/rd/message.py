@@ -7,6 +7,7 @@ _functions = {}  # the Python functions of pyrdk_messages.c
 if lib.pyrdk_messages_init(ffi.cast("void *", id(Message)), ffi.cast("void *", id(_functions))) != 0:
     raise ImportError("pyrdk.common.Message lacks a slot that pyrdk_messages_init fills")
 send_message = _functions["send_message"]
+buffer_iterator = _functions["buffer_iterator"]
 
 
 class Reader:
