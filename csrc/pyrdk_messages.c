@@ -1,5 +1,5 @@
 /* pyrdk.common.Message objects made in C: consumed ones a batch at a time, produced ones
- * by produce()'s short way.
+ * by produce()'s short way; SimpleConsumer's iterator; produce_batch's values packed.
  *
  * The one helper file that uses the CPython API: cffi cannot make Python objects in C, and
  * one Python-level object per message is most of a client's cost. The cffi functions here
@@ -10,6 +10,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <string.h>
 
 #include "pyrdk_helpers.h"
 
@@ -467,11 +468,54 @@ static PyObject *buffer_iterator(PyObject *self, PyObject *const *args, Py_ssize
         return (PyObject *)it;
 }
 
+/* pack_values(values) -> (joined, lengths): the bytes of a list of bytes, joined, and
+ * their sizes as a size_t array (in bytes), in one pass; None if an item is not bytes. */
+static PyObject *pack_values(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+        PyObject *list, *joined, *lengths;
+        Py_ssize_t n, total = 0;
+        size_t *lens;
+        char *out;
+
+        (void)self;
+        if (nargs != 1 || !PyList_Check(args[0])) {
+                PyErr_SetString(PyExc_TypeError, "pack_values takes a list");
+                return NULL;
+        }
+        list = args[0];
+        n = PyList_GET_SIZE(list);
+        for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *v = PyList_GET_ITEM(list, i);
+
+                if (!PyBytes_CheckExact(v))
+                        Py_RETURN_NONE;
+                total += PyBytes_GET_SIZE(v);
+        }
+        joined = PyBytes_FromStringAndSize(NULL, total);
+        lengths = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(size_t));
+        if (!joined || !lengths) {
+                Py_XDECREF(joined);
+                Py_XDECREF(lengths);
+                return NULL;
+        }
+        out = PyBytes_AS_STRING(joined);
+        lens = (size_t *)PyBytes_AS_STRING(lengths);
+        for (Py_ssize_t i = 0; i < n; i++) { /* no Python code runs in between: the list stays */
+                PyObject *v = PyList_GET_ITEM(list, i);
+
+                lens[i] = (size_t)PyBytes_GET_SIZE(v);
+                memcpy(out, PyBytes_AS_STRING(v), lens[i]);
+                out += lens[i];
+        }
+        return Py_BuildValue("(NN)", joined, lengths);
+}
+
 static PyMethodDef functions[] = {
         {"send_message", (PyCFunction)(void (*)(void))send_message, METH_FASTCALL,
          "produce()'s short way: a Message sent through pyrdk_send()."},
         {"buffer_iterator", (PyCFunction)(void (*)(void))buffer_iterator, METH_FASTCALL,
          "SimpleConsumer's iterator, the short way: the buffer's messages, then refill()'s."},
+        {"pack_values", (PyCFunction)(void (*)(void))pack_values, METH_FASTCALL,
+         "produce_batch's values joined, and their sizes as a size_t array."},
         {NULL, NULL, 0, NULL},
 };
 

@@ -24,7 +24,7 @@ from pyrdk.partitioners import random_partitioner
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
-from pyrdk.rd.message import send_message
+from pyrdk.rd.message import pack_values, send_message
 
 log = logging.getLogger(__name__)
 
@@ -532,9 +532,13 @@ class _Delivery:
 
 def _pack(messages):
     """``(values, value_lens, keys, key_lens)`` for Handle.produce_batch -- values and keys
-    joined into one bytes each, keys None when no message has one, -1 for a missing key --
+    joined into one bytes each, keys None when no message has one, -1 for a missing key,
+    value_lens packed as size_t when every message is bytes --
     or None when a message is not bytes nor a (bytes, bytes or None) pair (produce() then
     says which)."""
+    packed = pack_values(messages)  # in C, when every message is bytes
+    if packed is not None:
+        return packed[0], packed[1], None, None
     try:
         values, keys = messages, None
         joined = b"".join(values)

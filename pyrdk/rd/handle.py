@@ -288,17 +288,19 @@ class Handle:
     def produce_batch(self, topic, partition_cnt, values, value_lens, keys, key_lens, max_size, block,
                       start=0):
         """Messages without ids in C (``pyrdk_produce_batch``): value ``i`` is the next
-        ``value_lens[i]`` bytes of ``values`` (bytes), keys likewise (``keys`` None: no
+        ``value_lens[i]`` bytes of ``values`` (bytes; ``value_lens`` a list, or a size_t
+        array in bytes as ``message.pack_values`` makes), keys likewise (``keys`` None: no
         keys; a length of -1: no key for that message). They are cut into
         ``partition_cnt`` runs of consecutive messages, one per partition from partition
         ``start`` on, so that each partition's batch fills at once (librdkafka's
         partitioner if ``partition_cnt`` is 0). Their delivery reports are counted in C;
         failures reach ``Callbacks.on_batch_failure``. With ``block``, waits for room in a
         full queue. An error is raised with ``produced`` = the number queued before it."""
-        cnt = len(value_lens)
         rkt = self.topic(topic)._ptr
         vbuf = ffi.from_buffer(values)
-        vlens = ffi.new("size_t[]", value_lens)
+        vlens = value_lens = ffi.from_buffer("size_t[]", value_lens) if isinstance(value_lens, bytes) \
+            else ffi.new("size_t[]", value_lens)
+        cnt = len(vlens)
         kbuf = ffi.NULL if keys is None else ffi.from_buffer(keys)
         klens = ffi.NULL if keys is None else ffi.new("size_t[]", [_SIZE_MAX if n < 0 else n for n in key_lens])
         done = ffi.new("size_t *")

@@ -176,3 +176,13 @@ def test_mark_next_gives_each_partition_the_offset_after_its_last_message():
     others = [_OwnMessage(b"", partition_id=0, offset=1), Message(b"", partition_id=0, offset=2)]
     message.mark_next(others, next_offsets)  # not all Messages: done in Python
     assert next_offsets[0] == 3
+
+
+def test_pack_values_joins_bytes_and_gives_their_sizes():
+    joined, lengths = message.pack_values([b"ab", b"", b"cde"])
+    assert joined == b"abcde"
+    assert list(ffi.from_buffer("size_t[]", lengths)) == [2, 0, 3]
+    assert message.pack_values([]) == (b"", b"")
+    assert message.pack_values([b"a", bytearray(b"b")]) is None  # not bytes: the Python way
+    with pytest.raises(TypeError):
+        message.pack_values((b"a",))
