@@ -55,10 +55,10 @@ static PyObject *headers_of(const rd_kafka_message_t *m) {
         return list;
 }
 
-/* A new Message with the fields of m (topic and partition: new references are taken). */
-static PyObject *message_of(const rd_kafka_message_t *m, PyObject *topic, PyObject *partition) {
-        rd_kafka_timestamp_type_t tstype;
-        int64_t timestamp = rd_kafka_message_timestamp(m, &tstype);
+/* A new Message with the fields of m, its timestamp an int object equal to
+ * rd_kafka_message_timestamp(m) (topic, partition, timestamp: new references are taken). */
+static PyObject *message_of(const rd_kafka_message_t *m, PyObject *topic, PyObject *partition,
+                            PyObject *timestamp, rd_kafka_timestamp_type_t tstype) {
         PyObject *msg = message_type->tp_alloc(message_type, 0);
         PyObject *fields[S_CONSUMED];
 
@@ -68,7 +68,8 @@ static PyObject *message_of(const rd_kafka_message_t *m, PyObject *topic, PyObje
         fields[S_KEY] = bytes_or_none(m->key, m->key_len);
         fields[S_PARTITION_ID] = PyLong_FromLong(m->partition);
         fields[S_OFFSET] = PyLong_FromLongLong(m->offset);
-        fields[S_TIMESTAMP] = PyLong_FromLongLong(timestamp);
+        Py_INCREF(timestamp);
+        fields[S_TIMESTAMP] = timestamp;
         Py_INCREF(partition);
         fields[S_PARTITION] = partition;
         Py_INCREF(topic);
@@ -93,12 +94,22 @@ ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, 
         PyGILState_STATE gil = PyGILState_Ensure();
         PyObject *list = out, *parts = partitions;
         const rd_kafka_topic_t *rkt = NULL;
-        PyObject *topic = NULL;
+        PyObject *topic = NULL, *timestamp = NULL;
+        int64_t last_ts = 0;
         Py_ssize_t i;
 
         for (i = 0; (size_t)i < cnt && !msgs[i]->err; i++) {
                 const rd_kafka_message_t *m = msgs[i];
                 PyObject *partition = Py_None, *msg;
+                rd_kafka_timestamp_type_t tstype;
+                int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+
+                if (!timestamp || ts != last_ts) { /* messages of one millisecond share it */
+                        Py_XDECREF(timestamp);
+                        if (!(timestamp = PyLong_FromLongLong(ts)))
+                                goto fail;
+                        last_ts = ts;
+                }
 
                 if (!topic || m->rkt != rkt) {
                         const char *name = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL;
@@ -125,7 +136,7 @@ ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, 
                         }
                 }
                 Py_INCREF(partition); /* a collection in message_of() may run Python code */
-                msg = message_of(m, topic, partition);
+                msg = message_of(m, topic, partition, timestamp, tstype);
                 Py_DECREF(partition);
                 if (!msg || PyList_Append(list, msg) < 0) {
                         Py_XDECREF(msg);
@@ -138,10 +149,12 @@ ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, 
                 Py_DECREF(msg);
         }
         Py_XDECREF(topic);
+        Py_XDECREF(timestamp);
         PyGILState_Release(gil);
         return i;
 fail:
         Py_XDECREF(topic);
+        Py_XDECREF(timestamp);
         PyErr_Clear();
         PyGILState_Release(gil);
         return -1;
