@@ -214,14 +214,17 @@ static int bytes_or_none_arg(PyObject *value, const char *name) {
         return 0;
 }
 
+static PyObject *address_name; /* "address" */
+
 /* send_message(sender, partition_id, value, key, msg_id, pending, partition, topic, compression)
  *
  * produce()'s short way in one call: a Message for value and key, kept in the dict
- * pending under msg_id until its delivery report, sent through pyrdk_send() (sender is
- * the address of a pyrdk_sender_t). Returns the Message, or (err, Message) when
+ * pending under msg_id until its delivery report, sent through pyrdk_send(). sender is a
+ * pyrdk.rd.handle.Sender: the argument keeps it, and so its pyrdk_sender_t (at
+ * sender.address), alive for the call. Returns the Message, or (err, Message) when
  * librdkafka refused it (then it is not in pending). */
 static PyObject *send_message(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-        PyObject *value, *key, *msg_id, *pending, *msg;
+        PyObject *value, *key, *msg_id, *pending, *msg, *address;
         const pyrdk_sender_t *sender;
         long partition_id;
         size_t id;
@@ -237,7 +240,11 @@ static PyObject *send_message(PyObject *self, PyObject *const *args, Py_ssize_t 
         key = args[3];
         msg_id = args[4];
         pending = args[5];
-        sender = PyLong_AsVoidPtr(args[0]);
+        address = PyObject_GetAttr(args[0], address_name);
+        if (!address)
+                return NULL;
+        sender = PyLong_AsVoidPtr(address);
+        Py_DECREF(address);
         partition_id = PyLong_AsLong(args[1]);
         id = PyLong_AsSize_t(msg_id);
         if (PyErr_Occurred() || !bytes_or_none_arg(value, "message") ||
@@ -553,6 +560,8 @@ int pyrdk_messages_init(void *type, void *namespace) {
                 if (!ok)
                         goto out;
         }
+        if (!address_name && !(address_name = PyUnicode_InternFromString("address")))
+                goto out;
         if (!buffer_iter_type &&
             !(buffer_iter_type = (PyTypeObject *)PyType_FromSpec(&buffer_iter_spec)))
                 goto out;

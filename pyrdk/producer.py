@@ -250,7 +250,7 @@ class Producer:
             partitions = self._partition_list
             partition = partitions[next(self._counter) % len(partitions)]
         msg_id = next(self._ids)
-        msg = send_message(self._sender.address, partition.id, message, partition_key, msg_id,
+        msg = send_message(self._sender, partition.id, message, partition_key, msg_id,
                            self._pending, partition, self._topic_name, self._compression)
         if msg.__class__ is tuple:  # librdkafka refused it
             err, msg = msg

@@ -72,7 +72,8 @@ class _Use:
 
 class Sender:
     """``pyrdk_send`` to one topic, through a ``pyrdk_sender_t`` (at ``address``, for
-    ``pyrdk.rd.message.send_message``). Value and key must be bytes or None; value + key
+    ``pyrdk.rd.message.send_message``, which takes the Sender so that the call keeps it
+    and the handle alive). Value and key must be bytes or None; value + key
     larger than ``max_size`` bytes raises ``MessageSizeTooLarge``. The Python use-guard is
     skipped: a C one refuses a closed handle."""
     __slots__ = ("address", "_ctx", "_handle", "_topic")
