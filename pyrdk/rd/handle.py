@@ -71,11 +71,10 @@ class _Use:
 
 
 class Sender:
-    """``pyrdk_send`` to one topic, through a ``pyrdk_sender_t`` (at ``address``, for
-    ``pyrdk.rd.message.send_message``, which takes the Sender so that the call keeps it
-    and the handle alive). Value and key must be bytes or None; value + key
-    larger than ``max_size`` bytes raises ``MessageSizeTooLarge``. The Python use-guard is
-    skipped: a C one refuses a closed handle."""
+    """What ``pyrdk.rd.message.send_message`` needs to produce to one topic: a
+    ``pyrdk_sender_t`` at ``address`` for ``pyrdk_send`` (the call takes the Sender, and so
+    keeps it and the handle alive). Value + key larger than ``max_size`` bytes is refused;
+    the Python use-guard is skipped: a C one refuses a closed handle."""
     __slots__ = ("address", "_ctx", "_handle", "_topic")
 
     def __init__(self, handle, topic, max_size):
@@ -83,14 +82,6 @@ class Sender:
         self.address = int(ffi.cast("uintptr_t", self._ctx))
         self._handle = handle
         self._topic = topic
-
-    def __call__(self, partition, value, key, msg_id):
-        """One message; ``msg_id`` (> 0) comes back in its delivery report."""
-        err = lib.pyrdk_send(self._ctx, partition, ffi.NULL if value is None else value,
-                             0 if value is None else len(value), ffi.NULL if key is None else key,
-                             0 if key is None else len(key), msg_id)
-        if err:
-            self.raise_error(err, partition)
 
     def raise_error(self, err, partition):
         """Raise what librdkafka's refusal ``err`` means."""

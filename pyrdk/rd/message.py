@@ -1,4 +1,5 @@
-"""``rd_kafka_message_t`` → ``pyrdk.common.Message``, and headers both ways."""
+"""Messages between librdkafka and ``pyrdk.common.Message``: consumed batches converted and
+produced messages sent in C (``csrc/pyrdk_messages.c``), headers both ways."""
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.common import Message
 from pyrdk.rd import errors
@@ -9,41 +10,6 @@ if lib.pyrdk_messages_init(ffi.cast("void *", id(Message)), ffi.cast("void *", i
 send_message = _functions["send_message"]
 buffer_iterator = _functions["buffer_iterator"]
 pack_values = _functions["pack_values"]
-
-
-class Reader:
-    """Converts C messages to ``Message``; its out-parameters are reused from one message to
-    the next, so one ``Reader`` serves one thread (cffi releases the GIL in every C call)."""
-
-    def __init__(self):
-        self._tstype = ffi.new("rd_kafka_timestamp_type_t *")
-        self._hdrs = ffi.new("rd_kafka_headers_t **")
-        self._name = ffi.new("const char **")
-        self._value = ffi.new("const void **")
-        self._size = ffi.new("size_t *")
-
-    def headers(self, rkmessage):
-        """``rd_kafka_message_headers`` as ``[(name, value)]``."""
-        if lib.rd_kafka_message_headers(rkmessage, self._hdrs):
-            return []
-        out = []
-        idx = 0
-        while lib.rd_kafka_header_get_all(self._hdrs[0], idx, self._name, self._value, self._size) == 0:
-            value = None if self._value[0] == ffi.NULL else \
-                ffi.unpack(ffi.cast("char *", self._value[0]), self._size[0])
-            out.append((ffi.string(self._name[0]).decode("utf-8", "replace"), value))
-            idx += 1
-        return out
-
-    def message(self, rkmessage, topic):
-        """A ``Message`` holding copies of the C message's fields (the caller destroys it)."""
-        m = rkmessage
-        value = ffi.unpack(ffi.cast("char *", m.payload), m.len) if m.payload != ffi.NULL else None
-        key = ffi.unpack(ffi.cast("char *", m.key), m.key_len) if m.key != ffi.NULL else None
-        timestamp = lib.rd_kafka_message_timestamp(m, self._tstype)
-        return Message(value, partition_key=key, partition_id=m.partition, offset=m.offset,
-                       timestamp=timestamp, timestamp_type=self._tstype[0], headers=self.headers(m),
-                       topic=topic)
 
 
 def unpack_batch(array, n, partitions=None):

@@ -84,8 +84,8 @@ def test_fields_survive_a_broker(brokers, handles):
 
 @pytest.mark.mock
 def test_two_threads_reading_headers_never_see_each_others(mock_cluster):
-    """Each consume_batch converts with its own out-parameters: cffi releases the GIL in
-    every C call, so shared ones would hand one thread the other's headers."""
+    """Two consumers converting batches with headers at once (cffi releases the GIL in
+    every C call) each get their own messages' headers."""
     import threading
     from pyrdk.rd.handle import Handle
     topics = {"left": b"L", "right": b"R"}
