@@ -165,16 +165,51 @@ static inline PyObject *get_slot(PyObject *msg, int slot) {
 }
 
 static int same_partition(PyObject *msg, PyObject *other) {
-        PyObject *a = get_slot(msg, S_PARTITION_ID), *b;
+        PyObject *a, *b;
 
-        if (Py_TYPE(other) != message_type || !(b = get_slot(other, S_PARTITION_ID)))
+        if (Py_TYPE(msg) != message_type || Py_TYPE(other) != message_type)
                 return 0;
-        return a == b || (PyLong_Check(b) && PyLong_AsLong(a) == PyLong_AsLong(b));
+        a = get_slot(msg, S_PARTITION_ID);
+        b = get_slot(other, S_PARTITION_ID);
+        return a && b && (a == b || (PyLong_CheckExact(a) && PyLong_CheckExact(b) &&
+                                     PyLong_AsLong(a) == PyLong_AsLong(b) && !PyErr_Occurred()));
 }
 
-/* For each partition of the Messages in the list msgs, set next[partition_id] to the
- * offset after its last one there. Returns 0, or -1 if an item is not a Message with
- * integer offsets, or memory ran out. */
+/* next[partition_id] = offset + 1 for one handed-out message (by its slots when it is a
+ * Message). Returns 0, or -1 with an exception set. */
+static int mark_one(PyObject *next, PyObject *msg) {
+        PyObject *pid, *offset, *after;
+        int ret;
+
+        if (Py_TYPE(msg) == message_type) {
+                pid = get_slot(msg, S_PARTITION_ID);
+                offset = get_slot(msg, S_OFFSET);
+                Py_XINCREF(pid);
+                Py_XINCREF(offset);
+        } else {
+                pid = PyObject_GetAttrString(msg, "partition_id");
+                offset = pid ? PyObject_GetAttrString(msg, "offset") : NULL;
+        }
+        if (!pid || !offset) {
+                if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_AttributeError, "a buffered message lacks partition_id or offset");
+                Py_XDECREF(pid);
+                Py_XDECREF(offset);
+                return -1;
+        }
+        after = PyLong_CheckExact(offset) ? PyLong_FromLongLong(PyLong_AsLongLong(offset) + 1) : NULL;
+        if (!after && !PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "a buffered message's offset is not an int");
+        ret = after && !PyErr_Occurred() ? PyDict_SetItem(next, pid, after) : -1;
+        Py_XDECREF(after);
+        Py_DECREF(pid);
+        Py_DECREF(offset);
+        return ret;
+}
+
+/* For each partition of the messages in the list msgs, set next[partition_id] to the
+ * offset after its last one there. Returns 0, or -1 if an item lacks an int offset or a
+ * partition_id, or memory ran out. */
 int pyrdk_messages_mark_next(void *msgs, void *next) {
         PyGILState_STATE gil = PyGILState_Ensure();
         PyObject *list = msgs;
@@ -182,24 +217,11 @@ int pyrdk_messages_mark_next(void *msgs, void *next) {
         int ret = n < 0 ? -1 : 0;
 
         for (Py_ssize_t i = 0; i < n && ret == 0; i++) {
-                PyObject *msg = PyList_GET_ITEM(list, i), *pid, *offset, *after;
+                PyObject *msg = PyList_GET_ITEM(list, i);
 
-                if (Py_TYPE(msg) != message_type) {
-                        ret = -1;
-                        break;
-                }
-                pid = get_slot(msg, S_PARTITION_ID);
-                offset = get_slot(msg, S_OFFSET);
-                if (!pid || !offset || !PyLong_Check(pid) || !PyLong_Check(offset)) {
-                        ret = -1;
-                        break;
-                }
                 if (i + 1 < n && same_partition(msg, PyList_GET_ITEM(list, i + 1)))
                         continue; /* its partition's next message comes next */
-                after = PyLong_FromLongLong(PyLong_AsLongLong(offset) + 1);
-                if (!after || PyErr_Occurred() || PyDict_SetItem(next, pid, after) < 0)
-                        ret = -1;
-                Py_XDECREF(after);
+                ret = mark_one(next, msg);
         }
         PyErr_Clear();
         PyGILState_Release(gil);
@@ -354,38 +376,6 @@ int pyrdk_messages_deliver(void *pending, const uintptr_t *ids, const int *errs,
         }
         PyErr_Clear();
         PyGILState_Release(gil);
-        return ret;
-}
-
-/* next[partition_id] = offset + 1 for one handed-out message (by its slots when it is a
- * Message). Returns 0, or -1 with an exception set. */
-static int mark_one(PyObject *next, PyObject *msg) {
-        PyObject *pid, *offset, *after;
-        int ret;
-
-        if (Py_TYPE(msg) == message_type) {
-                pid = get_slot(msg, S_PARTITION_ID);
-                offset = get_slot(msg, S_OFFSET);
-                Py_XINCREF(pid);
-                Py_XINCREF(offset);
-        } else {
-                pid = PyObject_GetAttrString(msg, "partition_id");
-                offset = pid ? PyObject_GetAttrString(msg, "offset") : NULL;
-        }
-        if (!pid || !offset) {
-                if (!PyErr_Occurred())
-                        PyErr_SetString(PyExc_AttributeError, "a buffered message lacks partition_id or offset");
-                Py_XDECREF(pid);
-                Py_XDECREF(offset);
-                return -1;
-        }
-        after = PyLong_CheckExact(offset) ? PyLong_FromLongLong(PyLong_AsLongLong(offset) + 1) : NULL;
-        if (!after && !PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "a buffered message's offset is not an int");
-        ret = after && !PyErr_Occurred() ? PyDict_SetItem(next, pid, after) : -1;
-        Py_XDECREF(after);
-        Py_DECREF(pid);
-        Py_DECREF(offset);
         return ret;
 }
 

@@ -36,7 +36,7 @@ def mark_next(msgs, next_offsets):
     """For each partition among ``msgs``, set ``next_offsets[partition_id]`` to the offset
     after its last message there (``pyrdk_messages_mark_next``)."""
     if lib.pyrdk_messages_mark_next(ffi.cast("void *", id(msgs)), ffi.cast("void *", id(next_offsets))):
-        for msg in msgs:  # not all made by unpack_batch: the same, one at a time
+        for msg in msgs:  # an item without an int offset: this raises what is wrong
             next_offsets[msg.partition_id] = msg.offset + 1
 
 

@@ -174,8 +174,10 @@ def test_mark_next_gives_each_partition_the_offset_after_its_last_message():
     message.mark_next(msgs, next_offsets)
     assert next_offsets == {0: 10, 1: 8, 2: 4, 300: 3}
     others = [_OwnMessage(b"", partition_id=0, offset=1), Message(b"", partition_id=0, offset=2)]
-    message.mark_next(others, next_offsets)  # not all Messages: done in Python
+    message.mark_next(others, next_offsets)  # not all Messages: through their attributes
     assert next_offsets[0] == 3
+    with pytest.raises(AttributeError):
+        message.mark_next([object()], next_offsets)
 
 
 def test_pack_values_joins_bytes_and_gives_their_sizes():
