@@ -454,6 +454,20 @@ def test_failed_delivery_without_reports_raises_later(mock_cluster, mock_topic, 
 
 # -- a full queue --------------------------------------------------------------------------------
 
+def fill_while_down(mock_cluster, producer):
+    """With the broker down, produce until ProducerQueueFullError (the producer's queue
+    holds 5); then bring the broker back and flush. Returns the Messages queued."""
+    mock_cluster.broker_down(-1)
+    queued = []
+    with pytest.raises(ProducerQueueFullError):
+        for i in range(50):
+            queued.append(producer.produce(b"q-%d" % i))
+    assert len(queued) == 5 and len(producer) == 5
+    mock_cluster.broker_up(-1)
+    assert producer.flush(READ_DEADLINE_S) == 0
+    return queued
+
+
 @pytest.mark.mock
 def test_the_short_way_refuses_as_the_general_one(mock_cluster, mock_topic):
     """Without delivery reports, serializer or sync, produce() sends in one C call
@@ -465,14 +479,7 @@ def test_the_short_way_refuses_as_the_general_one(mock_cluster, mock_topic):
         with pytest.raises(MessageSizeTooLarge):
             producer.produce(b"x" * 600, partition_key=b"k" * 600)
         assert len(producer) == 0
-        mock_cluster.broker_down(-1)
-        queued = []
-        with pytest.raises(ProducerQueueFullError):
-            for i in range(50):
-                queued.append(producer.produce(b"q-%d" % i))
-        assert len(queued) == 5 and len(producer) == 5
-        mock_cluster.broker_up(-1)
-        assert producer.flush(READ_DEADLINE_S) == 0
+        queued = fill_while_down(mock_cluster, producer)
         assert all(m.offset >= 0 and m.topic == mock_topic.name.decode() for m in queued)
         assert [m.value for m in queued] == [b"q-%d" % i for i in range(5)]
 
@@ -482,14 +489,7 @@ def test_queue_full_raises_without_blocking(mock_cluster, mock_topic):
     with mock_topic.get_producer(max_queued_messages=5, block_on_queue_full=False, linger_ms=0,
                                  delivery_reports=True) as producer:
         warm(producer)
-        mock_cluster.broker_down(-1)
-        queued = []
-        with pytest.raises(ProducerQueueFullError):
-            for i in range(50):
-                queued.append(producer.produce(b"q-%d" % i))
-        assert len(queued) == 5 and len(producer) == 5
-        mock_cluster.broker_up(-1)
-        assert producer.flush(READ_DEADLINE_S) == 0
+        queued = fill_while_down(mock_cluster, producer)
         reports = drain_reports(producer)
         assert sorted(reports, key=lambda r: r[0].value) == [(m, None) for m in queued]
         assert all(m.offset >= 0 for m in queued)
