@@ -5,8 +5,10 @@ Round trips run against the session's Tansu broker and are read back with conflu
 """
 import array
 import datetime
+import gc
 import json
 import queue
+import sys
 import threading
 import time
 
@@ -482,6 +484,25 @@ def test_the_short_way_refuses_as_the_general_one(mock_cluster, mock_topic):
         queued = fill_while_down(mock_cluster, producer)
         assert all(m.offset >= 0 and m.topic == mock_topic.name.decode() for m in queued)
         assert [m.value for m in queued] == [b"q-%d" % i for i in range(5)]
+
+
+@pytest.mark.mock
+def test_the_short_way_leaves_no_reference_behind(mock_topic):
+    """send_message and the delivery reports applied in C count references by hand: once
+    every message is delivered or refused, and dropped, what it held is back to its count."""
+    value, key, too_large = (bytes(bytearray(b)) for b in (b"v" * 50, b"k" * 8, b"x" * 2000))
+    held = [value, key, too_large] + list(mock_topic.partitions.values())
+    with mock_topic.get_producer(linger_ms=0, max_request_size=1000) as producer:
+        warm(producer)
+        gc.collect()  # garbage of earlier tests may still name them
+        before = [sys.getrefcount(o) for o in held]
+        for _ in range(500):
+            producer.produce(value, partition_key=key)
+            with pytest.raises(MessageSizeTooLarge):
+                producer.produce(too_large)
+        assert producer.flush() == 0 and len(producer) == 0
+        gc.collect()
+        assert [sys.getrefcount(o) for o in held] == before
 
 
 @pytest.mark.mock

@@ -6,6 +6,8 @@ makes ``o`` the last consumed (the next message is ``o + 1``), ``seek(p, o)`` ma
 the next one. Every test makes its own topic and group.
 """
 import datetime
+import gc
+import sys
 import threading
 import time
 
@@ -655,6 +657,34 @@ def test_consume_batch(topic):
         assert [m.offset for m in got] == list(range(25))
         assert consumer.held_offsets[0] == 24
         assert consumer.consume_batch(max_messages=10, timeout_ms=200) == []
+
+
+@pytest.mark.kafka
+def test_consumed_messages_leave_no_reference_behind(topic):
+    """Consumed Messages are made in C, which counts references by hand: once every one is
+    dropped, from iteration and from consume_batch, the Partitions they named are back to
+    their counts."""
+    produce(topic, [b"v%d" % i for i in range(200)], partition_key=b"k", headers=[("h", b"1")])
+    partitions = list(topic.partitions.values())
+    with topic.get_simple_consumer(consumer_timeout_ms=1000) as consumer:
+        gc.collect()  # garbage of earlier tests may still name them
+        before = [sys.getrefcount(p) for p in partitions]
+        got = 0
+        for message in consumer:
+            assert message.headers == [("h", b"1")] and message.partition_key == b"k"
+            got += 1
+            if got == 100:
+                break
+        del message
+        while True:
+            batch = consumer.consume_batch(50, 1000)
+            if not batch:
+                break
+            got += len(batch)
+        del batch
+        assert got == 200
+        gc.collect()
+        assert [sys.getrefcount(p) for p in partitions] == before
 
 
 @pytest.mark.kafka

@@ -1,4 +1,6 @@
 """rd.message: ``rd_kafka_message_t`` → ``Message``, and ``rd_kafka_headers_t`` both ways."""
+import collections
+import sys
 import uuid
 
 import pytest
@@ -188,3 +190,20 @@ def test_pack_values_joins_bytes_and_gives_their_sizes():
     assert message.pack_values([b"a", bytearray(b"b")]) is None  # not bytes: the Python way
     with pytest.raises(TypeError):
         message.pack_values((b"a",))
+
+
+def test_the_c_functions_keep_no_reference_to_what_they_are_given():
+    """pyrdk_messages.c counts references by hand: after the iterator, mark_next and
+    pack_values are done, every Message, offset and value is back to its count."""
+    msgs = [Message(b"", partition_id=i % 2, offset=10 ** 12 + i) for i in range(6)]
+    offsets = [m.offset for m in msgs]
+    values = [bytes(bytearray(b"v%d" % i)) for i in range(3)]  # objects of their own
+    before = [sys.getrefcount(o) for o in msgs + offsets + values]
+    handed_out = list(message.buffer_iterator(collections.deque(msgs), {}, lambda: None))
+    assert handed_out == msgs
+    del handed_out
+    next_offsets = {}
+    message.mark_next(msgs, next_offsets)
+    assert next_offsets == {0: 10 ** 12 + 5, 1: 10 ** 12 + 6}
+    assert message.pack_values(values)[0] == b"v0v1v2"
+    assert [sys.getrefcount(o) for o in msgs + offsets + values] == before
