@@ -44,7 +44,10 @@ class Message:
     fields that are nearly always at their default (``headers``, ``compression_type``,
     ``produce_attempt``, ``delivery_report_q``) are stored only when given or set.
     (``csrc/pyrdk_messages.c`` sets the slots of the Messages it makes, by name: keep the
-    two in step.)
+    two in step.) The Messages made there are left out of the cyclic garbage collector:
+    consumed ones, and ``produce()``'s unless a serializer, timestamp, headers, delivery
+    reports or ``sync`` is involved. Such a Message given a field that refers back to it
+    is never freed.
     """
     __slots__ = ("value", "partition_key", "partition_id", "offset", "timestamp",
                  "partition", "topic", "timestamp_type", "_headers", "_compression_type",
