@@ -296,39 +296,116 @@ rd_kafka_resp_err_t pyrdk_send(const pyrdk_sender_t *s, int32_t partition, const
         return err;
 }
 
+/* pyrdk_produce_batch()'s messages, and how far it has got: values and keys point at
+ * message i's. */
+typedef struct {
+        const char *values, *keys;
+        const size_t *value_lens, *key_lens;
+        size_t i, cnt, max_size;
+        uint64_t start, run;
+        int32_t partition_cnt;
+} batch_t;
+
+/* The most messages handed to rd_kafka_produce_batch() in one call. */
+enum { BATCH_AT_ONCE = 256 };
+/* More than RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD (36 bytes): a message this close to
+ * max_size goes alone, so that librdkafka's own size check never fails in a batch. */
+enum { SIZE_MARGIN = 64 };
+
+static int has_key(const batch_t *b, size_t i) {
+        return b->keys && b->key_lens[i] != (size_t)-1;
+}
+
+static size_t key_len_at(const batch_t *b, size_t i) {
+        return has_key(b, i) ? b->key_lens[i] : 0;
+}
+
+static int32_t partition_at(const batch_t *b, size_t i) {
+        return b->partition_cnt > 0 ? (int32_t)((b->start + i) / b->run % (uint64_t)b->partition_cnt)
+                                    : RD_KAFKA_PARTITION_UA;
+}
+
+static int batchable(const batch_t *b, size_t i) {
+        return b->partition_cnt > 0 && b->value_lens[i] + key_len_at(b, i) + SIZE_MARGIN <= b->max_size;
+}
+
+static void skip(batch_t *b, size_t n) {
+        for (; n > 0; n--, b->i++) {
+                b->values += b->value_lens[b->i];
+                if (b->keys)
+                        b->keys += key_len_at(b, b->i);
+        }
+}
+
+/* The next messages of one partition that can go in a batch, up to BATCH_AT_ONCE, in one
+ * rd_kafka_produce_batch() call; or the next message alone. Moves past those queued and
+ * returns the error that stopped the rest. In a batch the partition is looked up once,
+ * and no message is near the size limit, so only a full queue refuses some: the queued
+ * ones come first. */
+static rd_kafka_resp_err_t produce_next(rd_kafka_t *rk, rd_kafka_topic_t *rkt, batch_t *b) {
+        rd_kafka_message_t msgs[BATCH_AT_ONCE];
+        int32_t partition = partition_at(b, b->i);
+        const char *value = b->values, *key = b->keys;
+        int n = 0, queued;
+
+        if (!batchable(b, b->i)) {
+                rd_kafka_resp_err_t err = produce_one(rk, rkt, partition, value, b->value_lens[b->i],
+                                                      has_key(b, b->i) ? key : NULL,
+                                                      key_len_at(b, b->i), 0, NULL, 0);
+                if (!err)
+                        skip(b, 1);
+                return err;
+        }
+        for (size_t i = b->i; i < b->cnt && n < BATCH_AT_ONCE && partition_at(b, i) == partition &&
+                              batchable(b, i);
+             i++, n++) {
+                memset(&msgs[n], 0, sizeof(msgs[n]));
+                msgs[n].payload = (void *)value;
+                msgs[n].len = b->value_lens[i];
+                msgs[n].key = has_key(b, i) ? (void *)key : NULL;
+                msgs[n].key_len = key_len_at(b, i);
+                value += b->value_lens[i];
+                if (key)
+                        key += key_len_at(b, i);
+        }
+        rd_kafka_produce_batch(rkt, partition, RD_KAFKA_MSG_F_COPY, msgs, n);
+        for (queued = 0; queued < n && !msgs[queued].err; queued++)
+                ;
+        skip(b, (size_t)queued);
+        return queued < n ? msgs[queued].err : RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
 /* cnt messages without an id (their reports are counted in C, failures kept with their
  * value and key): value i is the value_lens[i] bytes after value i-1 in values; keys
  * likewise, (size_t)-1 meaning no key, keys NULL meaning none at all. Message i goes to
  * partition ((start + i) / run) % partition_cnt: runs of run messages, round robin over
  * the partitions, so that each partition's batch fills at once (librdkafka's partitioner
- * if partition_cnt is 0). A full queue is waited on (serving the delivery reports,
- * sending at once) for up to block_ms in all, then RD_KAFKA_RESP_ERR__QUEUE_FULL is
- * returned.
+ * if partition_cnt is 0); a run is handed over with rd_kafka_produce_batch(). A full
+ * queue is waited on (serving the delivery reports, sending at once) for up to block_ms
+ * in all, then RD_KAFKA_RESP_ERR__QUEUE_FULL is returned.
  * *done is the number queued; it stops at the first error. */
 rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
                                         int32_t partition_cnt, uint64_t start, uint64_t run,
                                         const char *values, const size_t *value_lens,
                                         const char *keys, const size_t *key_lens, size_t cnt,
                                         size_t max_size, int block_ms, size_t *done) {
+        batch_t b = {values, keys, value_lens, key_lens, 0, cnt, max_size, start, run, partition_cnt};
         rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
         int waited_ms = 0;
-        size_t i = 0;
 
         *done = 0;
         if (!pyrdk_guard_enter(guard))
                 return (rd_kafka_resp_err_t)PYRDK_ERR_CLOSED;
-        while (i < cnt) {
-                size_t key_len = keys && key_lens[i] != (size_t)-1 ? key_lens[i] : 0;
-                const char *key = keys && key_lens[i] != (size_t)-1 ? keys : NULL;
-                int32_t partition;
+        while (b.i < cnt) {
+                size_t before = b.i;
 
-                if (value_lens[i] + key_len > max_size) {
+                if (value_lens[b.i] + key_len_at(&b, b.i) > max_size) {
                         err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
                         break;
                 }
-                partition = partition_cnt > 0 ? (int32_t)((start + i) / run % (uint64_t)partition_cnt)
-                                              : RD_KAFKA_PARTITION_UA;
-                err = produce_one(rk, rkt, partition, values, value_lens[i], key, key_len, 0, NULL, 0);
+                err = produce_next(rk, rkt, &b);
+                if (before >> 10 != b.i >> 10)
+                        rd_kafka_poll(rk, 0); /* serve delivery reports as we go, as a C loop would */
                 if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && waited_ms < block_ms) {
                         rd_kafka_flush(rk, 10); /* sends at once, whatever linger.ms says */
                         waited_ms += 10;
@@ -336,15 +413,9 @@ rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd
                 }
                 if (err)
                         break;
-                if ((i & 1023) == 1023)
-                        rd_kafka_poll(rk, 0); /* serve delivery reports as we go, as a C loop would */
-                values += value_lens[i];
-                if (key)
-                        keys += key_len;
-                i++;
         }
         pyrdk_guard_leave(guard);
-        *done = i;
+        *done = b.i;
         return err;
 }
 

@@ -745,6 +745,21 @@ def test_produce_batch_gives_each_partition_one_run_of_the_batch(topic, kafka_ho
 
 
 @pytest.mark.kafka
+def test_produce_batch_keeps_order_in_long_runs_and_near_the_size_limit(topic, kafka_hosts, topic_name):
+    """Runs of 500 (handed to librdkafka in parts), with values so near max_request_size
+    that they go one at a time, land in order, with their keys."""
+    pairs = [(b"%04d" % i + (b"." * 950 if i % 97 == 0 else b""), b"k-%d" % i if i % 2 else None)
+             for i in range(2000)]
+    with topic.get_producer(linger_ms=10, max_request_size=1000) as producer:
+        assert producer.produce_batch(pairs) == 2000
+    back = read_back(kafka_hosts, topic_name, 2000)
+    runs = {}
+    for m in back:
+        runs.setdefault(m.partition(), []).append((m.value(), m.key()))
+    assert sorted(runs.values()) == [pairs[i * 500:(i + 1) * 500] for i in range(4)]
+
+
+@pytest.mark.kafka
 def test_produce_batch_goes_through_the_partitioner_and_serializer(topic, kafka_hosts, topic_name):
     from pyrdk.partitioners import hashing_partitioner
     producer = topic.get_producer(partitioner=hashing_partitioner, linger_ms=10,
@@ -778,6 +793,17 @@ def test_produce_batch_refuses_bad_messages(mock_topic):
         assert info.value.produced == 1 and "max_request_size=1000" in str(info.value)
     with pytest.raises(ProducerStoppedException):
         producer.produce_batch([b"late"])
+
+
+@pytest.mark.mock
+def test_produce_batch_stops_at_a_message_librdkafka_finds_too_large(mock_topic):
+    """Under max_request_size, but over it with librdkafka's per-record overhead: refused,
+    and nothing after it is sent."""
+    with mock_topic.get_producer(max_request_size=1000) as producer:
+        with pytest.raises(MessageSizeTooLarge) as info:
+            producer.produce_batch([b"a", b"b", b"c", b"d", b"x" * 990] + [b"after"] * 7)  # runs of 3
+        assert info.value.produced == 4
+    assert sum(r.offset[0] for r in mock_topic.latest_available_offsets().values()) == 4
 
 
 @pytest.mark.mock
