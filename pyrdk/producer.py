@@ -34,6 +34,7 @@ POLL_MS = 100
 QUEUE_FULL_WAIT_MS = 10
 STOP_PURGE_WAIT_MS = 1000
 DISPATCH_EVERY = 4096  # a power of two: produce() tests it with a mask
+RECORD_OVERHEAD = 36  # librdkafka's RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD, counted against max_request_size
 
 
 def _check_bytes(name, value):
@@ -57,8 +58,9 @@ class Producer:
     :param queue_empty_timeout_ms: accepted for pykafka compatibility
     :param block_on_queue_full: wait for room when the queue is full; False raises
         ``ProducerQueueFullError``
-    :param max_request_size: the largest message (``message.max.bytes``); larger ones raise
-        ``MessageSizeTooLarge`` from ``produce()``
+    :param max_request_size: the largest message (``message.max.bytes``), counting value, key,
+        headers and librdkafka's record overhead; larger ones raise ``MessageSizeTooLarge``
+        from ``produce()``
     :param sync: ``produce()`` waits for delivery and raises its error
     :param delivery_reports: keep ``(message, exception or None)`` for
         :meth:`get_delivery_report`, per producing thread (ignored when ``sync``)
@@ -279,8 +281,12 @@ class Producer:
 
     def _too_large(self, value, key):
         size = len(value or b"") + len(key or b"")
-        return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d"
-                                   % (size, self._max_request_size))
+        if size > self._max_request_size:
+            return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d"
+                                       % (size, self._max_request_size))
+        return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d once librdkafka "
+                                   "adds its record overhead (up to %d bytes, plus any headers)"
+                                   % (size, self._max_request_size, RECORD_OVERHEAD))
 
     def _housekeeping(self):
         """Every DISPATCH_EVERY messages: hand out the delivery reports (also done by the
@@ -399,6 +405,8 @@ class Producer:
                 self._handle.produce(self._topic_name, msg.partition_id, msg.value, msg.partition_key,
                                      msg.timestamp, msg._headers, msg_id)
                 return
+            except MessageSizeTooLarge:
+                raise self._too_large(msg.value, msg.partition_key) from None
             except ProducerQueueFullError:
                 if not self._block_on_queue_full:
                     raise

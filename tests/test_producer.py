@@ -313,6 +313,10 @@ def test_message_over_max_request_size(mock_topic):
             producer.produce(b"x" * 2000)
         with pytest.raises(MessageSizeTooLarge):  # key and value together
             producer.produce(b"x" * 600, partition_key=b"k" * 600)
+        for timestamp in (None, 5):  # the short way and the general one
+            with pytest.raises(MessageSizeTooLarge) as info:  # over it with librdkafka's overhead
+                producer.produce(b"x" * 990, timestamp=timestamp)
+            assert "990 bytes" in str(info.value) and "record overhead" in str(info.value)
         assert len(producer) == 0  # nothing queued
         small = producer.produce(b"x" * 100)
         producer.flush()
@@ -802,7 +806,7 @@ def test_produce_batch_stops_at_a_message_librdkafka_finds_too_large(mock_topic)
     with mock_topic.get_producer(max_request_size=1000) as producer:
         with pytest.raises(MessageSizeTooLarge) as info:
             producer.produce_batch([b"a", b"b", b"c", b"d", b"x" * 990] + [b"after"] * 7)  # runs of 3
-        assert info.value.produced == 4
+        assert info.value.produced == 4 and "record overhead" in str(info.value)
     assert sum(r.offset[0] for r in mock_topic.latest_available_offsets().values()) == 4
 
 
