@@ -344,14 +344,15 @@ class Producer:
         No ``Message`` objects are made: the values and keys are handed to librdkafka in one
         C loop (``pyrdk_produce_batch``), spread evenly over the partitions as the default
         partitioner does, but in one run of consecutive messages per partition (the next
-        batch starting at the next partition), so that each partition's batch fills at once;
-        their delivery reports are counted in C. A failed delivery still surfaces, as
-        ``ProduceFailureError`` on the next ``produce()``, ``flush()`` or ``stop()``, with a
-        ``Message`` holding the value and key. With a serializer, a partitioner other than
-        the default, ``sync`` or ``delivery_reports``, each message goes through
-        :meth:`produce` instead. An error (a value that is not bytes, the queue full with
-        ``block_on_queue_full=False``, a message over ``max_request_size``) is raised with
-        ``produced``: how many messages were queued before it.
+        batch starting at the next partition), so that each partition's batch fills at once,
+        each run in one ``rd_kafka_produce_batch`` call; their delivery reports are counted
+        in C. A failed delivery still surfaces, as ``ProduceFailureError`` on the next
+        ``produce()``, ``flush()`` or ``stop()``, with a ``Message`` holding the value and
+        key. With a serializer, a partitioner other than the default, ``sync`` or
+        ``delivery_reports``, each message goes through :meth:`produce` instead. An error (a
+        value that is not bytes, the queue full with ``block_on_queue_full=False``, a
+        message over ``max_request_size``) is raised with ``produced``: how many messages
+        were queued before it.
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
