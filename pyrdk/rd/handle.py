@@ -282,13 +282,13 @@ class Handle:
         """Messages without ids in C (``pyrdk_produce_batch``): value ``i`` is the next
         ``value_lens[i]`` bytes of ``values`` (bytes; ``value_lens`` a list, or a size_t
         array in bytes as ``message.pack_values`` makes), keys likewise (``keys`` None: no
-        keys; a length of -1: no key for that message). They are cut into
-        ``partition_cnt`` runs of consecutive messages, one per partition from partition
-        ``start`` on, so that each partition's batch fills at once, each run handed over
-        with ``rd_kafka_produce_batch`` (librdkafka's partitioner, one message at a time,
-        if ``partition_cnt`` is 0). Their delivery reports are counted in C;
-        failures reach ``Callbacks.on_batch_failure``. With ``block``, waits for room in a
-        full queue. An error is raised with ``produced`` = the number queued before it."""
+        keys; a length of -1: no key for that message). They are cut into ``partition_cnt``
+        runs of consecutive messages, one per partition from partition ``start`` on, so that
+        each partition's batch fills at once, each run handed over with
+        ``rd_kafka_produce_batch`` (librdkafka's partitioner, one message at a time, if
+        ``partition_cnt`` is 0). Their delivery reports are counted in C; failures reach
+        ``Callbacks.on_batch_failure``. With ``block``, waits for room in a full queue. An
+        error is raised with ``produced`` = the number queued before it."""
         rkt = self.topic(topic)._ptr
         vbuf = ffi.from_buffer(values)
         vlens = value_lens = ffi.from_buffer("size_t[]", value_lens) if isinstance(value_lens, bytes) \
