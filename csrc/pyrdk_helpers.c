@@ -308,9 +308,6 @@ typedef struct {
 
 /* The most messages handed to rd_kafka_produce_batch() in one call. */
 enum { BATCH_AT_ONCE = 256 };
-/* More than RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD (36 bytes): a message this close to
- * max_size goes alone, so that librdkafka's own size check never fails in a batch. */
-enum { SIZE_MARGIN = 64 };
 
 static int has_key(const batch_t *b, size_t i) {
         return b->keys && b->key_lens[i] != (size_t)-1;

@@ -75,6 +75,10 @@ typedef struct pyrdk_sender_s {
 
 rd_kafka_resp_err_t pyrdk_send(const pyrdk_sender_t *s, int32_t partition, const char *value,
                                size_t value_len, const char *key, size_t key_len, uintptr_t id);
+/* More than RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD (36 bytes): a message this close to
+ * max_size goes alone, so that librdkafka's own size check never fails in a batch. */
+enum { SIZE_MARGIN = 64 };
+
 rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
                                         int32_t partition_cnt, uint64_t start, uint64_t run,
                                         const char *values, const size_t *value_lens,

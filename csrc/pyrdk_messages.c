@@ -236,6 +236,39 @@ static int bytes_or_none_arg(PyObject *value, const char *name) {
         return 0;
 }
 
+/* A Message as produce() makes it: value, key and partition (partition_id is its id), no
+ * offset or timestamp yet; compression is stored when not NULL. Left out of the cyclic
+ * GC, as in pyrdk_messages_append(). */
+static PyObject *produced_message(PyObject *value, PyObject *key, PyObject *partition_id, PyObject *partition,
+                                  PyObject *topic, PyObject *compression) {
+        PyObject *msg = message_type->tp_alloc(message_type, 0);
+
+        if (!msg)
+                return NULL;
+        Py_INCREF(value);
+        set_slot(msg, S_VALUE, value);
+        Py_INCREF(key);
+        set_slot(msg, S_KEY, key);
+        Py_INCREF(partition_id);
+        set_slot(msg, S_PARTITION_ID, partition_id);
+        set_slot(msg, S_OFFSET, PyLong_FromLong(-1));
+        Py_INCREF(Py_None);
+        set_slot(msg, S_TIMESTAMP, Py_None);
+        Py_INCREF(partition);
+        set_slot(msg, S_PARTITION, partition);
+        Py_INCREF(topic);
+        set_slot(msg, S_TOPIC, topic);
+        set_slot(msg, S_TSTYPE, PyLong_FromLong(0));
+        Py_INCREF(Py_None);
+        set_slot(msg, S_HEADERS, Py_None);
+        if (compression) {
+                Py_INCREF(compression);
+                set_slot(msg, S_COMPRESSION, compression);
+        }
+        PyObject_GC_UnTrack(msg);
+        return msg;
+}
+
 static PyObject *address_name; /* "address" */
 
 /* send_message(sender, partition_id, value, key, msg_id, pending, partition, topic, compression)
@@ -276,30 +309,9 @@ static PyObject *send_message(PyObject *self, PyObject *const *args, Py_ssize_t 
                 PyErr_SetString(PyExc_ValueError, "send_message: bad sender, partition or pending");
                 return NULL;
         }
-        msg = message_type->tp_alloc(message_type, 0);
+        msg = produced_message(value, key, args[1], args[6], args[7], compressed ? args[8] : NULL);
         if (!msg)
                 return NULL;
-        Py_INCREF(value);
-        set_slot(msg, S_VALUE, value);
-        Py_INCREF(key);
-        set_slot(msg, S_KEY, key);
-        Py_INCREF(args[1]);
-        set_slot(msg, S_PARTITION_ID, args[1]);
-        set_slot(msg, S_OFFSET, PyLong_FromLong(-1));
-        Py_INCREF(Py_None);
-        set_slot(msg, S_TIMESTAMP, Py_None);
-        Py_INCREF(args[6]);
-        set_slot(msg, S_PARTITION, args[6]);
-        Py_INCREF(args[7]);
-        set_slot(msg, S_TOPIC, args[7]);
-        set_slot(msg, S_TSTYPE, PyLong_FromLong(0));
-        Py_INCREF(Py_None);
-        set_slot(msg, S_HEADERS, Py_None);
-        if (compressed) {
-                Py_INCREF(args[8]);
-                set_slot(msg, S_COMPRESSION, args[8]);
-        }
-        PyObject_GC_UnTrack(msg); /* as in pyrdk_messages_append() */
         if (PyDict_SetItem(pending, msg_id, msg) < 0) {
                 Py_DECREF(msg);
                 return NULL;
@@ -314,6 +326,431 @@ static PyObject *send_message(PyObject *self, PyObject *const *args, Py_ssize_t 
         if (PyDict_DelItem(pending, msg_id) < 0)
                 PyErr_Clear();
         return Py_BuildValue("(iN)", (int)err, msg);
+}
+
+/* produce()'s buffered way: a Producer's produce, when nothing but a value and a key is
+ * given. Each message becomes a Message kept in pending (as send_message does) and waits
+ * in its partition's queue here; a queue of BUFFER_CAP messages goes to librdkafka in one
+ * rd_kafka_produce_batch() call, as does every queue on hand_off() (the poller thread's
+ * tick, flush(), stop()). A call it does not take, and any call while it is not open
+ * (stopped, forked, a failure or an outage to raise), goes to slow: Producer.produce. */
+typedef struct {
+        PyObject *value, *key; /* owned */
+        size_t id;
+} queued_t;
+
+typedef struct {
+        queued_t *items;
+        size_t len, alloc;
+} fifo_t;
+
+typedef struct {
+        PyObject_HEAD
+        vectorcallfunc vectorcall;
+        PyObject *sender; /* pyrdk.rd.handle.Sender, keeping ctx alive */
+        const pyrdk_sender_t *ctx;
+        PyObject *pending, *failed, *outage, *partitions, *partitioner, *topic, *compression;
+        PyObject *slow, *housekeeping, *wait_room, *on_failure;
+        uint64_t counter;
+        size_t next_id, produced, buffered, cap, housekeeping_every, max_size;
+        int open, compressed;
+        fifo_t *fifos; /* by partition id */
+        size_t nfifos;
+} buffered_t;
+
+static PyObject *since_name, *id_name, *partition_key_name;
+
+/* Whether a call may take the buffered way: open, the handle not closing, no failure
+ * waiting to be raised, no outage. -1 with an exception set. */
+static int buffered_ready(buffered_t *b) {
+        PyObject *since;
+        int ready;
+
+        if (!b->open || __atomic_load_n(&b->ctx->guard->closing, __ATOMIC_SEQ_CST) ||
+            PyList_GET_SIZE(b->failed) > 0)
+                return 0;
+        if (!(since = PyObject_GetAttr(b->outage, since_name)))
+                return -1;
+        ready = since == Py_None;
+        Py_DECREF(since);
+        return ready;
+}
+
+static fifo_t *fifo_of(buffered_t *b, size_t partition) {
+        if (partition >= b->nfifos) {
+                size_t n = partition + 1;
+                fifo_t *fifos = PyMem_Realloc(b->fifos, n * sizeof(*fifos));
+
+                if (!fifos)
+                        return (fifo_t *)PyErr_NoMemory();
+                memset(fifos + b->nfifos, 0, (n - b->nfifos) * sizeof(*fifos));
+                b->fifos = fifos;
+                b->nfifos = n;
+        }
+        return &b->fifos[partition];
+}
+
+static int fifo_push(fifo_t *q, PyObject *value, PyObject *key, size_t id) {
+        if (q->len == q->alloc) {
+                size_t n = q->alloc ? 2 * q->alloc : 64;
+                queued_t *items = PyMem_Realloc(q->items, n * sizeof(*items));
+
+                if (!items) {
+                        PyErr_NoMemory();
+                        return -1;
+                }
+                q->items = items;
+                q->alloc = n;
+        }
+        Py_INCREF(value);
+        Py_INCREF(key);
+        q->items[q->len++] = (queued_t){value, key, id};
+        return 0;
+}
+
+/* Drop the first n messages of q (handed over or failed). */
+static void fifo_drop(buffered_t *b, fifo_t *q, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                Py_DECREF(q->items[i].value);
+                Py_DECREF(q->items[i].key);
+        }
+        if (q->len > n)
+                memmove(q->items, q->items + n, (q->len - n) * sizeof(*q->items));
+        q->len -= n;
+        b->buffered -= n;
+}
+
+enum { HANDED = 0, QUEUE_FULL = 1, CLOSED = 2, PY_ERROR = -1 };
+
+/* Hand q's messages to librdkafka, BATCH_AT_ONCE at a time: messages near max_size never
+ * get here, so only a full queue refuses some, and the queued ones come first. Another
+ * refusal fails the message through on_failure(msg_id, err). Never releases the GIL, so
+ * each partition's messages reach librdkafka in order whichever thread hands them over. */
+static int fifo_hand_off(buffered_t *b, int32_t partition) {
+        enum { BATCH_AT_ONCE = 256 };
+        rd_kafka_message_t msgs[BATCH_AT_ONCE];
+
+        for (;;) {
+                fifo_t *q = &b->fifos[partition]; /* again: on_failure may have grown fifos */
+                int n = q->len < BATCH_AT_ONCE ? (int)q->len : BATCH_AT_ONCE, queued;
+                PyObject *res;
+                size_t failed_id;
+
+                if (n == 0)
+                        return HANDED;
+                for (int i = 0; i < n; i++) {
+                        PyObject *value = q->items[i].value, *key = q->items[i].key;
+
+                        memset(&msgs[i], 0, sizeof(msgs[i]));
+                        msgs[i].payload = value == Py_None ? NULL : PyBytes_AS_STRING(value);
+                        msgs[i].len = value == Py_None ? 0 : (size_t)PyBytes_GET_SIZE(value);
+                        msgs[i].key = key == Py_None ? NULL : PyBytes_AS_STRING(key);
+                        msgs[i].key_len = key == Py_None ? 0 : (size_t)PyBytes_GET_SIZE(key);
+                        msgs[i]._private = (void *)q->items[i].id;
+                }
+                if (!pyrdk_guard_enter(b->ctx->guard)) {
+                        b->open = 0;
+                        return CLOSED; /* stop() reports what is left */
+                }
+                rd_kafka_produce_batch(b->ctx->rkt, partition, RD_KAFKA_MSG_F_COPY, msgs, n);
+                pyrdk_guard_leave(b->ctx->guard);
+                for (queued = 0; queued < n && !msgs[queued].err; queued++)
+                        ;
+                fifo_drop(b, q, (size_t)queued);
+                if (queued == n)
+                        continue;
+                if (msgs[queued].err == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                        return QUEUE_FULL;
+                /* Out of the queue before on_failure runs Python code: no other thread
+                 * may hand it over meanwhile. */
+                failed_id = q->items[0].id;
+                fifo_drop(b, q, 1);
+                res = PyObject_CallFunction(b->on_failure, "ni", (Py_ssize_t)failed_id, (int)msgs[queued].err);
+                if (!res)
+                        return PY_ERROR;
+                Py_DECREF(res);
+        }
+}
+
+/* produce(message, partition_key=None): returns the Message. */
+static PyObject *buffered_call(buffered_t *b, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+        Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+        PyObject *value, *key = Py_None, *partition, *partition_id, *msg, *msg_id;
+        long pid;
+        size_t size;
+        fifo_t *q;
+        int ready;
+
+        if (nargs == 1 && nkw == 1 && PyTuple_GET_ITEM(kwnames, 0) == partition_key_name)
+                key = args[1];
+        else if (nargs == 2 && nkw == 0)
+                key = args[1];
+        else if (nargs != 1 || nkw != 0)
+                goto slow;
+        value = args[0];
+        if ((value != Py_None && !PyBytes_CheckExact(value)) || (key != Py_None && !PyBytes_CheckExact(key)))
+                goto slow; /* it says what is wrong */
+        size = (value == Py_None ? 0 : (size_t)PyBytes_GET_SIZE(value)) +
+               (key == Py_None ? 0 : (size_t)PyBytes_GET_SIZE(key));
+        if (size + SIZE_MARGIN > b->max_size || PyList_GET_SIZE(b->partitions) == 0)
+                goto slow; /* goes alone, and names the size when it is too large */
+        if ((ready = buffered_ready(b)) <= 0) {
+                if (ready < 0)
+                        return NULL;
+                goto slow;
+        }
+        if (b->partitioner == Py_None) {
+                partition = PyList_GET_ITEM(b->partitions, b->counter++ % (uint64_t)PyList_GET_SIZE(b->partitions));
+                Py_INCREF(partition);
+        } else if (!(partition = PyObject_CallFunctionObjArgs(b->partitioner, b->partitions, key, NULL)))
+                return NULL;
+        partition_id = PyObject_GetAttr(partition, id_name);
+        pid = partition_id ? PyLong_AsLong(partition_id) : -1;
+        if (!partition_id || PyErr_Occurred() || pid < 0 || pid > INT32_MAX) {
+                if (!PyErr_Occurred())
+                        PyErr_Format(PyExc_ValueError, "the partitioner returned %R, not a Partition of the topic",
+                                     partition);
+                Py_XDECREF(partition_id);
+                Py_DECREF(partition);
+                return NULL;
+        }
+        if (pid >= PyList_GET_SIZE(b->partitions)) { /* not one of the topic's: slow names it */
+                Py_DECREF(partition_id);
+                Py_DECREF(partition);
+                goto slow;
+        }
+        msg = produced_message(value, key, partition_id, partition, b->topic,
+                               b->compressed ? b->compression : NULL);
+        Py_DECREF(partition_id);
+        Py_DECREF(partition);
+        if (!msg)
+                return NULL;
+        msg_id = PyLong_FromSize_t(b->next_id);
+        if (!msg_id || !(q = fifo_of(b, (size_t)pid)) || PyDict_SetItem(b->pending, msg_id, msg) < 0)
+                goto fail;
+        if (fifo_push(q, value, key, b->next_id) < 0) {
+                if (PyDict_DelItem(b->pending, msg_id) < 0)
+                        PyErr_Clear();
+                goto fail;
+        }
+        Py_DECREF(msg_id);
+        b->next_id++;
+        b->buffered++;
+        if (q->len >= b->cap) {
+                int handed = fifo_hand_off(b, (int32_t)pid);
+
+                if (handed == PY_ERROR)
+                        goto fail_queued;
+                if (handed == QUEUE_FULL) { /* wait_room() waits, handing over again */
+                        PyObject *res = PyObject_CallNoArgs(b->wait_room);
+
+                        if (!res)
+                                goto fail_queued;
+                        Py_DECREF(res);
+                }
+        }
+        if (++b->produced % b->housekeeping_every == 0) {
+                PyObject *res = PyObject_CallNoArgs(b->housekeeping);
+
+                if (!res)
+                        goto fail_queued;
+                Py_DECREF(res);
+        }
+        return msg;
+fail:
+        Py_XDECREF(msg_id);
+fail_queued: /* the message is queued, and will be delivered or reported */
+        Py_DECREF(msg);
+        return NULL;
+slow:
+        return PyObject_Vectorcall(b->slow, args, nargsf, kwnames);
+}
+
+/* hand_off() -> how many messages are left (a full queue refused them). */
+static PyObject *buffered_hand_off(buffered_t *b, PyObject *unused) {
+        (void)unused;
+        for (size_t p = 0; p < b->nfifos; p++) {
+                int handed = fifo_hand_off(b, (int32_t)p);
+
+                if (handed == PY_ERROR)
+                        return NULL;
+                if (handed == CLOSED)
+                        break;
+        }
+        return PyLong_FromSize_t(b->buffered);
+}
+
+/* clear(): drop what is buffered (stop() reports it, from pending). */
+static PyObject *buffered_clear_queues(buffered_t *b, PyObject *unused) {
+        (void)unused;
+        for (size_t p = 0; p < b->nfifos; p++)
+                fifo_drop(b, &b->fifos[p], b->fifos[p].len); /* no Python code runs: bytes are freed */
+        Py_RETURN_NONE;
+}
+
+static int buffered_traverse(buffered_t *b, visitproc visit, void *arg) {
+        Py_VISIT(Py_TYPE(b));
+        Py_VISIT(b->sender);
+        Py_VISIT(b->pending);
+        Py_VISIT(b->failed);
+        Py_VISIT(b->outage);
+        Py_VISIT(b->partitions);
+        Py_VISIT(b->partitioner);
+        Py_VISIT(b->topic);
+        Py_VISIT(b->compression);
+        Py_VISIT(b->slow);
+        Py_VISIT(b->housekeeping);
+        Py_VISIT(b->wait_room);
+        Py_VISIT(b->on_failure);
+        return 0;
+}
+
+static int buffered_clear(buffered_t *b) {
+        Py_CLEAR(b->sender);
+        Py_CLEAR(b->pending);
+        Py_CLEAR(b->failed);
+        Py_CLEAR(b->outage);
+        Py_CLEAR(b->partitions);
+        Py_CLEAR(b->partitioner);
+        Py_CLEAR(b->topic);
+        Py_CLEAR(b->compression);
+        Py_CLEAR(b->slow);
+        Py_CLEAR(b->housekeeping);
+        Py_CLEAR(b->wait_room);
+        Py_CLEAR(b->on_failure);
+        return 0;
+}
+
+static void buffered_dealloc(buffered_t *b) {
+        PyTypeObject *type = Py_TYPE(b);
+
+        PyObject_GC_UnTrack(b);
+        buffered_clear_queues(b, NULL);
+        for (size_t p = 0; p < b->nfifos; p++)
+                PyMem_Free(b->fifos[p].items);
+        PyMem_Free(b->fifos);
+        buffered_clear(b);
+        type->tp_free(b);
+        Py_DECREF(type);
+}
+
+static PyObject *buffered_get_buffered(buffered_t *b, void *unused) {
+        (void)unused;
+        return PyLong_FromSize_t(b->buffered);
+}
+
+static PyMethodDef buffered_methods[] = {
+        {"hand_off", (PyCFunction)buffered_hand_off, METH_NOARGS,
+         "Hand every buffered message to librdkafka; returns how many a full queue refused."},
+        {"clear", (PyCFunction)buffered_clear_queues, METH_NOARGS, "Drop the buffered messages."},
+        {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef buffered_members[] = {
+        {"__vectorcalloffset__", T_PYSSIZET, offsetof(buffered_t, vectorcall), READONLY, NULL},
+        {"open", T_INT, offsetof(buffered_t, open), 0, "0: every call goes to slow."},
+        {NULL, 0, 0, 0, NULL},
+};
+
+static PyObject *buffered_get_partitions(buffered_t *b, void *unused) {
+        (void)unused;
+        Py_INCREF(b->partitions);
+        return b->partitions;
+}
+
+static int buffered_set_partitions(buffered_t *b, PyObject *value, void *unused) {
+        (void)unused;
+        if (!value || !PyList_CheckExact(value)) {
+                PyErr_SetString(PyExc_TypeError, "partitions must be a list");
+                return -1;
+        }
+        Py_INCREF(value);
+        Py_SETREF(b->partitions, value);
+        return 0;
+}
+
+static PyGetSetDef buffered_getset[] = {
+        {"buffered", (getter)buffered_get_buffered, NULL, "Messages buffered here.", NULL},
+        {"partitions", (getter)buffered_get_partitions, (setter)buffered_set_partitions,
+         "The topic's Partitions, by id.", NULL},
+        {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot buffered_slots[] = {
+        {Py_tp_call, PyVectorcall_Call},
+        {Py_tp_methods, buffered_methods},
+        {Py_tp_members, buffered_members},
+        {Py_tp_getset, buffered_getset},
+        {Py_tp_traverse, buffered_traverse},
+        {Py_tp_clear, buffered_clear},
+        {Py_tp_dealloc, buffered_dealloc},
+        {0, NULL},
+};
+
+static PyType_Spec buffered_spec = {
+        "pyrdk._rdkafka.BufferedProduce", sizeof(buffered_t), 0,
+        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, buffered_slots,
+};
+
+static PyTypeObject *buffered_type;
+
+/* buffered_produce(sender, pending, failed, outage, partitions, partitioner, topic,
+ *                  compression, slow, housekeeping, wait_room, on_failure, counter,
+ *                  first_id, cap, housekeeping_every, max_size) -> the callable above,
+ * open. partitioner None: round robin from counter. A message within SIZE_MARGIN of
+ * max_size (librdkafka's message.max.bytes, if lower than the sender's) goes to slow. */
+static PyObject *buffered_produce(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+        buffered_t *b;
+        PyObject *address;
+        const pyrdk_sender_t *ctx;
+        unsigned long long counter;
+        size_t first_id, cap, every, max_size;
+        int compressed;
+
+        (void)self;
+        if (nargs != 17 || !PyDict_CheckExact(args[1]) || !PyList_CheckExact(args[2]) ||
+            !PyList_CheckExact(args[4])) {
+                PyErr_SetString(PyExc_TypeError, "buffered_produce: bad arguments");
+                return NULL;
+        }
+        if (!(address = PyObject_GetAttr(args[0], address_name)))
+                return NULL;
+        ctx = PyLong_AsVoidPtr(address);
+        Py_DECREF(address);
+        counter = PyLong_AsUnsignedLongLong(args[12]);
+        first_id = PyLong_AsSize_t(args[13]);
+        cap = PyLong_AsSize_t(args[14]);
+        every = PyLong_AsSize_t(args[15]);
+        max_size = PyLong_AsSize_t(args[16]);
+        if (PyErr_Occurred() || (compressed = PyObject_IsTrue(args[7])) < 0)
+                return NULL;
+        if (!ctx || cap == 0 || every == 0) {
+                PyErr_SetString(PyExc_ValueError, "buffered_produce: bad sender, cap or housekeeping_every");
+                return NULL;
+        }
+        if (!(b = PyObject_GC_New(buffered_t, buffered_type)))
+                return NULL;
+        b->vectorcall = (vectorcallfunc)buffered_call;
+        b->ctx = ctx;
+        PyObject **fields[] = {&b->sender, &b->pending, &b->failed, &b->outage, &b->partitions,
+                               &b->partitioner, &b->topic, &b->compression, &b->slow, &b->housekeeping,
+                               &b->wait_room, &b->on_failure};
+        for (int i = 0; i < 12; i++) {
+                Py_INCREF(args[i]);
+                *fields[i] = args[i];
+        }
+        b->counter = counter;
+        b->next_id = first_id;
+        b->produced = b->buffered = 0;
+        b->cap = cap;
+        b->housekeeping_every = every;
+        b->max_size = max_size < ctx->max_size ? max_size : ctx->max_size;
+        b->open = 1;
+        b->compressed = compressed;
+        b->fifos = NULL;
+        b->nfifos = 0;
+        PyObject_GC_Track(b);
+        return (PyObject *)b;
 }
 
 static int set_int_slot(PyObject *msg, int slot, long long value) {
@@ -524,6 +961,8 @@ static PyMethodDef functions[] = {
          "produce()'s short way: a Message sent through pyrdk_send()."},
         {"buffer_iterator", (PyCFunction)(void (*)(void))buffer_iterator, METH_FASTCALL,
          "SimpleConsumer's iterator, the short way: the buffer's messages, then refill()'s."},
+        {"buffered_produce", (PyCFunction)(void (*)(void))buffered_produce, METH_FASTCALL,
+         "produce()'s buffered way: a callable that queues Messages per partition."},
         {"pack_values", (PyCFunction)(void (*)(void))pack_values, METH_FASTCALL,
          "produce_batch's values joined, and their sizes as a size_t array."},
         {NULL, NULL, 0, NULL},
@@ -550,7 +989,12 @@ int pyrdk_messages_init(void *type, void *namespace) {
                 if (!ok)
                         goto out;
         }
-        if (!address_name && !(address_name = PyUnicode_InternFromString("address")))
+        if ((!address_name && !(address_name = PyUnicode_InternFromString("address"))) ||
+            (!since_name && !(since_name = PyUnicode_InternFromString("since"))) ||
+            (!id_name && !(id_name = PyUnicode_InternFromString("id"))) ||
+            (!partition_key_name && !(partition_key_name = PyUnicode_InternFromString("partition_key"))))
+                goto out;
+        if (!buffered_type && !(buffered_type = (PyTypeObject *)PyType_FromSpec(&buffered_spec)))
                 goto out;
         if (!buffer_iter_type &&
             !(buffer_iter_type = (PyTypeObject *)PyType_FromSpec(&buffer_iter_spec)))

@@ -1,9 +1,12 @@
-"""Producer: pykafka's asynchronous producer on librdkafka (``rd_kafka_producev``).
+"""Producer: pykafka's asynchronous producer on librdkafka (``rd_kafka_produce_batch``,
+``rd_kafka_producev``).
 
-``produce()`` picks a partition with the partitioner, hands the message to librdkafka
-and returns. Delivery reports are recorded in C (``pyrdk_dr_msg_cb``) and dispatched
-in Python by ``produce()``, ``flush()``, ``get_delivery_report()`` and a small poller
-thread; a failed delivery reaches the user through ``get_delivery_report()`` when
+``produce()`` picks a partition with the partitioner, queues the message for that
+partition (handed to librdkafka 64 at a time, or by the poller thread) and returns; a
+message with a timestamp or headers, or one that must be refused or waited on at once,
+goes to librdkafka straight away. Delivery reports are recorded in C (``pyrdk_dr_msg_cb``)
+and dispatched in Python by ``produce()``, ``flush()``, ``get_delivery_report()`` and a
+small poller thread; a failed delivery reaches the user through ``get_delivery_report()`` when
 ``delivery_reports=True``, from ``produce()`` itself when ``sync=True``, and otherwise as
 ``ProduceFailureError`` on the next ``produce()``, ``flush()`` or ``stop()``.
 """
@@ -24,7 +27,7 @@ from pyrdk.partitioners import random_partitioner
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
-from pyrdk.rd.message import pack_values, send_message
+from pyrdk.rd.message import buffered_produce, pack_values, send_message
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,9 @@ POLL_MS = 100
 QUEUE_FULL_WAIT_MS = 10
 STOP_PURGE_WAIT_MS = 1000
 DISPATCH_EVERY = 4096  # a power of two: produce() tests it with a mask
+BUFFER_CAP = 64  # produce()'s messages handed to librdkafka at once, per partition
+BUFFER_MIN_LINGER_MS = 5  # below it, produce() hands each message over at once
+BUFFERED_IDS = 1 << 48  # the first id of a buffered message (the others count from 1)
 RECORD_OVERHEAD = 36  # librdkafka's RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD, counted against max_request_size
 
 
@@ -76,8 +82,11 @@ class Producer:
     The defaults are pykafka's, and suit throughput: messages wait up to ``linger_ms``
     (``linger.ms=5000``) for a batch of ``min_queued_messages``, or of librdkafka's
     ``batch.size`` (1 MB), whichever fills first. A full queue of ``max_queued_messages``
-    is waited on 10 ms at a time, sending at once. :meth:`produce` makes one ``Message`` and
-    one C call per message; :meth:`produce_batch` makes neither.
+    is waited on 10 ms at a time, sending at once. :meth:`produce` makes one ``Message`` per
+    message and, as pykafka does, queues it for a moment before sending: each partition's
+    messages go to librdkafka 64 at a time, and at least every ``linger_ms`` (100 ms at
+    most) from the poller thread; then librdkafka lingers as usual.
+    :meth:`produce_batch` makes no ``Message``.
     """
 
     def __init__(self, cluster, topic, partitioner=None, compression=CompressionType.NONE,
@@ -129,6 +138,7 @@ class Producer:
         self._general = sync or self._delivery_reports or serializer is not None
         self._handle = None
         self._sender = None
+        self._buffer = None
         self._running = False
         self._pending = {}  # msg id -> Message, until its delivery report
         self._waiting = {}  # msg id -> _Delivery, for the messages of a sync produce()
@@ -159,6 +169,9 @@ class Producer:
                                             on_error=self._outage.on_error),
                                   closed_exc=ProducerStoppedException)
             self._sender = self._handle.sender(self._topic_name, self._max_request_size)
+            self._buffer = self._new_buffer()
+            if self._buffer is not None:
+                self.produce = self._buffer
             self._batch_sent = 0
             self._running = True
             self._poller = threading.Thread(target=self._poll_loop, daemon=True,
@@ -166,11 +179,35 @@ class Producer:
             self._poller.start()
             _unstopped.add(self)
 
+    def _new_buffer(self):
+        """produce()'s buffered way (``pyrdk_messages.c``): each partition's messages go to
+        librdkafka ``BUFFER_CAP`` at a time, in one ``rd_kafka_produce_batch`` call, and
+        at least every ``linger_ms`` (up to ``POLL_MS``) from the poller thread. Not for a
+        subclass's own produce(), nor when each message must be refused or waited on at
+        once (``block_on_queue_full=False``, ``sync``, delivery reports, a serializer, a
+        shorter linger)."""
+        if self._general or not self._block_on_queue_full or type(self).produce is not Producer.produce \
+                or self._linger_ms() < BUFFER_MIN_LINGER_MS:
+            return None
+        return buffered_produce(self._sender, self._pending, self._failed, self._outage,
+                                self._partition_list, None if self._random else self._partitioner,
+                                self._topic_name, self._compression, Producer.produce.__get__(self),
+                                self._housekeeping, self._hand_off, self._on_hand_off_failure,
+                                random.randrange(1 << 16), BUFFERED_IDS, BUFFER_CAP, DISPATCH_EVERY,
+                                int(str(self._config["message.max.bytes"])))
+
+    def _linger_ms(self):
+        return float(str(self._config["linger.ms"]))  # as given: an int, a float or a str
+
     def _poll_loop(self):
         handle = self._handle
+        buffer = self._buffer
+        tick_ms = POLL_MS if buffer is None else max(1, min(POLL_MS, int(self._linger_ms())))
         while not handle.closing:
             try:
-                handle.poll(POLL_MS)
+                handle.poll(tick_ms)
+                if buffer is not None and buffer.buffered:
+                    buffer.hand_off()  # what a full queue refuses waits for the next tick
             except ProducerStoppedException:
                 return
             except BaseException as exc:  # surfaced on the next produce()/flush()/stop()
@@ -185,8 +222,12 @@ class Producer:
                 return
             self._running = False
         handle = self._handle
+        if self._buffer is not None:
+            self._buffer.open = 0  # produce() now raises ProducerStoppedException
         try:
-            if not handle.flush(self._pending_timeout_ms):
+            timeout_ms = self._pending_timeout_ms
+            waited = self._hand_off(timeout_ms)
+            if not handle.flush(timeout_ms if timeout_ms < 0 else max(0, timeout_ms - waited)):
                 # Fail what is left, queued (_PURGE_QUEUE) or in flight (_PURGE_INFLIGHT: it
                 # may have reached the broker). Purging only the queue and waiting for the
                 # in-flight requests is not bounded: a timed-out request is retried, and its
@@ -196,6 +237,10 @@ class Producer:
         finally:
             handle.close()
             self._poller.join()
+            if self._buffer is not None:
+                self._buffer.clear()  # what could not be handed over is reported below
+                self._buffer = None
+                self.__dict__.pop("produce", None)  # and the reference cycle through the buffer
             self._handle_unreported(self._pending)
         self._raise_failures()
 
@@ -229,6 +274,11 @@ class Producer:
         """Send ``message`` to a partition chosen by the partitioner; returns the ``Message``.
 
         Its ``offset`` (and ``timestamp``) are filled in when its delivery report arrives.
+        Unless each message must be refused or waited on at once (``sync``,
+        ``delivery_reports``, a serializer, ``block_on_queue_full=False``, ``linger_ms`` under
+        5) a message without timestamp or headers goes the buffered way: this method is
+        then replaced, on the instance, by a C callable that queues the message for its
+        partition and calls this one for anything else.
 
         :param message: bytes (or anything the serializer takes)
         :param partition_key: bytes given to the partitioner and stored as the key
@@ -241,6 +291,8 @@ class Producer:
             self._raise_failures()
         if self._outage.since is not None:
             self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
+        if self._buffer is not None:
+            self._hand_off()  # the buffered ones first: each partition's messages stay in order
         if self._general or timestamp is not None or headers:
             return self._produce_general(message, partition_key, timestamp, headers)
         # The short way: one C call (send_message) makes the Message, keeps it in _pending
@@ -264,6 +316,22 @@ class Producer:
         if not self._produced & (DISPATCH_EVERY - 1):
             self._housekeeping()
         return msg
+
+    def _hand_off(self, timeout_ms=-1):
+        """Hand every buffered message to librdkafka, waiting (up to ``timeout_ms``; -1: for
+        ever) for room in a full queue as _enqueue() does; returns the ms waited."""
+        buffer, waited = self._buffer, 0
+        while buffer is not None and buffer.hand_off() and (timeout_ms < 0 or waited < timeout_ms):
+            self._handle.flush(QUEUE_FULL_WAIT_MS)
+            waited += QUEUE_FULL_WAIT_MS
+        return waited
+
+    def _on_hand_off_failure(self, msg_id, err):
+        """librdkafka refused a buffered message for another reason than a full queue: it
+        is reported as a failed delivery."""
+        msg = self._pending.pop(msg_id, None)
+        if msg is not None:
+            self._report(msg, errors_exception(err))
 
     def _retry_send(self, exc, msg, msg_id):
         """The short way's error path: wait for room in a full queue, name an oversized
@@ -292,8 +360,16 @@ class Producer:
         """Every DISPATCH_EVERY messages: hand out the delivery reports (also done by the
         poller thread), and see whether the topic grew."""
         self._handle.dispatch_reports()
+        self._refresh_partitions()
+
+    def _refresh_partitions(self):
+        """The partitions to choose from, renewed when the topic grew."""
         if len(self._partition_list) != len(self._topic.partitions):
             self._partition_list = sorted(self._topic.partitions.values())
+            buffer = self._buffer
+            if buffer is not None:
+                buffer.partitions = self._partition_list
+        return self._partition_list
 
     def _produce_general(self, message, partition_key, timestamp, headers):
         """produce() with a serializer, timestamp, headers, delivery reports or sync."""
@@ -307,10 +383,7 @@ class Producer:
         if timestamp is not None:
             timestamp = to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime) \
                 else _check_timestamp(timestamp)
-        partitions = self._partition_list
-        if len(partitions) != len(self._topic.partitions):  # the topic grew
-            partitions = self._partition_list = sorted(self._topic.partitions.values())
-        partition = self._partitioner(partitions, partition_key)
+        partition = self._partitioner(self._refresh_partitions(), partition_key)
         msg = Message(message, partition_key=partition_key, partition_id=partition.id,
                       timestamp=timestamp, headers=headers, partition=partition,
                       topic=self._topic_name, compression_type=self._compression,
@@ -364,6 +437,8 @@ class Producer:
             self._raise_failures()
         if self._outage.since is not None:
             self._outage.check(self._handle)
+        if self._buffer is not None:
+            self._hand_off()
         packed = None if (self._general or not self._random) else _pack(messages)
         if packed is None:
             return self._produce_each(messages)
@@ -483,7 +558,8 @@ class Producer:
 
     def _raise_failures(self):
         if self._failed:
-            failed, self._failed = self._failed, []
+            failed = self._failed[:]
+            del self._failed[:]  # the same list: the buffered way looks at it
             first = failed[0][1]
             exc = ProduceFailureError("%d message(s) could not be delivered; first error: %s"
                                       % (len(failed), first))
@@ -518,7 +594,9 @@ class Producer:
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped")
-        self._handle.flush(-1 if timeout is None else int(timeout * 1000))
+        timeout_ms = -1 if timeout is None else int(timeout * 1000)
+        self._hand_off(timeout_ms)
+        self._handle.flush(timeout_ms)
         self._raise_failures()
         return self._handle.outq_len()
 

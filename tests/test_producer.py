@@ -25,6 +25,7 @@ from tests.fix_kafka import make_topic, tansu_gap, unique_name
 # Kafka protocol error codes injected into Produce responses
 REQUEST_TIMED_OUT = 7
 MESSAGE_TOO_LARGE = 10
+TOPIC_AUTHORIZATION_FAILED = 29
 
 READ_DEADLINE_S = 60   # a bound for reading back, never asserted on
 HANG_BOUND_S = 60      # a stop() that has not returned by then is hung (message.timeout.ms is 300 s)
@@ -491,12 +492,14 @@ def test_the_short_way_refuses_as_the_general_one(mock_cluster, mock_topic):
 
 
 @pytest.mark.mock
-def test_the_short_way_leaves_no_reference_behind(mock_topic):
-    """send_message and the delivery reports applied in C count references by hand: once
-    every message is delivered or refused, and dropped, what it held is back to its count."""
+@pytest.mark.parametrize("linger_ms", [0, 5000], ids=["short", "buffered"])
+def test_the_short_way_leaves_no_reference_behind(mock_topic, linger_ms):
+    """send_message, the buffered way and the delivery reports applied in C count references
+    by hand: once every message is delivered or refused, and dropped, what it held is back
+    to its count."""
     value, key, too_large = (bytes(bytearray(b)) for b in (b"v" * 50, b"k" * 8, b"x" * 2000))
     held = [value, key, too_large] + list(mock_topic.partitions.values())
-    with mock_topic.get_producer(linger_ms=0, max_request_size=1000) as producer:
+    with mock_topic.get_producer(linger_ms=linger_ms, max_request_size=1000) as producer:
         warm(producer)
         gc.collect()  # garbage of earlier tests may still name them
         before = [sys.getrefcount(o) for o in held]
@@ -858,3 +861,88 @@ def test_stop_while_another_thread_produces(mock_topic, batch):
     th.join(HANG_BOUND_S)
     assert finished and exc is None and not th.is_alive()
     assert isinstance(outcome["exc"], ProducerStoppedException)
+
+
+# -- produce()'s buffered way --------------------------------------------------------------------
+
+@pytest.mark.kafka
+def test_buffered_produce_keeps_each_partitions_order(topic, kafka_hosts, topic_name):
+    """produce()'s messages wait in their partition's queue before librdkafka. One that goes
+    alone (near max_request_size, or with a timestamp) and produce_batch() hand the queues
+    over first, and stop() hands over the rest: each partition's messages land in the order
+    they were produced, and none is left behind."""
+    with topic.get_producer(max_request_size=1000) as producer:
+        assert type(producer.produce).__name__ == "BufferedProduce"
+        for i in range(3000):
+            value = b"%05d" % i
+            if i % 101 == 0:
+                producer.produce(value + b"." * 950)
+            elif i % 37 == 0:
+                producer.produce(value, timestamp=1700000000000)
+            elif i % 499 == 0:
+                producer.produce_batch([value])
+            else:
+                producer.produce(value)
+    back = read_back(kafka_hosts, topic_name, 3000)
+    by_partition = {}
+    for m in back:
+        by_partition.setdefault(m.partition(), []).append(int(m.value()[:5]))
+    assert sorted(i for seq in by_partition.values() for i in seq) == list(range(3000))
+    assert all(seq == sorted(seq) for seq in by_partition.values())
+
+
+@pytest.mark.kafka
+def test_buffered_messages_go_out_without_flush(topic):
+    """Fewer messages than fill a partition's queue are handed over by the poller thread,
+    within linger_ms: they are delivered with no flush()."""
+    with topic.get_producer(linger_ms=20) as producer:
+        msgs = [producer.produce(b"tick-%d" % i) for i in range(3)]
+        wait_until(lambda: all(m.offset >= 0 for m in msgs), "delivery without flush()")
+
+
+@pytest.mark.mock
+def test_buffered_message_refused_at_hand_off_is_reported(mock_cluster, mock_topic, topic_name):
+    """A buffered message librdkafka refuses when it is handed over (here: the topic is in
+    error) is a failed delivery, raised as ProduceFailureError with its Message."""
+    with mock_topic.get_producer() as producer:
+        warm(producer)
+        mock_cluster.set_topic_error(topic_name, TOPIC_AUTHORIZATION_FAILED)
+
+        def refused_at_once():  # a message that goes alone: librdkafka knows the error
+            producer._handle.metadata(topic_name)
+            try:
+                producer.produce(b"probe", timestamp=1700000000000)
+            except KafkaException:
+                return True
+            producer.flush()  # a delivered probe, or a ProduceFailureError
+        wait_until(refused_at_once, "librdkafka to see the topic's error")
+        msgs = [producer.produce(b"f-%d" % i) for i in range(3)]
+        with pytest.raises(ProduceFailureError) as info:
+            producer.flush()
+        assert sorted((m for m, _ in info.value.failed), key=lambda m: m.value) == msgs
+        assert {type(exc).__name__ for _, exc in info.value.failed} == {"TopicAuthorizationFailed"}
+        assert len(producer) == 0 and all(m.offset == -1 for m in msgs)
+        mock_cluster.set_topic_error(topic_name, 0)
+
+
+@pytest.mark.mock
+def test_stop_while_another_thread_produces_buffered_messages(mock_topic):
+    """stop() hands over what is buffered: every message produce() returned is delivered,
+    and the producing thread then gets ProducerStoppedException."""
+    producer = mock_topic.get_producer()
+    produced, outcome = [], {}
+
+    def produce_until_stopped():
+        try:
+            while True:
+                produced.append(producer.produce(b"x"))
+        except ProducerStoppedException as exc:
+            outcome["exc"] = exc
+    th = threading.Thread(target=produce_until_stopped, daemon=True)
+    th.start()
+    wait_until(lambda: len(produced) > 1000, "messages produced")
+    finished, _, exc = run_bounded(producer.stop)
+    th.join(HANG_BOUND_S)
+    assert finished and exc is None and not th.is_alive()
+    assert isinstance(outcome["exc"], ProducerStoppedException)
+    assert all(m.offset >= 0 for m in produced)

@@ -10,6 +10,7 @@ if lib.pyrdk_messages_init(ffi.cast("void *", id(Message)), ffi.cast("void *", i
 send_message = _functions["send_message"]
 buffer_iterator = _functions["buffer_iterator"]
 pack_values = _functions["pack_values"]
+buffered_produce = _functions["buffered_produce"]
 
 
 def unpack_batch(array, n, partitions=None):
