@@ -306,8 +306,6 @@ typedef struct {
         int32_t partition_cnt;
 } batch_t;
 
-/* The most messages handed to rd_kafka_produce_batch() in one call. */
-enum { BATCH_AT_ONCE = 256 };
 
 static int has_key(const batch_t *b, size_t i) {
         return b->keys && b->key_lens[i] != (size_t)-1;

@@ -75,6 +75,8 @@ typedef struct pyrdk_sender_s {
 
 rd_kafka_resp_err_t pyrdk_send(const pyrdk_sender_t *s, int32_t partition, const char *value,
                                size_t value_len, const char *key, size_t key_len, uintptr_t id);
+/* The most messages handed to rd_kafka_produce_batch() in one call. */
+enum { BATCH_AT_ONCE = 256 };
 /* More than RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD (36 bytes): a message this close to
  * max_size goes alone, so that librdkafka's own size check never fails in a batch. */
 enum { SIZE_MARGIN = 64 };

@@ -427,7 +427,6 @@ enum { HANDED = 0, QUEUE_FULL = 1, CLOSED = 2, PY_ERROR = -1 };
  * refusal fails the message through on_failure(msg_id, err). Never releases the GIL, so
  * each partition's messages reach librdkafka in order whichever thread hands them over. */
 static int fifo_hand_off(buffered_t *b, int32_t partition) {
-        enum { BATCH_AT_ONCE = 256 };
         rd_kafka_message_t msgs[BATCH_AT_ONCE];
 
         for (;;) {
