@@ -946,3 +946,26 @@ def test_stop_while_another_thread_produces_buffered_messages(mock_topic):
     assert finished and exc is None and not th.is_alive()
     assert isinstance(outcome["exc"], ProducerStoppedException)
     assert all(m.offset >= 0 for m in produced)
+
+
+@pytest.mark.kafka
+def test_buffered_produce_from_many_threads_through_a_full_queue(topic, kafka_hosts, topic_name):
+    """Four threads share the queues while librdkafka's own is often full (1,000 messages):
+    every message lands once, and each thread's messages keep their order in each partition."""
+    with topic.get_producer(max_queued_messages=1000) as producer:
+        def work(n):
+            for i in range(5000):
+                producer.produce(b"%d-%05d" % (n, i))
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(HANG_BOUND_S)
+        assert not any(th.is_alive() for th in threads)
+    back = read_back(kafka_hosts, topic_name, 20000)
+    seen = {}
+    for m in back:
+        n, i = m.value().split(b"-")
+        seen.setdefault((m.partition(), n), []).append(int(i))
+    assert sorted(i for seq in seen.values() for i in seq) == sorted(list(range(5000)) * 4)
+    assert all(seq == sorted(seq) for seq in seen.values())
