@@ -524,6 +524,12 @@ static PyObject *buffered_call(buffered_t *b, PyObject *const *args, size_t narg
         Py_DECREF(partition);
         if (!msg)
                 return NULL;
+        if (!b->open || __atomic_load_n(&b->ctx->guard->closing, __ATOMIC_SEQ_CST)) {
+                /* Stopped while Python code ran (the partitioner, a collection): no Python
+                 * code runs from here to the push, so stop() hands over what is pushed. */
+                Py_DECREF(msg);
+                goto slow;
+        }
         msg_id = PyLong_FromSize_t(b->next_id);
         if (!msg_id || !(q = fifo_of(b, (size_t)pid)) || PyDict_SetItem(b->pending, msg_id, msg) < 0)
                 goto fail;
