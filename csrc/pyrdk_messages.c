@@ -791,26 +791,34 @@ int pyrdk_messages_deliver(void *pending, const uintptr_t *ids, const int *errs,
                         break;
                 }
                 msg = PyDict_GetItemWithError(dict, id);
-                Py_XINCREF(msg);
-                if (msg && PyDict_DelItem(dict, id) < 0)
-                        ret = -1;
-                else if (msg && Py_TYPE(msg) == message_type) {
-                        if (set_int_slot(msg, S_PARTITION_ID, partitions[i]) < 0 ||
-                            set_int_slot(msg, S_OFFSET, offsets[i] >= 0 ? offsets[i] : -1) < 0 ||
-                            set_int_slot(msg, S_TIMESTAMP, timestamps[i]) < 0)
+                if (msg && Py_TYPE(msg) == message_type && Py_REFCNT(msg) == 1) {
+                        /* Only pending holds it (a Message has no weak references, and is
+                         * not tracked by the GC): no one can see its fields. */
+                        msg = NULL;
+                        if (PyDict_DelItem(dict, id) < 0)
                                 ret = -1;
-                } else if (msg) { /* not a Message: through its attributes */
-                        PyObject *p = PyLong_FromLong(partitions[i]);
-                        PyObject *o = PyLong_FromLongLong(offsets[i] >= 0 ? offsets[i] : -1);
-                        PyObject *t = PyLong_FromLongLong(timestamps[i]);
+                } else if (msg) {
+                        Py_INCREF(msg);
+                        if (PyDict_DelItem(dict, id) < 0)
+                                ret = -1;
+                        else if (Py_TYPE(msg) == message_type) {
+                                if (set_int_slot(msg, S_PARTITION_ID, partitions[i]) < 0 ||
+                                    set_int_slot(msg, S_OFFSET, offsets[i] >= 0 ? offsets[i] : -1) < 0 ||
+                                    set_int_slot(msg, S_TIMESTAMP, timestamps[i]) < 0)
+                                        ret = -1;
+                        } else { /* not a Message: through its attributes */
+                                PyObject *p = PyLong_FromLong(partitions[i]);
+                                PyObject *o = PyLong_FromLongLong(offsets[i] >= 0 ? offsets[i] : -1);
+                                PyObject *t = PyLong_FromLongLong(timestamps[i]);
 
-                        if (!p || !o || !t || PyObject_SetAttrString(msg, "partition_id", p) < 0 ||
-                            PyObject_SetAttrString(msg, "offset", o) < 0 ||
-                            PyObject_SetAttrString(msg, "timestamp", t) < 0)
-                                ret = -1;
-                        Py_XDECREF(p);
-                        Py_XDECREF(o);
-                        Py_XDECREF(t);
+                                if (!p || !o || !t || PyObject_SetAttrString(msg, "partition_id", p) < 0 ||
+                                    PyObject_SetAttrString(msg, "offset", o) < 0 ||
+                                    PyObject_SetAttrString(msg, "timestamp", t) < 0)
+                                        ret = -1;
+                                Py_XDECREF(p);
+                                Py_XDECREF(o);
+                                Py_XDECREF(t);
+                        }
                 } else if (PyErr_Occurred())
                         ret = -1;
                 Py_XDECREF(msg);
