@@ -1,11 +1,12 @@
 /* pyrdk.common.Message objects made in C: consumed ones a batch at a time, produced ones
- * by produce()'s short way; SimpleConsumer's iterator; produce_batch's values packed.
+ * by produce()'s short and buffered ways; SimpleConsumer's iterator; produce_batch's
+ * values packed.
  *
  * The one helper file that uses the CPython API: cffi cannot make Python objects in C, and
  * one Python-level object per message is most of a client's cost. The cffi functions here
  * take Python objects as id() (their address in CPython) and take the GIL themselves,
- * since cffi releases it around every call; send_message is a plain Python function,
- * handed over by pyrdk_messages_init(). Message stays a plain Python class: its slots are
+ * since cffi releases it around every call; send_message, buffered_produce and the rest
+ * are plain Python functions, handed over by pyrdk_messages_init(). Message stays a plain Python class: its slots are
  * filled at the offsets its member descriptors name, as `msg.slot = x` would. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
