@@ -351,6 +351,7 @@ typedef struct {
         PyObject *sender; /* pyrdk.rd.handle.Sender, keeping ctx alive */
         const pyrdk_sender_t *ctx;
         PyObject *pending, *failed, *outage, *partitions, *partitioner, *topic, *compression;
+        PyObject *ids; /* a tuple: each partition's id, as partitions orders them */
         PyObject *slow, *housekeeping, *wait_room, *on_failure;
         uint64_t counter;
         size_t next_id, produced, buffered, cap, housekeeping_every, max_size;
@@ -375,6 +376,27 @@ static int buffered_ready(buffered_t *b) {
         ready = since == Py_None;
         Py_DECREF(since);
         return ready;
+}
+
+/* The ids of a list of Partitions, as a tuple of ints in 0..INT32_MAX (NULL: an error). */
+static PyObject *ids_of(PyObject *partitions) {
+        Py_ssize_t n = PyList_GET_SIZE(partitions);
+        PyObject *ids = PyTuple_New(n);
+
+        for (Py_ssize_t i = 0; ids && i < n; i++) {
+                PyObject *id = PyObject_GetAttr(PyList_GET_ITEM(partitions, i), id_name);
+                long pid = id ? PyLong_AsLong(id) : -1;
+
+                if (!id || PyErr_Occurred() || pid < 0 || pid > INT32_MAX) {
+                        if (!PyErr_Occurred())
+                                PyErr_SetString(PyExc_ValueError, "a Partition's id is not an int32");
+                        Py_XDECREF(id);
+                        Py_CLEAR(ids);
+                        break;
+                }
+                PyTuple_SET_ITEM(ids, i, id);
+        }
+        return ids;
 }
 
 static fifo_t *fifo_of(buffered_t *b, size_t partition) {
@@ -492,19 +514,25 @@ static PyObject *buffered_call(buffered_t *b, PyObject *const *args, size_t narg
                 goto slow; /* it says what is wrong */
         size = (value == Py_None ? 0 : (size_t)PyBytes_GET_SIZE(value)) +
                (key == Py_None ? 0 : (size_t)PyBytes_GET_SIZE(key));
-        if (size + SIZE_MARGIN > b->max_size || PyList_GET_SIZE(b->partitions) == 0)
+        if (size + SIZE_MARGIN > b->max_size || PyList_GET_SIZE(b->partitions) == 0 ||
+            PyList_GET_SIZE(b->partitions) != PyTuple_GET_SIZE(b->ids))
                 goto slow; /* goes alone, and names the size when it is too large */
         if ((ready = buffered_ready(b)) <= 0) {
                 if (ready < 0)
                         return NULL;
                 goto slow;
         }
-        if (b->partitioner == Py_None) {
-                partition = PyList_GET_ITEM(b->partitions, b->counter++ % (uint64_t)PyList_GET_SIZE(b->partitions));
+        if (b->partitioner == Py_None) { /* round robin, the ids known */
+                Py_ssize_t i = (Py_ssize_t)(b->counter++ % (uint64_t)PyList_GET_SIZE(b->partitions));
+
+                partition = PyList_GET_ITEM(b->partitions, i);
                 Py_INCREF(partition);
+                partition_id = PyTuple_GET_ITEM(b->ids, i);
+                Py_INCREF(partition_id);
         } else if (!(partition = PyObject_CallFunctionObjArgs(b->partitioner, b->partitions, key, NULL)))
                 return NULL;
-        partition_id = PyObject_GetAttr(partition, id_name);
+        else
+                partition_id = PyObject_GetAttr(partition, id_name);
         pid = partition_id ? PyLong_AsLong(partition_id) : -1;
         if (!partition_id || PyErr_Occurred() || pid < 0 || pid > INT32_MAX) {
                 if (!PyErr_Occurred())
@@ -601,6 +629,7 @@ static int buffered_traverse(buffered_t *b, visitproc visit, void *arg) {
         Py_VISIT(b->failed);
         Py_VISIT(b->outage);
         Py_VISIT(b->partitions);
+        Py_VISIT(b->ids);
         Py_VISIT(b->partitioner);
         Py_VISIT(b->topic);
         Py_VISIT(b->compression);
@@ -617,6 +646,7 @@ static int buffered_clear(buffered_t *b) {
         Py_CLEAR(b->failed);
         Py_CLEAR(b->outage);
         Py_CLEAR(b->partitions);
+        Py_CLEAR(b->ids);
         Py_CLEAR(b->partitioner);
         Py_CLEAR(b->topic);
         Py_CLEAR(b->compression);
@@ -665,11 +695,16 @@ static PyObject *buffered_get_partitions(buffered_t *b, void *unused) {
 }
 
 static int buffered_set_partitions(buffered_t *b, PyObject *value, void *unused) {
+        PyObject *ids;
+
         (void)unused;
         if (!value || !PyList_CheckExact(value)) {
                 PyErr_SetString(PyExc_TypeError, "partitions must be a list");
                 return -1;
         }
+        if (!(ids = ids_of(value)))
+                return -1;
+        Py_SETREF(b->ids, ids);
         Py_INCREF(value);
         Py_SETREF(b->partitions, value);
         return 0;
@@ -755,6 +790,10 @@ static PyObject *buffered_produce(PyObject *self, PyObject *const *args, Py_ssiz
         b->compressed = compressed;
         b->fifos = NULL;
         b->nfifos = 0;
+        if (!(b->ids = ids_of(b->partitions))) {
+                Py_DECREF(b);
+                return NULL;
+        }
         PyObject_GC_Track(b);
         return (PyObject *)b;
 }
