@@ -871,18 +871,21 @@ def test_buffered_produce_keeps_each_partitions_order(topic, kafka_hosts, topic_
     alone (near max_request_size, or with a timestamp) and produce_batch() hand the queues
     over first, and stop() hands over the rest: each partition's messages land in the order
     they were produced, and none is left behind."""
+    sent = []
     with topic.get_producer(max_request_size=1000) as producer:
         assert type(producer.produce).__name__ == "BufferedProduce"
         for i in range(3000):
             value = b"%05d" % i
             if i % 101 == 0:
-                producer.produce(value + b"." * 950)
+                sent.append(producer.produce(value + b"." * 950))
             elif i % 37 == 0:
-                producer.produce(value, timestamp=1700000000000)
+                sent.append(producer.produce(value, timestamp=1700000000000))
             elif i % 499 == 0:
                 producer.produce_batch([value])
             else:
-                producer.produce(value)
+                sent.append(producer.produce(value))
+    # each landed in the partition its Message names
+    assert all(m.offset >= 0 and m.partition_id == m.partition.id for m in sent)
     back = read_back(kafka_hosts, topic_name, 3000)
     by_partition = {}
     for m in back:
