@@ -362,14 +362,17 @@ typedef struct {
 
 static PyObject *since_name, *id_name, *partition_key_name;
 
+static int buffered_open(const buffered_t *b) {
+        return b->open && !__atomic_load_n(&b->ctx->guard->closing, __ATOMIC_SEQ_CST);
+}
+
 /* Whether a call may take the buffered way: open, the handle not closing, no failure
  * waiting to be raised, no outage. -1 with an exception set. */
 static int buffered_ready(buffered_t *b) {
         PyObject *since;
         int ready;
 
-        if (!b->open || __atomic_load_n(&b->ctx->guard->closing, __ATOMIC_SEQ_CST) ||
-            PyList_GET_SIZE(b->failed) > 0)
+        if (!buffered_open(b) || PyList_GET_SIZE(b->failed) > 0)
                 return 0;
         if (!(since = PyObject_GetAttr(b->outage, since_name)))
                 return -1;
@@ -553,7 +556,7 @@ static PyObject *buffered_call(buffered_t *b, PyObject *const *args, size_t narg
         Py_DECREF(partition);
         if (!msg)
                 return NULL;
-        if (!b->open || __atomic_load_n(&b->ctx->guard->closing, __ATOMIC_SEQ_CST)) {
+        if (!buffered_open(b)) {
                 /* Stopped while Python code ran (the partitioner, a collection): no Python
                  * code runs from here to the push, so stop() hands over what is pushed. */
                 Py_DECREF(msg);
