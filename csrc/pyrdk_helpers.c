@@ -296,6 +296,19 @@ rd_kafka_resp_err_t pyrdk_send(const pyrdk_sender_t *s, int32_t partition, const
         return err;
 }
 
+/* msgs[0..n), none within SIZE_MARGIN of the size limit, to partition in one
+ * rd_kafka_produce_batch() call (copied): the partition is looked up and the clock read
+ * once. Only a full queue then refuses some, and librdkafka refuses every one after the
+ * first, so the queued ones come first; returns how many, the next one carrying the err. */
+int pyrdk_produce_run(rd_kafka_topic_t *rkt, int32_t partition, rd_kafka_message_t *msgs, int n) {
+        int queued;
+
+        rd_kafka_produce_batch(rkt, partition, RD_KAFKA_MSG_F_COPY, msgs, n);
+        for (queued = 0; queued < n && !msgs[queued].err; queued++)
+                ;
+        return queued;
+}
+
 /* pyrdk_produce_batch()'s messages, and how far it has got: values and keys point at
  * message i's. */
 typedef struct {
@@ -332,11 +345,9 @@ static void skip(batch_t *b, size_t n) {
         }
 }
 
-/* The next messages of one partition that can go in a batch, up to BATCH_AT_ONCE, in one
- * rd_kafka_produce_batch() call; or the next message alone. Moves past those queued and
- * returns the error that stopped the rest. In a batch the partition is looked up once,
- * and no message is near the size limit, so only a full queue refuses some: the queued
- * ones come first. */
+/* The next messages of one partition that can go in a batch, up to BATCH_AT_ONCE, through
+ * pyrdk_produce_run(); or the next message alone. Moves past those queued and returns the
+ * error that stopped the rest. */
 static rd_kafka_resp_err_t produce_next(rd_kafka_t *rk, rd_kafka_topic_t *rkt, batch_t *b) {
         rd_kafka_message_t msgs[BATCH_AT_ONCE];
         int32_t partition = partition_at(b, b->i);
@@ -363,9 +374,7 @@ static rd_kafka_resp_err_t produce_next(rd_kafka_t *rk, rd_kafka_topic_t *rkt, b
                 if (key)
                         key += key_len_at(b, i);
         }
-        rd_kafka_produce_batch(rkt, partition, RD_KAFKA_MSG_F_COPY, msgs, n);
-        for (queued = 0; queued < n && !msgs[queued].err; queued++)
-                ;
+        queued = pyrdk_produce_run(rkt, partition, msgs, n);
         skip(b, (size_t)queued);
         return queued < n ? msgs[queued].err : RD_KAFKA_RESP_ERR_NO_ERROR;
 }

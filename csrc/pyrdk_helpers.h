@@ -81,6 +81,8 @@ enum { BATCH_AT_ONCE = 256 };
  * max_size goes alone, so that librdkafka's own size check never fails in a batch. */
 enum { SIZE_MARGIN = 64 };
 
+int pyrdk_produce_run(rd_kafka_topic_t *rkt, int32_t partition, rd_kafka_message_t *msgs, int n);
+
 rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
                                         int32_t partition_cnt, uint64_t start, uint64_t run,
                                         const char *values, const size_t *value_lens,

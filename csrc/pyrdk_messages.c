@@ -448,8 +448,8 @@ static void fifo_drop(buffered_t *b, fifo_t *q, size_t n) {
 
 enum { HANDED = 0, QUEUE_FULL = 1, CLOSED = 2, PY_ERROR = -1 };
 
-/* Hand q's messages to librdkafka, BATCH_AT_ONCE at a time: messages near max_size never
- * get here, so only a full queue refuses some, and the queued ones come first. Another
+/* Hand q's messages to librdkafka, BATCH_AT_ONCE at a time, through pyrdk_produce_run()
+ * (messages near max_size never get here). What a full queue refuses stays queued; another
  * refusal fails the message through on_failure(msg_id, err). Never releases the GIL, so
  * each partition's messages reach librdkafka in order whichever thread hands them over. */
 static int fifo_hand_off(buffered_t *b, int32_t partition) {
@@ -477,10 +477,8 @@ static int fifo_hand_off(buffered_t *b, int32_t partition) {
                         b->open = 0;
                         return CLOSED; /* stop() reports what is left */
                 }
-                rd_kafka_produce_batch(b->ctx->rkt, partition, RD_KAFKA_MSG_F_COPY, msgs, n);
+                queued = pyrdk_produce_run(b->ctx->rkt, partition, msgs, n);
                 pyrdk_guard_leave(b->ctx->guard);
-                for (queued = 0; queued < n && !msgs[queued].err; queued++)
-                        ;
                 fifo_drop(b, q, (size_t)queued);
                 if (queued == n)
                         continue;
