@@ -96,7 +96,8 @@ void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt);
 int pyrdk_messages_init(void *type, void *namespace);
 ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, void *partitions);
 int pyrdk_messages_mark_next(void *msgs, void *next);
-int pyrdk_messages_deliver(void *pending, const uintptr_t *ids, const int *errs, const int32_t *partitions,
-                           const int64_t *offsets, const int64_t *timestamps, size_t cnt);
+int pyrdk_messages_deliver(void *pending, void *table, const uintptr_t *ids, const int *errs,
+                           const int32_t *partitions, const int64_t *offsets, const int64_t *timestamps,
+                           size_t cnt);
 
 #endif

@@ -329,8 +329,138 @@ static PyObject *send_message(PyObject *self, PyObject *const *args, Py_ssize_t 
         return Py_BuildValue("(iN)", (int)err, msg);
 }
 
+/* The Messages of produce()'s buffered way until their delivery reports: a table of
+ * slots, a message's id being base + its slot (librdkafka carries it as the message's
+ * opaque). Unlike a dict, it makes no int object and hashes nothing per message. */
+typedef struct {
+        PyObject_HEAD
+        PyObject **slots; /* owned; NULL when free */
+        size_t *free;     /* the free slots, a stack: the lowest on top */
+        size_t base, nslots, nfree;
+} table_t;
+
+static PyTypeObject *table_type;
+
+#define NO_ID ((size_t)-1)
+
+/* Keep msg (a new reference); its id, or NO_ID with MemoryError set. */
+static size_t table_put(table_t *t, PyObject *msg) {
+        size_t slot;
+
+        if (t->nfree == 0) {
+                size_t n = t->nslots ? 2 * t->nslots : 1024;
+                PyObject **slots = PyMem_Realloc(t->slots, n * sizeof(*slots));
+                size_t *free;
+
+                if (slots)
+                        t->slots = slots;
+                if (!slots || !(free = PyMem_Realloc(t->free, n * sizeof(*free)))) {
+                        PyErr_NoMemory();
+                        return NO_ID;
+                }
+                t->free = free;
+                for (size_t i = n; i > t->nslots; i--) {
+                        slots[i - 1] = NULL;
+                        free[t->nfree++] = i - 1;
+                }
+                t->nslots = n;
+        }
+        slot = t->free[--t->nfree];
+        Py_INCREF(msg);
+        t->slots[slot] = msg;
+        return t->base + slot;
+}
+
+/* The Message of id, taken out (the table's reference), or NULL (no exception): none. */
+static PyObject *table_take(table_t *t, size_t id) {
+        size_t slot = id - t->base;
+        PyObject *msg;
+
+        if (id < t->base || slot >= t->nslots || !(msg = t->slots[slot]))
+                return NULL;
+        t->slots[slot] = NULL;
+        t->free[t->nfree++] = slot;
+        return msg;
+}
+
+static PyObject *table_take_py(table_t *t, PyObject *id) {
+        size_t n = PyLong_AsSize_t(id);
+        PyObject *msg;
+
+        if (n == NO_ID && PyErr_Occurred()) {
+                PyErr_Clear();
+                Py_RETURN_NONE; /* not an id of this table */
+        }
+        if (!(msg = table_take(t, n)))
+                Py_RETURN_NONE;
+        return msg;
+}
+
+static PyObject *table_take_all(table_t *t, PyObject *unused) {
+        PyObject *list = PyList_New(0);
+
+        (void)unused;
+        for (size_t slot = 0; list && slot < t->nslots; slot++) {
+                PyObject *msg = table_take(t, t->base + slot);
+
+                if (msg && PyList_Append(list, msg) < 0)
+                        Py_CLEAR(list); /* the table's others stay */
+                Py_XDECREF(msg);
+        }
+        return list;
+}
+
+static Py_ssize_t table_len(table_t *t) {
+        return (Py_ssize_t)(t->nslots - t->nfree);
+}
+
+static void table_dealloc(table_t *t) {
+        PyTypeObject *type = Py_TYPE(t);
+
+        for (size_t slot = 0; slot < t->nslots; slot++)
+                Py_XDECREF(t->slots[slot]);
+        PyMem_Free(t->slots);
+        PyMem_Free(t->free);
+        type->tp_free(t);
+        Py_DECREF(type);
+}
+
+static PyMethodDef table_methods[] = {
+        {"take", (PyCFunction)table_take_py, METH_O, "take(id): its Message, no longer kept; or None."},
+        {"take_all", (PyCFunction)table_take_all, METH_NOARGS, "Every Message kept, no longer kept."},
+        {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot table_slots[] = {
+        {Py_tp_methods, table_methods},
+        {Py_sq_length, table_len},
+        {Py_tp_dealloc, table_dealloc},
+        {0, NULL},
+};
+
+static PyType_Spec table_spec = {
+        "pyrdk._rdkafka.PendingTable", sizeof(table_t), 0, Py_TPFLAGS_DEFAULT, table_slots,
+};
+
+/* pending_table(base) -> an empty table, its ids from base up. */
+static PyObject *pending_table(PyObject *self, PyObject *arg) {
+        size_t base = PyLong_AsSize_t(arg);
+        table_t *t;
+
+        (void)self;
+        if (base == NO_ID && PyErr_Occurred())
+                return NULL;
+        if (!(t = PyObject_New(table_t, table_type)))
+                return NULL;
+        t->slots = NULL;
+        t->free = NULL;
+        t->base = base;
+        t->nslots = t->nfree = 0;
+        return (PyObject *)t;
+}
+
 /* produce()'s buffered way: a Producer's produce, when nothing but a value and a key is
- * given. Each message becomes a Message kept in pending (as send_message does) and waits
+ * given. Each message becomes a Message kept in table (a PendingTable) and waits
  * in its partition's queue here; a queue of BUFFER_CAP messages goes to librdkafka in one
  * rd_kafka_produce_batch() call, as does every queue on hand_off() (the poller thread's
  * tick, flush(), stop()). A call it does not take, and any call while it is not open
@@ -350,11 +480,12 @@ typedef struct {
         vectorcallfunc vectorcall;
         PyObject *sender; /* pyrdk.rd.handle.Sender, keeping ctx alive */
         const pyrdk_sender_t *ctx;
-        PyObject *pending, *failed, *outage, *partitions, *partitioner, *topic, *compression;
+        table_t *table;
+        PyObject *failed, *outage, *partitions, *partitioner, *topic, *compression;
         PyObject *ids; /* a tuple: each partition's id, as partitions orders them */
         PyObject *slow, *housekeeping, *wait_room, *on_failure;
         uint64_t counter;
-        size_t next_id, produced, buffered, cap, housekeeping_every, max_size;
+        size_t produced, buffered, cap, housekeeping_every, max_size;
         int open, compressed;
         fifo_t *fifos; /* by partition id */
         size_t nfifos;
@@ -498,9 +629,9 @@ static int fifo_hand_off(buffered_t *b, int32_t partition) {
 /* produce(message, partition_key=None): returns the Message. */
 static PyObject *buffered_call(buffered_t *b, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
         Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-        PyObject *value, *key = Py_None, *partition, *partition_id, *msg, *msg_id;
+        PyObject *value, *key = Py_None, *partition, *partition_id, *msg;
         long pid;
-        size_t size;
+        size_t size, id;
         fifo_t *q;
         int ready;
 
@@ -560,27 +691,23 @@ static PyObject *buffered_call(buffered_t *b, PyObject *const *args, size_t narg
                 Py_DECREF(msg);
                 goto slow;
         }
-        msg_id = PyLong_FromSize_t(b->next_id);
-        if (!msg_id || !(q = fifo_of(b, (size_t)pid)) || PyDict_SetItem(b->pending, msg_id, msg) < 0)
+        if (!(q = fifo_of(b, (size_t)pid)) || (id = table_put(b->table, msg)) == NO_ID)
                 goto fail;
-        if (fifo_push(q, value, key, b->next_id) < 0) {
-                if (PyDict_DelItem(b->pending, msg_id) < 0)
-                        PyErr_Clear();
+        if (fifo_push(q, value, key, id) < 0) {
+                Py_DECREF(table_take(b->table, id));
                 goto fail;
         }
-        Py_DECREF(msg_id);
-        b->next_id++;
         b->buffered++;
         if (q->len >= b->cap) {
                 int handed = fifo_hand_off(b, (int32_t)pid);
 
                 if (handed == PY_ERROR)
-                        goto fail_queued;
+                        goto fail;
                 if (handed == QUEUE_FULL) { /* wait_room() waits, handing over again */
                         PyObject *res = PyObject_CallNoArgs(b->wait_room);
 
                         if (!res)
-                                goto fail_queued;
+                                goto fail;
                         Py_DECREF(res);
                 }
         }
@@ -588,13 +715,11 @@ static PyObject *buffered_call(buffered_t *b, PyObject *const *args, size_t narg
                 PyObject *res = PyObject_CallNoArgs(b->housekeeping);
 
                 if (!res)
-                        goto fail_queued;
+                        goto fail;
                 Py_DECREF(res);
         }
         return msg;
-fail:
-        Py_XDECREF(msg_id);
-fail_queued: /* the message is queued, and will be delivered or reported */
+fail: /* if queued, the message will be delivered or reported */
         Py_DECREF(msg);
         return NULL;
 slow:
@@ -615,7 +740,7 @@ static PyObject *buffered_hand_off(buffered_t *b, PyObject *unused) {
         return PyLong_FromSize_t(b->buffered);
 }
 
-/* clear(): drop what is buffered (stop() reports it, from pending). */
+/* clear(): drop what is buffered (stop() reports it, from the table). */
 static PyObject *buffered_clear_queues(buffered_t *b, PyObject *unused) {
         (void)unused;
         for (size_t p = 0; p < b->nfifos; p++)
@@ -626,7 +751,7 @@ static PyObject *buffered_clear_queues(buffered_t *b, PyObject *unused) {
 static int buffered_traverse(buffered_t *b, visitproc visit, void *arg) {
         Py_VISIT(Py_TYPE(b));
         Py_VISIT(b->sender);
-        Py_VISIT(b->pending);
+        Py_VISIT(b->table);
         Py_VISIT(b->failed);
         Py_VISIT(b->outage);
         Py_VISIT(b->partitions);
@@ -643,7 +768,7 @@ static int buffered_traverse(buffered_t *b, visitproc visit, void *arg) {
 
 static int buffered_clear(buffered_t *b) {
         Py_CLEAR(b->sender);
-        Py_CLEAR(b->pending);
+        Py_CLEAR(b->table);
         Py_CLEAR(b->failed);
         Py_CLEAR(b->outage);
         Py_CLEAR(b->partitions);
@@ -736,9 +861,9 @@ static PyType_Spec buffered_spec = {
 
 static PyTypeObject *buffered_type;
 
-/* buffered_produce(sender, pending, failed, outage, partitions, partitioner, topic,
+/* buffered_produce(sender, table, failed, outage, partitions, partitioner, topic,
  *                  compression, slow, housekeeping, wait_room, on_failure, counter,
- *                  first_id, cap, housekeeping_every, max_size) -> the callable above,
+ *                  cap, housekeeping_every, max_size) -> the callable above,
  * open. partitioner None: round robin from counter. A message within SIZE_MARGIN of
  * max_size (librdkafka's message.max.bytes, if lower than the sender's) goes to slow. */
 static PyObject *buffered_produce(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -746,11 +871,11 @@ static PyObject *buffered_produce(PyObject *self, PyObject *const *args, Py_ssiz
         PyObject *address;
         const pyrdk_sender_t *ctx;
         unsigned long long counter;
-        size_t first_id, cap, every, max_size;
+        size_t cap, every, max_size;
         int compressed;
 
         (void)self;
-        if (nargs != 17 || !PyDict_CheckExact(args[1]) || !PyList_CheckExact(args[2]) ||
+        if (nargs != 16 || !Py_IS_TYPE(args[1], table_type) || !PyList_CheckExact(args[2]) ||
             !PyList_CheckExact(args[4])) {
                 PyErr_SetString(PyExc_TypeError, "buffered_produce: bad arguments");
                 return NULL;
@@ -760,10 +885,9 @@ static PyObject *buffered_produce(PyObject *self, PyObject *const *args, Py_ssiz
         ctx = PyLong_AsVoidPtr(address);
         Py_DECREF(address);
         counter = PyLong_AsUnsignedLongLong(args[12]);
-        first_id = PyLong_AsSize_t(args[13]);
-        cap = PyLong_AsSize_t(args[14]);
-        every = PyLong_AsSize_t(args[15]);
-        max_size = PyLong_AsSize_t(args[16]);
+        cap = PyLong_AsSize_t(args[13]);
+        every = PyLong_AsSize_t(args[14]);
+        max_size = PyLong_AsSize_t(args[15]);
         if (PyErr_Occurred() || (compressed = PyObject_IsTrue(args[7])) < 0)
                 return NULL;
         if (!ctx || cap == 0 || every == 0) {
@@ -774,7 +898,7 @@ static PyObject *buffered_produce(PyObject *self, PyObject *const *args, Py_ssiz
                 return NULL;
         b->vectorcall = (vectorcallfunc)buffered_call;
         b->ctx = ctx;
-        PyObject **fields[] = {&b->sender, &b->pending, &b->failed, &b->outage, &b->partitions,
+        PyObject **fields[] = {&b->sender, (PyObject **)&b->table, &b->failed, &b->outage, &b->partitions,
                                &b->partitioner, &b->topic, &b->compression, &b->slow, &b->housekeeping,
                                &b->wait_room, &b->on_failure};
         for (int i = 0; i < 12; i++) {
@@ -782,7 +906,6 @@ static PyObject *buffered_produce(PyObject *self, PyObject *const *args, Py_ssiz
                 *fields[i] = args[i];
         }
         b->counter = counter;
-        b->next_id = first_id;
         b->produced = b->buffered = 0;
         b->cap = cap;
         b->housekeeping_every = every;
@@ -809,14 +932,31 @@ static int set_int_slot(PyObject *msg, int slot, long long value) {
         return 0;
 }
 
-/* Hand cnt delivery reports without errors to their Messages, popped from the dict
- * pending: each one's partition_id, offset (-1 when the broker told none) and timestamp.
- * Reports of ids not in pending are skipped. Returns 0; or 1, touching nothing, if a
- * report has an error; or -1 if memory ran out. */
-int pyrdk_messages_deliver(void *pending, const uintptr_t *ids, const int *errs, const int32_t *partitions,
-                           const int64_t *offsets, const int64_t *timestamps, size_t cnt) {
+/* The Message of a report's id, no longer pending (a new reference): from table for its
+ * ids, else popped from the dict pending. NULL if there is none, or with an exception set. */
+static PyObject *pending_pop(PyObject *pending, table_t *table, size_t id) {
+        PyObject *key, *msg;
+
+        if (table && id >= table->base)
+                return table_take(table, id);
+        if (!(key = PyLong_FromSize_t(id)))
+                return NULL;
+        msg = PyDict_GetItemWithError(pending, key);
+        Py_XINCREF(msg);
+        if (msg && PyDict_DelItem(pending, key) < 0)
+                Py_CLEAR(msg);
+        Py_DECREF(key);
+        return msg;
+}
+
+/* Hand cnt delivery reports without errors to their Messages, taken from table (a
+ * PendingTable, or NULL) or popped from the dict pending: each one's partition_id, offset
+ * (-1 when the broker told none) and timestamp. Reports of ids in neither are skipped.
+ * Returns 0; or 1, touching nothing, if a report has an error; or -1 if memory ran out. */
+int pyrdk_messages_deliver(void *pending, void *table, const uintptr_t *ids, const int *errs,
+                           const int32_t *partitions, const int64_t *offsets, const int64_t *timestamps,
+                           size_t cnt) {
         PyGILState_STATE gil = PyGILState_Ensure();
-        PyObject *dict = pending;
         int ret = 0;
 
         for (size_t i = 0; i < cnt; i++)
@@ -825,45 +965,33 @@ int pyrdk_messages_deliver(void *pending, const uintptr_t *ids, const int *errs,
                         return 1;
                 }
         for (size_t i = 0; i < cnt && ret == 0; i++) {
-                PyObject *id = PyLong_FromSize_t(ids[i]), *msg;
+                PyObject *msg = pending_pop(pending, table, ids[i]);
 
-                if (!id) {
-                        ret = -1;
-                        break;
+                if (!msg) {
+                        if (PyErr_Occurred())
+                                ret = -1;
+                } else if (Py_TYPE(msg) == message_type) {
+                        /* Held only here (a Message has no weak references, and is not
+                         * tracked by the GC), no one can see its fields: they are left. */
+                        if (Py_REFCNT(msg) > 1 &&
+                            (set_int_slot(msg, S_PARTITION_ID, partitions[i]) < 0 ||
+                             set_int_slot(msg, S_OFFSET, offsets[i] >= 0 ? offsets[i] : -1) < 0 ||
+                             set_int_slot(msg, S_TIMESTAMP, timestamps[i]) < 0))
+                                ret = -1;
+                } else { /* not a Message: through its attributes */
+                        PyObject *p = PyLong_FromLong(partitions[i]);
+                        PyObject *o = PyLong_FromLongLong(offsets[i] >= 0 ? offsets[i] : -1);
+                        PyObject *t = PyLong_FromLongLong(timestamps[i]);
+
+                        if (!p || !o || !t || PyObject_SetAttrString(msg, "partition_id", p) < 0 ||
+                            PyObject_SetAttrString(msg, "offset", o) < 0 ||
+                            PyObject_SetAttrString(msg, "timestamp", t) < 0)
+                                ret = -1;
+                        Py_XDECREF(p);
+                        Py_XDECREF(o);
+                        Py_XDECREF(t);
                 }
-                msg = PyDict_GetItemWithError(dict, id);
-                if (msg && Py_TYPE(msg) == message_type && Py_REFCNT(msg) == 1) {
-                        /* Only pending holds it (a Message has no weak references, and is
-                         * not tracked by the GC): no one can see its fields. */
-                        msg = NULL;
-                        if (PyDict_DelItem(dict, id) < 0)
-                                ret = -1;
-                } else if (msg) {
-                        Py_INCREF(msg);
-                        if (PyDict_DelItem(dict, id) < 0)
-                                ret = -1;
-                        else if (Py_TYPE(msg) == message_type) {
-                                if (set_int_slot(msg, S_PARTITION_ID, partitions[i]) < 0 ||
-                                    set_int_slot(msg, S_OFFSET, offsets[i] >= 0 ? offsets[i] : -1) < 0 ||
-                                    set_int_slot(msg, S_TIMESTAMP, timestamps[i]) < 0)
-                                        ret = -1;
-                        } else { /* not a Message: through its attributes */
-                                PyObject *p = PyLong_FromLong(partitions[i]);
-                                PyObject *o = PyLong_FromLongLong(offsets[i] >= 0 ? offsets[i] : -1);
-                                PyObject *t = PyLong_FromLongLong(timestamps[i]);
-
-                                if (!p || !o || !t || PyObject_SetAttrString(msg, "partition_id", p) < 0 ||
-                                    PyObject_SetAttrString(msg, "offset", o) < 0 ||
-                                    PyObject_SetAttrString(msg, "timestamp", t) < 0)
-                                        ret = -1;
-                                Py_XDECREF(p);
-                                Py_XDECREF(o);
-                                Py_XDECREF(t);
-                        }
-                } else if (PyErr_Occurred())
-                        ret = -1;
                 Py_XDECREF(msg);
-                Py_DECREF(id);
         }
         PyErr_Clear();
         PyGILState_Release(gil);
@@ -1017,6 +1145,8 @@ static PyMethodDef functions[] = {
          "SimpleConsumer's iterator, the short way: the buffer's messages, then refill()'s."},
         {"buffered_produce", (PyCFunction)(void (*)(void))buffered_produce, METH_FASTCALL,
          "produce()'s buffered way: a callable that queues Messages per partition."},
+        {"pending_table", (PyCFunction)pending_table, METH_O,
+         "produce()'s buffered way: a table of the Messages waiting for their reports."},
         {"pack_values", (PyCFunction)(void (*)(void))pack_values, METH_FASTCALL,
          "produce_batch's values joined, and their sizes as a size_t array."},
         {NULL, NULL, 0, NULL},
@@ -1049,6 +1179,8 @@ int pyrdk_messages_init(void *type, void *namespace) {
             (!partition_key_name && !(partition_key_name = PyUnicode_InternFromString("partition_key"))))
                 goto out;
         if (!buffered_type && !(buffered_type = (PyTypeObject *)PyType_FromSpec(&buffered_spec)))
+                goto out;
+        if (!table_type && !(table_type = (PyTypeObject *)PyType_FromSpec(&table_spec)))
                 goto out;
         if (!buffer_iter_type &&
             !(buffer_iter_type = (PyTypeObject *)PyType_FromSpec(&buffer_iter_spec)))

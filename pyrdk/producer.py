@@ -27,7 +27,7 @@ from pyrdk.partitioners import random_partitioner
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
-from pyrdk.rd.message import buffered_produce, pack_values, send_message
+from pyrdk.rd.message import buffered_produce, pack_values, pending_table, send_message
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +141,7 @@ class Producer:
         self._buffer = None
         self._running = False
         self._pending = {}  # msg id -> Message, until its delivery report
+        self._pending_table = None  # the same for produce()'s buffered way, ids from BUFFERED_IDS
         self._waiting = {}  # msg id -> _Delivery, for the messages of a sync produce()
         self._batch_sent = 0  # messages sent by produce_batch() (reported in C)
         self._failed = []
@@ -162,9 +163,11 @@ class Producer:
             self._outage = self._cluster.broker_outage()
             # With no report to hand out or wait for, the reports go to the Messages in C.
             to_messages = None if self._sync or self._delivery_reports else self._pending
+            self._pending_table = pending_table(BUFFERED_IDS)
             self._handle = Handle("producer", self._config,
                                   Callbacks(on_deliveries=self._on_deliveries,
                                             pending_messages=to_messages,
+                                            pending_table=self._pending_table,
                                             on_batch_failure=self._on_batch_failure,
                                             on_error=self._outage.on_error),
                                   closed_exc=ProducerStoppedException)
@@ -182,18 +185,18 @@ class Producer:
     def _new_buffer(self):
         """produce()'s buffered way (``pyrdk_messages.c``): each partition's messages go to
         librdkafka ``BUFFER_CAP`` at a time, in one ``rd_kafka_produce_batch`` call, and
-        at least every ``linger_ms`` (up to ``POLL_MS``) from the poller thread. Not for a
-        subclass's own produce(), nor when each message must be refused or waited on at
-        once (``block_on_queue_full=False``, ``sync``, delivery reports, a serializer, a
-        shorter linger)."""
+        at least every ``linger_ms`` (up to ``POLL_MS``) from the poller thread; they wait
+        for their reports in ``_pending_table``. Not for a subclass's own produce(), nor
+        when each message must be refused or waited on at once (``block_on_queue_full=False``,
+        ``sync``, delivery reports, a serializer, a shorter linger)."""
         if self._general or not self._block_on_queue_full or type(self).produce is not Producer.produce \
                 or self._linger_ms() < BUFFER_MIN_LINGER_MS:
             return None
-        return buffered_produce(self._sender, self._pending, self._failed, self._outage,
+        return buffered_produce(self._sender, self._pending_table, self._failed, self._outage,
                                 self._partition_list, None if self._random else self._partitioner,
                                 self._topic_name, self._compression, Producer.produce.__get__(self),
                                 self._housekeeping, self._hand_off, self._on_hand_off_failure,
-                                random.randrange(1 << 16), BUFFERED_IDS, BUFFER_CAP, DISPATCH_EVERY,
+                                random.randrange(1 << 16), BUFFER_CAP, DISPATCH_EVERY,
                                 int(str(self._config["message.max.bytes"])))
 
     def _linger_ms(self):
@@ -241,16 +244,21 @@ class Producer:
                 self._buffer.clear()  # what could not be handed over is reported below
                 self._buffer = None
                 self.__dict__.pop("produce", None)  # and the reference cycle through the buffer
-            self._handle_unreported(self._pending)
+            self._handle_unreported()
         self._raise_failures()
 
-    def _handle_unreported(self, pending):
+    def _handle_unreported(self):
         # Messages whose report never came (only if librdkafka was cut short): report them.
-        for msg_id in list(pending):
-            msg = pending.pop(msg_id, None)
+        unreported = []
+        for msg_id in list(self._pending):
+            msg = self._pending.pop(msg_id, None)
             if msg is not None:
                 self._waiting.pop(msg_id, None)
-                self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
+                unreported.append(msg)
+        if self._pending_table is not None:
+            unreported += self._pending_table.take_all()
+        for msg in unreported:
+            self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
 
     def __enter__(self):
         self.start()
@@ -329,7 +337,7 @@ class Producer:
     def _on_hand_off_failure(self, msg_id, err):
         """librdkafka refused a buffered message for another reason than a full queue: it
         is reported as a failed delivery."""
-        msg = self._pending.pop(msg_id, None)
+        msg = self._take_pending(msg_id)
         if msg is not None:
             self._report(msg, errors_exception(err))
 
@@ -516,9 +524,8 @@ class Producer:
             for report in zip(ids, errs, partitions, offsets, timestamps):
                 self._on_delivery(*report)
             return
-        pop = self._pending.pop
         for msg_id, partition, offset, timestamp in zip(ids, partitions, offsets, timestamps):
-            msg = pop(msg_id, None)
+            msg = self._take_pending(msg_id)
             if msg is not None:
                 msg.partition_id = partition
                 # With required_acks=0 the broker tells nothing: librdkafka reports an invalid
@@ -526,8 +533,15 @@ class Producer:
                 msg.offset = offset if offset >= 0 else -1
                 msg.timestamp = timestamp
 
+    def _take_pending(self, msg_id):
+        """The Message of msg_id, no longer pending; None if it was not."""
+        if msg_id >= BUFFERED_IDS:
+            table = self._pending_table
+            return table.take(msg_id) if table is not None else None
+        return self._pending.pop(msg_id, None)
+
     def _on_delivery(self, msg_id, err, partition, offset, timestamp):
-        msg = self._pending.pop(msg_id, None)
+        msg = self._take_pending(msg_id)
         if msg is None:
             return
         exc = errors_exception(err) if err else None
@@ -603,7 +617,8 @@ class Producer:
     def __len__(self):
         """Messages produced and not yet delivered or reported."""
         outstanding = self._handle.batch_outstanding(self._batch_sent) if self._handle is not None else 0
-        return len(self._pending) + outstanding
+        table = self._pending_table
+        return len(self._pending) + (len(table) if table is not None else 0) + outstanding
 
 
 class _Delivery:

@@ -42,7 +42,8 @@ class Callbacks:
       reports at a time (errs: error codes, 0 for success); replaces ``on_delivery``.
       With ``pending_messages``, a dict ``{msg_id: Message}``, a batch without errors goes
       straight to its Messages instead (``pyrdk_messages_deliver``: popped, partition_id,
-      offset and timestamp set)
+      offset and timestamp set); so do the ids of ``pending_table`` (a ``PendingTable``
+      of produce()'s buffered way)
     - ``on_batch_failure(exc, partition, value, key)``: a message produced without an id
       (``Handle.produce_batch``) failed
     - ``on_error(exc)``            (default: log it; fatal errors are stored and raised)
@@ -53,10 +54,12 @@ class Callbacks:
     """
 
     def __init__(self, on_delivery=None, on_error=None, on_stats=None, on_rebalance=None,
-                 on_commit=None, on_deliveries=None, on_batch_failure=None, pending_messages=None):
+                 on_commit=None, on_deliveries=None, on_batch_failure=None, pending_messages=None,
+                 pending_table=None):
         self.on_delivery = on_delivery
         self.on_deliveries = on_deliveries
         self._pending_messages = pending_messages
+        self._pending_table = pending_table
         self.on_batch_failure = on_batch_failure
         self.on_error = on_error
         self.on_stats = on_stats
@@ -117,8 +120,10 @@ class Callbacks:
         if n == 0:
             return 0
         if self._pending_messages is not None:
-            done = lib.pyrdk_messages_deliver(ffi.cast("void *", id(self._pending_messages)), ids, errs,
-                                              parts, offsets, timestamps, n)
+            table = self._pending_table
+            done = lib.pyrdk_messages_deliver(ffi.cast("void *", id(self._pending_messages)),
+                                              ffi.NULL if table is None else ffi.cast("void *", id(table)),
+                                              ids, errs, parts, offsets, timestamps, n)
             if done < 0:
                 self.store(MemoryError("out of memory while handing out %d delivery reports" % n))
             if done <= 0:

@@ -11,6 +11,7 @@ send_message = _functions["send_message"]
 buffer_iterator = _functions["buffer_iterator"]
 pack_values = _functions["pack_values"]
 buffered_produce = _functions["buffered_produce"]
+pending_table = _functions["pending_table"]
 
 
 def unpack_batch(array, n, partitions=None):
