@@ -85,7 +85,9 @@ class Producer:
     is waited on 10 ms at a time, sending at once. :meth:`produce` makes one ``Message`` per
     message and, as pykafka does, queues it for a moment before sending: each partition's
     messages go to librdkafka 64 at a time, and at least every ``linger_ms`` (100 ms at
-    most) from the poller thread; then librdkafka lingers as usual.
+    most) from the poller thread; then librdkafka lingers as usual. A ``Message`` its caller
+    has let go of two calls later is freed then; should its message fail, the
+    ``ProduceFailureError`` names a ``Message`` made anew with its value, key and partition.
     :meth:`produce_batch` makes no ``Message``.
     """
 
@@ -229,7 +231,7 @@ class Producer:
             self._buffer.open = 0  # produce() now raises ProducerStoppedException
         try:
             timeout_ms = self._pending_timeout_ms
-            waited = self._hand_off(timeout_ms)
+            waited = self._hand_off(timeout_ms, stopping=True)
             if not handle.flush(timeout_ms if timeout_ms < 0 else max(0, timeout_ms - waited)):
                 # Fail what is left, queued (_PURGE_QUEUE) or in flight (_PURGE_INFLIGHT: it
                 # may have reached the broker). Purging only the queue and waiting for the
@@ -240,15 +242,20 @@ class Producer:
         finally:
             handle.close()
             self._poller.join()
+            released = []
             if self._buffer is not None:
-                self._buffer.clear()  # what could not be handed over is reported below
+                released = self._buffer.clear()  # what could not be handed over is reported below
                 self._buffer = None
                 self.__dict__.pop("produce", None)  # and the reference cycle through the buffer
-            self._handle_unreported()
+            self._handle_unreported(released)
         self._raise_failures()
 
-    def _handle_unreported(self):
-        # Messages whose report never came (only if librdkafka was cut short): report them.
+    def _handle_unreported(self, released):
+        # Messages whose report never came (only if librdkafka was cut short), and released
+        # ones never handed over: report them.
+        for partition, value, key in released:
+            self._on_batch_failure(ProduceFailureError("no delivery report for message at stop()"),
+                                   partition, value, key)
         unreported = []
         for msg_id in list(self._pending):
             msg = self._pending.pop(msg_id, None)
@@ -325,20 +332,23 @@ class Producer:
             self._housekeeping()
         return msg
 
-    def _hand_off(self, timeout_ms=-1):
+    def _hand_off(self, timeout_ms=-1, stopping=False):
         """Hand every buffered message to librdkafka, waiting (up to ``timeout_ms``; -1: for
-        ever) for room in a full queue as _enqueue() does; returns the ms waited."""
+        ever) for room in a full queue as _enqueue() does; returns the ms waited. Once
+        stopped, only stop() itself hands over (``stopping``)."""
         buffer, waited = self._buffer, 0
-        while buffer is not None and buffer.hand_off() and (timeout_ms < 0 or waited < timeout_ms):
+        while buffer is not None and buffer.hand_off(stopping) and (timeout_ms < 0 or waited < timeout_ms):
             self._handle.flush(QUEUE_FULL_WAIT_MS)
             waited += QUEUE_FULL_WAIT_MS
         return waited
 
-    def _on_hand_off_failure(self, msg_id, err):
+    def _on_hand_off_failure(self, msg_id, err, partition, value, key):
         """librdkafka refused a buffered message for another reason than a full queue: it
-        is reported as a failed delivery."""
-        msg = self._take_pending(msg_id)
-        if msg is not None:
+        is reported as a failed delivery (``msg_id`` None: released, its Message remade)."""
+        msg = self._take_pending(msg_id) if msg_id is not None else None
+        if msg is None:
+            self._on_batch_failure(errors_exception(err), partition, value, key)
+        else:
             self._report(msg, errors_exception(err))
 
     def _retry_send(self, exc, msg, msg_id):
@@ -559,7 +569,8 @@ class Producer:
         self._report(msg, exc)
 
     def _on_batch_failure(self, exc, partition, value, key):
-        """A message of produce_batch() failed: report it like any other."""
+        """A message of produce_batch() (or a released one of produce()) failed: report it
+        like any other, in a Message made anew."""
         self._report(Message(value, key, partition, topic=self._topic_name,
                              partition=self._topic.partitions.get(partition),
                              compression_type=self._compression), exc)
@@ -616,8 +627,13 @@ class Producer:
 
     def __len__(self):
         """Messages produced and not yet delivered or reported."""
-        outstanding = self._handle.batch_outstanding(self._batch_sent) if self._handle is not None else 0
-        table = self._pending_table
+        buffer, table = self._buffer, self._pending_table
+        sent, outstanding = self._batch_sent, 0
+        if buffer is not None:  # released messages: counted as produce_batch()'s once handed over
+            sent += buffer.released_sent
+            outstanding += buffer.released
+        if self._handle is not None:
+            outstanding += self._handle.batch_outstanding(sent)
         return len(self._pending) + (len(table) if table is not None else 0) + outstanding
 
 

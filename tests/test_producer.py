@@ -972,3 +972,81 @@ def test_buffered_produce_from_many_threads_through_a_full_queue(topic, kafka_ho
         seen.setdefault((m.partition(), n), []).append(int(i))
     assert sorted(i for seq in seen.values() for i in seq) == sorted(list(range(5000)) * 4)
     assert all(seq == sorted(seq) for seq in seen.values())
+
+
+# Two calls after produce() returned it, a Message nobody holds is freed, and its message is
+# handed over without an id, as produce_batch()'s are ("released"); the last two calls' stay.
+
+@pytest.mark.mock
+def test_released_message_failure_names_its_value_key_and_partition(mock_cluster, mock_topic):
+    """A released message that fails is raised as ProduceFailureError with a Message made
+    anew: its value, key and partition."""
+    producer = mock_topic.get_producer(max_retries=0)
+    try:
+        warm(producer)
+        mock_cluster.push_request_errors(ApiKey.Produce, *[MESSAGE_TOO_LARGE] * 20)  # every request
+        sent = [(b"gone-%d" % i, b"key-%d" % i) for i in range(10)]
+        for value, key in sent:
+            producer.produce(value, partition_key=key)
+        assert producer._buffer.released == 8 and len(producer) == 10
+        with pytest.raises(ProduceFailureError) as info:
+            producer.flush()
+        failed = sorted(info.value.failed, key=lambda f: f[0].value)
+        assert [(m.value, m.partition_key) for m, _ in failed] == sent
+        assert all(isinstance(exc, MessageSizeTooLarge) for _, exc in failed)
+        assert all(m.partition is mock_topic.partitions[m.partition_id] for m, _ in failed)
+        assert producer._buffer.released_sent == 8 and len(producer) == 0
+    finally:
+        producer.stop()
+
+
+@pytest.mark.mock
+def test_released_message_refused_at_hand_off_is_reported(mock_cluster, mock_topic, topic_name):
+    """Refused when handed over (the topic is in error), released messages are reported
+    with their values, as the others are with their Messages."""
+    with mock_topic.get_producer() as producer:
+        warm(producer)
+        mock_cluster.set_topic_error(topic_name, TOPIC_AUTHORIZATION_FAILED)
+
+        def refused_at_once():
+            producer._handle.metadata(topic_name)
+            try:
+                producer.produce(b"probe", timestamp=1700000000000)
+            except KafkaException:
+                return True
+            producer.flush()
+        wait_until(refused_at_once, "librdkafka to see the topic's error")
+        values = [b"r-%d" % i for i in range(6)]
+        for value in values:
+            producer.produce(value)
+        assert producer._buffer.released == 4
+        with pytest.raises(ProduceFailureError) as info:
+            producer.flush()
+        assert sorted(m.value for m, _ in info.value.failed) == values
+        assert {type(exc).__name__ for _, exc in info.value.failed} == {"TopicAuthorizationFailed"}
+        assert len(producer) == 0
+        mock_cluster.set_topic_error(topic_name, 0)
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("fault", ["down", "slow"])
+def test_stop_with_a_dead_broker_reports_released_messages(mock_cluster, mock_topic, fault):
+    """With librdkafka's queue full (five messages, queued or in flight), released messages
+    wait in their partition's queue: stop() reports each one, with the rest."""
+    producer = mock_topic.get_producer(max_queued_messages=5, pending_timeout_ms=300)
+    warm(producer)
+    if fault == "down":
+        mock_cluster.broker_down(-1)
+    else:
+        mock_cluster.set_broker_rtt(-1, 600000)
+    values = [b"lost-%d" % i for i in range(20)]
+    for value in values:
+        producer.produce(value)
+    wait_until(lambda: producer._buffer.buffered == 15, "the poller to fill librdkafka's queue")
+    assert producer._buffer.released >= 13 and len(producer) == 20
+    finished, _, exc = run_bounded(producer.stop)
+    assert finished, "stop() did not return"
+    assert isinstance(exc, ProduceFailureError)
+    assert sorted(m.value for m, _ in exc.failed) == sorted(values)
+    assert all(isinstance(e, KafkaException) for _, e in exc.failed)
+    mock_cluster.set_broker_rtt(-1, 0)
