@@ -6,8 +6,9 @@
  * one Python-level object per message is most of a client's cost. The cffi functions here
  * take Python objects as id() (their address in CPython) and take the GIL themselves,
  * since cffi releases it around every call; send_message, buffered_produce and the rest
- * are plain Python functions, handed over by pyrdk_messages_init(). Message stays a plain Python class: its slots are
- * filled at the offsets its member descriptors name, as `msg.slot = x` would. */
+ * are plain Python functions, handed over by pyrdk_messages_init(). Message stays a plain
+ * Python class: its slots are filled at the offsets its member descriptors name, as
+ * `msg.slot = x` would. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -474,8 +475,9 @@ typedef struct {
  * reference) RELEASE_LAG calls later, while the message still waits in its queue. The
  * Message is freed then, still in the CPU's cache, rather than at the delivery report
  * (at 100 B, touching Messages made a hundred thousand messages before had cost a quarter
- * of the time per message); the message goes to librdkafka without an id, as produce_batch()'s do: its report
- * is counted, and a failure kept with copies of its value and key. */
+ * of the time per message); the message goes to librdkafka without an id, as
+ * produce_batch()'s do: its report is counted, and a failure kept with copies of its value
+ * and key. */
 enum { RELEASE_LAG = 2 };
 
 typedef struct {
@@ -597,11 +599,10 @@ static void release_recent(buffered_t *b, size_t id, int32_t partition) {
 
         for (size_t k = 1; q && k <= q->len && k <= RELEASE_LAG + 1; k++) {
                 queued_t *item = &q->items[q->len - k];
-                size_t slot = old - b->table->base;
 
                 if (item->id != old)
                         continue;
-                if (Py_REFCNT(b->table->slots[slot]) == 1) {
+                if (Py_REFCNT(b->table->slots[old - b->table->base]) == 1) {
                         item->id = NO_ID;
                         Py_DECREF(table_take(b->table, old));
                 }
