@@ -253,10 +253,7 @@ class Producer:
     def _handle_unreported(self, released):
         # Messages whose report never came (only if librdkafka was cut short), and released
         # ones never handed over: report them.
-        for partition, value, key in released:
-            self._on_batch_failure(ProduceFailureError("no delivery report for message at stop()"),
-                                   partition, value, key)
-        unreported = []
+        unreported = [self._remade(partition, value, key) for partition, value, key in released]
         for msg_id in list(self._pending):
             msg = self._pending.pop(msg_id, None)
             if msg is not None:
@@ -571,9 +568,12 @@ class Producer:
     def _on_batch_failure(self, exc, partition, value, key):
         """A message of produce_batch() (or a released one of produce()) failed: report it
         like any other, in a Message made anew."""
-        self._report(Message(value, key, partition, topic=self._topic_name,
-                             partition=self._topic.partitions.get(partition),
-                             compression_type=self._compression), exc)
+        self._report(self._remade(partition, value, key), exc)
+
+    def _remade(self, partition, value, key):
+        """A Message for a message that has none any more (produce_batch()'s, released)."""
+        return Message(value, key, partition, topic=self._topic_name,
+                       partition=self._topic.partitions.get(partition), compression_type=self._compression)
 
     def _report(self, msg, exc):
         if self._delivery_reports:
