@@ -113,6 +113,24 @@ static PyObject *message_of(const rd_kafka_message_t *m, PyObject *topic, PyObje
         return msg;
 }
 
+/* partitions[partition_id] as a new reference: None when partitions is None or lacks it,
+ * NULL with an exception set on an error. */
+static PyObject *partition_of(PyObject *partitions, int32_t partition_id) {
+        PyObject *id, *partition = NULL;
+
+        if (partitions != Py_None) {
+                if (!(id = PyLong_FromLong(partition_id)))
+                        return NULL;
+                partition = PyDict_GetItemWithError(partitions, id);
+                Py_DECREF(id);
+                if (!partition && PyErr_Occurred())
+                        return NULL;
+        }
+        partition = partition ? partition : Py_None;
+        Py_INCREF(partition);
+        return partition;
+}
+
 /* Append a Message to the list out for each of msgs[0..cnt), up to the first error event.
  * partitions is None or a dict {partition_id: Partition} that names each message's
  * partition. Returns the number of messages appended (the next one, if any, is an error
@@ -121,13 +139,14 @@ ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, 
         PyGILState_STATE gil = PyGILState_Ensure();
         PyObject *list = out, *parts = partitions;
         const rd_kafka_topic_t *rkt = NULL;
-        PyObject *topic = NULL, *timestamp = NULL;
+        PyObject *topic = NULL, *timestamp = NULL, *partition = NULL;
         int64_t last_ts = 0;
+        int32_t last_id = 0;
         Py_ssize_t i;
 
         for (i = 0; (size_t)i < cnt && !msgs[i]->err; i++) {
                 const rd_kafka_message_t *m = msgs[i];
-                PyObject *partition = Py_None, *msg;
+                PyObject *msg;
                 rd_kafka_timestamp_type_t tstype;
                 int64_t ts = rd_kafka_message_timestamp(m, &tstype);
 
@@ -149,22 +168,13 @@ ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, 
                         if (topic == Py_None)
                                 Py_INCREF(topic);
                 }
-                if (parts != Py_None) {
-                        PyObject *pid = PyLong_FromLong(m->partition);
-
-                        if (!pid)
+                if (!partition || m->partition != last_id) { /* one lookup for a run of them */
+                        Py_XDECREF(partition);
+                        if (!(partition = partition_of(parts, m->partition)))
                                 goto fail;
-                        partition = PyDict_GetItemWithError(parts, pid);
-                        Py_DECREF(pid);
-                        if (!partition) {
-                                if (PyErr_Occurred())
-                                        goto fail;
-                                partition = Py_None;
-                        }
+                        last_id = m->partition;
                 }
-                Py_INCREF(partition); /* a collection in message_of() may run Python code */
                 msg = message_of(m, topic, partition, timestamp, tstype);
-                Py_DECREF(partition);
                 if (!msg || PyList_Append(list, msg) < 0) {
                         Py_XDECREF(msg);
                         goto fail;
@@ -175,16 +185,16 @@ ssize_t pyrdk_messages_append(rd_kafka_message_t **msgs, size_t cnt, void *out, 
                 PyObject_GC_UnTrack(msg);
                 Py_DECREF(msg);
         }
+        goto done;
+fail:
+        i = -1;
+        PyErr_Clear();
+done:
+        Py_XDECREF(partition);
         Py_XDECREF(topic);
         Py_XDECREF(timestamp);
         PyGILState_Release(gil);
         return i;
-fail:
-        Py_XDECREF(topic);
-        Py_XDECREF(timestamp);
-        PyErr_Clear();
-        PyGILState_Release(gil);
-        return -1;
 }
 
 static inline PyObject *get_slot(PyObject *msg, int slot) {
