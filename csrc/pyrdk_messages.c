@@ -1138,17 +1138,55 @@ int pyrdk_messages_deliver(void *pending, void *table, const uintptr_t *ids, con
         return ret;
 }
 
-/* SimpleConsumer's iterator, the short way: pops the messages of its buffer (a deque),
- * setting next[partition_id] = offset + 1 for each as it is handed out; when the buffer
- * is empty, returns what refill() returns, None ending the iteration. */
+static int one_item_list(PyObject *o) {
+        return PyList_CheckExact(o) && PyList_GET_SIZE(o) == 1;
+}
+
+/* Mark in next the message last[0] (a list of one item), if any, and set last[0] = None.
+ * Returns 0, or -1 with an exception set. */
+static int mark_last(PyObject *last, PyObject *next) {
+        PyObject *msg;
+
+        if (!one_item_list(last) || !PyDict_Check(next)) {
+                PyErr_SetString(PyExc_TypeError, "mark_last(last, next): a list of one item, a dict");
+                return -1;
+        }
+        msg = PyList_GET_ITEM(last, 0);
+        if (msg == Py_None)
+                return 0;
+        if (mark_one(next, msg) < 0)
+                return -1;
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(last, 0, Py_None);
+        Py_DECREF(msg);
+        return 0;
+}
+
+static PyObject *mark_last_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+        (void)self;
+        if (nargs != 2) {
+                PyErr_SetString(PyExc_TypeError, "mark_last(last, next) takes two arguments");
+                return NULL;
+        }
+        if (mark_last(args[0], args[1]) < 0)
+                return NULL;
+        Py_RETURN_NONE;
+}
+
+/* SimpleConsumer's iterator, the short way: pops the messages of its buffer (a deque);
+ * when it is empty, returns what refill() returns, None ending the iteration. A message
+ * handed out is counted in next (next[partition_id] = offset + 1) late: it waits in
+ * last[0] until one of another partition follows it, or mark_last() is called. Within a
+ * partition's run only the last message is marked, which saves a new int and a dict
+ * store per message. */
 typedef struct {
         PyObject_HEAD
-        PyObject *buffer, *popleft, *next, *refill;
+        PyObject *buffer, *popleft, *next, *refill, *last;
 } buffer_iter_t;
 
 static PyObject *buffer_iter_next(buffer_iter_t *it) {
         Py_ssize_t n = PyObject_Size(it->buffer);
-        PyObject *msg;
+        PyObject *msg, *prev;
 
         if (n < 0)
                 return NULL;
@@ -1161,8 +1199,18 @@ static PyObject *buffer_iter_next(buffer_iter_t *it) {
                 return msg;
         }
         msg = PyObject_CallNoArgs(it->popleft);
-        if (msg && mark_one(it->next, msg) < 0)
-                Py_CLEAR(msg);
+        if (!msg)
+                return NULL;
+        /* msg's mark covers one of its partition waiting in last; another is marked now */
+        if (!(one_item_list(it->last) && same_partition(PyList_GET_ITEM(it->last, 0), msg)) &&
+            mark_last(it->last, it->next) < 0) {
+                Py_DECREF(msg);
+                return NULL;
+        }
+        prev = PyList_GET_ITEM(it->last, 0);
+        Py_INCREF(msg);
+        PyList_SET_ITEM(it->last, 0, msg);
+        Py_DECREF(prev);
         return msg;
 }
 
@@ -1172,6 +1220,7 @@ static int buffer_iter_traverse(buffer_iter_t *it, visitproc visit, void *arg) {
         Py_VISIT(it->popleft);
         Py_VISIT(it->next);
         Py_VISIT(it->refill);
+        Py_VISIT(it->last);
         return 0;
 }
 
@@ -1180,6 +1229,7 @@ static int buffer_iter_clear(buffer_iter_t *it) {
         Py_CLEAR(it->popleft);
         Py_CLEAR(it->next);
         Py_CLEAR(it->refill);
+        Py_CLEAR(it->last);
         return 0;
 }
 
@@ -1208,14 +1258,17 @@ static PyType_Spec buffer_iter_spec = {
 
 static PyTypeObject *buffer_iter_type;
 
-/* buffer_iterator(buffer, next, refill) -> the iterator above. */
+/* buffer_iterator(buffer, next, refill, last) -> the iterator above. */
 static PyObject *buffer_iterator(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         buffer_iter_t *it;
         PyObject *popleft;
 
         (void)self;
-        if (nargs != 3 || !PyDict_Check(args[1]) || !PyCallable_Check(args[2])) {
-                PyErr_SetString(PyExc_TypeError, "buffer_iterator(buffer, next, refill): a deque, a dict, a callable");
+        if (nargs != 4 || !PyDict_Check(args[1]) || !PyCallable_Check(args[2]) ||
+            !one_item_list(args[3])) {
+                PyErr_SetString(PyExc_TypeError,
+                                "buffer_iterator(buffer, next, refill, last): a deque, a dict, a callable, "
+                                "a list of one item");
                 return NULL;
         }
         popleft = PyObject_GetAttrString(args[0], "popleft");
@@ -1233,6 +1286,8 @@ static PyObject *buffer_iterator(PyObject *self, PyObject *const *args, Py_ssize
         it->next = args[1];
         Py_INCREF(args[2]);
         it->refill = args[2];
+        Py_INCREF(args[3]);
+        it->last = args[3];
         PyObject_GC_Track(it);
         return (PyObject *)it;
 }
@@ -1283,6 +1338,8 @@ static PyMethodDef functions[] = {
          "produce()'s short way: a Message sent through pyrdk_send()."},
         {"buffer_iterator", (PyCFunction)(void (*)(void))buffer_iterator, METH_FASTCALL,
          "SimpleConsumer's iterator, the short way: the buffer's messages, then refill()'s."},
+        {"mark_last", (PyCFunction)(void (*)(void))mark_last_py, METH_FASTCALL,
+         "Mark the message SimpleConsumer's iterator handed out last, if not yet marked."},
         {"buffered_produce", (PyCFunction)(void (*)(void))buffered_produce, METH_FASTCALL,
          "produce()'s buffered way: a callable that queues Messages per partition."},
         {"pending_table", (PyCFunction)pending_table, METH_O,

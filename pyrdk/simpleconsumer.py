@@ -18,7 +18,7 @@ from pyrdk.exceptions import ConsumerStoppedException, KafkaException, OffsetReq
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
-from pyrdk.rd.message import buffer_iterator, mark_next
+from pyrdk.rd.message import buffer_iterator, mark_last, mark_next
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,8 @@ class SimpleConsumer:
         self._handle = None
         self._running = False
         self._buffer = collections.deque()
-        self._next = {}  # partition id -> next offset to return (None: not known yet)
+        self._offsets = {}  # partition id -> next offset to return (None: not known yet)
+        self._last = [None]  # the message the iterator handed out last, until it is marked
         self._paused = set()
         self._deferred = None  # a deserializer error held back by consume_batch
         self._stash = {}  # paused partition id -> messages fetched but not returned
@@ -243,8 +244,15 @@ class SimpleConsumer:
         auto-commit to run, a C iterator hands out the buffered messages (fetched a batch
         at a time) directly; the buffer is only ever changed in place, so it can hold it."""
         if self._deserializer is None and not self._auto_commit_enable:
-            return buffer_iterator(self._buffer, self._next, self._consume_blocking)
+            return buffer_iterator(self._buffer, self._offsets, self._consume_blocking, self._last)
         return iter(self._consume_blocking, None)
+
+    @property
+    def _next(self):
+        """``{partition_id: next offset to return}`` (None: not known yet), with the
+        message the iterator handed out last marked in it (``mark_last``)."""
+        mark_last(self._last, self._offsets)
+        return self._offsets
 
     def _consume_blocking(self):
         return self.consume(block=True)

@@ -185,6 +185,37 @@ def test_held_offsets_are_the_last_returned(topic):
         assert consumer.held_offsets[2] == 1
 
 
+@pytest.mark.kafka
+def test_iteration_counts_every_message_handed_out(topic, group_name):
+    """The iterator (C, the short way) marks a partition's run of messages once, at its end
+    or when the offsets are read: held_offsets and commit_offsets() still see every message
+    handed out, whether read at each message, at the end, or after a break."""
+    for pid in (0, 1):
+        produce(topic, [b"%d-%d" % (pid, i) for i in range(20)], partition=pid)
+    with topic.get_simple_consumer(partitions=[0, 1], consumer_timeout_ms=1000) as consumer:
+        got = list(consumer)
+        assert consumer.held_offsets == {0: 19, 1: 19}
+    with topic.get_simple_consumer(partitions=[0, 1], consumer_timeout_ms=1000) as consumer:
+        last = {0: -1, 1: -1}
+        for m in consumer:
+            last[m.partition_id] = m.offset
+            assert consumer.held_offsets == last
+    assert last == {0: 19, 1: 19} and len(got) == 40
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0, 1],
+                                   consumer_timeout_ms=1000) as first:
+        part1 = []
+        for m in first:
+            part1.append(m)
+            if len(part1) == 25:
+                break
+        first.commit_offsets()
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0, 1],
+                                   consumer_timeout_ms=1000) as second:
+        part2 = list(second)
+    seen = sorted((m.partition_id, m.offset) for m in part1 + part2)
+    assert seen == [(pid, i) for pid in (0, 1) for i in range(20)], "a message was lost or came twice"
+
+
 # -- consumer_timeout_ms, block, unblock_event -----------------------------------------------------
 
 @pytest.mark.kafka

@@ -9,6 +9,7 @@ if lib.pyrdk_messages_init(ffi.cast("void *", id(Message)), ffi.cast("void *", i
     raise ImportError("pyrdk.common.Message lacks a slot that pyrdk_messages_init fills")
 send_message = _functions["send_message"]
 buffer_iterator = _functions["buffer_iterator"]
+mark_last = _functions["mark_last"]
 pack_values = _functions["pack_values"]
 buffered_produce = _functions["buffered_produce"]
 pending_table = _functions["pending_table"]
