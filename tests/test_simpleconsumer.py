@@ -176,6 +176,22 @@ def test_iteration_returns_every_message_once_in_order_then_ends(topic):
 
 
 @pytest.mark.kafka
+def test_headers_come_back_whatever_the_value_length(topic):
+    """Whether a consumed message has headers is read from its record, beside its value,
+    whose length is written as a varint of one to three bytes: each side of each boundary,
+    with headers and without."""
+    lengths = [1, 63, 64, 8191, 8192, 300000]
+    sent = [(b"v" * n, [("h", b"%d" % n)] if with_headers else [])
+            for n in lengths for with_headers in (True, False)]
+    with topic.get_producer(linger_ms=5, partitioner=to_partition(0)) as producer:
+        for value, headers in sent:
+            producer.produce(value, headers=headers)
+    with topic.get_simple_consumer(partitions=[0], consumer_timeout_ms=1000) as consumer:
+        got = [(m.value, m.headers) for m in consumer]
+    assert [(len(v), h) for v, h in got] == [(len(v), h) for v, h in sent]
+
+
+@pytest.mark.kafka
 def test_held_offsets_are_the_last_returned(topic):
     produce(topic, [b"a", b"b", b"c"], partition=2)
     with topic.get_simple_consumer(consumer_timeout_ms=1000) as consumer:
