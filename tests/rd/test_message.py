@@ -193,15 +193,18 @@ def test_pack_values_joins_bytes_and_gives_their_sizes():
 
 
 def test_the_c_functions_keep_no_reference_to_what_they_are_given():
-    """pyrdk_messages.c counts references by hand: after the iterator, mark_next and
-    pack_values are done, every Message, offset and value is back to its count."""
+    """pyrdk_messages.c counts references by hand: after the iterator, mark_last, mark_next
+    and pack_values are done, every Message, offset and value is back to its count."""
     msgs = [Message(b"", partition_id=i % 2, offset=10 ** 12 + i) for i in range(6)]
     offsets = [m.offset for m in msgs]
     values = [bytes(bytearray(b"v%d" % i)) for i in range(3)]  # objects of their own
     before = [sys.getrefcount(o) for o in msgs + offsets + values]
-    handed_out = list(message.buffer_iterator(collections.deque(msgs), {}, lambda: None))
+    last, marked = [None], {}
+    handed_out = list(message.buffer_iterator(collections.deque(msgs), marked, lambda: None, last))
     assert handed_out == msgs
     del handed_out
+    message.mark_last(last, marked)  # the iterator holds its last message until this
+    assert last == [None] and marked == {0: 10 ** 12 + 5, 1: 10 ** 12 + 6}
     next_offsets = {}
     message.mark_next(msgs, next_offsets)
     assert next_offsets == {0: 10 ** 12 + 5, 1: 10 ** 12 + 6}
