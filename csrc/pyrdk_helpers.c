@@ -319,7 +319,6 @@ typedef struct {
         int32_t partition_cnt;
 } batch_t;
 
-
 static int has_key(const batch_t *b, size_t i) {
         return b->keys && b->key_lens[i] != (size_t)-1;
 }
