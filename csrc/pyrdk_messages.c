@@ -973,7 +973,23 @@ static int buffered_set_partitions(buffered_t *b, PyObject *value, void *unused)
         return 0;
 }
 
+/* __doc__ and __name__ are those of slow (Producer.produce), and __wrapped__ is slow, so
+ * that help() and inspect.signature() show produce() as the class defines it. */
+static PyObject *buffered_get_slow(buffered_t *b, void *name) {
+        if (!b->slow) {
+                PyErr_SetString(PyExc_AttributeError, name ? name : "__wrapped__");
+                return NULL;
+        }
+        if (name)
+                return PyObject_GetAttrString(b->slow, name);
+        Py_INCREF(b->slow);
+        return b->slow;
+}
+
 static PyGetSetDef buffered_getset[] = {
+        {"__doc__", (getter)buffered_get_slow, NULL, NULL, "__doc__"},
+        {"__name__", (getter)buffered_get_slow, NULL, NULL, "__name__"},
+        {"__wrapped__", (getter)buffered_get_slow, NULL, NULL, NULL},
         {"buffered", (getter)buffered_get_buffered, NULL, "Messages buffered here.", NULL},
         {"released", (getter)buffered_get_released, NULL, "Released messages buffered here.", NULL},
         {"partitions", (getter)buffered_get_partitions, (setter)buffered_set_partitions,

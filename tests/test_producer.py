@@ -6,7 +6,9 @@ Round trips run against the session's Tansu broker and are read back with conflu
 import array
 import datetime
 import gc
+import inspect
 import json
+import pydoc
 import queue
 import sys
 import threading
@@ -892,6 +894,19 @@ def test_buffered_produce_keeps_each_partitions_order(topic, kafka_hosts, topic_
         by_partition.setdefault(m.partition(), []).append(int(m.value()[:5]))
     assert sorted(i for seq in by_partition.values() for i in seq) == list(range(3000))
     assert all(seq == sorted(seq) for seq in by_partition.values())
+
+
+@pytest.mark.kafka
+def test_buffered_produce_documents_itself_as_produce(topic):
+    """The C callable that stands in for produce() shows Producer.produce's docstring and
+    signature to help() and inspect."""
+    with topic.get_producer() as producer:
+        assert type(producer.produce).__name__ == "BufferedProduce"
+        assert producer.produce.__name__ == "produce"
+        assert producer.produce.__doc__ == Producer.produce.__doc__
+        assert str(inspect.signature(producer.produce)) == \
+            "(message, partition_key=None, timestamp=None, headers=None)"
+        assert "Send ``message`` to a partition" in pydoc.render_doc(producer.produce)
 
 
 @pytest.mark.kafka
