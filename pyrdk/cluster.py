@@ -33,6 +33,51 @@ def to_str(name, what="topic name"):
     raise TypeError("%s must be bytes or str, not %s" % (what, type(name).__name__))
 
 
+def _list_of(method, items, what, one=False):
+    """``items`` as a list. One name (a str, bytes or Topic), or one request when ``one``
+    says so, is refused rather than taken apart: ``delete_topics("abc")`` must not delete
+    topics "a", "b" and "c"."""
+    if one or isinstance(items, (str, bytes, Topic)):
+        raise TypeError("%s takes a list of %s, not one: use [%r]" % (method, what, items))
+    try:
+        return list(items)
+    except TypeError:
+        raise TypeError("%s takes a list of %s, not %s" % (method, what, type(items).__name__)) from None
+
+
+_REQUEST_SHAPE = "a (name, num_partitions, replication_factor[, config]) tuple"
+
+
+def _topic_request(req):
+    """``(name, num_partitions, replication_factor, config)`` of one ``create_topics``
+    request: a ``(name, num_partitions, replication_factor[, config])`` tuple or an object
+    with pykafka's ``CreateTopicRequest`` attributes."""
+    if isinstance(req, (tuple, list)):
+        if len(req) not in (3, 4):
+            raise TypeError("a create_topics request is %s, not %r" % (_REQUEST_SHAPE, req))
+        name, num_partitions, replication_factor = req[:3]
+        config = req[3] if len(req) == 4 else None
+    elif hasattr(req, "topic_name"):
+        name, num_partitions = req.topic_name, req.num_partitions
+        replication_factor = req.replication_factor
+        config = dict(getattr(req, "config_entries", None) or [])
+    else:
+        raise TypeError("a create_topics request is %s or has pykafka's topic_name, num_partitions "
+                        "and replication_factor, not %r" % (_REQUEST_SHAPE, req))
+    for field, value in (("num_partitions", num_partitions), ("replication_factor", replication_factor)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError("%s of topic %r must be an int (-1: the broker's default), not %r"
+                            % (field, name, value))
+        if value == 0 or value < -1:  # Kafka refuses 0 (INVALID_PARTITIONS), Tansu does not
+            raise ValueError("%s of topic %r must be at least 1, or -1 for the broker's default, not %d"
+                             % (field, name, value))
+    if config is not None and not isinstance(config, dict):
+        raise TypeError("the config of topic %r must be a dict {name: value}, not %r" % (name, config))
+    return (to_str(name), num_partitions, replication_factor,
+            {to_str(k, "config key"): to_str(v, "config value") if isinstance(v, bytes) else v
+             for k, v in (config or {}).items()})
+
+
 class BrokerOutage:
     """Turns librdkafka's ``_ALL_BROKERS_DOWN`` into ``NoBrokersAvailableError`` once no broker
     has been reachable for ``timeout_ms``, confirmed by a metadata request.
@@ -211,25 +256,16 @@ class Cluster:
             and ``config_entries`` attributes
         :param timeout: ms to wait (0: ``socket_timeout_ms``)
         """
-        reqs = []
-        for req in topic_reqs:
-            if isinstance(req, (tuple, list)):
-                name, num_partitions, replication_factor = req[:3]
-                config = req[3] if len(req) > 3 else None
-            else:
-                name, num_partitions = req.topic_name, req.num_partitions
-                replication_factor = req.replication_factor
-                config = dict(getattr(req, "config_entries", None) or [])
-            reqs.append((to_str(name), num_partitions, replication_factor,
-                         {to_str(k, "config key"): to_str(v, "config value") if isinstance(v, bytes) else v
-                          for k, v in (config or {}).items()}))
+        one = isinstance(topic_reqs, tuple) and isinstance(topic_reqs[:1] and topic_reqs[0], (str, bytes))
+        reqs = [_topic_request(req) for req in _list_of("create_topics", topic_reqs, "requests", one)]
         results = admin.create_topics(self._handle, reqs, timeout or self._timeout_ms)
         self._raise_first(results)
         self.update()
 
     def delete_topics(self, topics, timeout=0):
         """Delete topics by name (``rd_kafka_DeleteTopics``); raise the first error."""
-        names = [to_str(t.name if isinstance(t, Topic) else t) for t in topics]
+        names = [to_str(t.name if isinstance(t, Topic) else t)
+                 for t in _list_of("delete_topics", topics, "topic names")]
         results = admin.delete_topics(self._handle, names, timeout or self._timeout_ms)
         self._raise_first(results)
         self.update()

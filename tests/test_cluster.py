@@ -95,6 +95,39 @@ def test_broker_admin_methods_delegate_to_cluster(client, topic_name):
     assert topic_name.encode() not in client.topics
 
 
+
+@pytest.mark.parametrize("one", ["name", "bytes", "topic"])
+def test_delete_topics_refuses_one_name_and_deletes_nothing(client, topic, one):
+    arg = {"name": topic.name.decode(), "bytes": topic.name, "topic": topic}[one]
+    with pytest.raises(TypeError, match=r"delete_topics takes a list of topic names, not one: use \["):
+        client.cluster.delete_topics(arg)  # not topics "t", "o", "p", ... one per character
+    client.update_cluster()
+    assert topic.name in client.topics
+
+
+@pytest.mark.parametrize("reqs, exc, match", [
+    (("{}", 1, 1), TypeError, r"takes a list of requests, not one: use \[\("),
+    (["{}"], TypeError, r"request is a \(name, num_partitions, replication_factor\[, config\]\) tuple"),
+    ([("{}", 1)], TypeError, "request is a .* tuple, not"),
+    ([("{}", "4", 1)], TypeError, "num_partitions of topic '.*' must be an int"),
+    ([("{}", True, 1)], TypeError, "num_partitions of topic '.*' must be an int"),
+    ([("{}", 0, 1)], ValueError, "num_partitions of topic '.*' must be at least 1, or -1"),
+    ([("{}", 1, 0)], ValueError, "replication_factor of topic '.*' must be at least 1, or -1"),
+    ([("{}", 1, 1, "retention.ms=1")], TypeError, "config of topic '.*' must be a dict"),
+    ([("{}-ok", 1, 1), ("{}", 0, 1)], ValueError, "num_partitions"),
+    (5, TypeError, "takes a list of requests, not int"),
+])
+def test_create_topics_refuses_malformed_requests_and_creates_nothing(client, topic_name, reqs, exc, match):
+    def named(item):
+        if isinstance(item, str):
+            return item.format(topic_name)
+        return type(item)(named(x) for x in item) if isinstance(item, (tuple, list)) else item
+    with pytest.raises(exc, match=match):
+        client.cluster.create_topics(named(reqs))
+    client.update_cluster()
+    assert not [name for name in client.topics if name.startswith(topic_name.encode())]
+
+
 @pytest.mark.mock
 def test_mock_cluster_has_three_brokers_and_leaders(mock_cluster):
     name = unique_name("mock")
