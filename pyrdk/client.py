@@ -68,7 +68,8 @@ class KafkaClient:
         self.cluster.update()
 
     def close(self):
-        """Release the cluster's librdkafka handle (producers and consumers close themselves)."""
+        """Release the cluster's librdkafka handle. Producers and consumers made before go on
+        until they are stopped; the client makes no more (``KafkaException``)."""
         self.cluster.close()
 
     def __enter__(self):

@@ -167,7 +167,7 @@ class Cluster:
         self.rdkafka_config = dict(rdkafka_config)
         self.zookeeper_hosts = zookeeper_hosts  # the default of balanced consumers
         self._timeout_ms = socket_timeout_ms
-        self._handle = Handle("producer", self.rdkafka_config)
+        self._handle = Handle("producer", self.rdkafka_config, what="KafkaClient")
         self._brokers = {}
         self._topics = TopicDict(self, exclude_internal_topics)
         try:
@@ -305,6 +305,12 @@ class Cluster:
     def close(self):
         """Close the metadata handle."""
         self._handle.close()
+
+    def check_open(self):
+        """Raise ``KafkaException`` once the client is closed: it makes no more producers
+        or consumers."""
+        if self._handle.closed:
+            raise self._handle.refusal()
 
     def __repr__(self):
         return "<pyrdk.cluster.Cluster at %#x (hosts=%s)>" % (

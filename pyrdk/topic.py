@@ -37,6 +37,7 @@ class Topic:
     def get_producer(self, use_rdkafka=None, **kwargs):
         """A :class:`pyrdk.producer.Producer` for this topic (``use_rdkafka`` is ignored)."""
         from pyrdk.producer import Producer
+        self._cluster.check_open()
         return Producer(self._cluster, self, **kwargs)
 
     def get_sync_producer(self, use_rdkafka=None, **kwargs):
@@ -47,6 +48,7 @@ class Topic:
     def get_simple_consumer(self, consumer_group=None, use_rdkafka=None, **kwargs):
         """A :class:`pyrdk.simpleconsumer.SimpleConsumer` for this topic."""
         from pyrdk.simpleconsumer import SimpleConsumer
+        self._cluster.check_open()
         return SimpleConsumer(self, self._cluster, consumer_group=consumer_group, **kwargs)
 
     def get_balanced_consumer(self, consumer_group, managed=False, **kwargs):
@@ -54,6 +56,7 @@ class Topic:
         coordinated through ZooKeeper (by default at the client's ``zookeeper_hosts``), or
         with ``managed=True`` a :class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer`
         on the broker's group protocol."""
+        self._cluster.check_open()
         if managed:
             from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
             return ManagedBalancedConsumer(self, self._cluster, consumer_group, **kwargs)

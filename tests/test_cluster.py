@@ -2,7 +2,7 @@
 import pytest
 
 from pyrdk import KafkaClient
-from pyrdk.exceptions import TopicAlreadyExists, UnknownTopicOrPartition
+from pyrdk.exceptions import KafkaException, TopicAlreadyExists, UnknownTopicOrPartition
 from tests.fix_kafka import unique_name
 
 pytestmark = pytest.mark.kafka
@@ -126,6 +126,22 @@ def test_create_topics_refuses_malformed_requests_and_creates_nothing(client, to
         client.cluster.create_topics(named(reqs))
     client.update_cluster()
     assert not [name for name in client.topics if name.startswith(topic_name.encode())]
+
+
+def test_a_closed_client_says_so_and_makes_no_more_producers_or_consumers(kafka_hosts, topic_name):
+    client = KafkaClient(hosts=kafka_hosts)
+    client.cluster.create_topics([(topic_name, 1, 1)])
+    topic = client.topics[topic_name]
+    producer = topic.get_sync_producer()
+    client.close()
+    for call in (client.update_cluster, lambda: client.topics[unique_name()], topic.get_producer,
+                 topic.get_simple_consumer, lambda: topic.get_balanced_consumer(b"g", managed=True)):
+        with pytest.raises(KafkaException, match="^the KafkaClient is closed$"):
+            call()
+    try:
+        assert producer.produce(b"made before close").offset == 0
+    finally:
+        producer.stop()
 
 
 @pytest.mark.mock

@@ -48,11 +48,9 @@ class _Use:
         with h._cond:
             closed = h._closing or h._ptr is None
             if closed and not self._closed_ok:
-                raise h._closed_exc("the %s %s is closed" % (h.kind, getattr(h, "name", "")))
+                raise h.refusal()
             if h._pid != os.getpid():
-                raise h._closed_exc("the %s %s was created in another process: librdkafka's "
-                                    "threads do not survive fork(); create it after forking"
-                                    % (h.kind, h.name))
+                raise h.refusal(forked=True)
             if closed:
                 return None
             h._users += 1
@@ -91,9 +89,10 @@ class Sender:
 class Handle:
     """An ``rd_kafka_t`` of type ``kind`` (``"producer"`` or ``"consumer"``)."""
 
-    def __init__(self, kind, config, callbacks_=None, closed_exc=KafkaException):
+    def __init__(self, kind, config, callbacks_=None, closed_exc=KafkaException, what=None):
         self.kind = kind
         self._closed_exc = closed_exc
+        self._what = what  # how refusals name it (default: its kind and name)
         self._cbs = callbacks_ or callbacks.Callbacks()
         self._cond = threading.Condition()
         self._users = 0
@@ -137,6 +136,15 @@ class Handle:
         ``with handle.use() as rk:`` gives the ``rd_kafka_t *``. A closed handle raises, or
         gives None when ``closed_ok``."""
         return _Use(self, closed_ok)
+
+    def refusal(self, forked=False):
+        """The exception for a call on this handle once it is closed, or from a child
+        process forked after it was made."""
+        what = self._what or "%s %s" % (self.kind, getattr(self, "name", ""))
+        if forked:
+            return self._closed_exc("the %s was created in another process: librdkafka's threads "
+                                    "do not survive fork(); create it after forking" % what)
+        return self._closed_exc("the %s is closed" % what)
 
     @property
     def closed(self):
@@ -274,7 +282,7 @@ class Handle:
         """A :class:`Sender` producing to ``topic`` as :meth:`produce` does (no timestamp, no
         headers), in one C call: the per-message path."""
         if self._ptr is None:
-            raise self._closed_exc("the %s %s is closed" % (self.kind, self.name))
+            raise self.refusal()
         return Sender(self, topic, max_size)
 
     def produce_batch(self, topic, partition_cnt, values, value_lens, keys, key_lens, max_size, block,
@@ -323,11 +331,7 @@ class Handle:
 
     def _raise_produce_error(self, err, topic, partition):
         if err == lib.PYRDK_ERR_CLOSED:
-            if self._pid != os.getpid():
-                raise self._closed_exc("the %s %s was created in another process: librdkafka's "
-                                       "threads do not survive fork(); create it after forking"
-                                       % (self.kind, self.name))
-            raise self._closed_exc("the %s %s is closed" % (self.kind, self.name))
+            raise self.refusal(forked=self._pid != os.getpid())
         raise errors.exception(err, "produce to %s [%d]" % (topic, partition) if partition >= 0
                                else "produce to %s" % topic)
 
