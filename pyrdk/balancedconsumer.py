@@ -59,7 +59,7 @@ try:
 except ImportError as exc:
     raise ImportError("BalancedConsumer needs kazoo: pip install 'pyrdk[zookeeper]' (%s)" % exc) from exc
 
-from pyrdk.common import OffsetType
+from pyrdk.common import OffsetType, check_int
 from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, PartitionOwnedError,
                               UnicodeException)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
@@ -86,12 +86,6 @@ else:
 class ZooKeeperUnavailableError(KafkaException, KazooTimeoutError):
     """ZooKeeper did not answer within ``zookeeper_connection_timeout_ms``. It is also
     kazoo's ``KazooTimeoutError``, which pykafka raised here."""
-
-
-def _int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise TypeError("%s must be an int >= %d, not %r" % (name, minimum, value))
-    return value
 
 
 def _group_name(consumer_group):
@@ -173,12 +167,12 @@ class BalancedConsumer:
         self._consumer_group = _group_name(consumer_group)
         self._topic = topic
         self._cluster = cluster
-        self._consumer_timeout_ms = _int("consumer_timeout_ms", consumer_timeout_ms, -1)
+        self._consumer_timeout_ms = check_int("consumer_timeout_ms", consumer_timeout_ms, -1)
         self._auto_commit_enable = auto_commit_enable
-        self._auto_commit_interval_ms = _int("auto_commit_interval_ms", auto_commit_interval_ms, 0)
-        self._rebalance_max_retries = _int("rebalance_max_retries", rebalance_max_retries, 0)
-        self._rebalance_backoff_ms = _int("rebalance_backoff_ms", rebalance_backoff_ms, 0)
-        self._session_timeout_ms = _int("zookeeper_connection_timeout_ms",
+        self._auto_commit_interval_ms = check_int("auto_commit_interval_ms", auto_commit_interval_ms, 0)
+        self._rebalance_max_retries = check_int("rebalance_max_retries", rebalance_max_retries, 0)
+        self._rebalance_backoff_ms = check_int("rebalance_backoff_ms", rebalance_backoff_ms, 0)
+        self._session_timeout_ms = check_int("zookeeper_connection_timeout_ms",
                                         zookeeper_connection_timeout_ms, 1)
         self._zookeeper_hosts = zookeeper_connect or zookeeper_hosts
         if zookeeper is None and (not isinstance(self._zookeeper_hosts, str) or not self._zookeeper_hosts):

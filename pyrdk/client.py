@@ -7,14 +7,9 @@
 import logging
 
 from pyrdk.cluster import Cluster
+from pyrdk.common import check_int
 
 log = logging.getLogger(__name__)
-
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise TypeError("%s must be a positive int (milliseconds), not %r" % (name, value))
-    return value
 
 
 class KafkaClient:
@@ -41,7 +36,7 @@ class KafkaClient:
             hosts = hosts.decode()
         if not isinstance(hosts, str) or not hosts.strip():
             raise TypeError("hosts must be a non-empty 'host:port,...' string, not %r" % (hosts,))
-        _positive_int("socket_timeout_ms", socket_timeout_ms)
+        check_int("socket_timeout_ms", socket_timeout_ms, 1)
         if use_greenlets:
             raise ValueError("use_greenlets=True is not supported: librdkafka runs its own threads")
         if source_address:

@@ -1,9 +1,17 @@
-"""Plain data shared by every layer: Message, OffsetType, CompressionType, SslConfig.
+"""Plain data shared by every layer: Message, OffsetType, CompressionType, SslConfig, and
+the check of int arguments.
 
 Pure Python: this module imports without the compiled extension.
 """
 import datetime
 import enum
+
+
+def check_int(name, value, minimum):
+    """``value`` if it is an int (not a bool) of at least ``minimum``, else TypeError."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise TypeError("%s must be an int >= %d, not %r" % (name, minimum, value))
+    return value
 
 
 class OffsetType(enum.IntEnum):

@@ -19,7 +19,7 @@ import random
 import threading
 import weakref
 
-from pyrdk.common import CompressionType, Message
+from pyrdk.common import CompressionType, Message, check_int
 from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
                               ProduceFailureError, ProducerQueueFullError, ProducerStoppedException)
 from pyrdk.partition import to_timestamp_ms
@@ -108,10 +108,10 @@ class Producer:
         self._serializer = serializer
         self._compression = CompressionType(compression)
         self._block_on_queue_full = block_on_queue_full
-        self._max_request_size = max_request_size
+        self._max_request_size = check_int("max_request_size", max_request_size, 1)
         self._sync = sync
         self._delivery_reports = delivery_reports and not sync
-        self._pending_timeout_ms = pending_timeout_ms
+        self._pending_timeout_ms = check_int("pending_timeout_ms", pending_timeout_ms, -1)
         self._config = dict(cluster.rdkafka_config)
         self._config.update({
             "compression.codec": self._compression.codec,

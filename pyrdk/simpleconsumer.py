@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 
-from pyrdk.common import OffsetPartitionResponse, OffsetType
+from pyrdk.common import OffsetPartitionResponse, OffsetType, check_int
 from pyrdk.exceptions import ConsumerStoppedException, KafkaException, OffsetRequestFailedError
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd.callbacks import Callbacks
@@ -25,12 +25,6 @@ log = logging.getLogger(__name__)
 
 BATCH = 1000
 SLICE_MS = 100
-
-
-def _ms(name, value, minimum=-1):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise TypeError("%s must be an int >= %d (milliseconds), not %r" % (name, minimum, value))
-    return value
 
 
 def _logical(offset_type):
@@ -81,8 +75,8 @@ class SimpleConsumer:
             consumer_group = consumer_group.encode()
         if auto_commit_enable and not consumer_group:
             raise ValueError("auto_commit_enable requires a consumer_group")
-        self._consumer_timeout_ms = _ms("consumer_timeout_ms", consumer_timeout_ms)
-        self._auto_commit_interval_ms = _ms("auto_commit_interval_ms", auto_commit_interval_ms, 0)
+        self._consumer_timeout_ms = check_int("consumer_timeout_ms", consumer_timeout_ms, -1)
+        self._auto_commit_interval_ms = check_int("auto_commit_interval_ms", auto_commit_interval_ms, 0)
         if auto_offset_reset not in (OffsetType.EARLIEST, OffsetType.LATEST):
             raise ValueError("auto_offset_reset must be OffsetType.EARLIEST (-2) or LATEST (-1), not %r"
                              % (auto_offset_reset,))

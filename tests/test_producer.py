@@ -351,6 +351,22 @@ def test_bad_rdkafka_config(mock_topic, config, key, value):
 
 
 @pytest.mark.mock
+@pytest.mark.parametrize("kwargs, name", [
+    ({"pending_timeout_ms": None}, "pending_timeout_ms"),
+    ({"pending_timeout_ms": "5000"}, "pending_timeout_ms"),
+    ({"pending_timeout_ms": -2}, "pending_timeout_ms"),
+    ({"max_request_size": -1}, "max_request_size"),
+    ({"max_request_size": 0}, "max_request_size"),
+    ({"max_request_size": 1.5}, "max_request_size"),
+])
+def test_bad_producer_argument_is_refused_before_anything_is_queued(mock_topic, kwargs, name):
+    # Taken as they came, these failed later: stop() with a TypeError before its flush,
+    # or every produce() with an OverflowError.
+    with pytest.raises(TypeError, match="^%s must be an int >= " % name):
+        mock_topic.get_producer(**kwargs)
+
+
+@pytest.mark.mock
 def test_delivery_reports_disabled(mock_topic):
     with mock_topic.get_producer() as producer:
         with pytest.raises(KafkaException, match="Delivery-reporting is disabled"):
