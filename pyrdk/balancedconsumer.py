@@ -173,7 +173,7 @@ class BalancedConsumer:
         self._rebalance_max_retries = check_int("rebalance_max_retries", rebalance_max_retries, 0)
         self._rebalance_backoff_ms = check_int("rebalance_backoff_ms", rebalance_backoff_ms, 0)
         self._session_timeout_ms = check_int("zookeeper_connection_timeout_ms",
-                                        zookeeper_connection_timeout_ms, 1)
+                                             zookeeper_connection_timeout_ms, 1)
         self._zookeeper_hosts = zookeeper_connect or zookeeper_hosts
         if zookeeper is None and (not isinstance(self._zookeeper_hosts, str) or not self._zookeeper_hosts):
             raise TypeError("zookeeper_hosts must be a 'host:port,...' string, not %r"

@@ -256,7 +256,7 @@ class Cluster:
             and ``config_entries`` attributes
         :param timeout: ms to wait (0: ``socket_timeout_ms``)
         """
-        one = isinstance(topic_reqs, tuple) and isinstance(topic_reqs[:1] and topic_reqs[0], (str, bytes))
+        one = isinstance(topic_reqs, tuple) and bool(topic_reqs) and isinstance(topic_reqs[0], (str, bytes))
         reqs = [_topic_request(req) for req in _list_of("create_topics", topic_reqs, "requests", one)]
         results = admin.create_topics(self._handle, reqs, timeout or self._timeout_ms)
         self._raise_first(results)
