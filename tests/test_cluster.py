@@ -95,7 +95,6 @@ def test_broker_admin_methods_delegate_to_cluster(client, topic_name):
     assert topic_name.encode() not in client.topics
 
 
-
 @pytest.mark.parametrize("one", ["name", "bytes", "topic"])
 def test_delete_topics_refuses_one_name_and_deletes_nothing(client, topic, one):
     arg = {"name": topic.name.decode(), "bytes": topic.name, "topic": topic}[one]
@@ -128,14 +127,14 @@ def test_create_topics_refuses_malformed_requests_and_creates_nothing(client, to
     assert not [name for name in client.topics if name.startswith(topic_name.encode())]
 
 
-def test_a_closed_client_says_so_and_makes_no_more_producers_or_consumers(kafka_hosts, topic_name):
+def test_a_closed_client_says_so_and_makes_no_more_producers_or_consumers(kafka_hosts, topic_name, group_name):
     client = KafkaClient(hosts=kafka_hosts)
     client.cluster.create_topics([(topic_name, 1, 1)])
     topic = client.topics[topic_name]
     producer = topic.get_sync_producer()
     client.close()
     for call in (client.update_cluster, lambda: client.topics[unique_name()], topic.get_producer,
-                 topic.get_simple_consumer, lambda: topic.get_balanced_consumer(b"g", managed=True)):
+                 topic.get_simple_consumer, lambda: topic.get_balanced_consumer(group_name, managed=True)):
         with pytest.raises(KafkaException, match="^the KafkaClient is closed$"):
             call()
     try:

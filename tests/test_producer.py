@@ -360,8 +360,8 @@ def test_bad_rdkafka_config(mock_topic, config, key, value):
     ({"max_request_size": 1.5}, "max_request_size"),
 ])
 def test_bad_producer_argument_is_refused_before_anything_is_queued(mock_topic, kwargs, name):
-    # Taken as they came, these failed later: stop() with a TypeError before its flush,
-    # or every produce() with an OverflowError.
+    # Unchecked, they would fail later: stop() with a TypeError before its flush, or
+    # every produce() with an OverflowError.
     with pytest.raises(TypeError, match="^%s must be an int >= " % name):
         mock_topic.get_producer(**kwargs)
 
