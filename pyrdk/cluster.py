@@ -10,6 +10,7 @@ import logging
 import time
 
 from pyrdk.broker import Broker
+from pyrdk.common import check_int
 from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, NoBrokersAvailableError,
                               SocketDisconnectedError, UnknownTopicOrPartition, for_code)
 from pyrdk.rd import admin
@@ -65,12 +66,10 @@ def _topic_request(req):
         raise TypeError("a create_topics request is %s or has pykafka's topic_name, num_partitions "
                         "and replication_factor, not %r" % (_REQUEST_SHAPE, req))
     for field, value in (("num_partitions", num_partitions), ("replication_factor", replication_factor)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError("%s of topic %r must be an int (-1: the broker's default), not %r"
-                            % (field, name, value))
-        if value == 0 or value < -1:  # Kafka refuses 0 (INVALID_PARTITIONS), Tansu does not
-            raise ValueError("%s of topic %r must be at least 1, or -1 for the broker's default, not %d"
-                             % (field, name, value))
+        check_int("%s of topic %r" % (field, name), value, -1)
+        if value == 0:  # Kafka refuses 0 (INVALID_PARTITIONS), Tansu does not
+            raise ValueError("%s of topic %r must be at least 1, or -1 for the broker's default, not 0"
+                             % (field, name))
     if config is not None and not isinstance(config, dict):
         raise TypeError("the config of topic %r must be a dict {name: value}, not %r" % (name, config))
     return (to_str(name), num_partitions, replication_factor,
