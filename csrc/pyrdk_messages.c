@@ -8,7 +8,8 @@
  * since cffi releases it around every call; send_message, buffered_produce and the rest
  * are plain Python functions, handed over by pyrdk_messages_init(). Message stays a plain
  * Python class: its slots are filled at the offsets its member descriptors name, as
- * `msg.slot = x` would. */
+ * `msg.slot = x` would, and its tp_dealloc is message_dealloc, which keeps freed Messages
+ * for reuse. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -25,6 +26,51 @@ enum { S_VALUE, S_KEY, S_PARTITION_ID, S_OFFSET, S_TIMESTAMP, S_PARTITION, S_TOP
 
 static PyTypeObject *message_type;
 static Py_ssize_t slot_offsets[S_COUNT];
+
+/* Freed Messages, kept for the next ones made here: a Message is made and freed for each
+ * message consumed or produced, and one taken from this list skips the allocator, the
+ * cyclic GC's count of allocations (which set off a collection every 700 Messages) and
+ * subtype_dealloc's general path. The list holds Messages only (not instances of a
+ * subclass), untracked, their slots cleared, without a reference to their type. */
+enum { FREE_MAX = 2048 };
+static PyObject *free_messages[FREE_MAX];
+static int nfree;
+
+/* Message's tp_dealloc: what subtype_dealloc does for a Message, then onto the free list
+ * if it has room. For an instance of a subclass, subtype_dealloc has already cleared what
+ * the subclass added and calls this as its base's tp_dealloc: this clears Message's slots
+ * and frees it. */
+static void message_dealloc(PyObject *self) {
+        PyTypeObject *type = Py_TYPE(self), *base = type;
+
+        PyObject_GC_UnTrack(self);
+        Py_TRASHCAN_BEGIN(self, message_dealloc)
+        if (type->tp_dealloc == message_dealloc && type->tp_finalize) { /* Message.__del__ was set */
+                PyObject_GC_Track(self);
+                if (PyObject_CallFinalizerFromDealloc(self) < 0)
+                        goto resurrected;
+                PyObject_GC_UnTrack(self);
+        }
+        while (base->tp_dealloc != message_dealloc)
+                base = base->tp_base;
+        for (PyMemberDef *mp = base->tp_members; mp->name; mp++)
+                if (mp->type == T_OBJECT_EX)
+                        Py_CLEAR(*(PyObject **)((char *)self + mp->offset));
+        if (type == message_type && nfree < FREE_MAX)
+                free_messages[nfree++] = self;
+        else
+                type->tp_free(self);
+        Py_DECREF(type);
+resurrected:
+        Py_TRASHCAN_END
+}
+
+/* A new Message with every slot unset (and untracked, when it comes from the free list). */
+static PyObject *new_message(void) {
+        if (nfree > 0)
+                return PyObject_Init(free_messages[--nfree], message_type);
+        return message_type->tp_alloc(message_type, 0);
+}
 
 static inline void set_slot(PyObject *msg, int slot, PyObject *value) {
         *(PyObject **)((char *)msg + slot_offsets[slot]) = value; /* steals value */
@@ -86,7 +132,7 @@ static PyObject *headers_of(const rd_kafka_message_t *m) {
  * rd_kafka_message_timestamp(m) (topic, partition, timestamp: new references are taken). */
 static PyObject *message_of(const rd_kafka_message_t *m, PyObject *topic, PyObject *partition,
                             PyObject *timestamp, rd_kafka_timestamp_type_t tstype) {
-        PyObject *msg = message_type->tp_alloc(message_type, 0);
+        PyObject *msg = new_message();
         PyObject *fields[S_CONSUMED];
 
         if (!msg)
@@ -278,7 +324,7 @@ static int bytes_or_none_arg(PyObject *value, const char *name) {
  * GC, as in pyrdk_messages_append(). */
 static PyObject *produced_message(PyObject *value, PyObject *key, PyObject *partition_id, PyObject *partition,
                                   PyObject *topic, PyObject *compression) {
-        PyObject *msg = message_type->tp_alloc(message_type, 0);
+        PyObject *msg = new_message();
 
         if (!msg)
                 return NULL;
@@ -1398,8 +1444,12 @@ int pyrdk_messages_init(void *type, void *namespace) {
         if (!buffer_iter_type &&
             !(buffer_iter_type = (PyTypeObject *)PyType_FromSpec(&buffer_iter_spec)))
                 goto out;
+        if (message_type != type) /* kept Messages are of the type they were made of */
+                while (nfree > 0)
+                        PyObject_GC_Del(free_messages[--nfree]);
         Py_INCREF(type);
         Py_XSETREF(message_type, (PyTypeObject *)type);
+        message_type->tp_dealloc = message_dealloc;
         for (PyMethodDef *def = functions; def->ml_name; def++) {
                 PyObject *fn = PyCFunction_New(def, NULL);
 

@@ -55,7 +55,8 @@ class Message:
     two in step.) The Messages made there are left out of the cyclic garbage collector:
     consumed ones, and ``produce()``'s unless a serializer, timestamp, headers, delivery
     reports or ``sync`` is involved. Such a Message given a field that refers back to it
-    is never freed.
+    is never freed. Once the extension is loaded, a freed Message is kept for the next one
+    made there (its deallocator is ``message_dealloc``).
     """
     __slots__ = ("value", "partition_key", "partition_id", "offset", "timestamp",
                  "partition", "topic", "timestamp_type", "_headers", "_compression_type",

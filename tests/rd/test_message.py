@@ -1,7 +1,10 @@
 """rd.message: ``rd_kafka_message_t`` → ``Message``, and ``rd_kafka_headers_t`` both ways."""
 import collections
+import gc
+import pickle
 import sys
 import uuid
+import weakref
 
 import pytest
 
@@ -149,8 +152,6 @@ def test_a_batch_of_values_and_a_batch_of_two_topics(brokers, handles):
 def test_consumed_messages_are_left_out_of_the_cyclic_gc(brokers, handles):
     """Made in C with nothing that leads back to them, so that a batch of them sets off no
     collections; they are still ordinary Messages."""
-    import gc
-    import pickle
     topic = "gc-" + uuid.uuid4().hex[:10]
     brokers.create_topic(topic)
     producer = handles("producer", {"bootstrap.servers": brokers.hosts})
@@ -162,6 +163,84 @@ def test_consumed_messages_are_left_out_of_the_cyclic_gc(brokers, handles):
     copy = pickle.loads(pickle.dumps(msg))
     assert (copy.value, copy.partition_key, copy.headers, copy.offset, copy.topic) == \
         (b"v", b"k", [("h", b"1")], 0, topic)
+
+
+def test_a_message_made_in_the_place_of_a_freed_one_has_only_its_own_fields(brokers, handles):
+    """Freed Messages are kept and made anew: one without a key or headers, consumed after
+    one with them was freed, has neither."""
+    topic = "reuse-" + uuid.uuid4().hex[:10]
+    brokers.create_topic(topic)
+    producer = handles("producer", {"bootstrap.servers": brokers.hosts})
+    util.produce(producer, topic, [(0, b"first", b"k", 0, [("h", b"1")]), (0, b"second", None, 0, None)])
+    consumer = handles("consumer", {"bootstrap.servers": brokers.hosts, "group.id": topic})
+    consumer.assign([(topic, 0, 0)])
+    first, = util.consume(consumer, 1)
+    assert (first.value, first.partition_key, first.headers) == (b"first", b"k", [("h", b"1")])
+    del first
+    second, = util.consume(consumer, 1)
+    assert (second.value, second.partition_key, second.headers, second.offset) == (b"second", None, [], 1)
+
+
+class _Plain(Message):
+    pass
+
+
+class _Slotted(Message):
+    __slots__ = ("extra",)
+
+
+class _Finalized(Message):
+    finalized = 0
+
+    def __del__(self):
+        type(self).finalized += 1
+
+
+@pytest.mark.parametrize("cls", [Message, _Plain, _Slotted, _Finalized])
+def test_freeing_a_message_or_an_instance_of_a_subclass_releases_every_field(cls):
+    """Message's tp_dealloc (``message_dealloc``) clears its slots, and a subclass's own
+    slots, dict, weak references and ``__del__`` still get their due."""
+    field = object()
+    before, type_refs = sys.getrefcount(field), sys.getrefcount(cls)
+    msgs = [cls(field, partition_key=field, headers=field) for _ in range(3000)]
+    if cls is _Plain:
+        msgs[0].extra = field
+        ref = weakref.ref(msgs[0])
+    if cls is _Slotted:
+        msgs[0].extra = field
+    del msgs
+    assert (sys.getrefcount(field), sys.getrefcount(cls)) == (before, type_refs)
+    if cls is _Plain:
+        assert ref() is None
+    if cls is _Finalized:
+        assert cls.finalized == 3000
+
+
+def test_a_del_set_on_message_runs_and_may_keep_the_message():
+    kept = []
+    Message.__del__ = lambda self: kept.append(self) if self.value == b"keep" else None
+    try:
+        Message(b"drop")
+        Message(b"keep")
+    finally:
+        del Message.__del__
+    assert [m.value for m in kept] == [b"keep"]
+
+
+def test_a_long_chain_of_messages_is_freed_without_exhausting_the_c_stack():
+    chain = None
+    for _ in range(1000000):  # deep enough to overflow an 8 MB stack by recursion
+        chain = Message(chain)
+    del chain  # the trashcan frees it a level at a time, not by recursion
+
+
+def test_a_message_in_a_reference_cycle_is_still_collected():
+    holder = _Plain(None)
+    holder.value = Message(holder)
+    ref = weakref.ref(holder)
+    del holder
+    gc.collect()
+    assert ref() is None
 
 
 class _OwnMessage(Message):
