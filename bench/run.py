@@ -89,6 +89,12 @@ class Broker:
             future.result(30)
         return name
 
+    def cpu_seconds(self):
+        """The CPU time the broker process has used so far (``/proc/PID/stat``)."""
+        with open("/proc/%d/stat" % self.tansu.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def delete_topic(self, name):
         """Tansu keeps everything in memory: each run's topic goes once measured."""
         for future in self._admin.delete_topics([name]).values():
@@ -173,7 +179,9 @@ def throughput(broker, native, sizes, repeat, log, only=None):
                     args = dict(brokers=broker.hosts, topic=topic, count=count // fraction, size=size,
                                 partitions=PARTITIONS)
                     try:
+                        cpu = broker.cpu_seconds()
                         result = run_case(name, args, native)
+                        result["broker_cpu_s"] = broker.cpu_seconds() - cpu
                     except RuntimeError as exc:  # shown in the table; the other cases go on
                         log("  %-28s %6d B  run %d: FAILED: %s" % (name, size, rep + 1, exc))
                         failed.setdefault(name, []).append(str(exc))
@@ -198,6 +206,7 @@ def throughput(broker, native, sizes, repeat, log, only=None):
                                 runs=len(runs[name]), seconds=secs, msgs_per_s=n / secs,
                                 mb_per_s=n * size / secs / 1e6,
                                 peak_rss_mb=statistics.median(r["peak_rss_mb"] for r in runs[name]),
+                                broker_cores=statistics.median(r["broker_cpu_s"] / r["seconds"] for r in runs[name]),
                                 all_seconds=[r["seconds"] for r in runs[name]],
                                 errors=failed.get(name, [])))
     by_key = {(r["case"], r["size"]): r for r in results if r["runs"]}
@@ -277,17 +286,17 @@ def _ratio(x):
 
 def table(results):
     lines = ["| case | settings | size | messages × runs | msgs/s | MB/s | × confluent (tuned) | × native "
-             "| peak RSS MB |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| peak RSS MB | broker cores |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         if not r["runs"]:
-            lines.append("| %s | %s | %d B | %s × 0 | failed | | | | |" % (
+            lines.append("| %s | %s | %d B | %s × 0 | failed | | | | | |" % (
                 r["case"], r["settings"], r["size"], format(r["count"], ",")))
             continue
-        lines.append("| %s | %s | %d B | %s × %d | %s | %.1f | %s | %s | %.0f |" % (
+        lines.append("| %s | %s | %d B | %s × %d | %s | %.1f | %s | %s | %.0f | %.2f |" % (
             r["case"], r["settings"], r["size"], format(r["count"], ","), r["runs"],
             format(int(r["msgs_per_s"]), ","), r["mb_per_s"],
-            _ratio(r["vs_confluent"]), _ratio(r["vs_native"]), r["peak_rss_mb"]))
+            _ratio(r["vs_confluent"]), _ratio(r["vs_native"]), r["peak_rss_mb"], r["broker_cores"]))
     return "\n".join(lines)
 
 
