@@ -4,9 +4,11 @@
 case in CASES at every size in SIZES (each run in its own process: ``bench/worker.py``, or
 the compiled ``bench/native.c``), then the latency and memory modes, and writes
 ``bench/results/latest.json``, ``latest.png`` and ``memory.png``. ``--quick`` is a
-ten-times smaller run for development.
+ten-times smaller run for development. ``--modes connections --sizes 1024,10240`` measures the
+broker's pace per connection instead (give it its own ``--out``: it writes ``latest.json``).
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import platform
@@ -220,6 +222,56 @@ def throughput(broker, native, sizes, repeat, log, only=None):
     return results
 
 
+def connections(broker, native, sizes, repeat, log):
+    """The broker's pace per connection: the native loop in one process, then in two side by
+    side (each with half the messages, on its own topic, over its own connection), producing
+    and then consuming what it produced; msgs/s of both together, from the first one's clock
+    start to the last one's stop. Medians of ``repeat`` runs; the ratio is the median of each
+    run's two-to-one ratio."""
+    out = []
+    for size, count in sizes:
+        runs = {(kind, procs): [] for kind in ("produce", "consume") for procs in (1, 2)}
+        for _ in range(repeat):
+            topics = {procs: [broker.new_topic("bench-%d" % size) for _ in range(procs)] for procs in (1, 2)}
+            try:
+                for kind in ("produce", "consume"):
+                    for procs in (1, 2):
+                        runs[kind, procs].append(_side_by_side(broker, native, kind, topics[procs],
+                                                               count // procs, size))
+            finally:
+                for topic in topics[1] + topics[2]:
+                    broker.delete_topic(topic)
+        for kind in ("produce", "consume"):
+            one, two = runs[kind, 1], runs[kind, 2]
+            row = dict(kind=kind, size=size, count=count, runs=repeat,
+                       ratio=statistics.median(b[0] / a[0] for a, b in zip(one, two)))
+            for procs, results in ((1, one), (2, two)):
+                row["msgs_per_s_%d" % procs] = statistics.median(r[0] for r in results)
+                row["broker_cores_%d" % procs] = statistics.median(r[1] for r in results)
+            out.append(row)
+            log("  %-8s %6d B  1 connection %9.0f msgs/s  2 connections %9.0f msgs/s  %.2f x" % (
+                kind, size, row["msgs_per_s_1"], row["msgs_per_s_2"], row["ratio"]))
+    return out
+
+
+def _side_by_side(broker, native, kind, topics, count, size):
+    """One native process per topic at once, ``count`` messages each: (msgs/s, broker cores)."""
+    cpu = broker.cpu_seconds()
+    with concurrent.futures.ThreadPoolExecutor(len(topics)) as pool:
+        spans = list(pool.map(lambda topic: _timed_span("native." + kind, dict(
+            brokers=broker.hosts, topic=topic, count=count, size=size), native), topics))
+    cpu = broker.cpu_seconds() - cpu
+    seconds = max(end for _, end in spans) - min(start for start, _ in spans)
+    return count * len(topics) / seconds, cpu / seconds
+
+
+def _timed_span(name, args, native):
+    """(start, end) of a case's timed part on this process's monotonic clock."""
+    result = run_case(name, args, native)
+    end = time.monotonic()  # the case's clock stopped just before its process exited
+    return end - result["seconds"], end
+
+
 def latency(broker, native, seconds, log):
     """Steady LATENCY_RATE msgs/s of 100 B for ``seconds``: p50/p99/max produce -> receive."""
     out = []
@@ -342,7 +394,8 @@ def memory_chart(mem, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="ten times fewer messages, one run each")
-    parser.add_argument("--modes", default="throughput,latency,memory")
+    parser.add_argument("--modes", default="throughput,latency,memory",
+                        help="any of throughput, latency, memory, connections (not run by default)")
     parser.add_argument("--repeat", type=int, default=None)
     parser.add_argument("--only", help="comma-separated parts of case names to run (with the baselines)")
     parser.add_argument("--sizes", help="comma-separated value sizes to run (100,1024,10240)")
@@ -374,6 +427,12 @@ def main():
             log("throughput (%d partitions, median of %d)" % (PARTITIONS, repeat))
             report["throughput"] = throughput(broker, native, sizes, repeat, log,
                                               opts.only.split(",") if opts.only else None)
+        if "connections" in modes:
+            log("connections (the native loop, one process and two side by side, median of %d)" % repeat)
+            try:
+                report["connections"] = connections(broker, native, sizes, repeat, log)
+            except RuntimeError as exc:
+                log("  connections FAILED: %s" % exc)
         if "latency" in modes:
             log("latency (%d msgs/s)" % LATENCY_RATE)
             try:
@@ -396,6 +455,14 @@ def main():
         print()
         print(table(report["throughput"]))
         chart(report["throughput"], os.path.join(opts.out, "latest.png"))
+    if "connections" in report:
+        print()
+        print("| native loop | size | 1 connection msgs/s | 2 connections msgs/s | × | broker cores (1 / 2) |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for r in report["connections"]:
+            print("| %s | %d B | %s | %s | %.2f | %.2f / %.2f |" % (
+                r["kind"], r["size"], format(int(r["msgs_per_s_1"]), ","), format(int(r["msgs_per_s_2"]), ","),
+                r["ratio"], r["broker_cores_1"], r["broker_cores_2"]))
     if "latency" in report:
         print()
         print("| latency at %d msgs/s | p50 ms | p99 ms | max ms |" % LATENCY_RATE)
