@@ -4,8 +4,11 @@ Every class carries ``code``, ``name``, ``retriable`` and ``fatal``. Kafka proto
 codes (the broker's numbers, ``-1`` and up) map to :class:`ProtocolClientError`
 subclasses, librdkafka's local codes (``-200`` .. ``-100``) to the pykafka class of the
 same meaning, or to :class:`RdKafkaException`. :func:`for_code` never fails: an unknown
-code still gets a class. Pure Python: this module imports without the extension.
+code still gets a class. :class:`CallState` carries an exception raised where its caller
+cannot see it (a librdkafka callback, a background thread) back to the caller. Pure Python:
+this module imports without the extension.
 """
+import threading
 
 _BY_CODE = {}
 
@@ -127,6 +130,15 @@ class KafkaTimeoutError(RdKafkaException, codes=(-185, -192)):
     retriable = True
 
 
+class AssignmentLost(RdKafkaException, codes=(-142,)):
+    """The group took this member's partitions away (``_ASSIGNMENT_LOST``); it rejoins."""
+
+
+class MaxPollExceeded(RdKafkaException, codes=(-147,)):
+    """The member did not call ``consume()`` within ``max_poll_interval_ms`` and left the
+    group (``_MAX_POLL_EXCEEDED``); it rejoins."""
+
+
 # -- Kafka protocol errors (pykafka's ERROR_CODE classes) -------------------------------------
 
 class ProtocolClientError(KafkaException):
@@ -235,3 +247,54 @@ class TopicAlreadyExists(ProtocolClientError, codes=(36,)):
 
 
 ERROR_CODES = {code: cls for code, cls in _BY_CODE.items() if code >= -1}
+
+
+# -- the way back for exceptions raised out of the caller's sight -----------------------------
+
+class CallState:
+    """Exceptions raised where the caller cannot see them -- in a librdkafka callback, on a
+    background thread, in a message held back -- kept until the caller's next call raises
+    them (what confluent-kafka's ``CallState_crash`` / ``CallState_end`` do in C).
+
+    ``crash(exc, item)`` keeps an exception (``item``: what it concerns, for instance the
+    message whose delivery failed); ``check()`` raises the oldest one kept, or, with
+    ``combine``, ``combine([(item, exc), ...])`` for all of them at once. Safe to use from any
+    thread; nothing kept is dropped.
+    """
+    __slots__ = ("_pending", "_lock")
+
+    def __init__(self):
+        self._pending = []
+        self._lock = threading.Lock()
+
+    def crash(self, exc, item=None):
+        """Keep ``exc`` (about ``item``) for the caller's next :meth:`check`."""
+        with self._lock:
+            self._pending.append((item, exc))
+
+    def __bool__(self):
+        return bool(self._pending)
+
+    def __len__(self):
+        return len(self._pending)
+
+    def check(self, combine=None):
+        """Raise what was kept: the oldest exception (the others wait for the next call), or
+        ``combine(pairs)`` for all the ``(item, exception)`` pairs kept."""
+        if not self._pending:
+            return
+        with self._lock:
+            if not self._pending:
+                return
+            if combine is None:
+                exc = self._pending.pop(0)[1]
+            else:
+                pending, self._pending = self._pending, []
+                exc = combine(pending)
+        raise exc
+
+    def take(self):
+        """Every ``(item, exception)`` pair kept, no longer kept."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        return pending

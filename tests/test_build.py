@@ -18,6 +18,8 @@ EXPECTED_NAMES = {
     "RdKafkaStoppedException": {"_DESTROY"},
     "SocketDisconnectedError": {"_TRANSPORT"},
     "KafkaTimeoutError": {"_TIMED_OUT", "_MSG_TIMED_OUT"},
+    "AssignmentLost": {"_ASSIGNMENT_LOST"},
+    "MaxPollExceeded": {"_MAX_POLL_EXCEEDED"},
     "NoBrokersAvailableError": {"_ALL_BROKERS_DOWN"},
     "ProducerQueueFullError": {"_QUEUE_FULL"},
     "UnknownError": {"UNKNOWN"},
