@@ -13,7 +13,7 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 CDEF_DIR = os.path.join(HERE, "csrc", "cdef")
 # types.h first: the other files use its types and can then come in any order.
-CDEF_FILES = ["types.h", "conf.h", "error.h", "handle.h", "topic.h", "message.h", "queue.h",
+CDEF_FILES = ["types.h", "guard.h", "conf.h", "error.h", "handle.h", "topic.h", "message.h", "queue.h",
               "consumer.h", "partitions.h", "metadata.h", "admin.h", "mock.h", "callbacks.h"]
 # The C helpers are declared once, in their own header; cdef reads it without the
 # preprocessor lines, which it cannot parse.
@@ -52,10 +52,7 @@ ffibuilder.set_source(
     #include <librdkafka/rdkafka_mock.h>
     #include "pyrdk_helpers.h"
     """,
-    sources=[os.path.relpath(os.path.join(HERE, "csrc", name))
-             for name in ("pyrdk_helpers.c", "pyrdk_messages.c")],
-    # pyrdk_messages.c uses CPython's own API (Message's slot layout), not the stable ABI.
-    py_limited_api=False,
+    sources=[os.path.relpath(os.path.join(HERE, "csrc", "pyrdk_helpers.c"))],
     include_dirs=_include,
     # No libraries=["rdkafka"]: the runtime library is chosen by pyrdk/_loader.py.
 )

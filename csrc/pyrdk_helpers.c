@@ -1,5 +1,6 @@
-/* C glue compiled into pyrdk._rdkafka: calls cffi cannot make (variadic ones) and the
- * delivery-report path, which runs on librdkafka's polling thread without the GIL. */
+/* C glue compiled into pyrdk._rdkafka: a call cffi cannot make (the variadic
+ * rd_kafka_producev) and the delivery-report path, which runs on librdkafka's thread
+ * without the GIL. The hot paths that make Python objects are the C core's (csrc/core/). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,19 +119,7 @@ void pyrdk_dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) 
         pthread_mutex_unlock(&op->lock);
 }
 
-/* Move up to max reports, oldest first, into out; the number moved. */
-size_t pyrdk_reports_drain(pyrdk_opaque_t *op, pyrdk_report_t *out, size_t max) {
-        size_t n;
-        pthread_mutex_lock(&op->lock);
-        n = op->cnt < max ? op->cnt : max;
-        memcpy(out, op->reports, n * sizeof(*out));
-        memmove(op->reports, op->reports + n, (op->cnt - n) * sizeof(*out));
-        op->cnt -= n;
-        pthread_mutex_unlock(&op->lock);
-        return n;
-}
-
-/* Like pyrdk_reports_drain(), into one array per field (cheaper to read from Python). */
+/* Move up to max reports, oldest first, into one array per field; the number moved. */
 size_t pyrdk_reports_drain_columns(pyrdk_opaque_t *op, uintptr_t *ids, int *errs, int32_t *partitions,
                                    int64_t *offsets, int64_t *timestamps, size_t max) {
         size_t n;
@@ -210,29 +199,6 @@ size_t pyrdk_reports_wait(pyrdk_opaque_t *op, int timeout_ms) {
         return n;
 }
 
-/* The guard: sequentially consistent atomics, so that either pyrdk_guard_enter() sees
- * closing set, or pyrdk_guard_close()'s caller sees the user and waits for it. */
-int pyrdk_guard_enter(pyrdk_guard_t *g) {
-        __atomic_add_fetch(&g->users, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&g->closing, __ATOMIC_SEQ_CST)) {
-                pyrdk_guard_leave(g);
-                return 0;
-        }
-        return 1;
-}
-
-void pyrdk_guard_leave(pyrdk_guard_t *g) {
-        __atomic_sub_fetch(&g->users, 1, __ATOMIC_SEQ_CST);
-}
-
-void pyrdk_guard_close(pyrdk_guard_t *g) {
-        __atomic_store_n(&g->closing, 1, __ATOMIC_SEQ_CST);
-}
-
-int pyrdk_guard_users(pyrdk_guard_t *g) {
-        return __atomic_load_n(&g->users, __ATOMIC_SEQ_CST);
-}
-
 static rd_kafka_resp_err_t produce_one(rd_kafka_t *rk, rd_kafka_topic_t *rkt, int32_t partition,
                                        const void *value, size_t value_len, const void *key,
                                        size_t key_len, int64_t timestamp, rd_kafka_headers_t *headers,
@@ -279,146 +245,6 @@ rd_kafka_resp_err_t pyrdk_produce(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka
         }
         if (err && headers)
                 rd_kafka_headers_destroy(headers);
-        return err;
-}
-
-/* pyrdk_produce() without timestamp or headers, its other arguments in one struct. */
-rd_kafka_resp_err_t pyrdk_send(const pyrdk_sender_t *s, int32_t partition, const char *value,
-                               size_t value_len, const char *key, size_t key_len, uintptr_t id) {
-        rd_kafka_resp_err_t err;
-
-        if (value_len + key_len > s->max_size)
-                return RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
-        if (!pyrdk_guard_enter(s->guard))
-                return (rd_kafka_resp_err_t)PYRDK_ERR_CLOSED;
-        err = produce_one(s->rk, s->rkt, partition, value, value_len, key, key_len, 0, NULL, id);
-        pyrdk_guard_leave(s->guard);
-        return err;
-}
-
-/* msgs[0..n), none within SIZE_MARGIN of the size limit, to partition in one
- * rd_kafka_produce_batch() call (copied): the partition is looked up and the clock read
- * once. Only a full queue then refuses some, and librdkafka refuses every one after the
- * first, so the queued ones come first; returns how many, the next one carrying the err. */
-int pyrdk_produce_run(rd_kafka_topic_t *rkt, int32_t partition, rd_kafka_message_t *msgs, int n) {
-        int queued;
-
-        rd_kafka_produce_batch(rkt, partition, RD_KAFKA_MSG_F_COPY, msgs, n);
-        for (queued = 0; queued < n && !msgs[queued].err; queued++)
-                ;
-        return queued;
-}
-
-/* pyrdk_produce_batch()'s messages, and how far it has got: values and keys point at
- * message i's. */
-typedef struct {
-        const char *values, *keys;
-        const size_t *value_lens, *key_lens;
-        size_t i, cnt, max_size;
-        uint64_t start, run;
-        int32_t partition_cnt;
-} batch_t;
-
-static int has_key(const batch_t *b, size_t i) {
-        return b->keys && b->key_lens[i] != (size_t)-1;
-}
-
-static size_t key_len_at(const batch_t *b, size_t i) {
-        return has_key(b, i) ? b->key_lens[i] : 0;
-}
-
-static int32_t partition_at(const batch_t *b, size_t i) {
-        return b->partition_cnt > 0 ? (int32_t)((b->start + i) / b->run % (uint64_t)b->partition_cnt)
-                                    : RD_KAFKA_PARTITION_UA;
-}
-
-static int batchable(const batch_t *b, size_t i) {
-        return b->partition_cnt > 0 && b->value_lens[i] + key_len_at(b, i) + SIZE_MARGIN <= b->max_size;
-}
-
-static void skip(batch_t *b, size_t n) {
-        for (; n > 0; n--, b->i++) {
-                b->values += b->value_lens[b->i];
-                if (b->keys)
-                        b->keys += key_len_at(b, b->i);
-        }
-}
-
-/* The next messages of one partition that can go in a batch, up to BATCH_AT_ONCE, through
- * pyrdk_produce_run(); or the next message alone. Moves past those queued and returns the
- * error that stopped the rest. */
-static rd_kafka_resp_err_t produce_next(rd_kafka_t *rk, rd_kafka_topic_t *rkt, batch_t *b) {
-        rd_kafka_message_t msgs[BATCH_AT_ONCE];
-        int32_t partition = partition_at(b, b->i);
-        const char *value = b->values, *key = b->keys;
-        int n = 0, queued;
-
-        if (!batchable(b, b->i)) {
-                rd_kafka_resp_err_t err = produce_one(rk, rkt, partition, value, b->value_lens[b->i],
-                                                      has_key(b, b->i) ? key : NULL,
-                                                      key_len_at(b, b->i), 0, NULL, 0);
-                if (!err)
-                        skip(b, 1);
-                return err;
-        }
-        for (size_t i = b->i; i < b->cnt && n < BATCH_AT_ONCE && partition_at(b, i) == partition &&
-                              batchable(b, i);
-             i++, n++) {
-                memset(&msgs[n], 0, sizeof(msgs[n]));
-                msgs[n].payload = (void *)value;
-                msgs[n].len = b->value_lens[i];
-                msgs[n].key = has_key(b, i) ? (void *)key : NULL;
-                msgs[n].key_len = key_len_at(b, i);
-                value += b->value_lens[i];
-                if (key)
-                        key += key_len_at(b, i);
-        }
-        queued = pyrdk_produce_run(rkt, partition, msgs, n);
-        skip(b, (size_t)queued);
-        return queued < n ? msgs[queued].err : RD_KAFKA_RESP_ERR_NO_ERROR;
-}
-
-/* cnt messages without an id (their reports are counted in C, failures kept with their
- * value and key): value i is the value_lens[i] bytes after value i-1 in values; keys
- * likewise, (size_t)-1 meaning no key, keys NULL meaning none at all. Message i goes to
- * partition ((start + i) / run) % partition_cnt: runs of run messages, round robin over
- * the partitions, so that each partition's batch fills at once (librdkafka's partitioner
- * if partition_cnt is 0); a run is handed over with rd_kafka_produce_batch(). A full
- * queue is waited on (serving the delivery reports, sending at once) for up to block_ms
- * in all, then RD_KAFKA_RESP_ERR__QUEUE_FULL is returned.
- * *done is the number queued; it stops at the first error. */
-rd_kafka_resp_err_t pyrdk_produce_batch(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
-                                        int32_t partition_cnt, uint64_t start, uint64_t run,
-                                        const char *values, const size_t *value_lens,
-                                        const char *keys, const size_t *key_lens, size_t cnt,
-                                        size_t max_size, int block_ms, size_t *done) {
-        batch_t b = {values, keys, value_lens, key_lens, 0, cnt, max_size, start, run, partition_cnt};
-        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-        int waited_ms = 0;
-
-        *done = 0;
-        if (!pyrdk_guard_enter(guard))
-                return (rd_kafka_resp_err_t)PYRDK_ERR_CLOSED;
-        while (b.i < cnt) {
-                size_t before = b.i;
-
-                if (value_lens[b.i] + key_len_at(&b, b.i) > max_size) {
-                        err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
-                        break;
-                }
-                err = produce_next(rk, rkt, &b);
-                if (before >> 10 != b.i >> 10)
-                        rd_kafka_poll(rk, 0); /* serve delivery reports as we go, as a C loop would */
-                if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && waited_ms < block_ms) {
-                        rd_kafka_flush(rk, 10); /* sends at once, whatever linger.ms says */
-                        waited_ms += 10;
-                        continue;
-                }
-                if (err)
-                        break;
-        }
-        pyrdk_guard_leave(guard);
-        *done = b.i;
         return err;
 }
 

@@ -60,7 +60,8 @@ except ImportError as exc:
     raise ImportError("BalancedConsumer needs kazoo: pip install 'pyrdk[zookeeper]' (%s)" % exc) from exc
 
 from pyrdk.common import OffsetType, check_int
-from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, PartitionOwnedError,
+from pyrdk.consumer import auto_commit_due, check_auto_offset_reset, check_running
+from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, PartitionOwnedError,
                               UnicodeException)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
 from pyrdk.simpleconsumer import SimpleConsumer
@@ -196,9 +197,7 @@ class BalancedConsumer:
             offsets_commit_max_retries=offsets_commit_max_retries, auto_offset_reset=auto_offset_reset,
             deserializer=deserializer, reset_offset_on_fetch=reset_offset_on_fetch,
             rdkafka_config=rdkafka_config)
-        if auto_offset_reset not in (OffsetType.EARLIEST, OffsetType.LATEST):
-            raise ValueError("auto_offset_reset must be OffsetType.EARLIEST (-2) or LATEST (-1), not %r"
-                             % (auto_offset_reset,))
+        check_auto_offset_reset(auto_offset_reset)
 
         self._consumer_id = ("%s:%s" % (socket.gethostname(), uuid.uuid4())).encode()
         group = self._consumer_group.decode()
@@ -210,7 +209,7 @@ class BalancedConsumer:
         self._owns_zookeeper = zookeeper is None
         self._running = False
         self._worker = None
-        self._worker_exception = None
+        self._calls = CallState()  # what the coordinator thread met, raised by consume()
         self._stopping = threading.Event()
         self._wakeup = threading.Event()  # a watch or a state change: look at the group again
         self._unblock = threading.Event()  # set while the coordinator needs the consumer
@@ -348,15 +347,12 @@ class BalancedConsumer:
             stopping.set()
 
     def _check_running(self):
-        if not self._running:
-            raise ConsumerStoppedException("the consumer is stopped; call start() or use a new one")
+        check_running(self._running)
 
     def _raise_worker_exceptions(self):
-        """Raise, once, an error the coordinator thread met (PartitionOwnedError, an
+        """Raise, once each, the errors the coordinator thread met (PartitionOwnedError, an
         exception of post_rebalance_callback...)."""
-        exc, self._worker_exception = self._worker_exception, None
-        if exc is not None:
-            raise exc
+        self._calls.check()
 
     # -- consuming -----------------------------------------------------------------------------
 
@@ -450,8 +446,7 @@ class BalancedConsumer:
             self._consumer.reset_offsets(partition_offsets=partition_offsets)
 
     def _maybe_auto_commit(self):
-        if self._auto_commit_enable and \
-                (time.monotonic() - self._last_commit) * 1000 >= self._auto_commit_interval_ms:
+        if auto_commit_due(self._auto_commit_enable, self._last_commit, self._auto_commit_interval_ms):
             with self._lock:
                 self._commit_done()
 
@@ -533,7 +528,7 @@ class BalancedConsumer:
                 reset = self._post_rebalance_callback(self, old_offsets, new_offsets)
             except Exception as exc:
                 log.exception("post_rebalance_callback raised")
-                self._worker_exception = exc
+                self._calls.crash(exc)
                 return
             if reset and self._consumer is not None:
                 self._consumer.reset_offsets(partition_offsets=sorted(reset.items()))
@@ -740,11 +735,13 @@ class BalancedConsumer:
                 attempts += 1
                 if attempts > self._rebalance_max_retries:
                     pid = min(self._blocked)
-                    self._worker_exception = PartitionOwnedError(
+                    exc = PartitionOwnedError(
                         self._topic.partitions[pid],
                         "partitions %s are still owned by other members after %d retries; "
                         "retrying" % (sorted(self._blocked), self._rebalance_max_retries))
-                    log.warning("%s", self._worker_exception)
+                    log.warning("%s", exc)
+                    if not self._calls:  # one is enough while it goes on
+                        self._calls.crash(exc)
                     attempts = 0
                 retry_at = time.monotonic() + max(attempts, 1) * self._rebalance_backoff_ms / 1000.0
             except (KazooException, KazooTimeoutError) as exc:
@@ -756,7 +753,7 @@ class BalancedConsumer:
                 return
             except Exception as exc:
                 log.exception("%s: rebalance failed", self._consumer_id)
-                self._worker_exception = exc
+                self._calls.crash(exc)
                 retry_at = time.monotonic() + max(self._rebalance_backoff_ms / 1000.0, 0.1)
 
     def _renew(self):

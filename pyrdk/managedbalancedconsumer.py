@@ -10,8 +10,8 @@ fetched but did not return; the next owner starts from that commit. With commit-
 nothing is handed to two members, across rebalances, crashes (from the last commit) and
 restarts.
 
-Everything else (consume, batches, offsets, deserializer) is :class:`SimpleConsumer`'s, over
-the partitions the group gives this member.
+Everything else (consume, batches, offsets, deserializer) is :class:`pyrdk.consumer.Consumer`'s,
+as for :class:`SimpleConsumer`, over the partitions the group gives this member.
 
 When the group is rebalancing, a commit may be refused (``UNKNOWN_MEMBER_ID`` — Tansu answers
 it in concurrent rebalances —, ``ILLEGAL_GENERATION``, ``REBALANCE_IN_PROGRESS``). The
@@ -22,21 +22,23 @@ back; otherwise their next owner starts from the last commit that succeeded (at 
 import logging
 
 from pyrdk.common import OffsetType
-from pyrdk.exceptions import ConsumerStoppedException, KafkaException
+from pyrdk.consumer import Consumer, logical
+from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
+                              MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle
 from pyrdk.rd.partitions import OFFSET_INVALID
-from pyrdk.simpleconsumer import SimpleConsumer, _logical
 
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
 ZOOKEEPER_ONLY = ("zookeeper_connect", "zookeeper_hosts", "zookeeper",
                   "zookeeper_connection_timeout_ms")
-REBALANCING = (22, 25, 27)  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
-# ...and the events that tell a member it lost its assignment (it rejoins by itself):
-REJOINING = REBALANCING + (-147, -142)  # _MAX_POLL_EXCEEDED, _ASSIGNMENT_LOST
+# The group refuses a commit with these while it rebalances...
+REBALANCING = (IllegalGeneration, UnknownMemberId, RebalanceInProgress)
+# ...and these events tell a member it lost its assignment (it rejoins by itself).
+REJOINING = REBALANCING + (MaxPollExceeded, AssignmentLost)
 
 
 def _strategy(membership_protocol):
@@ -55,7 +57,7 @@ def _strategy(membership_protocol):
     return name
 
 
-class ManagedBalancedConsumer(SimpleConsumer):
+class ManagedBalancedConsumer(Consumer):
     """A member of a consumer group balanced by the broker (pykafka 2.8's signature, and
     ``topic.get_balanced_consumer(consumer_group, managed=True, **kwargs)``).
 
@@ -85,7 +87,7 @@ class ManagedBalancedConsumer(SimpleConsumer):
         thread that calls ``consume()``; their exceptions are raised there.
     :param rdkafka_config: any librdkafka properties, applied last
 
-    The other parameters are :class:`SimpleConsumer`'s. ``auto_commit_enable`` commits
+    The other parameters are :class:`pyrdk.simpleconsumer.SimpleConsumer`'s. ``auto_commit_enable`` commits
     every ``auto_commit_interval_ms`` and at ``stop()``; held offsets are committed before
     a rebalance revokes partitions whatever its value, as pykafka does.
     ``num_consumer_fetchers``, ``rebalance_max_retries``, ``rebalance_backoff_ms``,
@@ -133,26 +135,22 @@ class ManagedBalancedConsumer(SimpleConsumer):
         if group_instance_id is not None:
             config["group.instance.id"] = group_instance_id
         config.update(rdkafka_config or {})
+        if isinstance(consumer_group, str):
+            consumer_group = consumer_group.encode()
         super().__init__(
-            topic, cluster, consumer_group=consumer_group,
-            fetch_message_max_bytes=fetch_message_max_bytes, auto_commit_enable=auto_commit_enable,
-            auto_commit_interval_ms=auto_commit_interval_ms, queued_max_messages=queued_max_messages,
-            fetch_min_bytes=fetch_min_bytes, fetch_error_backoff_ms=fetch_error_backoff_ms,
-            fetch_wait_max_ms=fetch_wait_max_ms, offsets_channel_backoff_ms=offsets_channel_backoff_ms,
-            offsets_commit_max_retries=offsets_commit_max_retries, auto_offset_reset=auto_offset_reset,
-            consumer_timeout_ms=consumer_timeout_ms, auto_start=False,
-            reset_offset_on_start=reset_offset_on_start, deserializer=deserializer,
-            reset_offset_on_fetch=reset_offset_on_fetch, rdkafka_config=config)
+            topic, cluster, consumer_group, fetch_message_max_bytes, auto_commit_enable,
+            auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,
+            fetch_wait_max_ms, offsets_channel_backoff_ms, offsets_commit_max_retries, auto_offset_reset,
+            consumer_timeout_ms, reset_offset_on_start, deserializer, reset_offset_on_fetch,
+            consumer_group.decode(), config)
         self._post_rebalance_callback = post_rebalance_callback
         self._listener = listener
-        self._partitions = {}
         self._started = set()  # partitions assigned since start(): reset_offset_on_start is done
         self._refused = {}  # partition id -> next offset whose commit the group refused
         self._revoked = set()  # partitions revoked during the current fetch
         self._before = None  # held_offsets when the current rebalance began
         self._assigned = []  # assigned partitions whose listener call is due
         self._commit_due = False  # refused offsets became start offsets: commit them
-        self._callback_error = None  # raised by consume() after the rebalance callback
         if auto_start:
             self.start()
 
@@ -163,21 +161,18 @@ class ManagedBalancedConsumer(SimpleConsumer):
         if self._running:
             return
         self._outage = self._cluster.broker_outage()
-        self._handle = Handle("consumer", self._config,
-                              Callbacks(on_error=self._outage.on_error, on_rebalance=self._on_rebalance),
-                              closed_exc=ConsumerStoppedException)
+        handle = Handle("consumer", self._config,
+                        Callbacks(on_error=self._outage.on_error, on_rebalance=self._on_rebalance),
+                        closed_exc=ConsumerStoppedException)
         try:
-            self._handle.subscribe([self._topic_name])
+            handle.subscribe([self._topic_name])
         except BaseException:
-            self._handle.close()
+            handle.close()
             raise
-        self._partitions = {}
-        self._next.clear()
-        self._paused.clear()
-        self._stash.clear()
-        self._buffer.clear()
+        self._forget(list(self._core.next_offsets()))
+        self._set_partitions({})
         self._started.clear()
-        self._running = True
+        self._open(handle)
 
     def stop(self):
         """Commit held offsets if auto-commit is on (as SimpleConsumer does), then leave the
@@ -187,14 +182,11 @@ class ManagedBalancedConsumer(SimpleConsumer):
             return
         try:
             if self._auto_commit_enable:
-                self._commit_held(sorted(self._next), "stop")
+                self._commit_held(sorted(self._core.next_offsets()), "stop")
         finally:
-            self._running = False
-            self._buffer.clear()
-            self._stash.clear()
-            self._handle.close()  # serves the final revocation
-            self._partitions = {}
-            self._next.clear()
+            self._close()  # serves the final revocation
+            self._set_partitions({})
+            self._forget(list(self._core.next_offsets()))
 
     @property
     def member_id(self):
@@ -217,28 +209,22 @@ class ManagedBalancedConsumer(SimpleConsumer):
                 return None
             return self._assign(pids)
         except BaseException as exc:
-            self._hold(exc)
+            self._calls.crash(exc)
             return None
-
-    def _hold(self, exc):
-        if self._callback_error is None:
-            self._callback_error = exc
 
     def _revoke(self, pids):
         try:
             self._notify_assigned()  # assigned before revoked, always
         except BaseException as exc:
-            self._hold(exc)
+            self._calls.crash(exc)
         if not self._handle.closing:
             self._commit_held(pids, "revocation")
         self._drop_buffered(pids)
         self._revoked.update(pids)
         partitions = dict(self._partitions)
         revoked = [partitions.pop(pid) for pid in pids if pid in partitions]
-        self._partitions = partitions
-        for pid in pids:
-            self._next.pop(pid, None)
-            self._paused.discard(pid)
+        self._set_partitions(partitions)
+        self._forget(pids)
         if self._listener is not None and revoked:
             self._listener.on_partitions_revoked(revoked)
 
@@ -257,19 +243,19 @@ class ManagedBalancedConsumer(SimpleConsumer):
             if pid in refused:
                 starts[pid] = refused[pid]
             elif self._reset_offset_on_start and pid not in self._started:
-                starts[pid] = _logical(self._auto_offset_reset)
+                starts[pid] = logical(self._auto_offset_reset)
             else:
                 starts[pid] = OFFSET_INVALID  # the committed offset
             self._started.add(pid)
-            self._next[pid] = starts[pid] if starts[pid] >= 0 else None
-        self._partitions = partitions
+            self._core.set_next(pid, starts[pid] if starts[pid] >= 0 else None)
+        self._set_partitions(partitions)
         before, self._before = self._before or {}, None
         self._assigned.extend(known[pid] for pid in pids)
         if self._post_rebalance_callback is not None:
             try:
                 self._call_post_rebalance(before, starts)
             except BaseException as exc:
-                self._hold(exc)
+                self._calls.crash(exc)
         return [(self._topic_name, pid, starts[pid]) for pid in pids]
 
     def _take_refused(self, pids):
@@ -305,11 +291,11 @@ class ManagedBalancedConsumer(SimpleConsumer):
                 raise ValueError("post_rebalance_callback returned partition %r, not one assigned "
                                  "to this member (%s)" % (pid, sorted(starts)))
             if offset in (OffsetType.EARLIEST, OffsetType.LATEST):
-                starts[pid] = _logical(offset)
-                self._next[pid] = None
+                starts[pid] = logical(offset)
+                self._core.set_next(pid, None)
             elif isinstance(offset, int) and not isinstance(offset, bool) and offset >= -1:
                 starts[pid] = offset + 1
-                self._next[pid] = offset + 1
+                self._core.set_next(pid, offset + 1)
             else:
                 raise ValueError("post_rebalance_callback returned offset %r for partition %d: use "
                                  "the last consumed offset or an OffsetType" % (offset, pid))
@@ -320,15 +306,14 @@ class ManagedBalancedConsumer(SimpleConsumer):
             self._listener.on_partitions_assigned(assigned)
 
     def _fetch(self, max_messages, timeout_ms):
-        """SimpleConsumer's fetch, minus what a rebalance during it made stale: messages of
+        """Consumer's fetch, minus what a rebalance during it made stale: messages of
         partitions revoked meanwhile (fetched before the revocation; if the partition came
-        back, it is rewound to the first of them)."""
+        back, it is rewound to the first of them). A callback's error is raised once the
+        messages fetched with it are safe in the buffer."""
         self._revoked = set()
         try:
             super()._fetch(max_messages, timeout_ms)
-        except KafkaException as exc:
-            if exc.code not in REJOINING:
-                raise
+        except REJOINING as exc:
             log.warning("%s; the member rejoins the group", exc)
         finally:
             if self._revoked:
@@ -337,21 +322,13 @@ class ManagedBalancedConsumer(SimpleConsumer):
             self._commit_due = False
             self.commit_offsets()
         self._notify_assigned()
-        exc, self._callback_error = self._callback_error, None
-        if exc is not None:
-            raise exc
+        self._calls.check()
 
     def _drop_stale(self, revoked):
         rewind = {}
-        kept = []
-        for msg in self._buffer:
-            if msg.partition_id in revoked:
-                if msg.partition_id in self._partitions:
-                    rewind[msg.partition_id] = min(msg.offset, rewind.get(msg.partition_id, msg.offset))
-            else:
-                kept.append(msg)
-        self._buffer.clear()
-        self._buffer.extend(kept)
+        for msg in self._drop_buffered(revoked):
+            if msg.partition_id in self._partitions:
+                rewind[msg.partition_id] = min(msg.offset, rewind.get(msg.partition_id, msg.offset))
         if rewind:
             self._handle.seek([(self._topic_name, pid, offset) for pid, offset in sorted(rewind.items())])
 
@@ -363,29 +340,27 @@ class ManagedBalancedConsumer(SimpleConsumer):
         (see the module's documentation) instead of raised."""
         try:
             super().commit_offsets(partition_offsets)
-        except KafkaException as exc:
-            if exc.code not in REBALANCING:
-                raise
+        except REBALANCING as exc:
             self._keep_refused(partition_offsets, exc)
 
     def _commit_held(self, pids, why):
         """Commit the held offsets of ``pids`` before they go; never raises for a broker
         or group error (the next owner then starts from the last commit)."""
-        offsets = [(pid, self._next[pid]) for pid in pids if self._next.get(pid) is not None]
+        held = self._core.next_offsets()
+        offsets = [(pid, held[pid]) for pid in pids if held.get(pid) is not None]
         if not offsets:
             return
         try:
-            SimpleConsumer.commit_offsets(self, offsets)
+            Consumer.commit_offsets(self, offsets)
+        except REBALANCING as exc:
+            self._keep_refused(offsets, exc)
         except KafkaException as exc:
-            if exc.code in REBALANCING:
-                self._keep_refused(offsets, exc)
-            else:
-                log.warning("commit before %s failed (%s); the next owner starts from the last "
+            log.warning("commit before %s failed (%s); the next owner starts from the last "
                             "committed offsets", why, exc)
 
     def _keep_refused(self, partition_offsets, exc):
         if partition_offsets is None:
-            partition_offsets = [(pid, nxt) for pid, nxt in self._next.items() if nxt is not None]
+            partition_offsets = [(pid, nxt) for pid, nxt in self._core.next_offsets().items() if nxt is not None]
         for p, offset in partition_offsets:
             self._refused[getattr(p, "id", p)] = offset
         log.warning("commit refused while the group rebalances (%s); kept for after the rejoin", exc)

@@ -1,33 +1,36 @@
 """Producer: pykafka's asynchronous producer on librdkafka (``rd_kafka_produce_batch``,
 ``rd_kafka_producev``).
 
-``produce()`` picks a partition with the partitioner, queues the message for that
-partition (handed to librdkafka 64 at a time, or by the poller thread) and returns; a
-message with a timestamp or headers, or one that must be refused or waited on at once,
-goes to librdkafka straight away. Delivery reports are recorded in C (``pyrdk_dr_msg_cb``)
-and dispatched in Python by ``produce()``, ``flush()``, ``get_delivery_report()`` and a
-small poller thread; a failed delivery reaches the user through ``get_delivery_report()`` when
+``produce()`` has one fast path and one general path. The fast path is the core's
+(:mod:`pyrdk.core`): a message of bytes with no timestamp or headers gets a partition and a
+``Message``, and waits in its partition's queue, handed to librdkafka 64 at a time or by the
+poller thread. Everything else -- a serializer, a timestamp or headers, ``sync``, delivery
+reports, a full queue, a failure to raise, an outage, a stopped producer -- takes the general
+path, :meth:`Producer._produce_general`, one ``rd_kafka_producev`` call per message.
+
+Delivery reports are recorded in C (``pyrdk_dr_msg_cb``) and handed to the core by whichever
+thread serves them (``produce()``'s general path, ``flush()``, ``get_delivery_report()``, the
+poller thread); a failed delivery reaches the user through ``get_delivery_report()`` when
 ``delivery_reports=True``, from ``produce()`` itself when ``sync=True``, and otherwise as
 ``ProduceFailureError`` on the next ``produce()``, ``flush()`` or ``stop()``.
 """
 import atexit
 import datetime
-import itertools
 import logging
 import queue
-import random
 import threading
 import weakref
 
-from pyrdk.common import CompressionType, Message, check_int
-from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
+from pyrdk.common import CompressionType, check_int
+from pyrdk.core import Message, producer_core
+from pyrdk.exceptions import (CallState, KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
                               ProduceFailureError, ProducerQueueFullError, ProducerStoppedException)
 from pyrdk.partition import to_timestamp_ms
 from pyrdk.partitioners import random_partitioner
 from pyrdk.rd.callbacks import Callbacks
+from pyrdk.rd.errors import QUEUE_FULL
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
-from pyrdk.rd.message import buffered_produce, pack_values, pending_table, send_message
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +39,8 @@ _unstopped = weakref.WeakSet()  # started and not stopped: stopped at exit, so n
 POLL_MS = 100
 QUEUE_FULL_WAIT_MS = 10
 STOP_PURGE_WAIT_MS = 1000
-DISPATCH_EVERY = 4096  # a power of two: produce() tests it with a mask
-BUFFER_CAP = 64  # produce()'s messages handed to librdkafka at once, per partition
-BUFFER_MIN_LINGER_MS = 5  # below it, produce() hands each message over at once
-BUFFERED_IDS = 1 << 48  # the first id of a buffered message (the others count from 1)
+BATCH = 64  # produce()'s messages handed to librdkafka at once, per partition
+BATCH_MIN_LINGER_MS = 5  # below it, produce() hands each message over at once
 RECORD_OVERHEAD = 36  # librdkafka's RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD, counted against max_request_size
 
 
@@ -84,11 +85,9 @@ class Producer:
     ``batch.size`` (1 MB), whichever fills first. A full queue of ``max_queued_messages``
     is waited on 10 ms at a time, sending at once. :meth:`produce` makes one ``Message`` per
     message and, as pykafka does, queues it for a moment before sending: each partition's
-    messages go to librdkafka 64 at a time, and at least every ``linger_ms`` (100 ms at
-    most) from the poller thread; then librdkafka lingers as usual. A ``Message`` its caller
-    has let go of two calls later is freed then; should its message fail, the
-    ``ProduceFailureError`` names a ``Message`` made anew with its value, key and partition.
-    :meth:`produce_batch` makes no ``Message``.
+    messages go to librdkafka 64 at a time (with ``linger_ms`` of 5 or more), and at least
+    every ``linger_ms`` (100 ms at most) from the poller thread; then librdkafka lingers as
+    usual. :meth:`produce_batch` makes no ``Message``.
     """
 
     def __init__(self, cluster, topic, partitioner=None, compression=CompressionType.NONE,
@@ -132,23 +131,14 @@ class Producer:
             # pykafka's default required_acks=1 becomes -1 (the stronger guarantee).
             self._config["request.required.acks"] = -1
         self._partition_list = sorted(topic.partitions.values())
-        # The default partitioner, pykafka's RandomPartitioner (round robin from a random
-        # start), is done inline here, and in C by produce_batch().
-        self._random = self._partitioner is random_partitioner
-        self._counter = itertools.count(random.randrange(1 << 16))
-        # produce() goes the short way unless a message needs more than a value and a key.
-        self._general = sync or self._delivery_reports or serializer is not None
+        # Calls the fast path never takes: each message is waited on, reported, serialized
+        # or refused at once.
+        self._general_only = sync or self._delivery_reports or serializer is not None or not block_on_queue_full
         self._handle = None
-        self._sender = None
-        self._buffer = None
+        self._core = None
         self._running = False
-        self._pending = {}  # msg id -> Message, until its delivery report
-        self._pending_table = None  # the same for produce()'s buffered way, ids from BUFFERED_IDS
-        self._waiting = {}  # msg id -> _Delivery, for the messages of a sync produce()
-        self._batch_sent = 0  # messages sent by produce_batch() (reported in C)
-        self._failed = []
-        self._ids = itertools.count(1)
-        self._produced = 0
+        self._calls = CallState()  # failed deliveries nobody else was told about, and poller errors
+        self._waiting = {}  # Message -> _Delivery, for the messages of a sync produce()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._poller = None
@@ -158,65 +148,47 @@ class Producer:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self):
-        """Create the librdkafka producer (``rd_kafka_new``) and the poller thread."""
+        """Create the librdkafka producer (``rd_kafka_new``), its core and the poller thread."""
         with self._lock:
             if self._running:
                 return
             self._outage = self._cluster.broker_outage()
-            # With no report to hand out or wait for, the reports go to the Messages in C.
-            to_messages = None if self._sync or self._delivery_reports else self._pending
-            self._pending_table = pending_table(BUFFERED_IDS)
             self._handle = Handle("producer", self._config,
-                                  Callbacks(on_deliveries=self._on_deliveries,
-                                            pending_messages=to_messages,
-                                            pending_table=self._pending_table,
-                                            on_batch_failure=self._on_batch_failure,
-                                            on_error=self._outage.on_error),
+                                  Callbacks(on_deliveries=self._on_deliveries, on_batch_failure=self._on_batch_failure,
+                                            on_error=self._on_error),
                                   closed_exc=ProducerStoppedException)
-            self._sender = self._handle.sender(self._topic_name, self._max_request_size)
-            self._buffer = self._new_buffer()
-            if self._buffer is not None:
-                self.produce = self._buffer
-            self._batch_sent = 0
+            batch = BATCH if self._linger_ms() >= BATCH_MIN_LINGER_MS else 1
+            self._core = producer_core(
+                self._handle, self._topic_name, [(p.id, p) for p in self._partition_list],
+                None if self._partitioner is random_partitioner else self._partitioner, self._compression,
+                min(self._max_request_size, int(str(self._config["message.max.bytes"]))), batch,
+                self._sync or self._delivery_reports, self._produce_general)
+            self._core.divert = self._general_only
             self._running = True
-            self._poller = threading.Thread(target=self._poll_loop, daemon=True,
-                                            name="pyrdk-producer-poller")
+            self._poller = threading.Thread(target=self._poll_loop, args=(self._handle, self._core, batch),
+                                            daemon=True, name="pyrdk-producer-poller")
             self._poller.start()
             _unstopped.add(self)
-
-    def _new_buffer(self):
-        """produce()'s buffered way (``pyrdk_messages.c``): each partition's messages go to
-        librdkafka ``BUFFER_CAP`` at a time, in one ``rd_kafka_produce_batch`` call, and
-        at least every ``linger_ms`` (up to ``POLL_MS``) from the poller thread; they wait
-        for their reports in ``_pending_table``. Not for a subclass's own produce(), nor
-        when each message must be refused or waited on at once (``block_on_queue_full=False``,
-        ``sync``, delivery reports, a serializer, a shorter linger)."""
-        if self._general or not self._block_on_queue_full or type(self).produce is not Producer.produce \
-                or self._linger_ms() < BUFFER_MIN_LINGER_MS:
-            return None
-        return buffered_produce(self._sender, self._pending_table, self._failed, self._outage,
-                                self._partition_list, None if self._random else self._partitioner,
-                                self._topic_name, self._compression, Producer.produce.__get__(self),
-                                self._housekeeping, self._hand_off, self._on_hand_off_failure,
-                                random.randrange(1 << 16), BUFFER_CAP, DISPATCH_EVERY,
-                                int(str(self._config["message.max.bytes"])))
 
     def _linger_ms(self):
         return float(str(self._config["linger.ms"]))  # as given: an int, a float or a str
 
-    def _poll_loop(self):
-        handle = self._handle
-        buffer = self._buffer
-        tick_ms = POLL_MS if buffer is None else max(1, min(POLL_MS, int(self._linger_ms())))
+    def _poll_loop(self, handle, core, batch):
+        """The poller thread: serve librdkafka's events and delivery reports, and hand the
+        core's queues over at least every ``linger_ms`` (``POLL_MS`` at most)."""
+        tick_ms = POLL_MS if batch == 1 else max(1, min(POLL_MS, int(self._linger_ms())))
         while not handle.closing:
             try:
                 handle.poll(tick_ms)
-                if buffer is not None and buffer.buffered:
-                    buffer.hand_off()  # what a full queue refuses waits for the next tick
+                if core.queued:
+                    core.hand_off()  # what a full queue refuses waits for the next tick
+                self._refresh_partitions()
             except ProducerStoppedException:
                 return
             except BaseException as exc:  # surfaced on the next produce()/flush()/stop()
-                self._failed.append((None, exc))
+                self._fail(None, exc)
+            if self._calls:
+                core.divert = True
 
     def stop(self):
         """Deliver what is queued (waiting up to ``pending_timeout_ms``), report what could
@@ -226,9 +198,8 @@ class Producer:
             if not self._running:
                 return
             self._running = False
-        handle = self._handle
-        if self._buffer is not None:
-            self._buffer.open = 0  # produce() now raises ProducerStoppedException
+        handle, core = self._handle, self._core
+        core.close()  # produce() now raises ProducerStoppedException
         try:
             timeout_ms = self._pending_timeout_ms
             waited = self._hand_off(timeout_ms, stopping=True)
@@ -242,27 +213,11 @@ class Producer:
         finally:
             handle.close()
             self._poller.join()
-            released = []
-            if self._buffer is not None:
-                released = self._buffer.clear()  # what could not be handed over is reported below
-                self._buffer = None
-                self.__dict__.pop("produce", None)  # and the reference cycle through the buffer
-            self._handle_unreported(released)
+            # Messages whose report never came (only if librdkafka was cut short), and those
+            # never handed over: report them.
+            for msg in core.take_all():
+                self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
         self._raise_failures()
-
-    def _handle_unreported(self, released):
-        # Messages whose report never came (only if librdkafka was cut short), and released
-        # ones never handed over: report them.
-        unreported = [self._remade(partition, value, key) for partition, value, key in released]
-        for msg_id in list(self._pending):
-            msg = self._pending.pop(msg_id, None)
-            if msg is not None:
-                self._waiting.pop(msg_id, None)
-                unreported.append(msg)
-        if self._pending_table is not None:
-            unreported += self._pending_table.take_all()
-        for msg in unreported:
-            self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
 
     def __enter__(self):
         self.start()
@@ -286,108 +241,24 @@ class Producer:
         """Send ``message`` to a partition chosen by the partitioner; returns the ``Message``.
 
         Its ``offset`` (and ``timestamp``) are filled in when its delivery report arrives.
-        Unless each message must be refused or waited on at once (``sync``,
-        ``delivery_reports``, a serializer, ``block_on_queue_full=False``, ``linger_ms`` under
-        5) a message without timestamp or headers goes the buffered way: this method is
-        then replaced, on the instance, by a C callable that queues the message for its
-        partition and calls this one for anything else.
 
         :param message: bytes (or anything the serializer takes)
         :param partition_key: bytes given to the partitioner and stored as the key
         :param timestamp: ms since the epoch or a ``datetime`` (default: now)
         :param headers: ``[(str, bytes)]`` or ``{str: bytes}``
         """
+        core = self._core
+        if core is None:
+            raise ProducerStoppedException("the producer is not started; call start()")
+        return core.produce(message, partition_key, timestamp, headers)
+
+    def _produce_general(self, message, partition_key, timestamp, headers, partition):
+        """produce()'s general path: whatever the core's fast path does not take, one
+        ``rd_kafka_producev`` call per message. ``partition``: the partitioner's choice if
+        the fast path asked for it already."""
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
-        if self._failed:
-            self._raise_failures()
-        if self._outage.since is not None:
-            self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
-        if self._buffer is not None:
-            self._hand_off()  # the buffered ones first: each partition's messages stay in order
-        if self._general or timestamp is not None or headers:
-            return self._produce_general(message, partition_key, timestamp, headers)
-        # The short way: one C call (send_message) makes the Message, keeps it in _pending
-        # and sends it; the size is checked in C, and named on the error path.
-        if not self._random:
-            _check_bytes("partition_key", partition_key)  # before the partitioner sees it
-            partition = self._partitioner(self._partition_list, partition_key)
-        else:
-            partitions = self._partition_list
-            partition = partitions[next(self._counter) % len(partitions)]
-        msg_id = next(self._ids)
-        msg = send_message(self._sender, partition.id, message, partition_key, msg_id,
-                           self._pending, partition, self._topic_name, self._compression)
-        if msg.__class__ is tuple:  # librdkafka refused it
-            err, msg = msg
-            try:
-                self._sender.raise_error(err, msg.partition_id)
-            except BaseException as exc:
-                self._retry_send(exc, msg, msg_id)
-        self._produced += 1
-        if not self._produced & (DISPATCH_EVERY - 1):
-            self._housekeeping()
-        return msg
-
-    def _hand_off(self, timeout_ms=-1, stopping=False):
-        """Hand every buffered message to librdkafka, waiting (up to ``timeout_ms``; -1: for
-        ever) for room in a full queue as _enqueue() does; returns the ms waited. Once
-        stopped, only stop() itself hands over (``stopping``)."""
-        buffer, waited = self._buffer, 0
-        while buffer is not None and buffer.hand_off(stopping) and (timeout_ms < 0 or waited < timeout_ms):
-            self._handle.flush(QUEUE_FULL_WAIT_MS)
-            waited += QUEUE_FULL_WAIT_MS
-        return waited
-
-    def _on_hand_off_failure(self, msg_id, err, partition, value, key):
-        """librdkafka refused a buffered message for another reason than a full queue: it
-        is reported as a failed delivery (``msg_id`` None: released, its Message remade)."""
-        msg = self._take_pending(msg_id) if msg_id is not None else None
-        if msg is None:
-            self._on_batch_failure(errors_exception(err), partition, value, key)
-        else:
-            self._report(msg, errors_exception(err))
-
-    def _retry_send(self, exc, msg, msg_id):
-        """The short way's error path: wait for room in a full queue, name an oversized
-        message; anything else propagates."""
-        if isinstance(exc, MessageSizeTooLarge):
-            raise self._too_large(msg.value, msg.partition_key) from None
-        if not isinstance(exc, ProducerQueueFullError) or not self._block_on_queue_full:
-            raise exc
-        self._pending[msg_id] = msg
-        try:
-            self._enqueue(msg, msg_id)
-        except BaseException:
-            self._pending.pop(msg_id, None)
-            raise
-
-    def _too_large(self, value, key):
-        size = len(value or b"") + len(key or b"")
-        if size > self._max_request_size:
-            return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d"
-                                       % (size, self._max_request_size))
-        return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d once librdkafka "
-                                   "adds its record overhead (up to %d bytes, plus any headers)"
-                                   % (size, self._max_request_size, RECORD_OVERHEAD))
-
-    def _housekeeping(self):
-        """Every DISPATCH_EVERY messages: hand out the delivery reports (also done by the
-        poller thread), and see whether the topic grew."""
-        self._handle.dispatch_reports()
-        self._refresh_partitions()
-
-    def _refresh_partitions(self):
-        """The partitions to choose from, renewed when the topic grew."""
-        if len(self._partition_list) != len(self._topic.partitions):
-            self._partition_list = sorted(self._topic.partitions.values())
-            buffer = self._buffer
-            if buffer is not None:
-                buffer.partitions = self._partition_list
-        return self._partition_list
-
-    def _produce_general(self, message, partition_key, timestamp, headers):
-        """produce() with a serializer, timestamp, headers, delivery reports or sync."""
+        self._check()
         if self._serializer is not None:
             message, partition_key = self._serializer(message, partition_key)
         _check_bytes("message", message)
@@ -398,49 +269,94 @@ class Producer:
         if timestamp is not None:
             timestamp = to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime) \
                 else _check_timestamp(timestamp)
-        partition = self._partitioner(self._refresh_partitions(), partition_key)
-        msg = Message(message, partition_key=partition_key, partition_id=partition.id,
+        if partition is None:
+            partition = self._partitioner(self._refresh_partitions(), partition_key)
+        partition_id = self._partition_id(partition)
+        msg = Message(message, partition_key=partition_key, partition_id=partition_id,
                       timestamp=timestamp, headers=headers, partition=partition,
                       topic=self._topic_name, compression_type=self._compression,
                       delivery_report_q=self._report_queue() if self._delivery_reports else None)
-        msg_id = next(self._ids)
+        self._hand_off()  # the queued ones first: each partition's messages stay in order
+        core = self._core
+        msg_id = core.track(msg)
         done = _Delivery() if self._sync else None
         if done is not None:
-            self._waiting[msg_id] = done
-        self._pending[msg_id] = msg
+            self._waiting[msg] = done
         try:
-            self._enqueue(msg, msg_id)
+            self._enqueue(msg, msg_id, headers)
         except BaseException:
-            self._pending.pop(msg_id, None)
-            self._waiting.pop(msg_id, None)
+            core.untrack(msg_id)
+            self._waiting.pop(msg, None)
             raise
-        self._produced += 1
-        if self._sync:
+        if done is not None:
             self._wait_delivered(msg, done)
-        elif not self._produced & (DISPATCH_EVERY - 1):
-            self._housekeeping()
         return msg
+
+    def _partition_id(self, partition):
+        """The id of the partitioner's choice, which must be one of the topic's partitions."""
+        pid = getattr(partition, "id", None)
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._topic.partitions:
+            raise ValueError("the partitioner returned %r, not a Partition of topic %s (a partitioner "
+                             "takes (partitions, key) and returns one of the partitions)"
+                             % (partition, self._topic_name))
+        return pid
+
+    def _check(self):
+        """What the general path does first: hand out the delivery reports, raise failed
+        deliveries nobody was told about and ``NoBrokersAvailableError`` after an outage;
+        then let the fast path go on if nothing is left for the general one."""
+        self._handle.dispatch_reports()
+        self._raise_failures()
+        if self._outage.since is not None:
+            self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
+        self._core.divert = self._general_only or self._outage.since is not None or bool(self._calls)
+
+    def _hand_off(self, timeout_ms=-1, stopping=False):
+        """Hand every queued message to librdkafka, waiting (up to ``timeout_ms``; -1: for
+        ever) for room in a full queue as _enqueue() does; returns the ms waited. Once
+        stopped, only stop() itself hands over (``stopping``)."""
+        core, waited = self._core, 0
+        while core.hand_off(stopping) and (timeout_ms < 0 or waited < timeout_ms):
+            self._handle.flush(QUEUE_FULL_WAIT_MS)
+            waited += QUEUE_FULL_WAIT_MS
+        return waited
+
+    def _too_large(self, value, key):
+        size = len(value or b"") + len(key or b"")
+        if size > self._max_request_size:
+            return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d"
+                                       % (size, self._max_request_size))
+        return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d once librdkafka "
+                                   "adds its record overhead (up to %d bytes, plus any headers)"
+                                   % (size, self._max_request_size, RECORD_OVERHEAD))
+
+    def _refresh_partitions(self):
+        """The partitions to choose from, renewed when the topic grew."""
+        if len(self._partition_list) != len(self._topic.partitions):
+            self._partition_list = sorted(self._topic.partitions.values())
+            if self._core is not None:
+                self._core.partitions = [(p.id, p) for p in self._partition_list]
+        return self._partition_list
 
     def produce_batch(self, messages):
         """Send many messages in one call; returns how many were queued.
 
-        :param messages: a list (or any iterable) of values (bytes; other bytes-like objects
-            are taken as their bytes), or of ``(value, partition_key)`` pairs (a value, and
-            bytes or None)
+        :param messages: a list (or any iterable) of values (bytes), or of ``(value,
+            partition_key)`` pairs (bytes, and bytes or None)
         :returns: the number of messages queued: all of them, else an exception is raised
 
-        No ``Message`` objects are made: the values and keys are handed to librdkafka in one
-        C loop (``pyrdk_produce_batch``), spread evenly over the partitions as the default
-        partitioner does, but in one run of consecutive messages per partition (the next
-        batch starting at the next partition), so that each partition's batch fills at once,
-        each run in one ``rd_kafka_produce_batch`` call; their delivery reports are counted
-        in C. A failed delivery still surfaces, as ``ProduceFailureError`` on the next
-        ``produce()``, ``flush()`` or ``stop()``, with a ``Message`` holding the value and
-        key. With a serializer, a partitioner other than the default, ``sync`` or
-        ``delivery_reports``, each message goes through :meth:`produce` instead. An error (a
-        value that is not bytes, the queue full with ``block_on_queue_full=False``, a
-        message over ``max_request_size``) is raised with ``produced``: how many messages
-        were queued before it.
+        No ``Message`` objects are made: the values and keys are handed to librdkafka by
+        the core, spread evenly over the partitions as the default partitioner does, but in
+        one run of consecutive messages per partition (the next batch starting at the next
+        partition), so that each partition's batch fills at once, each run in
+        ``rd_kafka_produce_batch`` calls; their delivery reports are counted in C. A failed
+        delivery still surfaces, as ``ProduceFailureError`` on the next ``produce()``,
+        ``flush()`` or ``stop()``, with a ``Message`` holding the value and key. With a
+        serializer, a partitioner other than the default, ``sync``, ``delivery_reports``,
+        ``block_on_queue_full=False``, or items of other types, each message goes through
+        :meth:`produce` instead. An error (a value that is not bytes, the queue full with
+        ``block_on_queue_full=False``, a message over ``max_request_size``) is raised with
+        ``produced``: how many messages were queued before it.
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
@@ -448,32 +364,35 @@ class Producer:
             messages = list(messages)
         if not messages:
             return 0
-        if self._failed:
-            self._raise_failures()
-        if self._outage.since is not None:
-            self._outage.check(self._handle)
-        if self._buffer is not None:
-            self._hand_off()
-        packed = None if (self._general or not self._random) else _pack(messages)
-        if packed is None:
+        self._check()
+        if self._general_only or self._partitioner is not random_partitioner:
             return self._produce_each(messages)
-        values, value_lens, keys, key_lens = packed
-        try:
-            sent = self._handle.produce_batch(self._topic_name, len(self._partition_list), values,
-                                              value_lens, keys, key_lens, self._max_request_size,
-                                              self._block_on_queue_full, next(self._counter))
-        except KafkaException as exc:
-            self._batch_sent += exc.produced
-            if isinstance(exc, MessageSizeTooLarge):
-                value, key = (messages[exc.produced], None) if keys is None else messages[exc.produced]
-                too_large = self._too_large(value, key)
-                too_large.produced = exc.produced
-                raise too_large from None
-            raise
-        self._batch_sent += sent
-        self._produced += sent
-        self._housekeeping()
-        return sent
+        self._hand_off()
+        total = 0
+        while True:
+            result = self._core.produce_batch(messages, POLL_MS)
+            if result is None:
+                return self._produce_each(messages)
+            sent, err = result
+            total += sent
+            if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
+                messages = messages[sent:]
+                self._handle.dispatch_reports()
+                if self._outage.since is not None:
+                    self._outage.check(self._handle)
+                continue
+            if err:
+                try:
+                    self._handle.raise_produce_error(err, self._topic_name, -1)
+                except MessageSizeTooLarge:
+                    item = messages[sent]
+                    exc = self._too_large(*(item if isinstance(item, tuple) else (item, None)))
+                    exc.produced = total
+                    raise exc from None
+                except KafkaException as exc:
+                    exc.produced = total
+                    raise
+            return total
 
     def _produce_each(self, messages):
         for count, item in enumerate(messages):
@@ -490,11 +409,11 @@ class Producer:
                 raise
         return len(messages)
 
-    def _enqueue(self, msg, msg_id):
+    def _enqueue(self, msg, msg_id, headers):
         while True:
             try:
                 self._handle.produce(self._topic_name, msg.partition_id, msg.value, msg.partition_key,
-                                     msg.timestamp, msg._headers, msg_id)
+                                     msg.timestamp, headers, msg_id)
                 return
             except MessageSizeTooLarge:
                 raise self._too_large(msg.value, msg.partition_key) from None
@@ -525,73 +444,56 @@ class Producer:
         if done.error is not None:
             raise done.error
 
+    # -- delivery reports ----------------------------------------------------------------------
+
     def _on_deliveries(self, ids, errs, partitions, offsets, timestamps):
-        """A batch of delivery reports (from Callbacks.dispatch_reports)."""
-        if self._waiting or self._delivery_reports or any(errs):
-            for report in zip(ids, errs, partitions, offsets, timestamps):
-                self._on_delivery(*report)
-            return
-        for msg_id, partition, offset, timestamp in zip(ids, partitions, offsets, timestamps):
-            msg = self._take_pending(msg_id)
-            if msg is not None:
-                msg.partition_id = partition
-                # With required_acks=0 the broker tells nothing: librdkafka reports an invalid
-                # offset (-1001, -1000, ...); pykafka's Message says -1.
-                msg.offset = offset if offset >= 0 else -1
-                msg.timestamp = timestamp
-
-    def _take_pending(self, msg_id):
-        """The Message of msg_id, no longer pending; None if it was not."""
-        if msg_id >= BUFFERED_IDS:
-            table = self._pending_table
-            return table.take(msg_id) if table is not None else None
-        return self._pending.pop(msg_id, None)
-
-    def _on_delivery(self, msg_id, err, partition, offset, timestamp):
-        msg = self._take_pending(msg_id)
-        if msg is None:
-            return
-        exc = errors_exception(err) if err else None
-        msg.partition_id = partition if partition >= 0 else msg.partition_id
-        if exc is None:
-            msg.offset = offset if offset >= 0 else -1
-            msg.timestamp = timestamp
-        done = self._waiting.pop(msg_id, None)
-        if done is not None:
-            with done.lock:
-                if not done.detached:  # the sync produce() is still waiting for it
-                    done.error = exc
-                    done.event.set()
-                    return
-        self._report(msg, exc)
+        """A batch of delivery reports (from ``Callbacks``): the core fills in the delivered
+        Messages; what it returns (failures, or every report with delivery reports or sync)
+        is told."""
+        for msg, err in self._core.deliver(ids, errs, partitions, offsets, timestamps):
+            exc = errors_exception(err) if err else None
+            done = self._waiting.pop(msg, None) if self._waiting else None
+            if done is not None:
+                with done.lock:
+                    if not done.detached:  # the sync produce() is still waiting for it
+                        done.error = exc
+                        done.event.set()
+                        continue
+            self._report(msg, exc)
 
     def _on_batch_failure(self, exc, partition, value, key):
-        """A message of produce_batch() (or a released one of produce()) failed: report it
-        like any other, in a Message made anew."""
-        self._report(self._remade(partition, value, key), exc)
+        """A message of produce_batch() failed: report it like any other, in a Message made
+        with its value, key and partition."""
+        self._report(Message(value, key, partition, topic=self._topic_name,
+                             partition=self._topic.partitions.get(partition),
+                             compression_type=self._compression), exc)
 
-    def _remade(self, partition, value, key):
-        """A Message for a message that has none any more (produce_batch()'s, released)."""
-        return Message(value, key, partition, topic=self._topic_name,
-                       partition=self._topic.partitions.get(partition), compression_type=self._compression)
+    def _on_error(self, exc):
+        """librdkafka's error callback: an outage sends produce() to the general path, which
+        raises ``NoBrokersAvailableError`` once it has lasted ``socket_timeout_ms``."""
+        try:
+            self._outage.on_error(exc)
+        finally:
+            if self._outage.since is not None and self._core is not None:
+                self._core.divert = True
 
     def _report(self, msg, exc):
         if self._delivery_reports:
             msg.delivery_report_q.put((msg, exc))
         elif exc is not None:
-            self._failed.append((msg, exc))
+            self._fail(msg, exc)
+
+    def _fail(self, msg, exc):
+        """Keep a failure nobody else was told about, for the next produce(), flush() or stop()."""
+        self._calls.crash(exc, msg)
+        core = self._core
+        if core is not None:
+            core.divert = True
 
     def _raise_failures(self):
-        if self._failed:
-            failed = self._failed[:]
-            del self._failed[:]  # the same list: the buffered way looks at it
-            first = failed[0][1]
-            exc = ProduceFailureError("%d message(s) could not be delivered; first error: %s"
-                                      % (len(failed), first))
-            exc.failed = failed
-            raise exc from first
-
-    # -- reports -------------------------------------------------------------------------------
+        for msg, err in self._core.refused():  # refused at hand-off: failed deliveries too
+            self._report(msg, errors_exception(err))
+        self._calls.check(_produce_failure)
 
     def _report_queue(self):
         q = getattr(self._local, "queue", None)
@@ -627,14 +529,11 @@ class Producer:
 
     def __len__(self):
         """Messages produced and not yet delivered or reported."""
-        buffer, table = self._buffer, self._pending_table
-        sent, outstanding = self._batch_sent, 0
-        if buffer is not None:  # released messages: counted as produce_batch()'s once handed over
-            sent += buffer.released_sent
-            outstanding += buffer.released
-        if self._handle is not None:
-            outstanding += self._handle.batch_outstanding(sent)
-        return len(self._pending) + (len(table) if table is not None else 0) + outstanding
+        core = self._core
+        if core is None:
+            return 0
+        outstanding = self._handle.batch_outstanding(core.batch_sent) if self._handle is not None else 0
+        return len(core) + outstanding
 
 
 class _Delivery:
@@ -648,40 +547,14 @@ class _Delivery:
         self.detached = False  # the waiter gave up (pending_timeout_ms)
 
 
-def _pack(messages):
-    """``(values, value_lens, keys, key_lens)`` for Handle.produce_batch -- values and keys
-    joined into one bytes each, keys None when no message has one, -1 for a missing key,
-    value_lens packed as size_t when every message is bytes --
-    or None when a message is not bytes nor a (bytes, bytes or None) pair (produce() then
-    says which)."""
-    packed = pack_values(messages)  # in C, when every message is bytes
-    if packed is not None:
-        return packed[0], packed[1], None, None
-    try:
-        values, keys = messages, None
-        joined = b"".join(values)
-    except TypeError:
-        try:
-            values = [v for v, _ in messages]
-            keys = [k for _, k in messages]
-            joined = b"".join(values)
-        except (TypeError, ValueError):
-            return None
-    value_lens = list(map(len, values))
-    # join() takes any bytes-like object; a length that is not its size in bytes (a
-    # memoryview of wider items) would misplace every value after it.
-    if sum(value_lens) != len(joined):
-        return None
-    if keys is None:
-        return joined, value_lens, None, None
-    try:
-        joined_keys = b"".join(k for k in keys if k is not None)
-    except TypeError:
-        return None
-    key_lens = [-1 if k is None else len(k) for k in keys]
-    if sum(n for n in key_lens if n > 0) != len(joined_keys):
-        return None
-    return joined, value_lens, joined_keys, key_lens
+def _produce_failure(failed):
+    """One ``ProduceFailureError`` for ``[(Message or None, exception)]``, from the first."""
+    first = failed[0][1]
+    exc = ProduceFailureError("%d message(s) could not be delivered; first error: %s" % (len(failed), first))
+    exc.failed = failed
+    exc.__cause__ = first
+    exc.__suppress_context__ = True
+    return exc
 
 
 def _idempotent(config):

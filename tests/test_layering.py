@@ -1,12 +1,14 @@
-"""DESIGN.md's layer table, enforced on the source with ``ast`` (nothing is imported).
+"""The layer table of docs/ARCHITECTURE.md, enforced on the source with ``ast`` (nothing is
+imported).
 
 | level | modules                                          | may import from pyrdk                   |
 |-------|--------------------------------------------------|-----------------------------------------|
-| 0     | ``_rdkafka`` (generated)                         | imported only by ``_ffi``               |
-| 1     | ``_loader``, ``_ffi``                            | the generated module (and ``_loader``)  |
+| 0     | ``_rdkafka`` (cffi), ``_core`` (the C core)      | ``_rdkafka`` only by ``_ffi``, ``_core`` only by ``core`` |
+| 1     | ``_loader``, ``_ffi``                            | the cffi module (and ``_loader``)       |
 | 1     | ``exceptions``, ``common``                       | each other only                         |
 | 2     | ``rd/*``                                         | ``_ffi``, level 1, other ``rd``         |
-| 3     | pykafka-named modules (``LEVEL3``)               | ``rd``, level 1 but ``_ffi``, each other |
+| 2     | ``core/*``                                       | ``_core``, level 1 but ``_ffi``, ``rd``, other ``core`` |
+| 3     | pykafka-named modules (``LEVEL3``)               | ``rd``, ``core``, level 1 but ``_ffi``, each other |
 | 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``    | levels 1 (but ``_ffi``) and 3           |
 
 Plus: the identifiers ``ffi`` and ``lib`` appear only in ``_ffi.py`` and ``rd/``; ``kazoo`` is
@@ -21,10 +23,11 @@ import pytest
 PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyrdk")
 
 GENERATED = "pyrdk._rdkafka"
+C_CORE = "pyrdk._core"
 LOADER = {"pyrdk._loader", "pyrdk._ffi"}
 PURE = {"pyrdk.exceptions", "pyrdk.common"}
 LEVEL3 = {"pyrdk." + name for name in (
-    "client", "cluster", "broker", "topic", "partition", "producer", "simpleconsumer",
+    "client", "cluster", "broker", "topic", "partition", "producer", "consumer", "simpleconsumer",
     "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners")}
 LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.testing")
 CFFI_NAMES = {"ffi", "lib"}
@@ -38,7 +41,7 @@ def layer(name):
     """The layer of a pyrdk module: ``"root"``, 0, ``"loader"``, ``"pure"``, 2, 3, 4 or None."""
     if name == "pyrdk":
         return "root"
-    if _within(name, GENERATED):
+    if _within(name, GENERATED) or name == C_CORE:
         return 0
     if name in LOADER:
         return "loader"
@@ -46,6 +49,8 @@ def layer(name):
         return "pure"
     if _within(name, "pyrdk.rd"):
         return 2
+    if _within(name, "pyrdk.core"):
+        return "core"
     if name in LEVEL3:
         return 3
     if any(_within(name, top) for top in LEVEL4):
@@ -64,15 +69,17 @@ def allowed(importer, target):
     if dst is None:
         return False
     if dst == 0:
-        return importer == "pyrdk._ffi"
+        return importer == ("pyrdk.core" if target == C_CORE else "pyrdk._ffi")
     if src == "loader":
         return target == "pyrdk._loader"
     if src == "pure":
         return dst == "pure"
     if src == 2:
         return dst in ("loader", "pure", 2)
+    if src == "core":
+        return target != "pyrdk._ffi" and dst in ("loader", "pure", 2, "core")
     if src == 3:
-        return target != "pyrdk._ffi" and dst in ("loader", "pure", 2, 3)
+        return target != "pyrdk._ffi" and dst in ("loader", "pure", 2, "core", 3)
     if src == 4:
         return (dst in ("pure", 3, "root")
                 or (dst == 4 and (integration(importer) == integration(target)
@@ -102,7 +109,7 @@ def source_files(package_dir=PACKAGE_DIR):
 
 
 def known_modules(package_dir=PACKAGE_DIR):
-    return {module_name(path, package_dir) for path in source_files(package_dir)} | {GENERATED}
+    return {module_name(path, package_dir) for path in source_files(package_dir)} | {GENERATED, C_CORE}
 
 
 def _imports(tree, importer, is_package, modules):

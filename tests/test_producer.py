@@ -8,7 +8,6 @@ import datetime
 import gc
 import inspect
 import json
-import pydoc
 import queue
 import sys
 import threading
@@ -864,17 +863,17 @@ def test_produce_batch_with_a_full_queue(mock_cluster, mock_topic):
 @pytest.mark.parametrize("batch", [False, True])
 def test_stop_while_another_thread_produces(mock_topic, batch):
     producer = mock_topic.get_producer(linger_ms=0)
-    outcome = {}
+    outcome = {"count": 0}
 
     def produce_until_stopped():
         try:
             while True:
-                producer.produce_batch([b"x"] * 100) if batch else producer.produce(b"x")
+                outcome["count"] += producer.produce_batch([b"x"] * 100) if batch else bool(producer.produce(b"x"))
         except ProducerStoppedException as exc:
             outcome["exc"] = exc
     th = threading.Thread(target=produce_until_stopped, daemon=True)
     th.start()
-    wait_until(lambda: producer._produced > 1000, "messages produced")
+    wait_until(lambda: outcome["count"] > 1000, "messages produced")
     finished, _, exc = run_bounded(producer.stop)
     th.join(HANG_BOUND_S)
     assert finished and exc is None and not th.is_alive()
@@ -891,7 +890,6 @@ def test_buffered_produce_keeps_each_partitions_order(topic, kafka_hosts, topic_
     they were produced, and none is left behind."""
     sent = []
     with topic.get_producer(max_request_size=1000) as producer:
-        assert type(producer.produce).__name__ == "BufferedProduce"
         for i in range(3000):
             value = b"%05d" % i
             if i % 101 == 0:
@@ -913,16 +911,23 @@ def test_buffered_produce_keeps_each_partitions_order(topic, kafka_hosts, topic_
 
 
 @pytest.mark.kafka
-def test_buffered_produce_documents_itself_as_produce(topic):
-    """The C callable that stands in for produce() shows Producer.produce's docstring and
-    signature to help() and inspect."""
-    with topic.get_producer() as producer:
-        assert type(producer.produce).__name__ == "BufferedProduce"
-        assert producer.produce.__name__ == "produce"
-        assert producer.produce.__doc__ == Producer.produce.__doc__
-        assert str(inspect.signature(producer.produce)) == \
-            "(message, partition_key=None, timestamp=None, headers=None)"
-        assert "Send ``message`` to a partition" in pydoc.render_doc(producer.produce)
+def test_produce_is_the_class_method_on_every_path(topic):
+    """produce() is Producer.produce, started or not, whichever path a message takes: the
+    fast one is the core's, called from it, never a callable put on the instance."""
+    producer = topic.get_producer(auto_start=False)
+    try:
+        for _ in range(2):
+            producer.start()
+            assert "produce" not in vars(producer)
+            assert producer.produce.__func__ is Producer.produce
+            assert str(inspect.signature(producer.produce)) == \
+                "(message, partition_key=None, timestamp=None, headers=None)"
+            producer.produce(b"fast")
+            producer.produce(b"general", timestamp=1700000000000)
+            producer.stop()
+            assert "produce" not in vars(producer)
+    finally:
+        producer.stop()
 
 
 @pytest.mark.kafka
@@ -1005,66 +1010,32 @@ def test_buffered_produce_from_many_threads_through_a_full_queue(topic, kafka_ho
     assert all(seq == sorted(seq) for seq in seen.values())
 
 
-# Two calls after produce() returned it, a Message nobody holds is freed, and its message is
-# handed over without an id, as produce_batch()'s are ("released"); the last two calls' stay.
-
 @pytest.mark.mock
-def test_released_message_failure_names_its_value_key_and_partition(mock_cluster, mock_topic):
-    """A released message that fails is raised as ProduceFailureError with a Message made
-    anew: its value, key and partition."""
+def test_buffered_message_failure_is_raised_with_its_message(mock_cluster, mock_topic):
+    """Messages that waited in their partition's queue and then failed are raised as
+    ProduceFailureError with the Messages produce() returned."""
     producer = mock_topic.get_producer(max_retries=0)
     try:
         warm(producer)
         mock_cluster.push_request_errors(ApiKey.Produce, *[MESSAGE_TOO_LARGE] * 20)  # every request
-        sent = [(b"gone-%d" % i, b"key-%d" % i) for i in range(10)]
-        for value, key in sent:
-            producer.produce(value, partition_key=key)
-        buffer = producer._buffer  # released: queued here, or handed over since
-        assert buffer.released + buffer.released_sent == 8 and len(producer) == 10
+        sent = [producer.produce(b"gone-%d" % i, partition_key=b"key-%d" % i) for i in range(10)]
+        assert len(producer) == 10
         with pytest.raises(ProduceFailureError) as info:
             producer.flush()
         failed = sorted(info.value.failed, key=lambda f: f[0].value)
-        assert [(m.value, m.partition_key) for m, _ in failed] == sent
+        assert [m for m, _ in failed] == sent
         assert all(isinstance(exc, MessageSizeTooLarge) for _, exc in failed)
         assert all(m.partition is mock_topic.partitions[m.partition_id] for m, _ in failed)
-        assert buffer.released_sent == 8 and len(producer) == 0
+        assert len(producer) == 0
     finally:
         producer.stop()
 
 
 @pytest.mark.mock
-def test_released_message_refused_at_hand_off_is_reported(mock_cluster, mock_topic, topic_name):
-    """Refused when handed over (the topic is in error), released messages are reported
-    with their values, as the others are with their Messages."""
-    with mock_topic.get_producer() as producer:
-        warm(producer)
-        mock_cluster.set_topic_error(topic_name, TOPIC_AUTHORIZATION_FAILED)
-
-        def refused_at_once():
-            producer._handle.metadata(topic_name)
-            try:
-                producer.produce(b"probe", timestamp=1700000000000)
-            except KafkaException:
-                return True
-            producer.flush()
-        wait_until(refused_at_once, "librdkafka to see the topic's error")
-        values = [b"r-%d" % i for i in range(6)]
-        for value in values:
-            producer.produce(value)
-        assert producer._buffer.released == 4
-        with pytest.raises(ProduceFailureError) as info:
-            producer.flush()
-        assert sorted(m.value for m, _ in info.value.failed) == values
-        assert {type(exc).__name__ for _, exc in info.value.failed} == {"TopicAuthorizationFailed"}
-        assert len(producer) == 0
-        mock_cluster.set_topic_error(topic_name, 0)
-
-
-@pytest.mark.mock
 @pytest.mark.parametrize("fault", ["down", "slow"])
-def test_stop_with_a_dead_broker_reports_released_messages(mock_cluster, mock_topic, fault):
-    """With librdkafka's queue full (five messages, queued or in flight), released messages
-    wait in their partition's queue: stop() reports each one, with the rest."""
+def test_stop_with_a_dead_broker_reports_queued_messages(mock_cluster, mock_topic, fault):
+    """With librdkafka's queue full (five messages, queued or in flight), the others wait in
+    their partition's queue: stop() reports each one, with the rest."""
     producer = mock_topic.get_producer(max_queued_messages=5, pending_timeout_ms=300)
     warm(producer)
     if fault == "down":
@@ -1074,8 +1045,8 @@ def test_stop_with_a_dead_broker_reports_released_messages(mock_cluster, mock_to
     values = [b"lost-%d" % i for i in range(20)]
     for value in values:
         producer.produce(value)
-    wait_until(lambda: producer._buffer.buffered == 15, "the poller to fill librdkafka's queue")
-    assert producer._buffer.released >= 13 and len(producer) == 20
+    wait_until(lambda: producer._core.queued == 15, "the poller to fill librdkafka's queue")
+    assert len(producer) == 20
     finished, _, exc = run_bounded(producer.stop)
     assert finished, "stop() did not return"
     assert isinstance(exc, ProduceFailureError)

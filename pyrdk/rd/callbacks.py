@@ -10,15 +10,15 @@
    ``rd_kafka_consumer_poll`` in the polling thread; log lines are routed to the main
    queue (``log.queue`` + ``rd_kafka_set_log_queue``) so they arrive there too.
 4. A trampoline converts the C arguments to Python values and calls the handler.
-   An exception is stored on the ``Callbacks`` and re-raised by ``Handle`` after the C
-   call returns, in the thread that called poll.
+   An exception is kept in the ``Callbacks``' :class:`pyrdk.exceptions.CallState` and
+   raised by ``Handle`` after the C call returns, in the thread that called poll.
 """
 import itertools
 import logging
 import threading
 
 from pyrdk._ffi import ffi, lib, string
-from pyrdk.exceptions import KafkaException
+from pyrdk.exceptions import CallState, KafkaException
 from pyrdk.rd import errors, partitions
 
 log = logging.getLogger("pyrdk.librdkafka")
@@ -37,29 +37,25 @@ _LEVELS = {0: logging.CRITICAL, 1: logging.CRITICAL, 2: logging.CRITICAL, 3: log
 class Callbacks:
     """The Python side of one handle's callbacks; each handler is optional.
 
-    - ``on_delivery(msg_id, exc, partition, offset, timestamp)``
-    - ``on_deliveries(msg_ids, errs, partitions, offsets, timestamps)``: lists, a batch of
-      reports at a time (errs: error codes, 0 for success); replaces ``on_delivery``.
-      With ``pending_messages``, a dict ``{msg_id: Message}``, a batch without errors goes
-      straight to its Messages instead (``pyrdk_messages_deliver``: popped, partition_id,
-      offset and timestamp set); so do the ids of ``pending_table`` (a ``PendingTable``
-      of produce()'s buffered way)
+    - ``on_delivery(msg_id, exc, partition, offset, timestamp)``: one report at a time
+    - ``on_deliveries(ids, errs, partitions, offsets, timestamps)``: a batch of reports at a
+      time, five memoryviews of one length (``errs``: error codes, 0 for success); replaces
+      ``on_delivery``
     - ``on_batch_failure(exc, partition, value, key)``: a message produced without an id
-      (``Handle.produce_batch``) failed
-    - ``on_error(exc)``            (default: log it; fatal errors are stored and raised)
+      (``msg_id`` 0: ``produce_batch()``'s) failed
+    - ``on_error(exc)``            (default: log it; fatal errors are kept and raised)
     - ``on_stats(json_text)``
     - ``on_rebalance(kind, topic_partitions)``  kind is ``"assign"`` or ``"revoke"``; runs
       before librdkafka's assignment changes, and may return start offsets for an assignment
     - ``on_commit(exc, topic_partitions)``
+
+    ``calls`` keeps what a handler raised until the handle raises it.
     """
 
     def __init__(self, on_delivery=None, on_error=None, on_stats=None, on_rebalance=None,
-                 on_commit=None, on_deliveries=None, on_batch_failure=None, pending_messages=None,
-                 pending_table=None):
+                 on_commit=None, on_deliveries=None, on_batch_failure=None):
         self.on_delivery = on_delivery
         self.on_deliveries = on_deliveries
-        self._pending_messages = pending_messages
-        self._pending_table = pending_table
         self.on_batch_failure = on_batch_failure
         self.on_error = on_error
         self.on_stats = on_stats
@@ -67,12 +63,11 @@ class Callbacks:
         self.on_commit = on_commit
         self.last_error = None
         self.last_connection_error = None  # the last _TRANSPORT error: names broker and cause
-        self.pending = None
+        self.calls = CallState()
         with _lock:
             self.id = next(_ids)
             _registry[self.id] = self
         self.opaque = lib.pyrdk_opaque_new(self.id)
-        self._reports = ffi.new("pyrdk_report_t[]", REPORT_BATCH)
         self._columns = None
         self._failed = ffi.new("pyrdk_failed_t *")
         self._dispatch_lock = threading.Lock()
@@ -86,7 +81,7 @@ class Callbacks:
             while True:
                 if self.opaque is None:  # unregistered: the handle is gone
                     return handled
-                n = self._drain() if self.on_deliveries is not None else self._drain_one_by_one()
+                n = self._drain()
                 if n == 0:
                     break
                 handled += n
@@ -112,56 +107,42 @@ class Callbacks:
                 self.store(error)
 
     def _drain(self):
+        """Move up to REPORT_BATCH reports out of C (``pyrdk_reports_drain_columns``) and
+        hand them over; the number moved."""
         if self._columns is None:
-            self._columns = tuple(ffi.new(t, REPORT_BATCH) for t in
-                                  ("uintptr_t[]", "int[]", "int32_t[]", "int64_t[]", "int64_t[]"))
+            self._columns = tuple(ffi.new(ctype, REPORT_BATCH) for ctype, _ in _COLUMNS)
         ids, errs, parts, offsets, timestamps = self._columns
         n = lib.pyrdk_reports_drain_columns(self.opaque, ids, errs, parts, offsets, timestamps, REPORT_BATCH)
         if n == 0:
             return 0
-        if self._pending_messages is not None:
-            table = self._pending_table
-            done = lib.pyrdk_messages_deliver(ffi.cast("void *", id(self._pending_messages)),
-                                              ffi.NULL if table is None else ffi.cast("void *", id(table)),
-                                              ids, errs, parts, offsets, timestamps, n)
-            if done < 0:
-                self.store(MemoryError("out of memory while handing out %d delivery reports" % n))
-            if done <= 0:
-                return n
         try:
-            self.on_deliveries(ffi.unpack(ids, n), ffi.unpack(errs, n), ffi.unpack(parts, n),
-                               ffi.unpack(offsets, n), ffi.unpack(timestamps, n))
+            if self.on_deliveries is not None:
+                self.on_deliveries(*(memoryview(ffi.buffer(column)).cast(fmt)[:n]
+                                     for column, (_, fmt) in zip(self._columns, _COLUMNS)))
+            elif self.on_delivery is not None:
+                for i in range(n):
+                    self._one(ids[i], errs[i], parts[i], offsets[i], timestamps[i])
         except BaseException as exc:
             self.store(exc)
         return n
 
-    def _drain_one_by_one(self):
-        n = lib.pyrdk_reports_drain(self.opaque, self._reports, REPORT_BATCH)
-        if self.on_delivery is None:
-            return n
-        for i in range(n):
-            r = self._reports[i]
-            try:
-                self.on_delivery(r.id, errors.exception(r.err) if r.err else None,
-                                 r.partition, r.offset, r.timestamp)
-            except BaseException as exc:
-                self.store(exc)
-        return n
+    def _one(self, msg_id, err, partition, offset, timestamp):
+        try:
+            self.on_delivery(msg_id, errors.exception(err) if err else None, partition, offset, timestamp)
+        except BaseException as exc:
+            self.store(exc)
 
     def wait_reports(self, timeout_ms):
         """Block (without the GIL) until a delivery report is buffered; the number buffered."""
         return lib.pyrdk_reports_wait(self.opaque, timeout_ms)
 
     def store(self, exc):
-        """Keep the first exception raised in a callback until ``reraise``."""
-        if self.pending is None:
-            self.pending = exc
+        """Keep an exception a handler raised until ``reraise``."""
+        self.calls.crash(exc)
 
     def reraise(self):
-        """Raise the stored callback exception, if any."""
-        exc, self.pending = self.pending, None
-        if exc is not None:
-            raise exc
+        """Raise the oldest exception a handler raised, if any."""
+        self.calls.check()
 
     def unregister(self):
         """Forget the handler and free the opaque (after ``rd_kafka_destroy``)."""
@@ -171,6 +152,12 @@ class Callbacks:
             opaque, self.opaque = self.opaque, None
         if opaque is not None:
             lib.pyrdk_opaque_destroy(opaque)
+
+
+# The report columns: their C type and memoryview format (ids, errs, partitions, offsets,
+# timestamps).
+_COLUMNS = (("uintptr_t[]", "L" if ffi.sizeof("uintptr_t") == ffi.sizeof("unsigned long") else "Q"),
+            ("int[]", "i"), ("int32_t[]", "i"), ("int64_t[]", "q"), ("int64_t[]", "q"))
 
 
 def _lookup(opaque):

@@ -23,6 +23,9 @@ from pyrdk.rd.topic import TopicHandle
 
 SLICE_MS = 100
 _SIZE_MAX = 2 ** 64 - 1
+# A memoryview of pointers: unsigned ints of a pointer's size.
+_POINTER_FORMAT = "L" if ffi.sizeof("void *") == ffi.sizeof("unsigned long") else "Q"
+_NO_POINTERS = memoryview(b"").cast(_POINTER_FORMAT)
 
 _live = weakref.WeakSet()
 _order = itertools.count()
@@ -66,24 +69,6 @@ class _Use:
                     h._cond.notify_all()
             h._cbs.reraise()
         return False
-
-
-class Sender:
-    """What ``pyrdk.rd.message.send_message`` needs to produce to one topic: a
-    ``pyrdk_sender_t`` at ``address`` for ``pyrdk_send`` (the call takes the Sender, and so
-    keeps it and the handle alive). Value + key larger than ``max_size`` bytes is refused;
-    the Python use-guard is skipped: a C one refuses a closed handle."""
-    __slots__ = ("address", "_ctx", "_handle", "_topic")
-
-    def __init__(self, handle, topic, max_size):
-        self._ctx = ffi.new("pyrdk_sender_t *", (handle._guard, handle._ptr, handle.topic(topic)._ptr, max_size))
-        self.address = int(ffi.cast("uintptr_t", self._ctx))
-        self._handle = handle
-        self._topic = topic
-
-    def raise_error(self, err, partition):
-        """Raise what librdkafka's refusal ``err`` means."""
-        self._handle._raise_produce_error(err, self._topic, partition)
 
 
 class Handle:
@@ -278,56 +263,40 @@ class Handle:
         if err:
             self._raise_produce_error(err, topic, partition)
 
-    def sender(self, topic, max_size):
-        """A :class:`Sender` producing to ``topic`` as :meth:`produce` does (no timestamp, no
-        headers), in one C call: the per-message path."""
+    def produce_batch(self, topic, partition, messages):
+        """``rd_kafka_produce_batch`` of ``(value, key, msg_id)`` triples to one partition
+        (copied; ``msg_id`` 0: none, the report is only counted). Returns ``(queued, err)``:
+        how many were queued, in order, and the error that refused the next one (0: none)."""
+        rkt = self.topic(topic)._ptr
+        n = len(messages)
+        array = ffi.new("rd_kafka_message_t[]", n)
+        held = []  # the buffers the array points into, alive for the call
+        for m, (value, key, msg_id) in zip(array, messages):
+            if value is not None:
+                held.append(ffi.from_buffer(value))
+                m.payload, m.len = held[-1], len(value)
+            if key is not None:
+                held.append(ffi.from_buffer(key))
+                m.key, m.key_len = held[-1], len(key)
+            m._private = ffi.cast("void *", msg_id)
+        with self.use():
+            lib.rd_kafka_produce_batch(rkt, partition, lib.RD_KAFKA_MSG_F_COPY, array, n)
+        for queued in range(n):
+            if array[queued].err:
+                return queued, array[queued].err
+        return n, 0
+
+    def raise_produce_error(self, err, topic, partition):
+        """Raise what librdkafka's refusal ``err`` of a message for ``topic`` means."""
+        self._raise_produce_error(err, topic, partition)
+
+    def addresses(self, topic):
+        """``(rk, rkt, guard)``: the addresses of the ``rd_kafka_t``, of the topic handle of
+        ``topic`` and of the use guard, for the C core (``pyrdk.core``), which keeps this
+        Handle alive while it holds them and enters the guard before each use."""
         if self._ptr is None:
             raise self.refusal()
-        return Sender(self, topic, max_size)
-
-    def produce_batch(self, topic, partition_cnt, values, value_lens, keys, key_lens, max_size, block,
-                      start=0):
-        """Messages without ids in C (``pyrdk_produce_batch``): value ``i`` is the next
-        ``value_lens[i]`` bytes of ``values`` (bytes; ``value_lens`` a list, or a size_t
-        array in bytes as ``message.pack_values`` makes), keys likewise (``keys`` None: no
-        keys; a length of -1: no key for that message). They are cut into ``partition_cnt``
-        runs of consecutive messages, one per partition from partition ``start`` on, so that
-        each partition's batch fills at once, each run handed over with
-        ``rd_kafka_produce_batch`` (librdkafka's partitioner, one message at a time, if
-        ``partition_cnt`` is 0). Their delivery reports are counted in C; failures reach
-        ``Callbacks.on_batch_failure``. With ``block``, waits for room in a full queue. An
-        error is raised with ``produced`` = the number queued before it."""
-        rkt = self.topic(topic)._ptr
-        vbuf = ffi.from_buffer(values)
-        vlens = value_lens = ffi.from_buffer("size_t[]", value_lens) if isinstance(value_lens, bytes) \
-            else ffi.new("size_t[]", value_lens)
-        cnt = len(vlens)
-        kbuf = ffi.NULL if keys is None else ffi.from_buffer(keys)
-        klens = ffi.NULL if keys is None else ffi.new("size_t[]", [_SIZE_MAX if n < 0 else n for n in key_lens])
-        done = ffi.new("size_t *")
-        run = max(1, -(-cnt // partition_cnt)) if partition_cnt > 0 else 1
-        total = voff = koff = 0
-        while True:
-            err = lib.pyrdk_produce_batch(self._guard, self._ptr or ffi.NULL, rkt, partition_cnt,
-                                          start * run + total, run, vbuf + voff, vlens + total,
-                                          kbuf if keys is None else kbuf + koff,
-                                          klens if keys is None else klens + total,
-                                          cnt - total, max_size, SLICE_MS if block else 0, done)
-            sent = done[0]
-            if not err:
-                return total + sent
-            voff += sum(value_lens[total:total + sent])
-            if keys is not None:
-                koff += sum(n for n in key_lens[total:total + sent] if n > 0)
-            total += sent
-            if err == errors.QUEUE_FULL and block:
-                self.dispatch_reports()
-                continue
-            try:
-                self._raise_produce_error(err, topic, -1)
-            except KafkaException as exc:
-                exc.produced = total
-                raise
+        return tuple(int(ffi.cast("uintptr_t", p)) for p in (self._ptr, self.topic(topic)._ptr, self._guard))
 
     def _raise_produce_error(self, err, topic, partition):
         if err == lib.PYRDK_ERR_CLOSED:
@@ -491,14 +460,20 @@ class Handle:
         with self.use() as rk:
             errors.check(lib.rd_kafka_resume_partitions(rk, partitions.to_c(tps)), "resume")
 
-    def consume_batch(self, max_messages, timeout_ms, partitions=None):
-        """``rd_kafka_consume_batch_queue`` on the consumer queue, in slices.
+    def consume_batch(self, max_messages, timeout_ms, add=None):
+        """``rd_kafka_consume_batch_queue`` on the consumer queue, in slices, until a batch
+        comes (or ``timeout_ms`` passes, or ``close()``/``wake()`` ends the wait).
 
-        Returns ``(messages, errors)``: Messages in queue order (their ``partition`` taken
-        from the ``partitions`` dict when given), and the exceptions carried by error events
-        (end-of-partition events are dropped) followed by one a callback raised meanwhile: a
-        batch taken off the queue is always returned. Returns early on ``close()``.
+        ``add(pointers)`` takes the batch, a memoryview of its ``rd_kafka_message_t *`` as
+        unsigned ints, and returns ``(made, error_positions)``: what it made of the messages,
+        and the positions of the error events among them (by default
+        :func:`pyrdk.rd.message.messages_of`, which makes a list of ``Message``). Returns
+        ``(made, errors)``: ``made``, and the exceptions of the error
+        events (end-of-partition events are dropped) followed by one a callback raised
+        meanwhile. When no batch comes, ``add`` gets an empty one. The messages are destroyed
+        once ``add`` returns.
         """
+        add = add or message.messages_of
         array = ffi.new("rd_kafka_message_t *[]", max_messages)
         deadline = _deadline(timeout_ms)
         first = True
@@ -507,22 +482,23 @@ class Handle:
             # come between two slices as well as during one.
             with self.use(closed_ok=not first) as rk:
                 if rk is None:
-                    return [], []
+                    return add(_NO_POINTERS)[0], []
                 n = self._queue.consume_batch(array, max_messages, _slice(deadline))
-                if n > 0 or n < 0:
-                    msgs, errs = self._convert(array, n, partitions)
-                    exc, self._cbs.pending = self._cbs.pending, None
-                    return msgs, errs if exc is None else errs + [exc]
+                if n != 0:
+                    made, errs = self._convert(array, n, add)
+                    return made, errs + [exc for _, exc in self._cbs.calls.take()]
             first = False
             if _remaining(deadline) <= 0 or self._closing or self._woken:
                 self._woken = False
-                return [], []
+                return add(_NO_POINTERS)[0], []
 
-    def _convert(self, array, n, partitions):
+    def _convert(self, array, n, add):
         if n < 0:
-            return [], [KafkaException("consume_batch_queue failed")]
+            return add(_NO_POINTERS)[0], [KafkaException("consume_batch_queue failed")]
         try:
-            return message.unpack_batch(array, n, partitions)
+            made, positions = add(memoryview(ffi.buffer(array, n * ffi.sizeof("void *"))).cast(_POINTER_FORMAT))
+            errs = [message.error_of(array[i]) for i in positions if array[i].err != errors.PARTITION_EOF]
+            return made, errs
         finally:
             lib.pyrdk_batch_destroy(array, n)
 

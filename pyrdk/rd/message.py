@@ -1,46 +1,53 @@
-"""Messages between librdkafka and ``pyrdk.common.Message``: consumed batches converted and
-produced messages sent in C (``csrc/pyrdk_messages.c``), headers both ways."""
+"""Messages between librdkafka and ``pyrdk.common.Message``: ``rd_kafka_message_t`` read into
+a Message field by field (the pure-Python core's way; the C core reads them in C), headers
+both ways (``rd_kafka_message_headers``, ``rd_kafka_headers_new``)."""
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.common import Message
 from pyrdk.rd import errors
 
-_functions = {}  # the Python functions of pyrdk_messages.c
-if lib.pyrdk_messages_init(ffi.cast("void *", id(Message)), ffi.cast("void *", id(_functions))) != 0:
-    raise ImportError("pyrdk.common.Message lacks a slot that pyrdk_messages_init fills")
-send_message = _functions["send_message"]
-buffer_iterator = _functions["buffer_iterator"]
-mark_last = _functions["mark_last"]
-pack_values = _functions["pack_values"]
-buffered_produce = _functions["buffered_produce"]
-pending_table = _functions["pending_table"]
+
+def messages_of(pointers, partitions=None):
+    """``(messages, error_positions)`` for a batch: a ``Message`` for each ``rd_kafka_message_t *``
+    of ``pointers`` (unsigned ints) that is not an error event, its ``partition`` taken from the
+    ``partitions`` dict when given; and the positions of the error events."""
+    made, positions = [], []
+    topics = {}  # rd_kafka_topic_t address -> name, looked up once per batch
+    for i, address in enumerate(pointers):
+        m = ffi.cast("rd_kafka_message_t *", address)
+        if m.err:
+            positions.append(i)
+            continue
+        rkt = int(ffi.cast("uintptr_t", m.rkt))
+        topic = topics.get(rkt)
+        if topic is None:
+            topic = topics[rkt] = _topic_name(m)
+        made.append(message_of(m, topic, partitions.get(m.partition) if partitions else None))
+    return made, positions
 
 
-def unpack_batch(array, n, partitions=None):
-    """The ``n`` C messages of ``array`` as ``(messages, errors)``: ``pyrdk_messages_append``
-    makes the Messages in C, each one's ``partition`` being ``partitions.get(partition_id)``
-    when given; error events become exceptions, end-of-partition events are dropped. The
-    caller destroys the C messages."""
-    msgs, errs = [], []
-    out, parts = ffi.cast("void *", id(msgs)), ffi.cast("void *", id(partitions))
+def message_of(m, topic, partition):
+    """A ``Message`` with the fields of the ``rd_kafka_message_t *`` ``m``."""
+    tstype = ffi.new("rd_kafka_timestamp_type_t *")
+    timestamp = lib.rd_kafka_message_timestamp(m, tstype)
+    return Message(ffi.unpack(ffi.cast("char *", m.payload), m.len) if m.payload != ffi.NULL else None,
+                   partition_key=ffi.unpack(ffi.cast("char *", m.key), m.key_len) if m.key != ffi.NULL else None,
+                   partition_id=m.partition, offset=m.offset, timestamp=timestamp,
+                   headers=headers_of(m), partition=partition, topic=topic, timestamp_type=tstype[0])
+
+
+def headers_of(m):
+    """``rd_kafka_message_headers`` as ``[(name, value)]``, or None when there are none."""
+    hdrs = ffi.new("rd_kafka_headers_t **")
+    if lib.rd_kafka_message_headers(m, hdrs) != errors.NO_ERROR:
+        return None
+    name, value, size = ffi.new("const char **"), ffi.new("const void **"), ffi.new("size_t *")
+    out = []
     i = 0
-    while i < n:
-        done = lib.pyrdk_messages_append(array + i, n - i, out, parts)
-        if done < 0:
-            raise MemoryError("out of memory while converting a batch of %d messages" % n)
-        i += done
-        if i < n:  # an error event
-            if array[i].err != errors.PARTITION_EOF:
-                errs.append(error_of(array[i], _topic_name(array[i])))
-            i += 1
-    return msgs, errs
-
-
-def mark_next(msgs, next_offsets):
-    """For each partition among ``msgs``, set ``next_offsets[partition_id]`` to the offset
-    after its last message there (``pyrdk_messages_mark_next``)."""
-    if lib.pyrdk_messages_mark_next(ffi.cast("void *", id(msgs)), ffi.cast("void *", id(next_offsets))):
-        for msg in msgs:  # an item without an int offset: this raises what is wrong
-            next_offsets[msg.partition_id] = msg.offset + 1
+    while lib.rd_kafka_header_get_all(hdrs[0], i, name, value, size) == errors.NO_ERROR:
+        out.append((string(name[0]), ffi.unpack(ffi.cast("char *", value[0]), size[0])
+                    if value[0] != ffi.NULL else None))
+        i += 1
+    return out
 
 
 def _topic_name(rkmessage):
@@ -72,8 +79,8 @@ def headers_to_c(headers):
 
 
 def error_of(rkmessage, topic_name=None):
-    """The exception an error message carries."""
-    context = topic_name
-    if topic_name and rkmessage.partition >= 0:
-        context = "%s [%d]" % (topic_name, rkmessage.partition)
+    """The exception an error event carries (named after its topic and partition)."""
+    context = topic_name or _topic_name(rkmessage)
+    if context and rkmessage.partition >= 0:
+        context = "%s [%d]" % (context, rkmessage.partition)
     return errors.exception(rkmessage.err, context)

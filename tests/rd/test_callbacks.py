@@ -42,15 +42,16 @@ def test_unregister_forgets_and_is_idempotent():
     cbs.unregister()
 
 
-def test_store_keeps_the_first_exception_until_reraise():
+def test_store_keeps_each_exception_until_reraise():
     cbs = callbacks.Callbacks()
     try:
         first, second = Boom("first"), Boom("second")
         cbs.store(first)
         cbs.store(second)
-        with pytest.raises(Boom) as info:
-            cbs.reraise()
-        assert info.value is first
+        for expected in (first, second):  # oldest first, each once
+            with pytest.raises(Boom) as info:
+                cbs.reraise()
+            assert info.value is expected
         cbs.reraise()  # nothing stored any more
     finally:
         cbs.unregister()
@@ -120,9 +121,11 @@ def test_exception_in_on_delivery_is_raised_in_the_polling_thread(mock_cluster, 
     thread.join(util.WAIT_S * 2)
     assert not thread.is_alive()
     assert len(outcome) == 1 and isinstance(outcome[0], Boom)
-    assert str(outcome[0]) == "from on_delivery 1"  # the first one raised is kept
+    assert str(outcome[0]) == "from on_delivery 1"  # the oldest one first
     assert seen[0] == (1, "the-poller")
-    # Raised once: the next poll is clean.
+    # Each raised once: the next call raises the second, then polls are clean.
+    with pytest.raises(Boom, match="from on_delivery 2"):
+        producer.flush(util.WAIT_S * 1000)
     producer.flush(util.WAIT_S * 1000)
     producer.poll(0)
 

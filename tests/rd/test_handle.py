@@ -10,7 +10,7 @@ from pyrdk.common import TimestampType
 from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, ProducerStoppedException,
                               UnknownTopicOrPartition)
 from pyrdk.rd import handle as handle_module
-from pyrdk.rd import admin, message, partitions
+from pyrdk.rd import admin, partitions
 from pyrdk.testing import free_port
 from tests.fix_kafka import on_tansu, tansu_gap
 from tests.rd import util
@@ -172,28 +172,18 @@ def test_purge_reports_queued_messages(mock_cluster, handles):
 
 # -- closing ---------------------------------------------------------------------------------------
 
-def _send(sender, value):
-    """One message to partition 0 as produce() sends it (``send_message``); raises what a
-    refusal means."""
-    msg = message.send_message(sender, 0, value, None, 1, {}, None, "t", 0)
-    if msg.__class__ is tuple:
-        sender.raise_error(msg[0], 0)
-
-
 def test_use_after_close_raises_the_handles_exception(mock_cluster, handles):
     producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
                        closed_exc=ProducerStoppedException)
     consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": "g"},
                        closed_exc=ConsumerStoppedException)
-    sender = producer.sender("t", 1000)  # made while open, used after close
     producer.close()
     consumer.close()
     assert producer.closed and consumer.closed
     for call in (lambda: producer.poll(0), lambda: producer.flush(10), producer.outq_len,
                  lambda: producer.produce("t", 0, b"v", None, 0, None, 1),
-                 lambda: _send(sender, b"v"), lambda: producer.sender("t", 1000),
-                 lambda: producer.produce_batch("t", 1, b"v", [1], None, None, 1000, True),
-                 lambda: producer.metadata(timeout_ms=10)):
+                 lambda: producer.produce_batch("t", 0, [(b"v", None, 0)]),
+                 lambda: producer.addresses("t"), lambda: producer.metadata(timeout_ms=10)):
         with pytest.raises(ProducerStoppedException):
             call()
     for call in (lambda: consumer.consume_batch(1, 10), consumer.assignment,
@@ -225,15 +215,15 @@ def test_a_forked_child_cannot_use_the_parents_handle(mock_cluster, handles):
 
 @pytest.mark.mock
 def test_a_forked_child_cannot_produce_on_the_parents_handle(mock_cluster, handles):
-    """The per-message and batch paths skip the Python use-guard: the C guard refuses them."""
+    """produce() and produce_batch() refuse in a forked child (the C guard refuses
+    ``pyrdk_produce``, the Python one the batch), and the parent's handle still works."""
     producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
                        closed_exc=ProducerStoppedException)
-    sender = producer.sender("t", 1000)
 
     def child():
         code = 0
-        for call in (lambda: _send(sender, b"v"),
-                     lambda: producer.produce_batch("t", 1, b"v", [1], None, None, 1000, True)):
+        for call in (lambda: producer.produce("t", 0, b"v", None, 0, None, 1),
+                     lambda: producer.produce_batch("t", 0, [(b"v", None, 0)])):
             try:
                 call()
                 code = 1
@@ -242,7 +232,7 @@ def test_a_forked_child_cannot_produce_on_the_parents_handle(mock_cluster, handl
         return code
 
     assert _in_forked_child(child) == 0
-    _send(sender, b"v")  # the parent's handle still works
+    producer.produce("t", 0, b"v", None, 0, None, 1)  # the parent's handle still works
     assert producer.flush(10000)
 
 

@@ -1,10 +1,5 @@
 """rd.message: ``rd_kafka_message_t`` → ``Message``, and ``rd_kafka_headers_t`` both ways."""
-import collections
-import gc
-import pickle
-import sys
 import uuid
-import weakref
 
 import pytest
 
@@ -129,7 +124,7 @@ def test_two_threads_reading_headers_never_see_each_others(mock_cluster):
 
 
 def test_a_batch_of_values_and_a_batch_of_two_topics(brokers, handles):
-    """``unpack_batch`` names each message's topic: one topic, then two whose messages may
+    """``messages_of`` names each message's topic: one topic, then two whose messages may
     share a batch."""
     first, second = ("two-" + uuid.uuid4().hex[:10] for _ in range(2))
     for topic in (first, second):
@@ -147,145 +142,3 @@ def test_a_batch_of_values_and_a_batch_of_two_topics(brokers, handles):
     both = util.consume(consumer, 6)
     assert sorted((m.topic, m.value) for m in both) == \
         sorted([(first, b"a%d" % i) for i in range(3)] + [(second, b"b%d" % i) for i in range(3)])
-
-
-def test_consumed_messages_are_left_out_of_the_cyclic_gc(brokers, handles):
-    """Made in C with nothing that leads back to them, so that a batch of them sets off no
-    collections; they are still ordinary Messages."""
-    topic = "gc-" + uuid.uuid4().hex[:10]
-    brokers.create_topic(topic)
-    producer = handles("producer", {"bootstrap.servers": brokers.hosts})
-    util.produce(producer, topic, [(0, b"v", b"k", 0, [("h", b"1")])])
-    consumer = handles("consumer", {"bootstrap.servers": brokers.hosts, "group.id": topic})
-    consumer.assign([(topic, 0, 0)])
-    msg, = util.consume(consumer, 1)
-    assert not gc.is_tracked(msg)
-    copy = pickle.loads(pickle.dumps(msg))
-    assert (copy.value, copy.partition_key, copy.headers, copy.offset, copy.topic) == \
-        (b"v", b"k", [("h", b"1")], 0, topic)
-
-
-def test_a_message_made_in_the_place_of_a_freed_one_has_only_its_own_fields(brokers, handles):
-    """Freed Messages are kept and made anew: one without a key or headers, consumed after
-    one with them was freed, has neither."""
-    topic = "reuse-" + uuid.uuid4().hex[:10]
-    brokers.create_topic(topic)
-    producer = handles("producer", {"bootstrap.servers": brokers.hosts})
-    util.produce(producer, topic, [(0, b"first", b"k", 0, [("h", b"1")]), (0, b"second", None, 0, None)])
-    consumer = handles("consumer", {"bootstrap.servers": brokers.hosts, "group.id": topic})
-    consumer.assign([(topic, 0, 0)])
-    first, = util.consume(consumer, 1)
-    assert (first.value, first.partition_key, first.headers) == (b"first", b"k", [("h", b"1")])
-    del first
-    second, = util.consume(consumer, 1)
-    assert (second.value, second.partition_key, second.headers, second.offset) == (b"second", None, [], 1)
-
-
-class _Plain(Message):
-    pass
-
-
-class _Slotted(Message):
-    __slots__ = ("extra",)
-
-
-class _Finalized(Message):
-    finalized = 0
-
-    def __del__(self):
-        type(self).finalized += 1
-
-
-@pytest.mark.parametrize("cls", [Message, _Plain, _Slotted, _Finalized])
-def test_freeing_a_message_or_an_instance_of_a_subclass_releases_every_field(cls):
-    """Message's tp_dealloc (``message_dealloc``) clears its slots, and a subclass's own
-    slots, dict, weak references and ``__del__`` still get their due."""
-    field = object()
-    before, type_refs = sys.getrefcount(field), sys.getrefcount(cls)
-    msgs = [cls(field, partition_key=field, headers=field) for _ in range(3000)]
-    if cls is _Plain:
-        msgs[0].extra = field
-        ref = weakref.ref(msgs[0])
-    if cls is _Slotted:
-        msgs[0].extra = field
-    del msgs
-    assert (sys.getrefcount(field), sys.getrefcount(cls)) == (before, type_refs)
-    if cls is _Plain:
-        assert ref() is None
-    if cls is _Finalized:
-        assert cls.finalized == 3000
-
-
-def test_a_del_set_on_message_runs_and_may_keep_the_message():
-    kept = []
-    Message.__del__ = lambda self: kept.append(self) if self.value == b"keep" else None
-    try:
-        Message(b"drop")
-        Message(b"keep")
-    finally:
-        del Message.__del__
-    assert [m.value for m in kept] == [b"keep"]
-
-
-def test_a_long_chain_of_messages_is_freed_without_exhausting_the_c_stack():
-    chain = None
-    for _ in range(1000000):  # deep enough to overflow an 8 MB stack by recursion
-        chain = Message(chain)
-    del chain  # the trashcan frees it a level at a time, not by recursion
-
-
-def test_a_message_in_a_reference_cycle_is_still_collected():
-    holder = _Plain(None)
-    holder.value = Message(holder)
-    ref = weakref.ref(holder)
-    del holder
-    gc.collect()
-    assert ref() is None
-
-
-class _OwnMessage(Message):
-    __slots__ = ()
-
-
-def test_mark_next_gives_each_partition_the_offset_after_its_last_message():
-    msgs = [Message(b"", partition_id=0, offset=5), Message(b"", partition_id=0, offset=6),
-            Message(b"", partition_id=1, offset=7), Message(b"", partition_id=300, offset=1),
-            Message(b"", partition_id=300, offset=2), Message(b"", partition_id=0, offset=9)]
-    next_offsets = {1: 3, 2: 4}
-    message.mark_next(msgs, next_offsets)
-    assert next_offsets == {0: 10, 1: 8, 2: 4, 300: 3}
-    others = [_OwnMessage(b"", partition_id=0, offset=1), Message(b"", partition_id=0, offset=2)]
-    message.mark_next(others, next_offsets)  # not all Messages: through their attributes
-    assert next_offsets[0] == 3
-    with pytest.raises(AttributeError):
-        message.mark_next([object()], next_offsets)
-
-
-def test_pack_values_joins_bytes_and_gives_their_sizes():
-    joined, lengths = message.pack_values([b"ab", b"", b"cde"])
-    assert joined == b"abcde"
-    assert list(ffi.from_buffer("size_t[]", lengths)) == [2, 0, 3]
-    assert message.pack_values([]) == (b"", b"")
-    assert message.pack_values([b"a", bytearray(b"b")]) is None  # not bytes: the Python way
-    with pytest.raises(TypeError):
-        message.pack_values((b"a",))
-
-
-def test_the_c_functions_keep_no_reference_to_what_they_are_given():
-    """pyrdk_messages.c counts references by hand: after the iterator, mark_last, mark_next
-    and pack_values are done, every Message, offset and value is back to its count."""
-    msgs = [Message(b"", partition_id=i % 2, offset=10 ** 12 + i) for i in range(6)]
-    offsets = [m.offset for m in msgs]
-    values = [bytes(bytearray(b"v%d" % i)) for i in range(3)]  # objects of their own
-    before = [sys.getrefcount(o) for o in msgs + offsets + values]
-    last, marked = [None], {}
-    handed_out = list(message.buffer_iterator(collections.deque(msgs), marked, lambda: None, last))
-    assert handed_out == msgs
-    del handed_out
-    message.mark_last(last, marked)  # the iterator holds its last message until this
-    assert last == [None] and marked == {0: 10 ** 12 + 5, 1: 10 ** 12 + 6}
-    next_offsets = {}
-    message.mark_next(msgs, next_offsets)
-    assert next_offsets == {0: 10 ** 12 + 5, 1: 10 ** 12 + 6}
-    assert message.pack_values(values)[0] == b"v0v1v2"
-    assert [sys.getrefcount(o) for o in msgs + offsets + values] == before

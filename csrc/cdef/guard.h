@@ -1,0 +1,9 @@
+/* The use guard of csrc/pyrdk_guard.h (static inline there): pyrdk/rd/handle.py */
+typedef struct pyrdk_guard_s {
+        int users;
+        int closing;
+} pyrdk_guard_t;
+int pyrdk_guard_enter(pyrdk_guard_t *g);
+void pyrdk_guard_leave(pyrdk_guard_t *g);
+void pyrdk_guard_close(pyrdk_guard_t *g);
+int pyrdk_guard_users(pyrdk_guard_t *g);

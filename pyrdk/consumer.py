@@ -1,0 +1,443 @@
+"""Consumer: what pyrdk's consumers share. :class:`Consumer` reads a librdkafka consumer through
+the core (``rd_kafka_consume_batch_queue`` into :mod:`pyrdk.core`) with pykafka's offset
+conventions; :class:`pyrdk.simpleconsumer.SimpleConsumer` assigns it partitions,
+:class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer` lets the group assign them. The
+option checks and the running check are shared with the ZooKeeper
+:class:`pyrdk.balancedconsumer.BalancedConsumer` too.
+
+Offsets follow pykafka: ``held_offsets`` is the last offset *returned* per partition,
+``commit_offsets()`` commits that + 1 (the next offset to read) with ``rd_kafka_commit``, and
+auto-commit runs on the consuming thread every ``auto_commit_interval_ms``, so it never
+commits a message not yet returned.
+"""
+import datetime
+import logging
+import time
+
+from pyrdk.common import OffsetPartitionResponse, OffsetType, check_int
+from pyrdk.core import consumer_core
+from pyrdk.exceptions import CallState, ConsumerStoppedException, KafkaException, OffsetRequestFailedError
+from pyrdk.partition import Partition, to_timestamp_ms
+from pyrdk.rd.handle import librdkafka_runtime_version
+from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END
+
+log = logging.getLogger(__name__)
+
+BATCH = 1000
+SLICE_MS = 100
+MAX_BATCH = 1000000  # the most messages one consume_batch() call may ask for
+
+
+def check_running(running):
+    """Raise ``ConsumerStoppedException`` unless ``running``."""
+    if not running:
+        raise ConsumerStoppedException("the consumer is stopped; call start() or use a new one")
+
+
+def check_auto_offset_reset(value):
+    """``value`` as an ``OffsetType``: EARLIEST or LATEST, else ValueError."""
+    if isinstance(value, bool) or value not in (OffsetType.EARLIEST, OffsetType.LATEST):
+        raise ValueError("auto_offset_reset must be OffsetType.EARLIEST (-2) or LATEST (-1), not %r" % (value,))
+    return OffsetType(value)
+
+
+def auto_commit_due(enabled, last_commit, interval_ms):
+    """Whether auto-commit is on and ``interval_ms`` has passed since ``last_commit``
+    (a ``time.monotonic()`` time)."""
+    return enabled and (time.monotonic() - last_commit) * 1000 >= interval_ms
+
+
+def logical(offset_type):
+    """librdkafka's logical offset for an ``OffsetType``."""
+    return OFFSET_BEGINNING if offset_type == OffsetType.EARLIEST else OFFSET_END
+
+
+def check_offset(value, logical_ok=True):
+    """An offset argument: an int >= 0, or (``logical_ok``) an ``OffsetType``; else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            (value < 0 and not (logical_ok and value in (-1, -2))):
+        raise ValueError("invalid offset %r: use an int >= 0%s"
+                         % (value, " or an OffsetType" if logical_ok else " (the next offset to read)"))
+    return value
+
+
+class Consumer:
+    """Reading a topic's partitions from a librdkafka consumer, with pykafka's offsets.
+
+    Subclasses make the handle in ``start()`` (with :meth:`_open`) and say which partitions
+    the consumer holds with :meth:`_set_partitions`; they drop a partition's fetched messages
+    with :meth:`_drop_buffered` and forget it with :meth:`_forget`. The parameters are
+    :class:`pyrdk.simpleconsumer.SimpleConsumer`'s.
+    """
+
+    def __init__(self, topic, cluster, consumer_group, fetch_message_max_bytes, auto_commit_enable,
+                 auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,
+                 fetch_wait_max_ms, offsets_channel_backoff_ms, offsets_commit_max_retries, auto_offset_reset,
+                 consumer_timeout_ms, reset_offset_on_start, deserializer, reset_offset_on_fetch, group_id,
+                 rdkafka_config):
+        if auto_commit_enable and not consumer_group:
+            raise ValueError("auto_commit_enable requires a consumer_group")
+        self._consumer_timeout_ms = check_int("consumer_timeout_ms", consumer_timeout_ms, -1)
+        self._auto_commit_interval_ms = check_int("auto_commit_interval_ms", auto_commit_interval_ms, 0)
+        self._auto_offset_reset = check_auto_offset_reset(auto_offset_reset)
+        if deserializer is not None and not callable(deserializer):
+            raise TypeError("deserializer must be callable (value, partition_key) -> (value, key)")
+        self._topic = topic
+        self._cluster = cluster
+        self._topic_name = topic.name.decode()
+        self._consumer_group = consumer_group
+        self._auto_commit_enable = auto_commit_enable
+        self._reset_offset_on_start = reset_offset_on_start
+        self._deserializer = deserializer
+        self._commit_retries = check_int("offsets_commit_max_retries", offsets_commit_max_retries, 0)
+        self._commit_backoff_ms = check_int("offsets_channel_backoff_ms", offsets_channel_backoff_ms, 0)
+        self._config = dict(cluster.rdkafka_config)
+        self._config.update({
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": False,
+            "auto.offset.reset": ("earliest" if self._auto_offset_reset == OffsetType.EARLIEST else "latest")
+            if reset_offset_on_fetch else "error",
+            "fetch.message.max.bytes": fetch_message_max_bytes,
+            "queued.min.messages": queued_max_messages,
+            "fetch.min.bytes": fetch_min_bytes,
+            "fetch.error.backoff.ms": fetch_error_backoff_ms,
+            "fetch.wait.max.ms": fetch_wait_max_ms,
+        })
+        if librdkafka_runtime_version() >= 0x02010000:  # fetch.queue.backoff.ms: since 2.1.0
+            self._config["fetch.queue.backoff.ms"] = 10
+        self._config.update(rdkafka_config or {})
+        self._handle = None
+        self._outage = None
+        self._running = False
+        self._partitions = {}
+        self._core = consumer_core(self._partitions)
+        self._calls = CallState()  # what consume() raises next: a deserializer's, a callback's
+        self._paused = set()
+        self._stash = {}  # paused partition id -> messages fetched but not returned
+        self._last_commit = time.monotonic()
+
+    @property
+    def topic(self):
+        return self._topic
+
+    @property
+    def partitions(self):
+        """``{partition_id: Partition}`` this consumer reads."""
+        return self._partitions
+
+    # -- for subclasses ------------------------------------------------------------------------
+
+    def _open(self, handle):
+        """Read from ``handle`` (a consumer ``Handle``) from now on."""
+        self._handle = handle
+        self._core.clear()
+        self._paused.clear()
+        self._stash.clear()
+        self._running = True
+        self._last_commit = time.monotonic()
+
+    def _close(self):
+        """Stop reading: forget what was fetched and not returned, close the handle."""
+        self._running = False
+        self._core.clear()
+        self._stash.clear()
+        self._handle.close()
+
+    def _set_partitions(self, partitions):
+        """Hold ``partitions`` (``{id: Partition}``) from now on."""
+        self._partitions = partitions
+        self._core.partitions = partitions
+
+    def _drop_buffered(self, pids):
+        """Forget fetched, unreturned messages of ``pids``; returns those of the buffer."""
+        for pid in pids:
+            self._stash.pop(pid, None)
+        return self._core.take_partitions(set(pids))
+
+    def _forget(self, pids):
+        """Forget the offsets and pause of partitions no longer held."""
+        for pid in pids:
+            self._core.forget(pid)
+            self._paused.discard(pid)
+
+    def _check_running(self):
+        check_running(self._running)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def __del__(self):
+        # The handle's own __del__ frees librdkafka; nothing may block here.
+        self._running = False
+
+    # -- consuming -----------------------------------------------------------------------------
+
+    def consume(self, block=True, unblock_event=None):
+        """The next message, or None: when ``block`` is False and none is ready, when
+        ``consumer_timeout_ms`` passes without one, or when ``unblock_event`` is set."""
+        self._check_running()
+        self._calls.check()
+        msg = self._core.next()
+        if msg is None:
+            self._fill(block, unblock_event)
+            msg = self._core.next()
+        if msg is not None and self._deserializer is not None:
+            # A deserializer error reaches the caller; the message counts as consumed.
+            msg.value, msg.partition_key = self._deserializer(msg.value, msg.partition_key)
+        self._maybe_auto_commit()
+        return msg
+
+    def __iter__(self):
+        """The messages until ``consume()`` returns None. With neither a deserializer nor
+        auto-commit to run, the core hands out the buffered messages directly (fetched a
+        batch at a time) and calls ``consume()`` when it has none."""
+        if self._deserializer is None and not self._auto_commit_enable:
+            return self._core.iterator(self._consume_blocking)
+        return iter(self._consume_blocking, None)
+
+    def _consume_blocking(self):
+        return self.consume(block=True)
+
+    def consume_batch(self, max_messages=BATCH, timeout_ms=1000):
+        """Up to ``max_messages`` messages, waiting at most ``timeout_ms`` for the first
+        (one ``rd_kafka_consume_batch_queue`` call per batch)."""
+        self._check_running()
+        check_int("max_messages", max_messages, 1)
+        if max_messages > MAX_BATCH:
+            raise ValueError("max_messages=%d is more than one call can take (at most %d)"
+                             % (max_messages, MAX_BATCH))
+        check_int("timeout_ms", timeout_ms, -1)
+        self._calls.check()
+        if not len(self._core):
+            self._fetch(max_messages, timeout_ms)
+        if self._deserializer is None:  # the short way: nothing per message can fail
+            out = self._core.take(max_messages)
+        else:
+            out = []
+            for _ in range(max_messages):
+                msg = self._core.next()
+                if msg is None:
+                    break
+                try:
+                    msg.value, msg.partition_key = self._deserializer(msg.value, msg.partition_key)
+                except Exception as exc:
+                    if not out:
+                        raise
+                    self._calls.crash(exc)  # return what is ready; raise on the next call
+                    break
+                out.append(msg)
+        self._maybe_auto_commit()
+        return out
+
+    def _fill(self, block, unblock_event):
+        if not block:
+            self._fetch(BATCH, 0)
+            return
+        timeout = self._consumer_timeout_ms
+        deadline = None if timeout < 0 else time.monotonic() + timeout / 1000.0
+        while not len(self._core):
+            if unblock_event is not None and unblock_event.is_set():
+                return
+            remaining = SLICE_MS if deadline is None else int((deadline - time.monotonic()) * 1000)
+            if remaining <= 0 and deadline is not None:
+                return
+            self._fetch(BATCH, min(SLICE_MS, max(remaining, 0)))
+
+    def _fetch(self, max_messages, timeout_ms):
+        """One batch from librdkafka into the core's buffer (a paused partition's messages
+        wait in the stash); error events are raised, retriable ones logged."""
+        count, errs = self._handle.consume_batch(max_messages, timeout_ms, self._core.add)
+        if count:
+            self._outage.since = None
+            if self._paused:
+                for msg in self._core.take_partitions(self._paused):
+                    self._stash.setdefault(msg.partition_id, []).append(msg)
+        for exc in errs:  # error events, then an exception a callback raised
+            if isinstance(exc, KafkaException) and exc.retriable and not exc.fatal:
+                log.warning("%s (librdkafka retries by itself)", exc)
+            else:
+                raise exc
+        self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    @property
+    def held_offsets(self):
+        """``{partition_id: last offset returned}`` (-1 where nothing is known yet)."""
+        return {pid: (-1 if nxt is None else nxt - 1) for pid, nxt in self._core.next_offsets().items()}
+
+    def _require_group(self, what):
+        if not self._consumer_group:
+            raise ValueError("%s needs a consumer_group" % what)
+
+    def _maybe_auto_commit(self):
+        if auto_commit_due(self._auto_commit_enable, self._last_commit, self._auto_commit_interval_ms):
+            self.commit_offsets()
+
+    def commit_offsets(self, partition_offsets=None):
+        """Commit offsets for the consumer group (``rd_kafka_commit``).
+
+        :param partition_offsets: ``(partition, offset)`` pairs to commit as given;
+            default: each partition's held offset + 1 (the next to read)
+        """
+        self._check_running()
+        self._require_group("commit_offsets")
+        if partition_offsets is None:
+            tps = [(self._topic_name, pid, nxt) for pid, nxt in sorted(self._core.next_offsets().items())
+                   if nxt is not None]
+        else:
+            tps = [(self._topic_name, self._partition_id(p), check_offset(o, logical_ok=False))
+                   for p, o in partition_offsets]
+        self._last_commit = time.monotonic()
+        if not tps:
+            return
+        for attempt in range(self._commit_retries + 1):
+            try:
+                self._handle.commit(tps)
+                return
+            except KafkaException as exc:
+                if not exc.retriable or attempt == self._commit_retries:
+                    raise
+                log.warning("commit failed (%s), retrying in %d ms", exc, self._commit_backoff_ms)
+                time.sleep(self._commit_backoff_ms / 1000.0)
+
+    def fetch_offsets(self):
+        """The group's committed offsets (``rd_kafka_committed``) as pykafka's
+        ``[(partition_id, OffsetFetchPartitionResponse)]``; -1 where none is committed."""
+        self._check_running()
+        self._require_group("fetch_offsets")
+        committed = self._handle.committed([(self._topic_name, pid) for pid in sorted(self._partitions)])
+        return [(tp.partition, OffsetPartitionResponse(tp.offset if tp.offset >= 0 else -1, tp.error))
+                for tp in committed]
+
+    def reset_offsets(self, partition_offsets=None):
+        """Move partitions, as pykafka does: an int ``o`` makes ``o`` the last offset
+        consumed (the next message is ``o + 1``); ``OffsetType.EARLIEST`` / ``LATEST`` or a
+        ``datetime`` move to the first message at or after that point (looked up with
+        ListOffsets; a time after the last message moves to the end). Then commit the new
+        positions, if the consumer has a group. Nothing moves if an entry is invalid.
+
+        :param partition_offsets: ``(partition, int | OffsetType | datetime)`` pairs;
+            default: every partition to ``auto_offset_reset``
+        """
+        self._check_running()
+        if partition_offsets is None:
+            partition_offsets = [(pid, self._auto_offset_reset) for pid in self._partitions]
+        targets = {}  # partition id -> the next offset to read
+        lookups = {}  # partition id -> ListOffsets timestamp (ms, or -2 / -1)
+        for p, value in partition_offsets:
+            pid = self._partition_id(p)
+            if isinstance(value, datetime.datetime):
+                lookups[pid] = to_timestamp_ms(value)
+            elif isinstance(value, int) and not isinstance(value, bool) and value in (-1, -2):
+                lookups[pid] = int(value)
+            elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                targets[pid] = value + 1
+                lookups.pop(pid, None)
+                continue
+            else:
+                raise ValueError("invalid offset %r for partition %d: use an offset >= 0, an "
+                                 "OffsetType or a datetime" % (value, pid))
+            targets.pop(pid, None)
+        # OffsetType and datetime are resolved with ListOffsets (as pykafka does), so the
+        # position is known, held_offsets is right and the commit below records it.
+        targets.update(self._list_offsets(lookups))
+        self._drop_buffered(targets)
+        self._handle.seek([(self._topic_name, pid, off) for pid, off in sorted(targets.items())])
+        for pid, nxt in targets.items():
+            self._core.set_next(pid, nxt)
+        if self._consumer_group and targets:
+            self.commit_offsets(sorted(targets.items()))
+
+    def _resolve(self, lookups):
+        """``_list_offsets`` for a start position, or ``{}`` if the lookup fails (librdkafka
+        then resolves the logical offset itself). A position known in advance is what keeps a
+        ``seek`` right after ``start`` from being overtaken by librdkafka's own lookup."""
+        if not lookups:
+            return {}
+        try:
+            return self._list_offsets(lookups)
+        except KafkaException as exc:
+            log.warning("could not look up the start offsets (%s); librdkafka will", exc)
+            return {}
+
+    def _list_offsets(self, lookups):
+        """``{pid: offset}`` for ``{pid: timestamp or OffsetType}``; a time after the last
+        message resolves to the end of the partition."""
+        out = {}
+        while lookups:
+            results = self._cluster.offsets_for_times(
+                [(self._topic_name, pid, ts) for pid, ts in sorted(lookups.items())])
+            after_end = {}
+            for tp in results:
+                if tp.error:
+                    raise OffsetRequestFailedError("offset lookup for partition %d failed: error %d"
+                                                   % (tp.partition, tp.error))
+                if tp.offset >= 0:
+                    out[tp.partition] = tp.offset
+                elif lookups.get(tp.partition, OffsetType.LATEST) >= 0:
+                    after_end[tp.partition] = int(OffsetType.LATEST)  # no message at or after
+                else:
+                    raise OffsetRequestFailedError("offset lookup for partition %d returned %d"
+                                                   % (tp.partition, tp.offset))
+            lookups = after_end
+        return out
+
+    def _partition_id(self, p):
+        pid = p.id if isinstance(p, Partition) else p
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._partitions:
+            raise ValueError("unknown partition %r for this consumer (it has %s)"
+                             % (p, sorted(self._partitions)))
+        return pid
+
+    # -- beyond pykafka ------------------------------------------------------------------------
+
+    def highwater(self, partition):
+        """The partition's high watermark (the offset the next message produced will get) as
+        the last fetch response for it said, or None before the first response
+        (``rd_kafka_get_watermark_offsets``, no request; kafka-python's ``highwater``)."""
+        self._check_running()
+        pid = self._partition_id(partition)
+        high = self._handle.get_watermark_offsets(self._topic_name, pid)[1]
+        return high if high >= 0 else None
+
+    def seek(self, partition, offset):
+        """Make ``offset`` the next offset returned for ``partition`` (``rd_kafka_seek_partitions``);
+        ``offset`` may also be an ``OffsetType``, looked up with ListOffsets."""
+        self._check_running()
+        pid = self._partition_id(partition)
+        offset = check_offset(offset)
+        is_logical = offset in (OffsetType.EARLIEST, OffsetType.LATEST)
+        if is_logical:
+            offset = self._list_offsets({pid: int(offset)})[pid]
+        self._drop_buffered((pid,))
+        self._handle.seek([(self._topic_name, pid, offset)])
+        self._core.set_next(pid, None if is_logical else offset)
+
+    def pause(self, partitions=None):
+        """Stop fetching from these partitions (default: all) (``rd_kafka_pause_partitions``).
+        Messages already fetched for them are held back until ``resume()``."""
+        self._check_running()
+        pids = self._pids(partitions)
+        self._handle.pause([(self._topic_name, pid) for pid in pids])
+        self._paused.update(pids)
+        for msg in self._core.take_partitions(set(pids)):
+            self._stash.setdefault(msg.partition_id, []).append(msg)
+
+    def resume(self, partitions=None):
+        """Fetch again from paused partitions (``rd_kafka_resume_partitions``)."""
+        self._check_running()
+        pids = self._pids(partitions)
+        self._handle.resume([(self._topic_name, pid) for pid in pids])
+        for pid in pids:
+            self._paused.discard(pid)
+            # Held-back messages come before anything fetched for the partition from now on.
+            self._core.extend(self._stash.pop(pid, ()))
+
+    def _pids(self, partitions):
+        return sorted(self._partitions) if partitions is None else [self._partition_id(p) for p in partitions]

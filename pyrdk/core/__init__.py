@@ -1,0 +1,104 @@
+"""The hot-path core: the per-message work of producing and consuming, behind one interface
+with two implementations.
+
+``PYRDK_IMPL`` picks one when pyrdk is imported: ``c`` (the default) is the extension module
+``pyrdk._core`` (``csrc/core/``), ``python`` is :mod:`pyrdk.core.pure`, the readable reference
+on the cffi layer. :data:`implementation` says which runs. Both make the same
+``Message`` objects, keep the same state and pass the same tests; the C one makes no Python
+object per message that the reference does not make, and is several times cheaper per message.
+
+The producer's core (:func:`producer_core`), one per started ``Producer``:
+
+- ``produce(value, key=None, timestamp=None, headers=None) -> Message``: the fast path. A
+  message of bytes (or None) with no timestamp or headers, while ``divert`` is false, gets a
+  partition (round robin from a random start, or ``partitioner(partitions, key)``), a
+  ``Message`` kept until its delivery report, and a place in its partition's queue; a queue
+  of ``batch`` messages goes to librdkafka in one ``rd_kafka_produce_batch`` call. A queue
+  that librdkafka's full queue refused, and every other call, goes to the general path:
+  ``general(value, key, timestamp, headers)``.
+- ``divert``: true sends every ``produce()`` to the general path (the producer sets it while
+  it has something to raise, an outage, or once stopped).
+- ``track(message) -> id`` and ``untrack(id) -> message or None``: the general path's Messages
+  wait for their reports in the same table; ``id`` is the ``msg_opaque`` librdkafka reports.
+- ``hand_off(stopping=False) -> int``: hand every queue to librdkafka (what a full queue
+  refuses stays); the number still queued. After ``close()``, only when ``stopping``.
+- ``deliver(ids, errs, partitions, offsets, timestamps) -> [(message, err)]``: a batch of
+  delivery reports (memoryviews, as ``rd.callbacks`` drains them). Each delivered Message gets
+  its ``partition_id``, ``offset`` (-1 when the broker told none) and ``timestamp`` and is no
+  longer kept. Returns the failed ones with their error codes, and, with ``report_all``, the
+  delivered ones with 0.
+- ``refused() -> [(message, err)]``: the messages librdkafka refused at hand-off (for another
+  reason than a full queue) since the last call, no longer kept; a refusal sets ``divert``.
+- ``produce_batch(messages, block) -> (sent, err)`` or None: values (bytes), or ``(value,
+  key)`` pairs, without Messages (``msg_id`` 0: their reports are counted in C), in one run of
+  consecutive messages per partition from the next partition of the round robin; stops at the
+  first refusal (err: a librdkafka code; ``block`` waits for room in a full queue instead).
+  None, having sent nothing, when an item is not such a value or pair (the general path then
+  says which). ``batch_sent`` counts the messages it sent.
+- ``take_all() -> [message]``: every Message still kept, no longer kept (``stop()`` reports
+  them); ``close()``; ``len(core)``: the Messages kept; ``queued``: those in the queues;
+  ``partitions``: ``[(id, Partition)]`` by id, settable when the topic grows.
+  ``general(value, key, timestamp, headers, partition)`` gets the partitioner's choice when the
+  fast path already asked for it (else None).
+
+The consumer's core (:func:`consumer_core`), one per consumer:
+
+- ``add(pointers) -> (count, error_positions)``: a batch from ``rd_kafka_consume_batch_queue``
+  (a memoryview of ``rd_kafka_message_t *``) becomes Messages at the end of the buffer; the
+  positions of the error events are for the caller.
+- ``next() -> message or None``, ``take(max_messages) -> [message]``: the first buffered
+  messages, each counted as handed out (its partition's next offset is its offset + 1).
+- ``iterator(refill)``: the buffered messages, counted, then ``refill()`` when the buffer is
+  empty; the iteration ends when ``refill()`` returns None.
+- ``next_offsets() -> {partition id: next offset or None}`` for the partitions held (None:
+  nothing handed out yet, start unknown), ``set_next(pid, offset or None)``, ``forget(pid)``.
+- ``take_partitions(pids) -> [message]`` (out of the buffer, in order), ``extend(messages)``,
+  ``clear()``, ``len(core)``; ``partitions``: ``{id: Partition}`` naming each Message's partition.
+"""
+import os
+import warnings
+
+from pyrdk.core import pure
+
+_CHOICES = ("c", "python")
+
+
+def _choose():
+    """The implementation ``PYRDK_IMPL`` asks for, and its module (None for ``python``)."""
+    wanted = os.environ.get("PYRDK_IMPL", "").strip().lower() or None
+    if wanted is not None and wanted not in _CHOICES:
+        raise ImportError("PYRDK_IMPL=%r: use 'c' or 'python'" % os.environ["PYRDK_IMPL"])
+    if wanted == "python":
+        return "python", None
+    try:
+        from pyrdk import _core
+    except ImportError as exc:
+        if wanted == "c":
+            raise ImportError("PYRDK_IMPL=c, but pyrdk's C core cannot be imported: %s" % exc) from exc
+        warnings.warn("pyrdk's C core cannot be imported (%s); the pure-Python core runs instead "
+                      "(set PYRDK_IMPL=python to choose it)" % exc, RuntimeWarning, stacklevel=3)
+        return "python", None
+    return "c", _core
+
+
+implementation, _c = _choose()
+"""``"c"`` or ``"python"``: the core in use."""
+
+Message = _c.Message if _c is not None else pure.Message
+"""The class of the messages the core makes."""
+
+
+def producer_core(handle, topic, partitions, partitioner, compression, max_size, batch, report_all, general):
+    """A new producer core for ``topic`` on the producer ``Handle`` (see the module's docs)."""
+    if _c is not None:
+        return _c.ProducerCore(handle, *handle.addresses(topic), topic, partitions, partitioner, compression,
+                               max_size, batch, report_all, general)
+    return pure.ProducerCore(handle, topic, partitions, partitioner, compression, max_size, batch,
+                             report_all, general)
+
+
+def consumer_core(partitions):
+    """A new consumer core, its Messages naming ``partitions[id]`` (a dict) as their partition."""
+    if _c is not None:
+        return _c.ConsumerCore(partitions)
+    return pure.ConsumerCore(partitions)

@@ -1,0 +1,294 @@
+"""The pure-Python core: the reference implementation of :mod:`pyrdk.core`'s interface, on the
+cffi layer (:mod:`pyrdk.rd`).
+
+Plain code, one step after another. The C core (``csrc/core/``) must do exactly what this
+does; every producer and consumer test runs against both. A lock makes each producer call
+atomic, as the GIL makes the C core's (they run no Python code but the partitioner's and the
+general path's).
+"""
+import collections
+import itertools
+import random
+import threading
+
+from pyrdk.common import Message
+from pyrdk.exceptions import KafkaException
+from pyrdk.rd import errors
+from pyrdk.rd.message import messages_of
+
+BATCH_AT_ONCE = 256  # the most messages handed to one rd_kafka_produce_batch call
+# More than librdkafka's record overhead (RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD, 36 bytes): a
+# message this close to max_size goes alone, so that librdkafka's own size check never
+# refuses one inside a batch (which would refuse every one after it too).
+SIZE_MARGIN = 64
+FULL_WAIT_MS = 10  # produce_batch's wait for room in a full queue, at a time
+POLL_EVERY = 1024  # produce_batch serves librdkafka's events every this many messages
+
+
+def _size(data):
+    return 0 if data is None else len(data)
+
+
+def _bytes_or_none(data):
+    return data is None or type(data) is bytes
+
+
+class ProducerCore:
+    """The producer's core (see :mod:`pyrdk.core`)."""
+
+    def __init__(self, handle, topic, partitions, partitioner, compression, max_size, batch, report_all,
+                 general):
+        self._handle = handle
+        self._topic = topic
+        self.partitions = partitions
+        self._partitioner = partitioner
+        self._compression = compression
+        self._max_size = max_size
+        self._batch = batch
+        self._report_all = report_all
+        self._general = general
+        self._counter = random.randrange(1 << 16)  # the round robin's next step
+        self.divert = False
+        self._closed = False
+        self._kept = {}  # id -> Message, until its delivery report
+        self._ids = itertools.count(1)
+        self._queues = {}  # partition id -> [(value, key, id)] waiting for librdkafka
+        self._refused = []  # (Message, err) refused at hand-off, for the next deliver()
+        self.batch_sent = 0
+        self._lock = threading.RLock()
+
+    @property
+    def partitions(self):
+        """``[(id, Partition)]``, by id."""
+        return self._partitions
+
+    @partitions.setter
+    def partitions(self, pairs):
+        self._partitions = list(pairs)
+        self._pid_of = {partition: pid for pid, partition in self._partitions}
+
+    def __len__(self):
+        return len(self._kept)
+
+    @property
+    def queued(self):
+        return sum(len(q) for q in self._queues.values())
+
+    def _next_step(self):
+        step = self._counter
+        self._counter += 1
+        return step
+
+    # -- produce() -----------------------------------------------------------------------------
+
+    def produce(self, value, key=None, timestamp=None, headers=None):
+        if self.divert or timestamp is not None or headers is not None or not _bytes_or_none(value) \
+                or not _bytes_or_none(key) or _size(value) + _size(key) + SIZE_MARGIN > self._max_size \
+                or not self._partitions:
+            return self._general(value, key, timestamp, headers, None)
+        if self._partitioner is None:
+            pid, partition = self._partitions[self._next_step() % len(self._partitions)]
+        else:
+            partition = self._partitioner([p for _, p in self._partitions], key)
+            pid = self._pid_of.get(partition)
+            if pid is None:  # not one of the topic's Partitions: the general path says what it is
+                return self._general(value, key, timestamp, headers, partition)
+        with self._lock:
+            queue = self._queues.setdefault(pid, [])
+            if len(queue) < self._batch and not self.divert:
+                msg = Message(value, key, pid, partition=partition, topic=self._topic,
+                              compression_type=self._compression)
+                msg_id = next(self._ids)
+                self._kept[msg_id] = msg
+                queue.append((value, key, msg_id))
+                if len(queue) >= self._batch:
+                    self._hand_off(pid)
+                return msg
+        # librdkafka's queue was full at the last hand-off (or the producer stopped meanwhile).
+        return self._general(value, key, timestamp, headers, partition)
+
+    def track(self, msg):
+        with self._lock:
+            msg_id = next(self._ids)
+            self._kept[msg_id] = msg
+            return msg_id
+
+    def untrack(self, msg_id):
+        with self._lock:
+            return self._kept.pop(msg_id, None)
+
+    def hand_off(self, stopping=False):
+        with self._lock:
+            if not self._closed or stopping:
+                for pid in list(self._queues):
+                    self._hand_off(pid)
+            return self.queued
+
+    def _hand_off(self, pid):
+        """Hand partition ``pid``'s queue to librdkafka, BATCH_AT_ONCE at a time. What a full
+        queue refuses stays; another refusal fails the message (reported by deliver())."""
+        queue = self._queues[pid]
+        while queue:
+            queued, err = self._handle.produce_batch(self._topic, pid, queue[:BATCH_AT_ONCE])
+            del queue[:queued]
+            if err == errors.QUEUE_FULL:
+                return
+            if err:
+                msg_id = queue.pop(0)[2]
+                self._refused.append((self._kept.pop(msg_id), err))
+                self.divert = True  # the producer raises it from the general path
+
+    def close(self):
+        with self._lock:
+            self._closed = True
+            self.divert = True
+
+    # -- delivery reports ----------------------------------------------------------------------
+
+    def refused(self):
+        with self._lock:
+            out, self._refused = self._refused, []
+            return out
+
+    def deliver(self, ids, errs, partitions, offsets, timestamps):
+        with self._lock:
+            out = []
+            for msg_id, err, partition, offset, timestamp in zip(ids, errs, partitions, offsets, timestamps):
+                msg = self._kept.pop(msg_id, None)
+                if msg is None:
+                    continue
+                if err:
+                    if partition >= 0:
+                        msg.partition_id = partition
+                    out.append((msg, err))
+                    continue
+                msg.partition_id = partition
+                # With required_acks=0 the broker tells nothing: librdkafka reports an
+                # invalid offset (-1001...); pykafka's Message says -1.
+                msg.offset = offset if offset >= 0 else -1
+                msg.timestamp = timestamp
+                if self._report_all:
+                    out.append((msg, 0))
+            return out
+
+    def take_all(self):
+        with self._lock:
+            self._queues.clear()
+            kept, self._kept = self._kept, {}
+            refused, self._refused = self._refused, []
+            return [msg for msg, _ in refused] + list(kept.values())
+
+    # -- produce_batch() -----------------------------------------------------------------------
+
+    def produce_batch(self, messages, block_ms):
+        items = []
+        for item in messages:
+            if type(item) is tuple and len(item) == 2 and type(item[0]) is bytes and _bytes_or_none(item[1]):
+                items.append(item)
+            elif type(item) is bytes:
+                items.append((item, None))
+            else:
+                return None  # the general path says what is wrong with it
+        if not items:
+            return 0, 0
+        with self._lock:
+            count = len(self._partitions)
+            run = -(-len(items) // count)  # each partition's share, consecutive
+            first = self._next_step()
+            sent, err = 0, 0
+            waited = 0
+            while sent < len(items):
+                pid = self._partitions[(first + sent // run) % count][0]
+                end = min(len(items), (sent // run + 1) * run, sent + BATCH_AT_ONCE)
+                value, key = items[sent]
+                if _size(value) + _size(key) > self._max_size:
+                    err = errors.MSG_SIZE_TOO_LARGE
+                    break
+                if _size(value) + _size(key) + SIZE_MARGIN > self._max_size:
+                    done, err = self._produce_alone(pid, value, key)
+                else:
+                    end = next((i for i in range(sent, end)
+                                if _size(items[i][0]) + _size(items[i][1]) + SIZE_MARGIN > self._max_size), end)
+                    done, err = self._handle.produce_batch(self._topic, pid,
+                                                           [(v, k, 0) for v, k in items[sent:end]])
+                if (sent + done) // POLL_EVERY != sent // POLL_EVERY:
+                    self._handle.poll(0, dispatch=False)  # serve delivery reports as we go
+                sent += done
+                self.batch_sent += done
+                if err == errors.QUEUE_FULL and waited < block_ms:
+                    self._handle.flush(FULL_WAIT_MS)  # sends at once, whatever linger.ms says
+                    waited += FULL_WAIT_MS
+                    err = 0
+                    continue
+                if err:
+                    break
+            return sent, err
+
+    def _produce_alone(self, pid, value, key):
+        try:
+            self._handle.produce(self._topic, pid, value, key, 0, None, 0)
+        except KafkaException as exc:
+            return 0, exc.code
+        return 1, 0
+
+
+class ConsumerCore:
+    """The consumer's core (see :mod:`pyrdk.core`)."""
+
+    def __init__(self, partitions):
+        self.partitions = partitions
+        self._buffer = collections.deque()
+        self._next = {}  # partition id -> the next offset to hand out (None: not known yet)
+
+    def __len__(self):
+        return len(self._buffer)
+
+    def add(self, pointers):
+        made, positions = messages_of(pointers, self.partitions)
+        self._buffer.extend(made)
+        return len(made), positions
+
+    def next(self):
+        if not self._buffer:
+            return None
+        msg = self._buffer.popleft()
+        self._next[msg.partition_id] = msg.offset + 1
+        return msg
+
+    def take(self, max_messages):
+        out = []
+        while self._buffer and len(out) < max_messages:
+            out.append(self.next())
+        return out
+
+    def iterator(self, refill):
+        while True:
+            msg = self.next()
+            if msg is None:
+                msg = refill()
+                if msg is None:
+                    return
+            yield msg
+
+    def next_offsets(self):
+        return dict(self._next)
+
+    def set_next(self, pid, offset):
+        self._next[pid] = offset
+
+    def forget(self, pid):
+        self._next.pop(pid, None)
+
+    def take_partitions(self, pids):
+        taken = [m for m in self._buffer if m.partition_id in pids]
+        if taken:
+            kept = [m for m in self._buffer if m.partition_id not in pids]
+            self._buffer.clear()
+            self._buffer.extend(kept)
+        return taken
+
+    def extend(self, messages):
+        self._buffer.extend(messages)
+
+    def clear(self):
+        self._buffer.clear()
