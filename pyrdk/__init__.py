@@ -22,7 +22,7 @@ from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
 from pyrdk.membershipprotocol import CooperativeStickyProtocol, RangeProtocol, RoundRobinProtocol
 from pyrdk.partition import Partition
 from pyrdk.producer import Producer
-from pyrdk.rd.handle import librdkafka_version
+from pyrdk.core import librdkafka_version
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.topic import Topic
 

@@ -3,6 +3,7 @@ the check of int arguments.
 
 Pure Python: this module imports without the compiled extension.
 """
+import abc
 import datetime
 import enum
 
@@ -41,26 +42,29 @@ class TimestampType(enum.IntEnum):
     LOG_APPEND_TIME = 2
 
 
-class Message:
+def _int_field(name, value, bits):
+    """``value`` for an integer field of ``bits`` signed bits, else TypeError or OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("Message.%s must be an int, not %s" % (name, type(value).__name__))
+    if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+        raise OverflowError("Message.%s=%d does not fit in %d bits" % (name, value, bits))
+    return value
+
+
+class Message(metaclass=abc.ABCMeta):
     """One Kafka message, produced or consumed (pykafka's ``Message``).
 
-    ``value`` and ``partition_key`` are bytes (or whatever the serializer /
-    deserializer made of them), ``timestamp`` is milliseconds since the epoch,
-    ``headers`` a list of ``(name, value)`` pairs.
+    ``value`` and ``partition_key`` are bytes (or whatever the serializer / deserializer
+    made of them), ``timestamp`` is milliseconds since the epoch (None until a produced
+    message's delivery report), ``headers`` a list of ``(name, value)`` pairs.
 
-    Made once per message on the fast paths, so it is compact: slots only, and the
-    fields that are nearly always at their default (``headers``, ``compression_type``,
-    ``produce_attempt``, ``delivery_report_q``) are stored only when given or set.
-    (``csrc/pyrdk_messages.c`` sets the slots of the Messages it makes, by name: keep the
-    two in step.) The Messages made there are left out of the cyclic garbage collector:
-    consumed ones, and ``produce()``'s unless a serializer, timestamp, headers, delivery
-    reports or ``sync`` is involved. Such a Message given a field that refers back to it
-    is never freed. Once the extension is loaded, a freed Message is kept for the next one
-    made there (its deallocator is ``message_dealloc``).
+    This class is the pure-Python core's message; the C core's (``pyrdk._core.Message``) has
+    the same fields and behaviour and counts as one (``isinstance(msg, Message)``). The
+    integer fields (``partition_id``, ``offset``, ``timestamp``, ``timestamp_type``) take
+    ints that fit 32 or 64 bits, as the C one stores them.
     """
-    __slots__ = ("value", "partition_key", "partition_id", "offset", "timestamp",
-                 "partition", "topic", "timestamp_type", "_headers", "_compression_type",
-                 "_produce_attempt", "_delivery_report_q")
+    __slots__ = ("value", "partition_key", "partition", "topic", "_partition_id", "_offset", "_timestamp",
+                 "_timestamp_type", "_headers", "_compression_type", "_produce_attempt", "_delivery_report_q")
 
     def __init__(self, value, partition_key=None, partition_id=-1, offset=-1, timestamp=None,
                  headers=None, partition=None, topic=None, timestamp_type=0,
@@ -74,12 +78,41 @@ class Message:
         self.topic = topic
         self.timestamp_type = timestamp_type
         self._headers = headers
-        if compression_type:
-            self._compression_type = compression_type
-        if produce_attempt:
-            self._produce_attempt = produce_attempt
-        if delivery_report_q is not None:
-            self._delivery_report_q = delivery_report_q
+        self._compression_type = compression_type
+        self._produce_attempt = produce_attempt
+        self._delivery_report_q = delivery_report_q
+
+    @property
+    def partition_id(self):
+        return self._partition_id
+
+    @partition_id.setter
+    def partition_id(self, value):
+        self._partition_id = _int_field("partition_id", value, 32)
+
+    @property
+    def offset(self):
+        return self._offset
+
+    @offset.setter
+    def offset(self, value):
+        self._offset = _int_field("offset", value, 64)
+
+    @property
+    def timestamp(self):
+        return self._timestamp
+
+    @timestamp.setter
+    def timestamp(self, value):
+        self._timestamp = None if value is None else _int_field("timestamp", value, 64)
+
+    @property
+    def timestamp_type(self):
+        return self._timestamp_type
+
+    @timestamp_type.setter
+    def timestamp_type(self, value):
+        self._timestamp_type = _int_field("timestamp_type", value, 32)
 
     @property
     def headers(self):
@@ -96,10 +129,7 @@ class Message:
     @property
     def compression_type(self):
         """The producer's :class:`CompressionType`."""
-        try:
-            return self._compression_type
-        except AttributeError:
-            return CompressionType.NONE
+        return self._compression_type
 
     @compression_type.setter
     def compression_type(self, value):
@@ -107,10 +137,7 @@ class Message:
 
     @property
     def produce_attempt(self):
-        try:
-            return self._produce_attempt
-        except AttributeError:
-            return 0
+        return self._produce_attempt
 
     @produce_attempt.setter
     def produce_attempt(self, value):
@@ -119,10 +146,7 @@ class Message:
     @property
     def delivery_report_q(self):
         """The queue :meth:`Producer.get_delivery_report` reads this message's report from."""
-        try:
-            return self._delivery_report_q
-        except AttributeError:
-            return None
+        return self._delivery_report_q
 
     @delivery_report_q.setter
     def delivery_report_q(self, value):

@@ -86,7 +86,7 @@ def allowed(importer, target):
                                   or (integration(importer), integration(target)) == ("pyrdk.testing",
                                                                                       "pyrdk.spark"))))
     if src == "root":
-        return dst in ("loader", "pure", 2, 3)
+        return dst in ("loader", "pure", 2, "core", 3)
     return False
 
 
@@ -210,7 +210,7 @@ def check(importer, source, is_package=False):
     ("pyrdk.testing.demo", "import pyrdk\nfrom pyrdk.common import OffsetType\n"
                            "from pyrdk.testing import DevCluster\nfrom . import DevCluster\n"),
     ("pyrdk", "from pyrdk.client import KafkaClient\nfrom pyrdk import _ffi\n"
-              "from pyrdk.rd.handle import librdkafka_version\n"),
+              "from pyrdk.core import librdkafka_version\n"),
     ("pyrdk.cli.main", "from ..client import KafkaClient\n"),
     ("pyrdk.testing.demo", "import pyrdk.spark\nfrom pyrdk.spark.source import KafkaDataSource\n"),
 ])

@@ -10,7 +10,8 @@ object per message that the reference does not make, and is several times cheape
 The producer's core (:func:`producer_core`), one per started ``Producer``:
 
 - ``produce(value, key=None, timestamp=None, headers=None) -> Message``: the fast path. A
-  message of bytes (or None) with no timestamp or headers, while ``divert`` is false, gets a
+  message of bytes (or None) with no timestamp or headers, while ``divert`` is false and the
+  handle is usable (open, and not a forked child's copy), gets a
   partition (round robin from a random start, or ``partitioner(partitions, key)``), a
   ``Message`` kept until its delivery report, and a place in its partition's queue; a queue
   of ``batch`` messages goes to librdkafka in one ``rd_kafka_produce_batch`` call. A queue
@@ -58,7 +59,9 @@ The consumer's core (:func:`consumer_core`), one per consumer:
 import os
 import warnings
 
+from pyrdk import common
 from pyrdk.core import pure
+from pyrdk.rd import handle as rd_handle
 
 _CHOICES = ("c", "python")
 
@@ -86,6 +89,14 @@ implementation, _c = _choose()
 
 Message = _c.Message if _c is not None else pure.Message
 """The class of the messages the core makes."""
+if Message is not common.Message:
+    common.Message.register(Message)  # isinstance(msg, pyrdk.Message) holds for both
+
+
+def librdkafka_version():
+    """The running and the built-against librdkafka, where the running one came from, and
+    the core that runs (``implementation``)."""
+    return rd_handle.librdkafka_version(implementation)
 
 
 def producer_core(handle, topic, partitions, partitioner, compression, max_size, batch, report_all, general):

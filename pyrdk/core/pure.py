@@ -84,7 +84,7 @@ class ProducerCore:
     def produce(self, value, key=None, timestamp=None, headers=None):
         if self.divert or timestamp is not None or headers is not None or not _bytes_or_none(value) \
                 or not _bytes_or_none(key) or _size(value) + _size(key) + SIZE_MARGIN > self._max_size \
-                or not self._partitions:
+                or not self._partitions or not self._handle.usable:
             return self._general(value, key, timestamp, headers, None)
         if self._partitioner is None:
             pid, partition = self._partitions[self._next_step() % len(self._partitions)]

@@ -34,7 +34,7 @@ BrokerMetadata = collections.namedtuple("BrokerMetadata", "id host port")
 PartitionMetadata = collections.namedtuple("PartitionMetadata", "id error leader replicas isrs")
 TopicMetadata = collections.namedtuple("TopicMetadata", "name error partitions")
 Metadata = collections.namedtuple("Metadata", "brokers topics controller_id cluster_id")
-LibrdkafkaVersion = collections.namedtuple("LibrdkafkaVersion", "runtime built_against library")
+LibrdkafkaVersion = collections.namedtuple("LibrdkafkaVersion", "runtime built_against library implementation")
 
 
 class _Use:
@@ -138,6 +138,11 @@ class Handle:
     @property
     def closing(self):
         return self._closing
+
+    @property
+    def usable(self):
+        """Whether calls may use the handle: open, and made in this process."""
+        return not self._closing and self._ptr is not None and self._pid == os.getpid()
 
     @property
     def owned(self):
@@ -549,10 +554,12 @@ def librdkafka_runtime_version():
     return lib.rd_kafka_version()
 
 
-def librdkafka_version():
-    """The running and the built-against librdkafka, and where the running one came from."""
+def librdkafka_version(implementation):
+    """The running and the built-against librdkafka, where the running one came from, and
+    which core (``implementation``) runs on it."""
     from pyrdk._ffi import BUILD_VERSION, LIBRARY_PATH, version_str
-    return LibrdkafkaVersion(string(lib.rd_kafka_version_str()), version_str(BUILD_VERSION), LIBRARY_PATH)
+    return LibrdkafkaVersion(string(lib.rd_kafka_version_str()), version_str(BUILD_VERSION), LIBRARY_PATH,
+                             implementation)
 
 
 def _deadline(timeout_ms):

@@ -1,0 +1,141 @@
+"""The consumer's core: a batch from librdkafka becomes Messages, handed out in order, each
+partition's next offset counted as they go."""
+import gc
+import sys
+import uuid
+
+import pytest
+
+from pyrdk import core
+from pyrdk.common import TimestampType
+from tests.rd import util
+
+
+@pytest.fixture
+def consumed(mock_cluster, handles):
+    """``consumed(items, partitions=None)``: produce ``(partition, value, key, timestamp,
+    headers)`` items to a new 2-partition topic on the mock cluster, then read them all into a
+    fresh consumer core; returns ``(core, handle, topic)``."""
+    def make(items, partitions=None):
+        topic = "core-" + uuid.uuid4().hex[:10]
+        mock_cluster.create_topic(topic, 2, 1)
+        producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers})
+        util.produce(producer, topic, items)
+        consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic,
+                                        "enable.partition.eof": False})
+        consumer.assign([(topic, 0, 0), (topic, 1, 0)])
+        the_core = core.consumer_core(partitions if partitions is not None else {0: "p0", 1: "p1"})
+        util.wait_until(lambda: len(the_core) >= len(items), "the messages",
+                        step=lambda: _fetch(consumer, the_core))
+        return the_core, consumer, topic
+    return make
+
+
+def _fetch(consumer, the_core):
+    count, errs = consumer.consume_batch(1000, 100, the_core.add)
+    assert not errs
+    return count
+
+
+def test_fields_of_consumed_messages(consumed):
+    headers = [("h", b"1"), ("h", b"2"), ("nul", None), ("empty", b""), ("ünï", "çødé".encode())]
+    the_core, _, topic = consumed([(0, b"", b"", 1700000000123, None), (0, None, None, 1700000000124, headers),
+                                   (0, b"v" * 100000, b"k", 1700000000125, None)])
+    empty, null, big = the_core.take(10)
+    assert all(isinstance(m, core.Message) for m in (empty, null, big))
+    assert (empty.value, empty.partition_key, empty.headers) == (b"", b"", [])
+    assert (null.value, null.partition_key, null.headers) == (None, None, headers)
+    assert (big.value, big.partition_key) == (b"v" * 100000, b"k")
+    assert [m.timestamp for m in (empty, null, big)] == [1700000000123, 1700000000124, 1700000000125]
+    assert {m.timestamp_type for m in (empty, null, big)} == {TimestampType.CREATE_TIME}
+    assert [m.offset for m in (empty, null, big)] == [0, 1, 2]
+    assert {(m.topic, m.partition_id, m.partition) for m in (empty, null, big)} == {(topic, 0, "p0")}
+
+
+def test_next_take_and_the_iterator_count_each_partitions_next_offset(consumed):
+    items = [(i % 2, b"%d" % i, None, 0, None) for i in range(10)]
+    the_core, _, _ = consumed(items)
+    assert the_core.next_offsets() == {}
+    first = the_core.next()
+    assert the_core.next_offsets() == {first.partition_id: first.offset + 1}
+    batch = the_core.take(3)
+    assert len(batch) == 3 and len(the_core) == 6
+    refills = []
+
+    def refill():
+        refills.append(1)
+        return None
+    rest = list(the_core.iterator(refill))
+    assert len(rest) == 6 and refills == [1] and len(the_core) == 0
+    assert the_core.next() is None and the_core.take(5) == []
+    assert the_core.next_offsets() == {0: 5, 1: 5}
+    handed = [first] + batch + rest
+    for pid in (0, 1):  # in order within each partition
+        assert [m.offset for m in handed if m.partition_id == pid] == list(range(5))
+
+
+def test_the_iterator_hands_out_what_refill_returns_until_none(consumed):
+    the_core, _, _ = consumed([(0, b"a", None, 0, None)])
+    extra = iter([core.Message(b"from-refill"), None])
+    assert [m.value for m in the_core.iterator(lambda: next(extra))] == [b"a", b"from-refill"]
+
+
+def test_set_next_forget_and_the_buffer_by_partition(consumed):
+    the_core, _, _ = consumed([(i % 2, b"%d" % i, None, 0, None) for i in range(6)])
+    the_core.set_next(7, None)
+    the_core.set_next(1, 40)
+    assert the_core.next_offsets() == {7: None, 1: 40}
+    the_core.forget(7)
+    assert the_core.next_offsets() == {1: 40}
+    taken = the_core.take_partitions({1})
+    assert [m.partition_id for m in taken] == [1, 1, 1] and len(the_core) == 3
+    the_core.extend(taken)
+    assert [m.partition_id for m in the_core.take(10)] == [0, 0, 0, 1, 1, 1]
+    assert the_core.next_offsets() == {0: 3, 1: 3}
+    the_core.extend(taken)
+    the_core.clear()
+    assert len(the_core) == 0 and the_core.next() is None
+
+
+def test_partitions_name_each_messages_partition_and_may_change(consumed):
+    the_core, consumer, _ = consumed([(0, b"a", None, 0, None)], partitions={})
+    assert the_core.next().partition is None  # not in the dict
+    the_core.partitions = {0: "zero"}
+    assert the_core.partitions == {0: "zero"}
+
+
+def test_a_message_made_in_the_place_of_a_freed_one_has_only_its_own_fields(consumed):
+    """Freed Messages may be kept and made anew: one without a key or headers, consumed after
+    one with them was freed, has neither."""
+    the_core, _, _ = consumed([(0, b"first", b"k", 0, [("h", b"1")]), (0, b"second", None, 0, None)])
+    first = the_core.next()
+    assert (first.value, first.partition_key, first.headers) == (b"first", b"k", [("h", b"1")])
+    del first
+    second = the_core.next()
+    assert (second.value, second.partition_key, second.headers, second.offset) == (b"second", None, [], 1)
+
+
+def test_the_core_keeps_no_reference_to_what_it_hands_out(consumed):
+    partition = object()
+    partitions = {0: partition}
+    before = sys.getrefcount(partition)
+    the_core, _, _ = consumed([(0, b"v%d" % i, None, 0, None) for i in range(50)], partitions=partitions)
+    assert sys.getrefcount(partition) == before + 50  # one per buffered Message
+    msgs = the_core.take(25) + list(the_core.iterator(lambda: None))
+    assert sys.getrefcount(partition) == before + 50 and len(msgs) == 50
+    refs = [sys.getrefcount(m) for m in msgs]
+    assert refs == [refs[0]] * 50  # each held by the list (and the call) only
+    del msgs
+    gc.collect()
+    assert sys.getrefcount(partition) == before
+
+
+@pytest.mark.skipif(core.implementation != "c", reason="the pure-Python core's Messages are ordinary objects")
+def test_consumed_messages_are_left_out_of_the_cyclic_gc(consumed):
+    """Made in C with nothing that leads back to them, so that a batch of them sets off no
+    collections; a field given one that could lead back puts it under the collector."""
+    the_core, _, _ = consumed([(0, b"v", b"k", 0, [("h", b"1")])])
+    msg = the_core.next()
+    assert not gc.is_tracked(msg)
+    msg.value = [msg]
+    assert gc.is_tracked(msg)

@@ -1,0 +1,113 @@
+"""The core's Message: pykafka's fields, made by either implementation, freed completely."""
+import datetime
+import gc
+import pickle
+import sys
+import weakref
+
+import pytest
+
+import pyrdk
+from pyrdk import core
+from pyrdk.common import CompressionType, TimestampType
+
+Message = core.Message
+
+
+def test_the_core_says_which_implementation_runs():
+    assert core.implementation in ("c", "python")
+    assert pyrdk.librdkafka_version().implementation == core.implementation
+
+
+def test_a_message_is_a_pyrdk_message_with_pykafka_defaults():
+    msg = Message(b"v")
+    assert isinstance(msg, pyrdk.common.Message) and isinstance(msg, pyrdk.Message)
+    assert (msg.value, msg.partition_key, msg.key, msg.partition_id, msg.offset, msg.timestamp) == \
+        (b"v", None, None, -1, -1, None)
+    assert (msg.partition, msg.topic, msg.timestamp_type, msg.headers) == (None, None, 0, [])
+    assert (msg.compression_type, msg.produce_attempt, msg.delivery_report_q) == (CompressionType.NONE, 0, None)
+    assert msg.timestamp_dt is None
+
+
+def test_fields_are_settable_and_keyword_arguments_work():
+    msg = Message(b"v", partition_key=b"k", partition_id=3, offset=10, timestamp=1700000000000,
+                  headers=[("h", b"1")], topic="t", timestamp_type=1, compression_type=CompressionType.GZIP)
+    assert (msg.key, msg.partition_id, msg.offset, msg.headers, msg.topic) == (b"k", 3, 10, [("h", b"1")], "t")
+    assert msg.timestamp_dt == datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.timezone.utc)
+    assert msg.compression_type == CompressionType.GZIP and msg.timestamp_type == TimestampType.CREATE_TIME
+    msg.value, msg.partition_key, msg.offset, msg.timestamp = {"any": "object"}, "text", 2 ** 62, None
+    msg.headers, msg.produce_attempt = [("x", None)], 2
+    assert (msg.value, msg.partition_key, msg.offset, msg.timestamp) == ({"any": "object"}, "text", 2 ** 62, None)
+    assert (msg.headers, msg.produce_attempt) == ([("x", None)], 2)
+    assert "offset=%d" % 2 ** 62 in repr(msg)
+
+
+@pytest.mark.parametrize("field,value", [("offset", "1"), ("partition_id", 2 ** 40), ("offset", 2 ** 70),
+                                         ("timestamp", 1.5), ("timestamp_type", None)])
+def test_integer_fields_refuse_what_is_not_an_int_that_fits(field, value):
+    msg = Message(b"v")
+    with pytest.raises((TypeError, OverflowError, ValueError)):
+        setattr(msg, field, value)
+
+
+def test_a_message_pickles():
+    msg = Message(b"v", partition_key=b"k", partition_id=1, offset=5, timestamp=7, headers=[("h", b"1")],
+                  topic="t", timestamp_type=1)
+    copy = pickle.loads(pickle.dumps(msg))
+    assert type(copy) is type(msg)
+    assert (copy.value, copy.partition_key, copy.partition_id, copy.offset, copy.timestamp, copy.headers,
+            copy.topic, copy.timestamp_type) == (b"v", b"k", 1, 5, 7, [("h", b"1")], "t", 1)
+
+
+class _Plain(Message):
+    pass
+
+
+class _Slotted(Message):
+    __slots__ = ("extra",)
+
+
+class _Finalized(Message):
+    finalized = 0
+
+    def __del__(self):
+        type(self).finalized += 1
+
+
+@pytest.mark.parametrize("cls", [Message, _Plain, _Slotted, _Finalized])
+def test_freeing_a_message_or_an_instance_of_a_subclass_releases_every_field(cls):
+    """Message's deallocation clears its fields, and a subclass's own slots, dict, weak
+    references and ``__del__`` still get their due."""
+    field = object()
+    gc.collect()  # garbage of earlier tests may hold Messages
+    before, type_refs = sys.getrefcount(field), sys.getrefcount(cls)
+    msgs = [cls(field, partition_key=field, headers=field, partition=field, topic=field) for _ in range(3000)]
+    if cls is _Plain:
+        msgs[0].extra = field
+        ref = weakref.ref(msgs[0])
+    if cls is _Slotted:
+        msgs[0].extra = field
+    del msgs
+    gc.collect()
+    assert (sys.getrefcount(field), sys.getrefcount(cls)) == (before, type_refs)
+    if cls is _Plain:
+        assert ref() is None
+    if cls is _Finalized:
+        assert cls.finalized == 3000
+
+
+def test_a_long_chain_of_messages_is_freed_without_exhausting_the_c_stack():
+    chain = None
+    for _ in range(1000000):  # deep enough to overflow an 8 MB stack by recursion
+        chain = Message(chain)
+    del chain  # freed a level at a time, not by recursion
+
+
+@pytest.mark.parametrize("field", ["value", "partition_key", "headers", "partition", "delivery_report_q"])
+def test_a_message_in_a_reference_cycle_is_still_collected(field):
+    holder = _Plain(None)
+    setattr(holder, field, Message(holder))
+    ref = weakref.ref(holder)
+    del holder
+    gc.collect()
+    assert ref() is None

@@ -1,0 +1,171 @@
+"""The producer's core: the fast path queues Messages per partition and hands them over,
+the general path gets everything else, delivery reports fill the Messages in."""
+import os
+import sys
+import uuid
+
+import pytest
+
+from pyrdk import core
+from pyrdk.common import CompressionType
+from pyrdk.exceptions import ProducerStoppedException
+from pyrdk.rd import errors
+from tests.rd import util
+
+
+class _Rig:
+    """A producer Handle on the mock cluster, a 2-partition topic and a core over them, with
+    what the general path and the delivery reports got."""
+
+    def __init__(self, mock_cluster, handles, batch=4, partitioner=None, max_size=1000, report_all=False):
+        self.topic = "pcore-" + uuid.uuid4().hex[:10]
+        mock_cluster.create_topic(self.topic, 2, 1)
+        self.general, self.reports = [], []
+        self.handle = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
+                              closed_exc=ProducerStoppedException,
+                              on_deliveries=lambda *columns: self.reports.extend(self.core.deliver(*columns)))
+        self.partitions = [(0, "p0"), (1, "p1")]
+        self.core = core.producer_core(self.handle, self.topic, self.partitions, partitioner, CompressionType.GZIP,
+                                       max_size, batch, report_all, self._general)
+
+    def _general(self, value, key, timestamp, headers, partition):
+        self.general.append((value, key, timestamp, headers, partition))
+        return "general"
+
+    def flush(self):
+        self.core.hand_off()
+        assert self.handle.flush(util.WAIT_S * 1000)
+
+
+@pytest.fixture
+def rig(mock_cluster, handles):
+    return lambda **kwargs: _Rig(mock_cluster, handles, **kwargs)
+
+
+@pytest.mark.mock
+def test_the_fast_path_queues_then_hands_over_and_reports_fill_messages_in(rig):
+    r = rig()
+    msgs = [r.core.produce(b"v%d" % i, b"k") for i in range(6)]
+    assert all(isinstance(m, core.Message) for m in msgs) and r.general == []
+    assert [m.partition_id for m in msgs] == [msgs[0].partition_id, 1 - msgs[0].partition_id] * 3
+    assert {(m.partition, m.partition_id) for m in msgs} == {("p0", 0), ("p1", 1)}
+    assert all((m.topic, m.offset, m.timestamp, m.compression_type) == (r.topic, -1, None, CompressionType.GZIP)
+               for m in msgs)
+    assert len(r.core) == 6 and r.core.queued == 6  # three per partition: under batch=4
+    msgs.append(r.core.produce(b"v6"))
+    assert r.core.queued == 3  # the fourth of a partition handed its queue over
+    r.flush()
+    assert r.core.queued == 0 and len(r.core) == 0 and r.reports == []
+    assert sorted((m.partition_id, m.offset) for m in msgs) == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1),
+                                                                (1, 2)][:len(msgs)] or \
+        sorted(m.offset for m in msgs if m.partition_id == msgs[0].partition_id) == [0, 1, 2, 3]
+    assert all(m.offset >= 0 and m.timestamp > 0 for m in msgs)
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("call", [
+    lambda c: c.produce(b"v", None, 1700000000000), lambda c: c.produce(b"v", None, None, [("h", b"1")]),
+    lambda c: c.produce("text"), lambda c: c.produce(b"v", bytearray(b"k")), lambda c: c.produce(b"x" * 990)],
+    ids=["timestamp", "headers", "str", "bytearray-key", "near-max-size"])
+def test_what_the_fast_path_does_not_take_goes_to_the_general_path(rig, call):
+    r = rig()
+    assert call(r.core) == "general"
+    assert len(r.general) == 1 and r.general[0][4] is None and len(r.core) == 0
+
+
+@pytest.mark.mock
+def test_divert_sends_every_call_to_the_general_path(rig):
+    r = rig()
+    r.core.divert = True
+    assert r.core.divert and r.core.produce(b"v", b"k") == "general"
+    assert r.general == [(b"v", b"k", None, None, None)]
+    r.core.divert = False
+    assert r.core.produce(b"v") != "general"
+
+
+@pytest.mark.mock
+def test_a_partitioner_chooses_and_a_stranger_goes_to_the_general_path_with_it(rig):
+    stranger = object()
+    choices = iter(["p1", stranger])
+    r = rig(partitioner=lambda partitions, key: next(choices))
+    assert r.core.produce(b"v", b"k").partition_id == 1
+    assert r.core.produce(b"v", b"k") == "general"
+    assert r.general[-1][4] is stranger
+
+
+@pytest.mark.mock
+def test_track_untrack_and_deliver_for_the_general_paths_messages(rig):
+    r = rig(report_all=True)
+    msg = core.Message(b"v", partition_id=0, topic=r.topic)
+    msg_id = r.core.track(msg)
+    assert len(r.core) == 1 and r.core.untrack(msg_id) is msg and r.core.untrack(msg_id) is None
+    msg_id = r.core.track(msg)
+    r.handle.produce(r.topic, 0, b"v", None, 0, None, msg_id)
+    r.flush()
+    assert r.reports == [(msg, 0)] and msg.offset == 0 and len(r.core) == 0
+
+
+@pytest.mark.mock
+def test_a_refusal_at_hand_off_is_told_by_refused_and_sets_divert(mock_cluster, rig):
+    r = rig(batch=1)
+    r.core.partitions = [(5, "nowhere")]  # librdkafka knows the topic has no partition 5
+    r.handle.metadata(r.topic)
+    msg = r.core.produce(b"v")
+    assert r.core.divert and r.core.refused() == [(msg, errors.UNKNOWN_PARTITION)]
+    assert r.core.refused() == [] and len(r.core) == 0
+
+
+@pytest.mark.mock
+def test_close_stops_handing_over_except_when_stopping_and_take_all_returns_the_rest(rig):
+    r = rig(batch=100)
+    msgs = [r.core.produce(b"v%d" % i) for i in range(3)]
+    r.core.close()
+    assert r.core.divert and r.core.produce(b"late") == "general"
+    assert r.core.hand_off() == 3 and r.core.hand_off(True) == 0
+    assert sorted(r.core.take_all(), key=lambda m: m.value) == msgs
+    assert len(r.core) == 0
+
+
+@pytest.mark.mock
+def test_produce_batch_spreads_runs_over_the_partitions_and_counts_what_it_sent(rig):
+    r = rig()
+    assert r.core.produce_batch([b"a", b"b", (b"c", b"k"), (b"d", None)], 0) == (4, 0)
+    assert r.core.produce_batch([], 0) == (0, 0)
+    assert r.core.batch_sent == 4 and len(r.core) == 0
+    assert r.core.produce_batch([b"ok", "text"], 0) is None  # the general path says what is wrong
+    assert r.core.produce_batch([b"ok", (b"v", b"k", b"x")], 0) is None
+    assert r.core.batch_sent == 4
+    assert r.core.produce_batch([b"ok", b"x" * 1001, b"never"], 0) == (1, errors.MSG_SIZE_TOO_LARGE)
+    assert r.core.batch_sent == 5
+    r.flush()
+    assert r.handle.batch_outstanding(r.core.batch_sent) == 0
+
+
+@pytest.mark.mock
+def test_the_fast_path_refuses_in_a_forked_child(rig):
+    r = rig(batch=1)
+    r.core.produce(b"warm")
+    pid = os.fork()
+    if pid == 0:  # the child: the handle is the parent's
+        code = 1
+        try:
+            code = 0 if r.core.produce(b"in the child") == "general" else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert r.core.produce(b"parent") != "general"
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("batch", [1, 64])
+def test_the_core_keeps_no_reference_behind(rig, batch):
+    r = rig(batch=batch)
+    value, key = (bytes(bytearray(b)) for b in (b"v" * 50, b"k" * 8))
+    before = [sys.getrefcount(o) for o in (value, key)]
+    for _ in range(500):
+        r.core.produce(value, key)
+    assert r.core.produce_batch([(value, key)] * 100, 0) == (100, 0)
+    r.flush()
+    assert len(r.core) == 0
+    assert [sys.getrefcount(o) for o in (value, key)] == before
