@@ -3,8 +3,9 @@
 ``python bench/run.py`` (what ``make bench`` runs) starts one Tansu broker, measures every
 case in CASES at every size in SIZES (each run in its own process: ``bench/worker.py``, or
 the compiled ``bench/native.c``), then the latency and memory modes, and writes
-``bench/results/latest.json``, ``latest.png`` and ``memory.png``. ``--quick`` is a
-ten-times smaller run for development. ``--modes connections --sizes 1024,10240`` measures the
+``bench/results/latest.json``, ``latest.png``, ``cpu.png`` and ``memory.png``. ``--quick`` is a
+ten-times smaller run for development (most of its cases too short to give a rate: see
+MIN_TIMED_S). ``--modes connections --sizes 1024,10240`` measures the
 broker's pace per connection instead (give it its own ``--out``: it writes ``latest.json``).
 """
 import argparse
@@ -26,26 +27,39 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from settings import LATENCY, NATIVE, TUNED  # noqa: E402
+from settings import FILL, LATENCY, NATIVE, TUNED  # noqa: E402
 
 PARTITIONS = 4
-SIZES = [(100, 1000000), (1024, 300000), (10240, 50000)]  # (value bytes, messages)
+# (value bytes, messages): enough that every case's timed section outlasts MIN_TIMED_S on a
+# quiet machine (at 100 B the fastest read 1,000,000 messages in under 0.4 s).
+SIZES = [(100, 3000000), (1024, 300000), (10240, 50000)]
 REPEAT = 3
 CASE_TIMEOUT_S = 300
 LATENCY_RATE = 10000
 LATENCY_SECONDS = 10
 MEMORY_COUNT = 5000000
+# A case whose timed section lasts less than this is too short to measure: its rate would be
+# the fixed costs inside it (the first fetch's round trip, the flush's last one) and the shared
+# machine's hiccups more than the client's pace, or, for a consumer whose whole run had come
+# in one fetch, the reading of data already there. Such a case shows "too short" and why
+# instead of its rates, ratios and broker cores; its client CPU per message stands (CPU time
+# counts no waiting, and every message is read within the section).
+MIN_TIMED_S = 0.5
 
 # (name, "produce" or "consume", settings shown in the table, fraction of the messages).
 # A case is a function registered under its name in worker.py, or "native.*" (native.c).
 # The pure-Python clients run once, on a tenth of the messages: at their speed (kafka-python
 # writes under 1,000 msgs/s of 10 KB against Tansu) the full counts, three times, would not
-# fit in the time budget; they are far from the rows the targets compare.
+# fit in the time budget; they are far from the rows the targets compare. Each consumer reads
+# a topic holding exactly its count, so that nothing it prefetches is left unread.
+# "pyrdk-py.*" are the "pyrdk.*" cases on pyrdk's pure-Python core (PYRDK_IMPL=python).
 FULL, SLOW = 1, 10
 CASES = [
     ("native.produce", "produce", "tuned", FULL),
     ("pyrdk.produce", "produce", "defaults", FULL),
     ("pyrdk.produce_batch", "produce", "defaults", FULL),
+    ("pyrdk-py.produce", "produce", "defaults", FULL),
+    ("pyrdk-py.produce_batch", "produce", "defaults", FULL),
     ("confluent.produce", "produce", "defaults", FULL),
     ("confluent.produce.tuned", "produce", "tuned", FULL),
     ("kafka-python.produce.tuned", "produce", "tuned", SLOW),
@@ -53,6 +67,8 @@ CASES = [
     ("native.consume", "consume", "tuned", FULL),
     ("pyrdk.consume", "consume", "defaults", FULL),
     ("pyrdk.consume_batch", "consume", "defaults", FULL),
+    ("pyrdk-py.consume", "consume", "defaults", FULL),
+    ("pyrdk-py.consume_batch", "consume", "defaults", FULL),
     ("confluent.consume", "consume", "defaults", FULL),
     ("confluent.consume.tuned", "consume", "tuned", FULL),
     ("kafka-python.consume.tuned", "consume", "tuned", SLOW),
@@ -64,12 +80,24 @@ CASES = [
 EXTRA_CASES = [
     ("pyrdk.spark.read", "consume", "defaults", FULL),
 ]
-# Cases that run once at full count: the Spark read starts a JVM each run (about 25 s), and
-# is not one of the rows the targets compare.
-RUN_ONCE = {"pyrdk.spark.read"}
+# Cases that run once at full count, none of them a row the targets compare: the Spark read
+# starts a JVM each run (about 25 s); the pure-Python core's rows say what the fallback costs,
+# at full count so that they last long enough, once to keep the run short.
+RUN_ONCE = {"pyrdk.spark.read", "pyrdk-py.produce", "pyrdk-py.produce_batch", "pyrdk-py.consume",
+            "pyrdk-py.consume_batch"}
 
 BASELINE = {"produce": "confluent.produce.tuned", "consume": "confluent.consume.tuned"}
 NATIVE_CASE = {"produce": "native.produce", "consume": "native.consume"}
+
+# Client CPU per message: (path, pyrdk's case, the reference case, the most pyrdk may spend
+# as a multiple of the reference's), checked at every size; the pure-Python core's row is
+# shown beside each, without a target.
+CPU_TARGETS = [
+    ("per-message produce()", "pyrdk.produce", "confluent.produce.tuned", 0.6),
+    ("produce_batch()", "pyrdk.produce_batch", "native.produce", 1.15),
+    ("iteration", "pyrdk.consume", "confluent.consume.tuned", 0.6),
+    ("consume_batch()", "pyrdk.consume_batch", "native.consume", 1.15),
+]
 
 
 # -- broker and topics ----------------------------------------------------------------------------
@@ -125,14 +153,27 @@ def _command(name, args, native):
     if name.startswith("native."):
         mode = name.split(".")[1]
         return [native, mode, args["brokers"], args["topic"], str(args["count"]), str(args["size"])] + \
-            ["%s=%s" % kv for kv in NATIVE[mode].items()]
+            ["%s=%s" % kv for kv in dict(NATIVE[mode], **args.get("settings", {})).items()]
     return [sys.executable, os.path.join(HERE, "worker.py"), json.dumps(dict(args, case=name))]
+
+
+def _environment(name):
+    """The case's environment: PYRDK_IMPL chooses the pyrdk core it runs on ("python" for the
+    "pyrdk-py.*" cases, else "c", whatever the caller's shell says)."""
+    return dict(os.environ, PYRDK_IMPL="python" if name.startswith("pyrdk-py.") else "c")
+
+
+def too_short(seconds):
+    """Why a timed section of ``seconds`` is too short to give a rate (MIN_TIMED_S), or None."""
+    if seconds >= MIN_TIMED_S:
+        return None
+    return "timed %.0f ms, under the %.0f ms minimum" % (seconds * 1e3, MIN_TIMED_S * 1e3)
 
 
 def run_case(name, args, native, on_line=None, on_start=None):
     """Run one case in a child process; its result with ``peak_rss_mb`` (``ru_maxrss``)."""
     proc = subprocess.Popen(_command(name, args, native), stdout=subprocess.PIPE, text=True,
-                            cwd=ROOT)
+                            cwd=ROOT, env=_environment(name))
     if on_start is not None:
         on_start(proc)
     timer = threading.Timer(CASE_TIMEOUT_S, proc.kill)
@@ -158,8 +199,10 @@ def run_case(name, args, native, on_line=None, on_start=None):
 
 
 def _fill(broker, native, size, count):
+    """A new topic holding ``count`` messages of ``size`` bytes, spread over its partitions."""
     topic = broker.new_topic("source-%d" % size)
-    run_case("native.produce", dict(brokers=broker.hosts, topic=topic, count=count, size=size), native)
+    run_case("native.produce", dict(brokers=broker.hosts, topic=topic, count=count, size=size, settings=FILL),
+             native)
     return topic
 
 
@@ -172,14 +215,16 @@ def throughput(broker, native, sizes, repeat, log, only=None):
     for size, count in sizes:
         runs, failed = {}, {}
         for kind in ("produce", "consume"):
-            source = _fill(broker, native, size, count) if kind == "consume" else None
+            sources = {}  # consumers' topics, by message count
             for rep in range(repeat):
                 for name, case_kind, settings, fraction in cases:
                     if case_kind != kind or (rep > 0 and (fraction != FULL or name in RUN_ONCE)):
                         continue
-                    topic = source or broker.new_topic("bench-%d" % size)
-                    args = dict(brokers=broker.hosts, topic=topic, count=count // fraction, size=size,
-                                partitions=PARTITIONS)
+                    n = count // fraction
+                    if kind == "consume" and n not in sources:
+                        sources[n] = _fill(broker, native, size, n)
+                    topic = sources[n] if kind == "consume" else broker.new_topic("bench-%d" % size)
+                    args = dict(brokers=broker.hosts, topic=topic, count=n, size=size, partitions=PARTITIONS)
                     try:
                         cpu = broker.cpu_seconds()
                         result = run_case(name, args, native)
@@ -189,37 +234,83 @@ def throughput(broker, native, sizes, repeat, log, only=None):
                         failed.setdefault(name, []).append(str(exc))
                         continue
                     finally:
-                        if source is None:
+                        if kind == "produce":
                             broker.delete_topic(topic)
                     runs.setdefault(name, []).append(result)
-                    log("  %-28s %6d B  run %d: %10.0f msgs/s  %6.0f MB peak" % (
-                        name, size, rep + 1, result["count"] / result["seconds"], result["peak_rss_mb"]))
-            if source is not None:
-                broker.delete_topic(source)
+                    log("  %-28s %6d B  run %d: %s  %s µs CPU/msg  %6.0f MB peak" % (
+                        name, size, rep + 1, too_short(result["seconds"]) or
+                        "%10.0f msgs/s" % (result["count"] / result["seconds"]),
+                        _number(_cpu_us(result, n)), result["peak_rss_mb"]))
+            for topic in sources.values():
+                broker.delete_topic(topic)
         for name, kind, settings, fraction in cases:
-            if name in failed and name not in runs:
-                results.append(dict(case=name, kind=kind, settings=settings, size=size,
-                                    count=count // fraction, runs=0, errors=failed[name]))
-            if name not in runs:
-                continue
-            secs = statistics.median(r["seconds"] for r in runs[name])
-            n = count // fraction
-            results.append(dict(case=name, kind=kind, settings=settings, size=size, count=n,
-                                runs=len(runs[name]), seconds=secs, msgs_per_s=n / secs,
-                                mb_per_s=n * size / secs / 1e6,
-                                peak_rss_mb=statistics.median(r["peak_rss_mb"] for r in runs[name]),
-                                broker_cores=statistics.median(r["broker_cpu_s"] / r["seconds"] for r in runs[name]),
-                                all_seconds=[r["seconds"] for r in runs[name]],
-                                errors=failed.get(name, [])))
-    by_key = {(r["case"], r["size"]): r for r in results if r["runs"]}
-    for r in results:
-        if not r["runs"]:
-            r["vs_confluent"] = r["vs_native"] = None
-            continue
-        for field, ref in (("vs_confluent", BASELINE[r["kind"]]), ("vs_native", NATIVE_CASE[r["kind"]])):
-            base = by_key.get((ref, r["size"]))
-            r[field] = r["msgs_per_s"] / base["msgs_per_s"] if base else None
+            if name in runs or name in failed:
+                results.append(_row(name, kind, settings, size, count // fraction, runs.get(name, []),
+                                    failed.get(name, [])))
+    _ratios(results)
     return results
+
+
+def _cpu_us(result, count):
+    """The client's CPU time per message of one run, in µs (None: not measured)."""
+    cpu = result.get("cpu_seconds")
+    return None if cpu is None else cpu / count * 1e6
+
+
+def _row(name, kind, settings, size, count, runs, errors):
+    """One case at one size: medians over its runs; a case with any run too short to measure
+    gives no rate (MIN_TIMED_S)."""
+    row = dict(case=name, kind=kind, settings=settings, size=size, count=count, runs=len(runs),
+               errors=errors, msgs_per_s=None, mb_per_s=None, broker_cores=None, cpu_us_per_msg=None,
+               too_short=None, implementation=None, cold=False)
+    if not runs:
+        return row
+    secs = statistics.median(r["seconds"] for r in runs)
+    cpus = [_cpu_us(r, count) for r in runs]
+    shortest = min(r["seconds"] for r in runs)
+    row.update(seconds=secs, all_seconds=[r["seconds"] for r in runs],
+               peak_rss_mb=statistics.median(r["peak_rss_mb"] for r in runs),
+               cpu_us_per_msg=None if None in cpus else statistics.median(cpus),
+               all_cpu_seconds=[r.get("cpu_seconds") for r in runs],
+               too_short=too_short(shortest), implementation=runs[0].get("implementation"),
+               cold=bool(runs[0].get("cold")))
+    if row["too_short"] is None:
+        row.update(msgs_per_s=count / secs, mb_per_s=count * size / secs / 1e6,
+                   broker_cores=statistics.median(r["broker_cpu_s"] / r["seconds"] for r in runs))
+    return row
+
+
+def _ratios(results):
+    """Each row's msgs/s and client CPU per message as multiples of the same size's
+    confluent-kafka (tuned) and native rows (None where either figure is missing)."""
+    by_key = {(r["case"], r["size"]): r for r in results}
+    for r in results:
+        for suffix, ref in (("confluent", BASELINE[r["kind"]]), ("native", NATIVE_CASE[r["kind"]])):
+            base = by_key.get((ref, r["size"]), {})
+            r["vs_" + suffix] = _divide(r["msgs_per_s"], base.get("msgs_per_s"))
+            r["cpu_vs_" + suffix] = _divide(r["cpu_us_per_msg"], base.get("cpu_us_per_msg"))
+
+
+def _divide(a, b):
+    return None if a is None or not b else a / b
+
+
+def cpu_targets(results):
+    """CPU_TARGETS at every size: pyrdk's client CPU per message over the reference's, whether
+    it is within the target, and the same ratio for the pure-Python core's row."""
+    by_key = {(r["case"], r["size"]): r for r in results}
+    out = []
+    for size in sorted({r["size"] for r in results}):
+        for path, case, ref, bound in CPU_TARGETS:
+            base = by_key.get((ref, size), {}).get("cpu_us_per_msg")
+            row = by_key.get((case, size), {})
+            py = by_key.get((case.replace("pyrdk.", "pyrdk-py.", 1), size), {})
+            ratio = _divide(row.get("cpu_us_per_msg"), base)
+            out.append(dict(path=path, case=case, reference=ref, bound=bound, size=size, ratio=ratio,
+                            met=None if ratio is None else ratio <= bound,
+                            python_ratio=_divide(py.get("cpu_us_per_msg"), base),
+                            python_implementation=py.get("implementation")))
+    return out
 
 
 def connections(broker, native, sizes, repeat, log):
@@ -227,7 +318,8 @@ def connections(broker, native, sizes, repeat, log):
     side (each with half the messages, on its own topic, over its own connection), producing
     and then consuming what it produced; msgs/s of both together, from the first one's clock
     start to the last one's stop. Medians of ``repeat`` runs; the ratio is the median of each
-    run's two-to-one ratio."""
+    run's two-to-one ratio. A row with any process's timed section too short (MIN_TIMED_S)
+    gives no figures."""
     out = []
     for size, count in sizes:
         runs = {(kind, procs): [] for kind in ("produce", "consume") for procs in (1, 2)}
@@ -244,7 +336,12 @@ def connections(broker, native, sizes, repeat, log):
         for kind in ("produce", "consume"):
             one, two = runs[kind, 1], runs[kind, 2]
             row = dict(kind=kind, size=size, count=count, runs=repeat,
-                       ratio=statistics.median(b[0] / a[0] for a, b in zip(one, two)))
+                       too_short=too_short(min(r[2] for r in one + two)))
+            if row["too_short"]:
+                out.append(row)
+                log("  %-8s %6d B  too short: %s" % (kind, size, row["too_short"]))
+                continue
+            row["ratio"] = statistics.median(b[0] / a[0] for a, b in zip(one, two))
             for procs, results in ((1, one), (2, two)):
                 row["msgs_per_s_%d" % procs] = statistics.median(r[0] for r in results)
                 row["broker_cores_%d" % procs] = statistics.median(r[1] for r in results)
@@ -255,14 +352,15 @@ def connections(broker, native, sizes, repeat, log):
 
 
 def _side_by_side(broker, native, kind, topics, count, size):
-    """One native process per topic at once, ``count`` messages each: (msgs/s, broker cores)."""
+    """One native process per topic at once, ``count`` messages each: (msgs/s, broker cores,
+    the shortest process's timed seconds)."""
     cpu = broker.cpu_seconds()
     with concurrent.futures.ThreadPoolExecutor(len(topics)) as pool:
         spans = list(pool.map(lambda topic: _timed_span("native." + kind, dict(
             brokers=broker.hosts, topic=topic, count=count, size=size), native), topics))
     cpu = broker.cpu_seconds() - cpu
     seconds = max(end for _, end in spans) - min(start for start, _ in spans)
-    return count * len(topics) / seconds, cpu / seconds
+    return count * len(topics) / seconds, cpu / seconds, min(end - start for start, end in spans)
 
 
 def _timed_span(name, args, native):
@@ -325,34 +423,71 @@ def memory(broker, native, count, log):
     peak = {p: max((s[1] for s in samples if s[2] == p), default=None) for p in ("produce", "consume")}
     log("  memory: %d messages, peak RSS %.0f MB producing, %.0f MB consuming" % (
         count, peak["produce"] or 0, peak["consume"] or 0))
-    return dict(count=count, size=100, samples=samples, peak_produce_mb=peak["produce"],
-                peak_consume_mb=peak["consume"], produce_msgs_per_s=count / result["produce"]["seconds"],
-                consume_msgs_per_s=count / result["consume"]["seconds"])
+    out = dict(count=count, size=100, samples=samples, peak_produce_mb=peak["produce"],
+               peak_consume_mb=peak["consume"])
+    for phase in ("produce", "consume"):  # side figures: the curve is the point
+        seconds = result[phase]["seconds"]
+        out[phase + "_too_short"] = too_short(seconds)
+        out[phase + "_msgs_per_s"] = None if too_short(seconds) else count / seconds
+    return out
 
 
 # -- output -------------------------------------------------------------------------------------------
 
-def _ratio(x):
-    return "  -  " if x is None else "%.2f" % x
+def _number(x, fmt="%.2f"):
+    return "-" if x is None else fmt % x
+
+
+def _core(implementation):
+    return "%s core" % {"c": "C", "python": "Python"}.get(implementation, implementation)
+
+
+def _settings(r):
+    """The settings cell: pyrdk's rows also name the core that ran, Spark's read that it is cold."""
+    notes = [r["settings"]]
+    if r.get("implementation"):
+        notes.append(_core(r["implementation"]))
+    if r.get("cold"):
+        notes.append("cold")
+    return ", ".join(notes)
 
 
 def table(results):
     lines = ["| case | settings | size | messages × runs | msgs/s | MB/s | × confluent (tuned) | × native "
-             "| peak RSS MB | broker cores |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| client CPU µs/msg | peak RSS MB | broker cores |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
+        head = "| %s | %s | %d B | %s × %d |" % (r["case"], _settings(r), r["size"], format(r["count"], ","),
+                                               r["runs"])
         if not r["runs"]:
-            lines.append("| %s | %s | %d B | %s × 0 | failed | | | | | |" % (
-                r["case"], r["settings"], r["size"], format(r["count"], ",")))
+            lines.append(head + " failed | | | | | | |")
             continue
-        lines.append("| %s | %s | %d B | %s × %d | %s | %.1f | %s | %s | %.0f | %.2f |" % (
-            r["case"], r["settings"], r["size"], format(r["count"], ","), r["runs"],
-            format(int(r["msgs_per_s"]), ","), r["mb_per_s"],
-            _ratio(r["vs_confluent"]), _ratio(r["vs_native"]), r["peak_rss_mb"], r["broker_cores"]))
+        rate = "too short (%s)" % r["too_short"] if r["too_short"] else format(int(r["msgs_per_s"]), ",")
+        lines.append(head + " %s | %s | %s | %s | %s | %.0f | %s |" % (
+            rate, _number(r["mb_per_s"], "%.1f"), _number(r["vs_confluent"]), _number(r["vs_native"]),
+            _number(r["cpu_us_per_msg"]), r["peak_rss_mb"], _number(r["broker_cores"])))
+    if any(r["too_short"] for r in results):
+        lines += ["", "too short: a timed section under %.0f ms gives no rate, ratio or broker cores "
+                  "(MIN_TIMED_S in bench/run.py); its client CPU per message stands." % (MIN_TIMED_S * 1e3)]
     return "\n".join(lines)
 
 
-def chart(results, path):
+def targets_table(targets):
+    lines = ["| client CPU per message | size | target | pyrdk | met? | pyrdk-py (PYRDK_IMPL=python) |",
+             "|---|---:|---|---:|---|---:|"]
+    for t in targets:
+        python = _number(t["python_ratio"])
+        if t["python_ratio"] is not None and t["python_implementation"] != "python":
+            python += " (the %s ran)" % _core(t["python_implementation"])
+        lines.append("| %s | %d B | ≤ %.2f × %s | %s | %s | %s |" % (
+            t["path"], t["size"], t["bound"], t["reference"], _number(t["ratio"]),
+            "-" if t["met"] is None else "yes" if t["met"] else "no", python))
+    return "\n".join(lines)
+
+
+def chart(results, path, field="msgs_per_s", label="thousand msgs/s", scale=1e-3, log=False):
+    """Bars of ``field`` (times ``scale``) per case, produce and consume at each size; a row
+    without the figure (too short, not measured) is named, with no bar."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -362,12 +497,18 @@ def chart(results, path):
         for row, kind in enumerate(("produce", "consume")):
             ax = axes[row][col]
             rows = [r for r in results if r["size"] == size and r["kind"] == kind and r["runs"]]
-            names = [r["case"].replace(".%s" % kind, "").replace(".tuned", " (t)") or r["case"] for r in rows]
-            colors = ["#c0392b" if r["case"].startswith("pyrdk") else
+            names = [(r["case"].replace(".%s" % kind, "").replace(".tuned", " (t)") or r["case"]) +
+                     (" (cold)" if r["cold"] else "") +
+                     ("" if r[field] is not None else " (too short)" if r["too_short"] else " (n/a)")
+                     for r in rows]
+            colors = ["#e59866" if r["case"].startswith("pyrdk-py") else
+                      "#c0392b" if r["case"].startswith("pyrdk") else
                       "#7f8c8d" if r["case"].startswith("native") else "#2980b9" for r in rows]
-            ax.barh(names[::-1], [r["msgs_per_s"] / 1e3 for r in rows][::-1], color=colors[::-1])
+            ax.barh(names[::-1], [(r[field] or 0) * scale for r in rows][::-1], color=colors[::-1])
+            if log and any(r[field] for r in rows):
+                ax.set_xscale("log")
             ax.set_title("%s, %d B" % (kind, size), fontsize=10)
-            ax.set_xlabel("thousand msgs/s", fontsize=8)
+            ax.set_xlabel(label, fontsize=8)
             ax.tick_params(labelsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=72)
@@ -420,13 +561,14 @@ def main():
                                platform=platform.platform()),
                   librdkafka=library, pyrdk=pyrdk.librdkafka_version().runtime,
                   confluent_kafka=confluent_kafka.version()[0], repeat=repeat, quick=opts.quick,
-                  tuned=TUNED, native=NATIVE, latency_settings=LATENCY)
+                  tuned=TUNED, native=NATIVE, latency_settings=LATENCY, min_timed_s=MIN_TIMED_S)
     broker = Broker()
     try:
         if "throughput" in modes:
             log("throughput (%d partitions, median of %d)" % (PARTITIONS, repeat))
             report["throughput"] = throughput(broker, native, sizes, repeat, log,
                                               opts.only.split(",") if opts.only else None)
+            report["cpu_targets"] = cpu_targets(report["throughput"])
         if "connections" in modes:
             log("connections (the native loop, one process and two side by side, median of %d)" % repeat)
             try:
@@ -454,12 +596,19 @@ def main():
     if "throughput" in report:
         print()
         print(table(report["throughput"]))
+        print()
+        print(targets_table(report["cpu_targets"]))
         chart(report["throughput"], os.path.join(opts.out, "latest.png"))
+        chart(report["throughput"], os.path.join(opts.out, "cpu.png"), field="cpu_us_per_msg",
+              label="client CPU µs per message (log)", scale=1, log=True)
     if "connections" in report:
         print()
         print("| native loop | size | 1 connection msgs/s | 2 connections msgs/s | × | broker cores (1 / 2) |")
         print("|---|---:|---:|---:|---:|---:|")
         for r in report["connections"]:
+            if r["too_short"]:
+                print("| %s | %d B | too short (%s) | | | |" % (r["kind"], r["size"], r["too_short"]))
+                continue
             print("| %s | %d B | %s | %s | %.2f | %.2f / %.2f |" % (
                 r["kind"], r["size"], format(int(r["msgs_per_s_1"]), ","), format(int(r["msgs_per_s_2"]), ","),
                 r["ratio"], r["broker_cores_1"], r["broker_cores_2"]))

@@ -29,6 +29,11 @@ TUNED = {
 # The native C loop runs with the tuned librdkafka settings: it is the physical limit.
 NATIVE = {"produce": TUNED["confluent.produce"], "consume": TUNED["confluent.consume"]}
 
+# The consumers' topics are filled by the native producer with this on top of its settings:
+# librdkafka's sticky partitioner keeps a partition for sticky.partitioning.linger.ms (twice
+# linger.ms: 200 ms) and so put a short fill's messages in one or two of the four partitions.
+FILL = {"sticky.partitioning.linger.ms": 0}
+
 # Latency at a steady rate: both clients linger 5 ms (librdkafka's default linger.ms);
 # pyrdk's pykafka default linger_ms=5000 is built for throughput, not for latency.
 LATENCY = {"pyrdk.produce": {"linger_ms": 5}}

@@ -1,9 +1,17 @@
 """One benchmark case in its own process, so that its peak RSS is its own.
 
 ``python bench/worker.py '{"case": ..., "brokers": ..., "topic": ..., "count": ..., "size": ...}'``
-prints one JSON line: ``{"count", "bytes", "seconds"}`` (plus what the case adds). Producers
-are timed from the first produce call to the end of the flush; consumers from the first
-message received to the last. Every consumer reads every message's value.
+prints one JSON line: ``{"count", "bytes", "seconds", "cpu_seconds"}`` (plus what the case
+adds, and ``implementation``: which pyrdk core ran, when the case imported pyrdk). Producers
+are timed from the first produce call to the end of the flush; consumers from their first call
+for messages, made just after their partitions are assigned (so the first fetch is inside the
+measure), to the last message. ``cpu_seconds`` is the process's CPU time (all its threads,
+``time.process_time()``) over the same section. Every consumer reads every message's value.
+
+Each consumer reads a fresh topic from offset 0, given as such: librdkafka looks a logical
+offset (OFFSET_BEGINNING) up first, and its first fetch then waits its whole
+``fetch.wait.max.ms`` (pyrdk looks offsets up itself, before its clock starts). The
+``pyrdk-py.*`` cases are the ``pyrdk.*`` ones; the runner starts them with ``PYRDK_IMPL=python``.
 """
 import asyncio
 import json
@@ -29,8 +37,20 @@ def case(name):
     return register
 
 
-def _result(count, nbytes, seconds, **extra):
-    return dict(count=count, bytes=nbytes, seconds=seconds, **extra)
+def _clock():
+    """Where a case's timed section starts: (wall clock, the process's CPU time)."""
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start):
+    """The timed section from ``start`` to now: wall seconds and the process's CPU seconds
+    (all its threads: CLOCK_PROCESS_CPUTIME_ID)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    return dict(seconds=wall - start[0], cpu_seconds=cpu - start[1])
+
+
+def _result(count, nbytes, span, **extra):
+    return dict(count=count, bytes=nbytes, **span, **extra)
 
 
 # -- pyrdk (its defaults only) -------------------------------------------------------------------
@@ -46,27 +66,27 @@ def pyrdk_produce(brokers, topic, count, size, **_):
     producer = _pyrdk_topic(brokers, topic).get_producer()
     value = b"x" * size
     produce = producer.produce
-    start = time.perf_counter()
+    start = _clock()
     for _ in range(count):
         produce(value)
     producer.flush()
-    seconds = time.perf_counter() - start
+    span = _since(start)
     producer.stop()
-    return _result(count, count * size, seconds)
+    return _result(count, count * size, span)
 
 
 @case("pyrdk.produce_batch")
 def pyrdk_produce_batch(brokers, topic, count, size, **_):
     producer = _pyrdk_topic(brokers, topic).get_producer()
     values = [b"x" * size] * BATCH
-    start = time.perf_counter()
+    start = _clock()
     for _ in range(count // BATCH):
         producer.produce_batch(values)
     producer.produce_batch(values[:count % BATCH])
     producer.flush()
-    seconds = time.perf_counter() - start
+    span = _since(start)
     producer.stop()
-    return _result(count, count * size, seconds)
+    return _result(count, count * size, span)
 
 
 def _pyrdk_consumer(brokers, topic):
@@ -78,35 +98,31 @@ def _pyrdk_consumer(brokers, topic):
 def pyrdk_consume(brokers, topic, count, size, **_):
     consumer = _pyrdk_consumer(brokers, topic)
     got = nbytes = 0
-    start = None
+    start = _clock()
     for msg in consumer:
-        if start is None:
-            start = time.perf_counter()
         nbytes += len(msg.value)
         got += 1
         if got == count:
             break
-    seconds = time.perf_counter() - start
+    span = _since(start)
     consumer.stop()
-    return _result(got, nbytes, seconds)
+    return _result(got, nbytes, span)
 
 
 @case("pyrdk.consume_batch")
 def pyrdk_consume_batch(brokers, topic, count, size, **_):
     consumer = _pyrdk_consumer(brokers, topic)
     got = nbytes = 0
-    start = None
     deadline = time.monotonic() + DEADLINE_S
+    start = _clock()
     while got < count and time.monotonic() < deadline:
         batch = consumer.consume_batch(BATCH)
-        if batch and start is None:
-            start = time.perf_counter()
         for msg in batch:
             nbytes += len(msg.value)
         got += len(batch)
-    seconds = time.perf_counter() - start
+    span = _since(start)
     consumer.stop()
-    return _result(got, nbytes, seconds)
+    return _result(got, nbytes, span)
 
 
 # -- confluent-kafka ------------------------------------------------------------------------------
@@ -117,7 +133,7 @@ def _confluent_produce(brokers, topic, count, size, config):
     producer.list_topics(topic, timeout=10)
     value = b"x" * size
     produce, poll = producer.produce, producer.poll
-    start = time.perf_counter()
+    start = _clock()
     for _ in range(count):
         while True:
             try:
@@ -127,10 +143,10 @@ def _confluent_produce(brokers, topic, count, size, config):
                 poll(0.01)
         poll(0)
     left = producer.flush(60)
-    seconds = time.perf_counter() - start
+    span = _since(start)
     if left:
         raise RuntimeError("%d messages not delivered" % left)
-    return _result(count, count * size, seconds)
+    return _result(count, count * size, span)
 
 
 @case("confluent.produce")
@@ -149,22 +165,19 @@ def _confluent_consume(brokers, topic, count, config):
         "bootstrap.servers": brokers, "group.id": "bench-%d" % os.getpid(),
         "enable.auto.commit": False, "auto.offset.reset": "earliest"}))
     metadata = consumer.list_topics(topic, timeout=10).topics[topic]
-    consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-                     for p in metadata.partitions])
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in metadata.partitions])
     got = nbytes = 0
-    start = None
     deadline = time.monotonic() + DEADLINE_S
+    start = _clock()
     while got < count and time.monotonic() < deadline:
         batch = consumer.consume(BATCH, 1.0)
-        if batch and start is None:
-            start = time.perf_counter()
         for msg in batch:
             if msg.error() is None:
                 nbytes += len(msg.value())
                 got += 1
-    seconds = time.perf_counter() - start
+    span = _since(start)
     consumer.close()
-    return _result(got, nbytes, seconds)
+    return _result(got, nbytes, span)
 
 
 @case("confluent.consume")
@@ -186,13 +199,13 @@ def kafka_python_produce(brokers, topic, count, size, **_):
     producer.partitions_for(topic)
     value = b"x" * size
     send = producer.send
-    start = time.perf_counter()
+    start = _clock()
     for _ in range(count):
         send(topic, value)
     producer.flush()
-    seconds = time.perf_counter() - start
+    span = _since(start)
     producer.close()
-    return _result(count, count * size, seconds)
+    return _result(count, count * size, span)
 
 
 @case("kafka-python.consume.tuned")
@@ -202,20 +215,19 @@ def kafka_python_consume(brokers, topic, count, size, partitions, **_):
                                    **TUNED["kafka-python.consume"])
     parts = [kafka.TopicPartition(topic, p) for p in range(partitions)]
     consumer.assign(parts)
-    consumer.seek_to_beginning(*parts)
+    for part in parts:
+        consumer.seek(part, 0)
     got = nbytes = 0
-    start = None
     deadline = time.monotonic() + DEADLINE_S
+    start = _clock()
     while got < count and time.monotonic() < deadline:
         for records in consumer.poll(timeout_ms=1000).values():
-            if start is None:
-                start = time.perf_counter()
-            for msg in records[:count - got]:  # a tenth of the topic: stop at count
+            for msg in records:
                 nbytes += len(msg.value)
                 got += 1
-    seconds = time.perf_counter() - start
+    span = _since(start)
     consumer.close()
-    return _result(got, nbytes, seconds)
+    return _result(got, nbytes, span)
 
 
 # -- aiokafka -------------------------------------------------------------------------------------------
@@ -230,13 +242,13 @@ def aiokafka_produce(brokers, topic, count, size, **_):
         await producer.partitions_for(topic)
         value = b"x" * size
         send = producer.send
-        start = time.perf_counter()
+        start = _clock()
         for _ in range(count):
             await send(topic, value)
         await producer.flush()
-        seconds = time.perf_counter() - start
+        span = _since(start)
         await producer.stop()
-        return _result(count, count * size, seconds)
+        return _result(count, count * size, span)
     return asyncio.run(run())
 
 
@@ -250,20 +262,19 @@ def aiokafka_consume(brokers, topic, count, size, partitions, **_):
         await consumer.start()
         parts = [aiokafka.TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(parts)
-        await consumer.seek_to_beginning(*parts)
+        for part in parts:
+            consumer.seek(part, 0)
         got = nbytes = 0
-        start = None
         deadline = time.monotonic() + DEADLINE_S
+        start = _clock()
         while got < count and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=1000, max_records=10000)).values():
-                if start is None:
-                    start = time.perf_counter()
-                for msg in records[:count - got]:  # a tenth of the topic: stop at count
+                for msg in records:
                     nbytes += len(msg.value)
                     got += 1
-        seconds = time.perf_counter() - start
+        span = _since(start)
         await consumer.stop()
-        return _result(got, nbytes, seconds)
+        return _result(got, nbytes, span)
     return asyncio.run(run())
 
 
@@ -272,14 +283,17 @@ def aiokafka_consume(brokers, topic, count, size, partitions, **_):
 @case("pyrdk.spark.read")
 def pyrdk_spark_read(brokers, topic, count, size, **_):
     """A Spark batch read through the ``pyrdk`` source (``bench/spark_source.py``), local[2]:
-    timed once the Python workers run, so the JVM's start is not counted."""
+    timed once the Python workers run, so the JVM's start is not counted. It is the first
+    read in its JVM (``cold``). Its CPU time is spread over the JVM and Spark's Python
+    workers, other processes than this one: not measured."""
     import spark_source
     spark = spark_source.session()
     try:
         result = spark_source.measure(spark, brokers, topic, count, value_size=size)
     finally:
         spark.stop()
-    return _result(result["rows"], result["bytes"], result["seconds"])
+    return _result(result["rows"], result["bytes"], dict(seconds=result["seconds"], cpu_seconds=None),
+                   cold=True)
 
 
 # -- latency: produce call -> consumer receives, in one process -------------------------------------
@@ -385,10 +399,35 @@ def memory_pyrdk(brokers, topic, count, size, **_):
                 seconds=produced["seconds"] + consumed["seconds"])
 
 
+# The pure-Python core's rows run the same functions; the runner sets PYRDK_IMPL=python.
+for _name in ("produce", "produce_batch", "consume", "consume_batch"):
+    CASES["pyrdk-py." + _name] = CASES["pyrdk." + _name]
+
+
+def implementation():
+    """Which pyrdk core ran ("c" or "python"), None if the case did not import pyrdk. A pyrdk
+    that names none has only the C one."""
+    if "pyrdk" not in sys.modules:
+        return None
+    import importlib
+    try:
+        return str(importlib.import_module("pyrdk.core").implementation)
+    except (ImportError, AttributeError):
+        pass
+    import pyrdk
+    for get in (lambda: pyrdk.implementation, lambda: pyrdk.librdkafka_version().implementation):
+        try:
+            return str(get())
+        except AttributeError:
+            pass
+    return "c"
+
+
 def main():
     args = json.loads(sys.argv[1])
     fn = CASES[args.pop("case")]
     result = fn(**args)
+    result["implementation"] = implementation()
     print("RESULT " + json.dumps(result), flush=True)
 
 
