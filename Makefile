@@ -15,9 +15,16 @@ BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.
 
 .PHONY: test demo bench sysdeps venv clean
 
+# Every test runs on the C core (PYRDK_IMPL=c: a core that cannot be imported is an error,
+# not a fall-back); the core's, producer and consumer suites run again on the pure-Python
+# core, which must behave the same.
+CORE_TESTS := tests/core tests/rd tests/test_producer.py tests/test_simpleconsumer.py \
+	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py
+
 test: venv
-	$(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
-	$(VPY) -m pytest tests $(PYTEST_ARGS)
+	PYRDK_IMPL=c $(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
+	PYRDK_IMPL=c $(VPY) -m pytest tests $(PYTEST_ARGS)
+	PYRDK_IMPL=python $(VPY) -m pytest $(CORE_TESTS) $(PYTEST_ARGS)
 
 demo: venv
 	$(VPY) -m pyrdk.testing.demo
@@ -57,12 +64,12 @@ $(VPY): | sysdeps
 
 # An older in-place build (python build_ffi.py) would shadow the one pip makes.
 $(STAMP): $(BUILD_INPUTS) | $(VPY) sysdeps
-	rm -f pyrdk/_rdkafka*.so pyrdk/_rdkafka.c
+	rm -f pyrdk/_rdkafka*.so pyrdk/_rdkafka.c pyrdk/_core*.so
 	$(VPY) -m pip install --disable-pip-version-check --upgrade pip
 	$(VPY) -m pip install --disable-pip-version-check -e '.[test]'
 	touch $@
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .tox
-	rm -f pyrdk/_rdkafka.c pyrdk/_rdkafka*.so pyrdk/_rdkafka.o csrc/*.o
+	rm -f pyrdk/_rdkafka.c pyrdk/_rdkafka*.so pyrdk/_rdkafka.o pyrdk/_core*.so csrc/*.o csrc/core/*.o
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

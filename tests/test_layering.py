@@ -153,7 +153,7 @@ def violations(importer, source, is_package=False, modules=None, filename="<sour
     tree = ast.parse(source, filename)
     found = []
     if layer(importer) is None:
-        found.append("%s: module %s is not in DESIGN.md's layer table (add it to the table and to "
+        found.append("%s: module %s is not in the layer table of docs/ARCHITECTURE.md (add it there and to "
                      "tests/test_layering.py)" % (filename, importer))
         return found
     for lineno, target in _imports(tree, importer, is_package, modules):
@@ -235,7 +235,7 @@ def test_checker_accepts_allowed_imports(importer, source):
     ("pyrdk.producer", "def f(ffi=None):\n    pass\n", ["'ffi'"]),
     ("pyrdk.producer", "def f():\n    from pyrdk._ffi import lib as _l\n", ["may not import pyrdk._ffi"]),
     ("pyrdk", "from pyrdk._rdkafka import lib\n", ["may not import pyrdk._rdkafka", "'lib'"]),
-    ("pyrdk.helpers", "x = 1\n", ["not in DESIGN.md's layer table"]),
+    ("pyrdk.helpers", "x = 1\n", ["not in the layer table of docs/ARCHITECTURE.md"]),
 ])
 def test_checker_catches_violations(importer, source, expected):
     found = check(importer, source)
