@@ -17,17 +17,6 @@ pytestmark = pytest.mark.zookeeper
 FAST = dict(zookeeper_connection_timeout_ms=2000, rebalance_backoff_ms=200, consumer_timeout_ms=500)
 
 
-@pytest.fixture
-def zk(zookeeper_chroot):
-    """A kazoo client on the test's chroot."""
-    from kazoo.client import KazooClient
-    client = KazooClient(zookeeper_chroot, timeout=10)
-    client.start(timeout=30)
-    yield client
-    client.stop()
-    client.close()
-
-
 def register(zk, broker_id, **info):
     """A broker's ephemeral registration node, holding Kafka's JSON."""
     zk.create("/brokers/ids/%s" % broker_id, json.dumps(info).encode(), ephemeral=True, makepath=True)
