@@ -49,6 +49,7 @@ import socket
 import threading
 import time
 import uuid
+import warnings
 import weakref
 
 try:
@@ -65,6 +66,7 @@ from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaExceptio
                               UnicodeException)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
 from pyrdk.simpleconsumer import SimpleConsumer
+from pyrdk.zookeeper import check_kazoo_interface
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +137,10 @@ class BalancedConsumer:
     :param zookeeper_connection_timeout_ms: the ZooKeeper session timeout, and the bound on
         connecting: ``start()`` raises ``ZooKeeperUnavailableError`` after it
     :param zookeeper_hosts: ZooKeeper connect string (``host:port,...[/chroot]``)
-    :param zookeeper_connect: deprecated name of ``zookeeper_hosts``; wins when given
-    :param zookeeper: a started ``kazoo.client.KazooClient`` to use instead (not stopped by
+    :param zookeeper_connect: deprecated name of ``zookeeper_hosts`` (a
+        ``DeprecationWarning``); wins when given, as in pykafka
+    :param zookeeper: a started ``kazoo.client.KazooClient``, or any object with its
+        interface (see ``pyrdk.zookeeper.KAZOO_METHODS``), to use instead (not stopped by
         ``stop()``)
     :param auto_start: join the group at once
     :param reset_offset_on_start: start the first partitions held from
@@ -175,13 +179,15 @@ class BalancedConsumer:
         self._rebalance_backoff_ms = check_int("rebalance_backoff_ms", rebalance_backoff_ms, 0)
         self._session_timeout_ms = check_int("zookeeper_connection_timeout_ms",
                                              zookeeper_connection_timeout_ms, 1)
+        if zookeeper_connect is not None:
+            warnings.warn("zookeeper_connect is deprecated (since pykafka 2.7): use zookeeper_hosts",
+                          DeprecationWarning, stacklevel=2)
         self._zookeeper_hosts = zookeeper_connect or zookeeper_hosts
         if zookeeper is None and (not isinstance(self._zookeeper_hosts, str) or not self._zookeeper_hosts):
             raise TypeError("zookeeper_hosts must be a 'host:port,...' string, not %r"
                             % (self._zookeeper_hosts,))
-        if zookeeper is not None and not isinstance(zookeeper, KazooClient):
-            raise TypeError("zookeeper must be a kazoo.client.KazooClient, not %s"
-                            % type(zookeeper).__name__)
+        if zookeeper is not None:
+            check_kazoo_interface(zookeeper)
         if not isinstance(membership_protocol, GroupMembershipProtocol):
             raise TypeError("membership_protocol must be RangeProtocol or RoundRobinProtocol "
                             "(a GroupMembershipProtocol), not %r" % (membership_protocol,))

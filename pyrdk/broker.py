@@ -2,8 +2,8 @@
 
 
 class Broker:
-    """A broker: ``id``, ``host``, ``port``. Group and topic administration is routed by
-    librdkafka to the right broker, so these methods delegate to the cluster."""
+    """A broker: ``id``, ``host``, ``port``. Group, offset and topic administration is routed
+    by librdkafka to the right broker, so these methods delegate to the cluster."""
 
     def __init__(self, id_, host, port, cluster=None):
         self._id = id_
@@ -43,6 +43,17 @@ class Broker:
     def delete_topics(self, topics, timeout=0):
         """See :meth:`pyrdk.cluster.Cluster.delete_topics`."""
         return self._cluster.delete_topics(topics, timeout=timeout)
+
+    def commit_consumer_group_offsets(self, consumer_group, consumer_group_generation_id, consumer_id,
+                                      preqs):
+        """See :meth:`pyrdk.cluster.Cluster.commit_consumer_group_offsets`. The offsets are
+        committed from outside the group: ``consumer_group_generation_id`` and
+        ``consumer_id`` are not sent (librdkafka takes them from a member's own session)."""
+        return self._cluster.commit_consumer_group_offsets(consumer_group, preqs)
+
+    def fetch_consumer_group_offsets(self, consumer_group, preqs):
+        """See :meth:`pyrdk.cluster.Cluster.fetch_consumer_group_offsets`."""
+        return self._cluster.fetch_consumer_group_offsets(consumer_group, preqs)
 
     def __eq__(self, other):
         return isinstance(other, Broker) and (self._id, self._host, self._port) == (

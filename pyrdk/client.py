@@ -11,12 +11,18 @@ from pyrdk.common import check_int
 
 log = logging.getLogger(__name__)
 
+DEFAULT_HOSTS = "127.0.0.1:9092"
+
 
 class KafkaClient:
     """A connection to a Kafka cluster.
 
-    :param hosts: comma-separated ``host:port`` bootstrap brokers (``bootstrap.servers``)
-    :param zookeeper_hosts: ZooKeeper connect string, the default of ``get_balanced_consumer``
+    :param hosts: comma-separated ``host:port`` bootstrap brokers (``bootstrap.servers``);
+        default: the brokers registered in ZooKeeper when ``zookeeper_hosts`` is given (as
+        pykafka), else ``127.0.0.1:9092``
+    :param zookeeper_hosts: ZooKeeper connect string (``host:port,...[/chroot]``): the default
+        of ``get_balanced_consumer``, and where the brokers are found without ``hosts``
+        (``/brokers/ids``, read once with kazoo)
     :param socket_timeout_ms: network timeout (``socket.timeout.ms``) and the bound on
         metadata requests: an unreachable cluster raises ``NoBrokersAvailableError`` then
     :param offsets_channel_socket_timeout_ms: accepted for pykafka compatibility
@@ -28,22 +34,32 @@ class KafkaClient:
     :param rdkafka_config: any librdkafka properties, applied last
     """
 
-    def __init__(self, hosts="127.0.0.1:9092", zookeeper_hosts=None, socket_timeout_ms=30 * 1000,
+    def __init__(self, hosts=None, zookeeper_hosts=None, socket_timeout_ms=30 * 1000,
                  offsets_channel_socket_timeout_ms=10 * 1000, use_greenlets=False,
                  exclude_internal_topics=True, source_address="", ssl_config=None,
                  broker_version="0.9.0", rdkafka_config=None):
+        check_int("socket_timeout_ms", socket_timeout_ms, 1)
+        if rdkafka_config is not None and not isinstance(rdkafka_config, dict):
+            raise TypeError("rdkafka_config must be a dict, not %s" % type(rdkafka_config).__name__)
+        if zookeeper_hosts is not None and (not isinstance(zookeeper_hosts, str) or not zookeeper_hosts.strip()):
+            raise TypeError("zookeeper_hosts must be a non-empty 'host:port,...[/chroot]' string, not %r"
+                            % (zookeeper_hosts,))
+        if hosts is None:
+            hosts = DEFAULT_HOSTS
+            if zookeeper_hosts:
+                from pyrdk.zookeeper import brokers_from_zookeeper
+                protocol = (rdkafka_config or {}).get("security.protocol",
+                                                      "ssl" if ssl_config is not None else "plaintext")
+                hosts = brokers_from_zookeeper(zookeeper_hosts, protocol, socket_timeout_ms)
         if isinstance(hosts, bytes):
             hosts = hosts.decode()
         if not isinstance(hosts, str) or not hosts.strip():
             raise TypeError("hosts must be a non-empty 'host:port,...' string, not %r" % (hosts,))
-        check_int("socket_timeout_ms", socket_timeout_ms, 1)
         if use_greenlets:
             raise ValueError("use_greenlets=True is not supported: librdkafka runs its own threads")
         if source_address:
             log.warning("source_address=%r is ignored: librdkafka cannot bind a source address",
                         source_address)
-        if rdkafka_config is not None and not isinstance(rdkafka_config, dict):
-            raise TypeError("rdkafka_config must be a dict, not %s" % type(rdkafka_config).__name__)
         self._zookeeper_connect = zookeeper_hosts
         self._socket_timeout_ms = socket_timeout_ms
         self._offsets_channel_socket_timeout_ms = offsets_channel_socket_timeout_ms
@@ -55,6 +71,7 @@ class KafkaClient:
         self.cluster = Cluster(config, socket_timeout_ms=socket_timeout_ms,
                                exclude_internal_topics=exclude_internal_topics,
                                zookeeper_hosts=zookeeper_hosts)
+        self._handler = self.cluster.handler
         self.brokers = self.cluster.brokers
         self.topics = self.cluster.topics
 

@@ -3,16 +3,19 @@
 
 One producer-type ``rd_kafka_t`` serves metadata (``rd_kafka_metadata``), offset queries
 (``rd_kafka_offsets_for_times``) and the Admin API; its base configuration is also the
-base of every producer and consumer the cluster makes.
+base of every producer and consumer the cluster makes. A group's offsets are committed and
+fetched by a short-lived consumer-type handle of that group.
 """
 import collections
 import logging
 import time
 
 from pyrdk.broker import Broker
-from pyrdk.common import check_int
-from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, NoBrokersAvailableError,
-                              SocketDisconnectedError, UnknownTopicOrPartition, for_code)
+from pyrdk.common import (GroupOffsetsResponse, OffsetCommitPartitionResponse,
+                          OffsetFetchPartitionResponse, check_int)
+from pyrdk.exceptions import (InternalTopicExcluded, KafkaException, KafkaTimeoutError,
+                              NoBrokersAvailableError, SocketDisconnectedError, for_code)
+from pyrdk.handlers import ThreadingHandler
 from pyrdk.rd import admin
 from pyrdk.rd.handle import Handle
 from pyrdk.topic import Topic
@@ -53,15 +56,18 @@ def _topic_request(req):
     """``(name, num_partitions, replication_factor, config)`` of one ``create_topics``
     request: a ``(name, num_partitions, replication_factor[, config])`` tuple or an object
     with pykafka's ``CreateTopicRequest`` attributes."""
-    if isinstance(req, (tuple, list)):
+    if hasattr(req, "topic_name"):  # pykafka's CreateTopicRequest (a namedtuple) or alike
+        name, num_partitions = req.topic_name, req.num_partitions
+        replication_factor = req.replication_factor
+        config = dict(getattr(req, "config_entries", None) or [])
+        if getattr(req, "replica_assignment", None):
+            raise ValueError("topic %r: replica_assignment is not supported; give num_partitions and "
+                             "replication_factor and let the brokers place the replicas" % (name,))
+    elif isinstance(req, (tuple, list)):
         if len(req) not in (3, 4):
             raise TypeError("a create_topics request is %s, not %r" % (_REQUEST_SHAPE, req))
         name, num_partitions, replication_factor = req[:3]
         config = req[3] if len(req) == 4 else None
-    elif hasattr(req, "topic_name"):
-        name, num_partitions = req.topic_name, req.num_partitions
-        replication_factor = req.replication_factor
-        config = dict(getattr(req, "config_entries", None) or [])
     else:
         raise TypeError("a create_topics request is %s or has pykafka's topic_name, num_partitions "
                         "and replication_factor, not %r" % (_REQUEST_SHAPE, req))
@@ -165,6 +171,7 @@ class Cluster:
                  zookeeper_hosts=None):
         self.rdkafka_config = dict(rdkafka_config)
         self.zookeeper_hosts = zookeeper_hosts  # the default of balanced consumers
+        self.handler = ThreadingHandler()  # for programs that use pykafka's cluster.handler
         self._timeout_ms = socket_timeout_ms
         self._handle = Handle("producer", self.rdkafka_config, what="KafkaClient")
         self._brokers = {}
@@ -213,7 +220,9 @@ class Cluster:
         """Look up one topic by name, letting the broker create it if it does so; retries
         while the topic is being created, for up to ``socket_timeout_ms``."""
         if self._topics.excluded(name):
-            raise UnknownTopicOrPartition("%r is an internal topic (exclude_internal_topics=True)" % name)
+            raise InternalTopicExcluded("%r is an internal topic, hidden by exclude_internal_topics=True: "
+                                        "make the KafkaClient with exclude_internal_topics=False to use it"
+                                        % name)
         deadline = time.monotonic() + self._timeout_ms / 1000.0
         delay = 0.05
         while True:
@@ -252,22 +261,92 @@ class Cluster:
 
         :param topic_reqs: ``(name, num_partitions, replication_factor[, config])`` tuples, or
             objects with pykafka's ``topic_name``, ``num_partitions``, ``replication_factor``
-            and ``config_entries`` attributes
+            and ``config_entries`` attributes (``pyrdk.protocol.CreateTopicRequest``), or one
+            ``pyrdk.protocol.CreateTopicsRequest`` holding them and a timeout
         :param timeout: ms to wait (0: ``socket_timeout_ms``)
         """
-        one = isinstance(topic_reqs, tuple) and bool(topic_reqs) and isinstance(topic_reqs[0], (str, bytes))
+        if hasattr(topic_reqs, "topic_requests"):  # a CreateTopicsRequest
+            timeout = timeout or topic_reqs.timeout
+            topic_reqs = topic_reqs.topic_requests
+        one = hasattr(topic_reqs, "topic_name") or (
+            isinstance(topic_reqs, tuple) and bool(topic_reqs) and isinstance(topic_reqs[0], (str, bytes)))
         reqs = [_topic_request(req) for req in _list_of("create_topics", topic_reqs, "requests", one)]
         results = admin.create_topics(self._handle, reqs, timeout or self._timeout_ms)
         self._raise_first(results)
         self.update()
 
     def delete_topics(self, topics, timeout=0):
-        """Delete topics by name (``rd_kafka_DeleteTopics``); raise the first error."""
+        """Delete topics by name (``rd_kafka_DeleteTopics``); raise the first error.
+
+        :param topics: names (bytes or str) or ``Topic``s, or one
+            ``pyrdk.protocol.DeleteTopicsRequest`` holding names and a timeout
+        :param timeout: ms to wait (0: ``socket_timeout_ms``)
+        """
+        if not isinstance(topics, (list, tuple)) and hasattr(topics, "topics") and \
+                hasattr(topics, "timeout"):  # a DeleteTopicsRequest
+            timeout = timeout or topics.timeout
+            topics = topics.topics
         names = [to_str(t.name if isinstance(t, Topic) else t)
                  for t in _list_of("delete_topics", topics, "topic names")]
         results = admin.delete_topics(self._handle, names, timeout or self._timeout_ms)
         self._raise_first(results)
         self.update()
+
+    def _group_handle(self, consumer_group):
+        """A consumer-type handle of ``consumer_group`` that joins nothing: it only commits and
+        fetches the group's offsets. Close it after use."""
+        config = dict(self.rdkafka_config)
+        config.update({"group.id": to_str(consumer_group, "consumer_group"),
+                       "enable.auto.commit": False})
+        return Handle("consumer", config, what="offsets of group %r" % consumer_group)
+
+    def commit_consumer_group_offsets(self, consumer_group, preqs):
+        """Commit offsets for ``consumer_group`` (``rd_kafka_commit`` from outside the group,
+        as pykafka's kafka-tools does); raise the first error.
+
+        :param preqs: objects with pykafka's ``PartitionOffsetCommitRequest`` attributes
+            ``topic_name``, ``partition_id`` and ``offset`` (the next offset to read)
+        :returns: pykafka's ``OffsetCommitResponse`` shape: ``.topics[name][partition].err``
+        """
+        tps = []
+        for req in _list_of("commit_consumer_group_offsets", preqs, "PartitionOffsetCommitRequests",
+                            one=hasattr(preqs, "topic_name")):
+            check_int("the offset of %s [%s]" % (req.topic_name, req.partition_id), req.offset, 0)
+            tps.append((to_str(req.topic_name), check_int("partition_id", req.partition_id, 0), req.offset))
+        topics = {}
+        if tps:
+            handle = self._group_handle(consumer_group)
+            try:
+                handle.commit(tps)
+            finally:
+                handle.close()
+        for topic, partition, _ in tps:
+            topics.setdefault(topic.encode(), {})[partition] = OffsetCommitPartitionResponse(0)
+        return GroupOffsetsResponse(topics)
+
+    def fetch_consumer_group_offsets(self, consumer_group, preqs):
+        """The offsets ``consumer_group`` committed (``rd_kafka_committed``).
+
+        :param preqs: objects with pykafka's ``PartitionOffsetFetchRequest`` attributes
+            ``topic_name`` and ``partition_id``
+        :returns: pykafka's ``OffsetFetchResponse`` shape: ``.topics[name][partition]`` is an
+            ``OffsetFetchPartitionResponse(offset, metadata, err)``; ``offset`` is -1 where the
+            group committed none
+        """
+        tps = [(to_str(req.topic_name), check_int("partition_id", req.partition_id, 0))
+               for req in _list_of("fetch_consumer_group_offsets", preqs, "PartitionOffsetFetchRequests",
+                                   one=hasattr(preqs, "topic_name"))]
+        topics = {}
+        if tps:
+            handle = self._group_handle(consumer_group)
+            try:
+                committed = handle.committed(tps, self._timeout_ms)
+            finally:
+                handle.close()
+            for tp in committed:
+                topics.setdefault(tp.topic.encode(), {})[tp.partition] = OffsetFetchPartitionResponse(
+                    tp.offset if tp.offset >= 0 else -1, b"", tp.error)
+        return GroupOffsetsResponse(topics)
 
     @staticmethod
     def _raise_first(results):

@@ -1,9 +1,10 @@
-"""Plain data shared by every layer: Message, OffsetType, CompressionType, SslConfig, and
-the check of int arguments.
+"""Plain data shared by every layer: Message, OffsetType, CompressionType, SslConfig,
+pykafka's offset answers, and the check of int arguments.
 
 Pure Python: this module imports without the compiled extension.
 """
 import abc
+import collections
 import datetime
 import enum
 
@@ -206,3 +207,21 @@ class OffsetPartitionResponse(tuple):
 
     def __repr__(self):
         return "OffsetPartitionResponse(offset=%r, err=%r)" % self
+
+
+# pykafka's answers for one partition of a group's offset commit or fetch.
+OffsetCommitPartitionResponse = collections.namedtuple("OffsetCommitPartitionResponse", "err")
+OffsetFetchPartitionResponse = collections.namedtuple("OffsetFetchPartitionResponse",
+                                                      "offset metadata err")
+
+
+class GroupOffsetsResponse:
+    """pykafka's ``OffsetCommitResponse`` / ``OffsetFetchResponse``: ``topics`` is
+    ``{topic name (bytes): {partition id: OffsetCommitPartitionResponse or
+    OffsetFetchPartitionResponse}}``."""
+
+    def __init__(self, topics):
+        self.topics = topics
+
+    def __repr__(self):
+        return "<GroupOffsetsResponse topics=%r>" % (self.topics,)

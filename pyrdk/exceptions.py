@@ -168,6 +168,13 @@ class UnknownTopicOrPartition(ProtocolClientError, codes=(3, -188, -190)):
     """The topic or partition does not exist."""
 
 
+class InternalTopicExcluded(UnknownTopicOrPartition, KeyError):
+    """``client.topics[name]`` of an internal topic (a name starting with ``__``) while the
+    client hides them (``exclude_internal_topics=True``). Also a ``KeyError``, which pykafka
+    raised here."""
+    __str__ = KafkaException.__str__  # the message as given, not KeyError's repr of it
+
+
 class InvalidMessageSize(ProtocolClientError, codes=(4,)):
     """The message has a negative size."""
 

@@ -1,5 +1,7 @@
 """Topic: a topic's partitions, offset queries and the producer/consumer factories
 (pykafka's ``Topic``)."""
+import warnings
+
 from pyrdk.common import OffsetPartitionResponse, OffsetType
 from pyrdk.exceptions import OffsetRequestFailedError
 from pyrdk.partition import Partition, to_timestamp_ms
@@ -53,16 +55,23 @@ class Topic:
 
     def get_balanced_consumer(self, consumer_group, managed=False, **kwargs):
         """A balanced consumer: a :class:`pyrdk.balancedconsumer.BalancedConsumer`
-        coordinated through ZooKeeper (by default at the client's ``zookeeper_hosts``), or
-        with ``managed=True`` a :class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer`
-        on the broker's group protocol."""
+        coordinated through ZooKeeper (by default at the client's ``zookeeper_hosts``;
+        ``zookeeper_connect``, pykafka's deprecated name, is taken as ``zookeeper_hosts``
+        with a ``DeprecationWarning``), or with ``managed=True`` a
+        :class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer` on the broker's group
+        protocol."""
         self._cluster.check_open()
         if managed:
             from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
             return ManagedBalancedConsumer(self, self._cluster, consumer_group, **kwargs)
         from pyrdk.balancedconsumer import BalancedConsumer
+        connect = kwargs.pop("zookeeper_connect", None)
+        if connect is not None:  # pykafka's name up to 2.6: it wins, as in pykafka
+            warnings.warn("zookeeper_connect is deprecated (since pykafka 2.7): use zookeeper_hosts",
+                          DeprecationWarning, stacklevel=2)
+            kwargs["zookeeper_hosts"] = connect
         zookeeper_hosts = self._cluster.zookeeper_hosts
-        if zookeeper_hosts and not {"zookeeper_connect", "zookeeper_hosts", "zookeeper"} & set(kwargs):
+        if zookeeper_hosts and not {"zookeeper_hosts", "zookeeper"} & set(kwargs):
             kwargs["zookeeper_hosts"] = zookeeper_hosts
         return BalancedConsumer(self, self._cluster, consumer_group, **kwargs)
 

@@ -1,5 +1,5 @@
 """The ``zookeeper_hosts`` session fixture: a ZooKeeper server started for the session, or
-the one named by ``PYRDK_TEST_ZOOKEEPER``; plus a chroot per test."""
+the one named by ``PYRDK_TEST_ZOOKEEPER``; plus a chroot per test and a kazoo client on it."""
 import os
 import uuid
 
@@ -60,3 +60,14 @@ def zookeeper_chroot(zookeeper_hosts):
     finally:
         zk.stop()
         zk.close()
+
+
+@pytest.fixture
+def zk(zookeeper_chroot):
+    """A started kazoo client on the test's chroot, to look at and meddle with the znodes."""
+    from kazoo.client import KazooClient
+    client = KazooClient(zookeeper_chroot, timeout=10)
+    client.start(timeout=30)
+    yield client
+    client.stop()
+    client.close()

@@ -54,17 +54,6 @@ def until(condition, what, timeout_s=PATIENCE_S):
 
 
 @pytest.fixture
-def zk(zookeeper_chroot):
-    """A kazoo client on the test's chroot, to look at and meddle with the znodes."""
-    from kazoo.client import KazooClient
-    client = KazooClient(zookeeper_chroot, timeout=10)
-    client.start(timeout=30)
-    yield client
-    client.stop()
-    client.close()
-
-
-@pytest.fixture
 def zk_client(kafka_hosts, zookeeper_chroot):
     """A KafkaClient whose zookeeper_hosts is the test's chroot."""
     c = KafkaClient(hosts=kafka_hosts, zookeeper_hosts=zookeeper_chroot)

@@ -2,7 +2,8 @@
 import pytest
 
 from pyrdk import KafkaClient
-from pyrdk.exceptions import KafkaException, TopicAlreadyExists, UnknownTopicOrPartition
+from pyrdk.exceptions import (InternalTopicExcluded, KafkaException, TopicAlreadyExists,
+                              UnknownTopicOrPartition)
 from tests.fix_kafka import unique_name
 
 pytestmark = pytest.mark.kafka
@@ -64,6 +65,29 @@ def test_internal_topics_are_excluded(client):
     assert not any(name.startswith(b"__") for name in client.topics)
     with pytest.raises(UnknownTopicOrPartition):
         client.topics["__consumer_offsets"]
+    with pytest.raises(KeyError, match="exclude_internal_topics=False") as info:  # pykafka's KeyError
+        client.topics[b"__pyrdk_anything"]
+    assert isinstance(info.value, InternalTopicExcluded)
+    assert "__pyrdk_anything" not in client.topics and client.topics.get(b"__pyrdk_anything") is None
+
+
+def test_internal_topics_can_be_made_and_used_when_not_excluded(kafka_hosts):
+    name = "__" + unique_name("internal")
+    with KafkaClient(hosts=kafka_hosts, exclude_internal_topics=False) as insider, \
+            KafkaClient(hosts=kafka_hosts) as outsider:
+        insider.cluster.create_topics([(name, 2, 1)])
+        topic = insider.topics[name]
+        assert sorted(topic.partitions) == [0, 1] and name.encode() in insider.topics
+        with topic.get_sync_producer() as producer:
+            producer.produce(b"inside", partition_key=b"k")
+        consumer = topic.get_simple_consumer(consumer_timeout_ms=3000)
+        assert [m.value for m in consumer] == [b"inside"]
+        consumer.stop()
+        outsider.update_cluster()
+        assert name.encode() not in outsider.topics  # in the metadata, hidden by this client
+        with pytest.raises(KeyError):
+            outsider.topics[name]
+        insider.cluster.delete_topics([name])
 
 
 def test_controller_and_group_coordinator_are_known_brokers(client, group_name):
@@ -160,3 +184,63 @@ def test_mock_cluster_has_three_brokers_and_leaders(mock_cluster):
         assert topic.partitions[0].leader.id == 3
 
 
+
+
+# -- pykafka's request objects and group offsets -----------------------------------------------
+
+def test_pykafkas_create_and_delete_requests_through_the_controller(client, topic_name):
+    from pyrdk.protocol import CreateTopicRequest, CreateTopicsRequest, DeleteTopicsRequest
+    controller = client.cluster.controller_broker
+    controller.create_topics([CreateTopicRequest(topic_name.encode(), 3, 1, [], [(b"retention.ms", b"60000")])])
+    assert sorted(client.topics[topic_name].partitions) == [0, 1, 2]
+    client.cluster.create_topics(CreateTopicsRequest([CreateTopicRequest(topic_name + "-2", 1, 1, [], [])],
+                                                     timeout=10000))
+    assert (topic_name + "-2").encode() in client.topics
+    client.cluster.delete_topics(DeleteTopicsRequest([topic_name.encode(), topic_name + "-2"], timeout=10000))
+    assert topic_name.encode() not in client.topics and (topic_name + "-2").encode() not in client.topics
+
+
+def test_a_replica_assignment_or_a_lone_request_is_refused(client, topic_name):
+    from pyrdk.protocol import CreateTopicRequest
+    with pytest.raises(ValueError, match="replica_assignment is not supported"):
+        client.cluster.create_topics([CreateTopicRequest(topic_name, -1, -1, [(0, [1])], [])])
+    with pytest.raises(TypeError, match="takes a list of requests, not one"):
+        client.cluster.create_topics(CreateTopicRequest(topic_name, 1, 1, [], []))
+    client.update_cluster()
+    assert topic_name.encode() not in client.topics
+
+
+def test_group_offsets_committed_and_fetched_with_pykafkas_requests(client, topic, group_name):
+    from pyrdk.protocol import PartitionOffsetCommitRequest, PartitionOffsetFetchRequest
+    with topic.get_sync_producer() as producer:
+        for i in range(8):
+            producer.produce(b"%d" % i, partition_key=b"%d" % i)
+    latest = {p: r.offset[0] for p, r in topic.latest_available_offsets().items()}
+    broker = client.cluster.get_group_coordinator(group_name)
+    reqs = [PartitionOffsetCommitRequest(topic.name, p, o, 0, b"kafka-tools") for p, o in latest.items()
+            if p != 3]
+    response = broker.commit_consumer_group_offsets(group_name, 1, b"kafka-tools", reqs)
+    assert response.topics == {topic.name: {p: (0,) for p in latest if p != 3}}
+    fetched = broker.fetch_consumer_group_offsets(
+        group_name, [PartitionOffsetFetchRequest(topic.name, p) for p in sorted(topic.partitions)])
+    assert {p: r.offset for p, r in fetched.topics[topic.name].items()} == {**latest, 3: -1}
+    assert all(r.err == 0 for r in fetched.topics[topic.name].values())
+    # a consumer of the group starts where the commit says
+    consumer = topic.get_simple_consumer(consumer_group=group_name, partitions=[0], consumer_timeout_ms=500)
+    assert list(consumer) == []
+    assert consumer.fetch_offsets() == [(0, (latest[0], 0))]
+    consumer.stop()
+
+
+def test_group_offset_requests_are_checked(client, topic, group_name):
+    from pyrdk.protocol import PartitionOffsetCommitRequest, PartitionOffsetFetchRequest
+    broker = client.cluster.get_group_coordinator(group_name)
+    with pytest.raises(TypeError, match="takes a list of PartitionOffsetCommitRequests, not one"):
+        broker.commit_consumer_group_offsets(group_name, -1, b"", PartitionOffsetCommitRequest(
+            topic.name, 0, 1, 0, b""))
+    with pytest.raises(TypeError, match="offset of .* must be an int >= 0"):
+        broker.commit_consumer_group_offsets(group_name, -1, b"", [PartitionOffsetCommitRequest(
+            topic.name, 0, -5, 0, b"")])
+    with pytest.raises(TypeError, match="takes a list of PartitionOffsetFetchRequests, not one"):
+        broker.fetch_consumer_group_offsets(group_name, PartitionOffsetFetchRequest(topic.name, 0))
+    assert broker.fetch_consumer_group_offsets(group_name, []).topics == {}

@@ -9,11 +9,17 @@ imported).
 | 2     | ``rd/*``                                         | ``_ffi``, level 1, other ``rd``         |
 | 2     | ``core/*``                                       | ``_core``, level 1 but ``_ffi``, ``rd``, other ``core`` |
 | 3     | pykafka-named modules (``LEVEL3``)               | ``rd``, ``core``, level 1 but ``_ffi``, each other |
-| 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``    | levels 1 (but ``_ffi``) and 3           |
+| 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``,   | levels 1 (but ``_ffi``) and 3           |
+|       | pykafka's ``connection``, ``protocol``, ``utils/``|                                         |
+
+Level 3 also holds ``consumer`` (what the consumers share), ``handlers`` (pykafka's name;
+``Cluster.handler`` is one) and ``zookeeper`` (the brokers registered in ZooKeeper, and the
+check of a ``zookeeper=`` client).
 
 Plus: the identifiers ``ffi`` and ``lib`` appear only in ``_ffi.py`` and ``rd/``; ``kazoo`` is
-imported only by ``balancedconsumer.py``; ``pyrdk/__init__.py`` re-exports from levels 1 to 3;
-``testing`` may also import ``spark`` (the demo runs the Spark pipeline).
+imported only by ``balancedconsumer.py`` and ``zookeeper.py``; ``pyrdk/__init__.py`` re-exports
+from levels 1 to 3 (pykafka's ``connection``, ``protocol`` and ``utils`` are imported on first
+use, by name); ``testing`` may also import ``spark`` (the demo runs the Spark pipeline).
 """
 import ast
 import os
@@ -28,8 +34,11 @@ LOADER = {"pyrdk._loader", "pyrdk._ffi"}
 PURE = {"pyrdk.exceptions", "pyrdk.common"}
 LEVEL3 = {"pyrdk." + name for name in (
     "client", "cluster", "broker", "topic", "partition", "producer", "consumer", "simpleconsumer",
-    "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners")}
-LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.testing")
+    "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners",
+    "handlers", "zookeeper")}
+LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.testing", "pyrdk.connection",
+          "pyrdk.protocol", "pyrdk.utils")
+KAZOO_USERS = {"pyrdk.balancedconsumer", "pyrdk.zookeeper"}
 CFFI_NAMES = {"ffi", "lib"}
 
 
@@ -158,9 +167,9 @@ def violations(importer, source, is_package=False, modules=None, filename="<sour
         return found
     for lineno, target in _imports(tree, importer, is_package, modules):
         top = target.split(".")[0]
-        if top == "kazoo" and importer != "pyrdk.balancedconsumer":
-            found.append("%s:%d: %s imports kazoo; only pyrdk.balancedconsumer may"
-                         % (filename, lineno, importer))
+        if top == "kazoo" and importer not in KAZOO_USERS:
+            found.append("%s:%d: %s imports kazoo; only %s may"
+                         % (filename, lineno, importer, " and ".join(sorted(KAZOO_USERS))))
         if top == "pyrdk" and not allowed(importer, target):
             found.append("%s:%d: %s (level %s) may not import %s (level %s)"
                          % (filename, lineno, importer, layer(importer), target, layer(target)))
@@ -207,6 +216,8 @@ def check(importer, source, is_package=False):
     ("pyrdk.producer", "from pyrdk.rd.handle import Handle\nfrom pyrdk import common, client\n"
                        "from .exceptions import ProducerStoppedException\n"),
     ("pyrdk.balancedconsumer", "import kazoo.client\nfrom kazoo.exceptions import NoNodeError\n"),
+    ("pyrdk.zookeeper", "from kazoo.client import KazooClient\n"),
+    ("pyrdk.protocol", "from pyrdk import common\nfrom pyrdk.common import Message\n"),
     ("pyrdk.testing.demo", "import pyrdk\nfrom pyrdk.common import OffsetType\n"
                            "from pyrdk.testing import DevCluster\nfrom . import DevCluster\n"),
     ("pyrdk", "from pyrdk.client import KafkaClient\nfrom pyrdk import _ffi\n"
@@ -231,6 +242,9 @@ def test_checker_accepts_allowed_imports(importer, source):
     ("pyrdk.testing.demo", "from pyrdk.cli import main\n", ["may not import pyrdk.cli.main"]),
     ("pyrdk.spark.source", "from pyrdk.testing import DevCluster\n", ["may not import pyrdk.testing"]),
     ("pyrdk.producer", "import kazoo\n", ["imports kazoo"]),
+    ("pyrdk.client", "from kazoo.client import KazooClient\n", ["imports kazoo"]),
+    ("pyrdk.cluster", "from pyrdk.protocol import CreateTopicRequest\n", ["may not import pyrdk.protocol"]),
+    ("pyrdk.protocol", "from pyrdk.utils import compat\n", ["may not import pyrdk.utils"]),
     ("pyrdk.producer", "def f(handle):\n    return handle.lib\n", ["'lib'"]),
     ("pyrdk.producer", "def f(ffi=None):\n    pass\n", ["'ffi'"]),
     ("pyrdk.producer", "def f():\n    from pyrdk._ffi import lib as _l\n", ["may not import pyrdk._ffi"]),

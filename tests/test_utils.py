@@ -1,0 +1,48 @@
+"""pyrdk.utils: pykafka's UTF-8 serializers and its compat names."""
+import pytest
+
+from pyrdk.utils import compat, deserialize_utf8, serialize_utf8
+
+
+def test_serialize_utf8_encodes_str_and_keeps_bytes_and_none():
+    assert serialize_utf8("caf\u00e9", "cl\u00e9") == (b"caf\xc3\xa9", b"cl\xc3\xa9")
+    assert serialize_utf8(b"raw", None) == (b"raw", None)
+    assert serialize_utf8(None, b"k") == (None, b"k")
+
+
+def test_deserialize_utf8_decodes_and_keeps_none():
+    assert deserialize_utf8(b"caf\xc3\xa9", b"cl\xc3\xa9") == ("caf\u00e9", "cl\u00e9")
+    assert deserialize_utf8(None, None) == (None, None)
+
+
+def test_bad_input_is_named():
+    with pytest.raises(TypeError, match="serialize_utf8 takes str or bytes as the partition_key, not int"):
+        serialize_utf8("v", 5)
+    with pytest.raises(UnicodeDecodeError):
+        deserialize_utf8(b"\xff", None)
+
+
+def test_compat_names_pykafka_programs_import():
+    assert compat.PY3 is True and compat.IS_PYPY in (True, False)
+    assert list(compat.iteritems({"a": 1})) == [("a", 1)]
+    assert list(compat.itervalues({"a": 1})) == [1] and list(compat.iterkeys({"a": 1})) == ["a"]
+    assert compat.get_bytes("caf\u00e9") == b"caf\xc3\xa9" and compat.get_bytes(b"x") == b"x"
+    assert compat.get_bytes(5) == 5
+    assert compat.get_string(b"caf\xc3\xa9") == "caf\u00e9" and compat.get_string(5) == "5"
+    assert compat.get_string(b"\xff") == b"\xff"  # left as it is, as pykafka does
+    assert compat.get_bytes("\ud800") == "\ud800"  # a lone surrogate cannot be encoded
+    assert compat.range is range and compat.buffer is memoryview
+    queue = compat.Queue()
+    with pytest.raises(compat.Empty):
+        queue.get_nowait()
+    assert compat.Semaphore(2).acquire(blocking=False)
+
+
+@pytest.mark.kafka
+def test_serializers_on_a_producer_and_a_consumer(topic):
+    with topic.get_producer(serializer=serialize_utf8, linger_ms=5) as producer:
+        producer.produce("\u65e5\u672c", partition_key="\u00e9")
+    consumer = topic.get_simple_consumer(deserializer=deserialize_utf8, consumer_timeout_ms=3000)
+    messages = list(consumer)
+    consumer.stop()
+    assert [(m.value, m.partition_key) for m in messages] == [("\u65e5\u672c", "\u00e9")]
