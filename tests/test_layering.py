@@ -7,11 +7,14 @@
 | 1     | ``exceptions``, ``common``                       | each other only                         |
 | 2     | ``rd/*``                                         | ``_ffi``, level 1, other ``rd``         |
 | 3     | pykafka-named modules (``LEVEL3``)               | ``rd``, level 1 but ``_ffi``, each other |
-| 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``    | levels 1 (but ``_ffi``) and 3           |
+| 4     | ``spark/``, ``spout``, ``cli/``, ``metrics``,    | levels 1 (but ``_ffi``) and 3           |
+|       | ``testing/``, ``__main__``                       |                                         |
 
 Plus: the identifiers ``ffi`` and ``lib`` appear only in ``_ffi.py`` and ``rd/``; ``kazoo`` is
-imported only by ``balancedconsumer.py``; ``pyrdk/__init__.py`` re-exports from levels 1 to 3;
-``testing`` may also import ``spark`` (the demo runs the Spark pipeline).
+imported only by ``balancedconsumer.py`` and ``znodes.py`` (the read-only view of a ZooKeeper
+group that lag and the command line use); ``pyrdk/__init__.py`` re-exports from levels 1 to 3;
+``testing`` may also import ``spark`` (the demo runs the Spark pipeline), and ``__main__``
+(``python -m pyrdk``) imports ``cli``.
 """
 import ast
 import os
@@ -25,8 +28,11 @@ LOADER = {"pyrdk._loader", "pyrdk._ffi"}
 PURE = {"pyrdk.exceptions", "pyrdk.common"}
 LEVEL3 = {"pyrdk." + name for name in (
     "client", "cluster", "broker", "topic", "partition", "producer", "simpleconsumer",
-    "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners")}
-LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.testing")
+    "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners", "lag", "znodes")}
+LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.metrics", "pyrdk.testing", "pyrdk.__main__")
+KAZOO_USERS = {"pyrdk.balancedconsumer", "pyrdk.znodes"}
+# Level-4 modules that may import another integration: (importer's, imported).
+LEVEL4_PAIRS = {("pyrdk.testing", "pyrdk.spark"), ("pyrdk.__main__", "pyrdk.cli")}
 CFFI_NAMES = {"ffi", "lib"}
 
 
@@ -76,8 +82,7 @@ def allowed(importer, target):
     if src == 4:
         return (dst in ("pure", 3, "root")
                 or (dst == 4 and (integration(importer) == integration(target)
-                                  or (integration(importer), integration(target)) == ("pyrdk.testing",
-                                                                                      "pyrdk.spark"))))
+                                  or (integration(importer), integration(target)) in LEVEL4_PAIRS)))
     if src == "root":
         return dst in ("loader", "pure", 2, 3)
     return False
@@ -151,9 +156,9 @@ def violations(importer, source, is_package=False, modules=None, filename="<sour
         return found
     for lineno, target in _imports(tree, importer, is_package, modules):
         top = target.split(".")[0]
-        if top == "kazoo" and importer != "pyrdk.balancedconsumer":
-            found.append("%s:%d: %s imports kazoo; only pyrdk.balancedconsumer may"
-                         % (filename, lineno, importer))
+        if top == "kazoo" and importer not in KAZOO_USERS:
+            found.append("%s:%d: %s imports kazoo; only %s may"
+                         % (filename, lineno, importer, " and ".join(sorted(KAZOO_USERS))))
         if top == "pyrdk" and not allowed(importer, target):
             found.append("%s:%d: %s (level %s) may not import %s (level %s)"
                          % (filename, lineno, importer, layer(importer), target, layer(target)))
