@@ -166,11 +166,14 @@ class Cluster:
     """The brokers and topics of one Kafka cluster."""
 
     def __init__(self, rdkafka_config, socket_timeout_ms=30000, exclude_internal_topics=True,
-                 zookeeper_hosts=None):
+                 zookeeper_hosts=None, stats_callback=None):
         self.rdkafka_config = dict(rdkafka_config)
         self.zookeeper_hosts = zookeeper_hosts  # the default of balanced consumers
+        self.stats_callback = stats_callback  # the default of producers and consumers
         self._timeout_ms = socket_timeout_ms
-        self._handle = Handle("producer", self.rdkafka_config, what="KafkaClient")
+        # The metadata handle is polled only now and then: it keeps no statistics.
+        self._handle = Handle("producer", {k: v for k, v in self.rdkafka_config.items()
+                                           if k != "statistics.interval.ms"}, what="KafkaClient")
         self._brokers = {}
         self._topics = TopicDict(self, exclude_internal_topics)
         try:
@@ -421,6 +424,15 @@ class Cluster:
                     None if v is None else to_str(v, "config value") if isinstance(v, bytes) else v)
                    for k, v in sorted(changes.items())]
         admin.incremental_alter_configs(self._handle, [spec + (entries,)], self._timeout_ms)
+
+    def statistics(self, config, statistics_interval_ms=None, stats_callback=None):
+        """Set ``statistics.interval.ms`` in a producer's or consumer's ``config`` and return
+        the ``stats_callback`` its handle gets; None takes the client's."""
+        if statistics_interval_ms is not None:
+            config["statistics.interval.ms"] = check_int("statistics_interval_ms", statistics_interval_ms, 0)
+        if stats_callback is not None and not callable(stats_callback):
+            raise TypeError("stats_callback must be callable (stats dict) -> None, not %r" % (stats_callback,))
+        return stats_callback or self.stats_callback
 
     @property
     def timeout_ms(self):

@@ -55,6 +55,8 @@ class SimpleConsumer:
     :param reset_offset_on_fetch: False makes an out-of-range fetch raise
         ``OffsetOutOfRangeError`` instead of resetting (``auto.offset.reset=error``)
     :param rdkafka_config: any librdkafka properties, applied last
+    :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see :meth:`stats`
+    :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
 
     pyrdk sets ``fetch.queue.backoff.ms=10``: librdkafka's default (1000) stalls a fast
     consumer each time its prefetch queue fills.
@@ -68,7 +70,7 @@ class SimpleConsumer:
                  auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=-1, auto_start=True,
                  reset_offset_on_start=False, compacted_topic=False, generation_id=-1,
                  consumer_id=b"", deserializer=None, reset_offset_on_fetch=True,
-                 rdkafka_config=None, use_rdkafka=None):
+                 rdkafka_config=None, use_rdkafka=None, statistics_interval_ms=None, stats_callback=None):
         if consumer_group is not None and not isinstance(consumer_group, (bytes, str)):
             raise TypeError("consumer_group must be bytes or str, not %s" % type(consumer_group).__name__)
         if isinstance(consumer_group, str):
@@ -113,6 +115,7 @@ class SimpleConsumer:
         })
         if librdkafka_runtime_version() >= 0x02010000:  # fetch.queue.backoff.ms: since 2.1.0
             self._config["fetch.queue.backoff.ms"] = 10
+        self._stats_callback = cluster.statistics(self._config, statistics_interval_ms, stats_callback)
         self._config.update(rdkafka_config or {})
         self._handle = None
         self._running = False
@@ -163,7 +166,7 @@ class SimpleConsumer:
             return
         self._outage = self._cluster.broker_outage()
         self._handle = Handle("consumer", self._config, Callbacks(on_error=self._outage.on_error),
-                              closed_exc=ConsumerStoppedException)
+                              closed_exc=ConsumerStoppedException, stats_callback=self._stats_callback)
         try:
             committed = {}
             if self._consumer_group and not self._reset_offset_on_start:
@@ -519,6 +522,11 @@ class SimpleConsumer:
 
     def _pids(self, partitions):
         return sorted(self._partitions) if partitions is None else [self._partition_id(p) for p in partitions]
+
+    def stats(self):
+        """The last statistics snapshot librdkafka sent (a dict, parsed from its JSON), or None
+        before the first or without ``statistics_interval_ms``."""
+        return self._handle.stats if self._handle is not None else None
 
     def __repr__(self):
         return "<pyrdk.simpleconsumer.SimpleConsumer at %#x (topic=%s, consumer_group=%s)>" % (
