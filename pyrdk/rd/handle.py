@@ -100,7 +100,7 @@ class Handle:
         self._cbs = callbacks_ or callbacks.Callbacks()
         self.stats = None  # the last statistics snapshot (statistics.interval.ms), parsed
         self._stats_callback = stats_callback
-        if _stats_enabled(config):
+        if _stats_enabled(config) and self._cbs.on_stats is None:
             self._cbs.on_stats = self._on_stats
         self._cond = threading.Condition()
         self._users = 0
@@ -198,6 +198,7 @@ class Handle:
             lib.rd_kafka_destroy_flags(ptr, flags)
         finally:
             self._cbs.unregister()
+            callbacks.repeats.flush(self.name)
 
     def __del__(self):
         # Last resort; never after fork() (the child does not own librdkafka's threads).
