@@ -213,8 +213,9 @@ def offsets_reset(env, group, topics, partitions, to_earliest, to_latest, to_dat
         emit_json({"group": group, "applied": not dry_run,
                    "partitions": [{"topic": t, "partition": p, "from": old, "to": new} for t, p, old, new in plan]})
     else:
+        title = "group %s: %s" % (group, "plan (dry run, nothing changed)" if dry_run else "offsets reset")
         table(["topic", "partition", "from", "to"],
-              [(t, p, "-" if old is None else old, new) for t, p, old, new in plan], title="group %s: %s" % (group, "plan (dry run, nothing changed)" if dry_run else "offsets reset"))
+              [(t, p, "-" if old is None else old, new) for t, p, old, new in plan], title=title)
 
 
 COMMANDS = [groups_command, group_group, lag_command, offsets_group]
