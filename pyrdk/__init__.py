@@ -26,7 +26,7 @@ from pyrdk.rd.handle import librdkafka_version
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.topic import Topic
 
-_PYKAFKA_MODULES = ("balancedconsumer", "broker", "client", "cluster", "common", "exceptions",
+_PYKAFKA_MODULES = ("balancedconsumer", "broker", "cli", "client", "cluster", "common", "exceptions",
                     "managedbalancedconsumer", "membershipprotocol", "partition", "partitioners",
                     "producer", "simpleconsumer", "topic")
 

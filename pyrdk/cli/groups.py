@@ -122,17 +122,28 @@ def lag_command(env, group, topics, watch, as_json):
     """Committed offset, log end and lag of GROUP per partition, and the total."""
     if watch is not None and watch <= 0:
         raise click.BadParameter("must be more than 0 seconds", param_hint="--watch")
-    if watch is not None and not as_json and is_terminal():
-        from rich.console import Console
-        from rich.live import Live
-        try:
-            with Live(_lag_table(group, _lag_rows(env, group, topics)), console=Console(),
-                      auto_refresh=False) as live:
-                while True:
-                    time.sleep(watch)
-                    live.update(_lag_table(group, _lag_rows(env, group, topics)), refresh=True)
-        except KeyboardInterrupt:
-            return
+    try:
+        if watch is not None and not as_json and is_terminal():
+            _watch_live(env, group, topics, watch)
+        else:
+            _print_lag(env, group, topics, watch, as_json)
+    except KeyboardInterrupt:  # how --watch is meant to end
+        if watch is None:
+            raise
+
+
+def _watch_live(env, group, topics, watch):
+    """Refresh a rich table in place on the terminal."""
+    from rich.console import Console
+    from rich.live import Live
+    with Live(_lag_table(group, _lag_rows(env, group, topics)), console=Console(), auto_refresh=False) as live:
+        while True:
+            time.sleep(watch)
+            live.update(_lag_table(group, _lag_rows(env, group, topics)), refresh=True)
+
+
+def _print_lag(env, group, topics, watch, as_json):
+    """Print the lag once, or every ``watch`` seconds (a table or a JSON document each time)."""
     while True:
         rows = _lag_rows(env, group, topics)
         total = sum(r.lag for r in rows)
@@ -144,11 +155,8 @@ def lag_command(env, group, topics, watch, as_json):
                    for r in rows], title="group %s: lag %d" % (group, total))
         if watch is None:
             return
-        try:
-            click.get_text_stream("stdout").flush()
-            time.sleep(watch)
-        except KeyboardInterrupt:
-            return
+        click.get_text_stream("stdout").flush()
+        time.sleep(watch)
 
 
 @click.group("offsets")

@@ -192,11 +192,11 @@ def config_describe(env, topic, broker, show_all, as_json):
 @pass_env
 def config_alter(env, topic, broker, sets, deletes):
     """Change some configs of one topic or broker, leaving the others as they are."""
-    resource = _resource(env, topic, broker)
     changes = _key_values(sets, "--set")
     changes.update({name: None for name in deletes})
     if not changes:
         raise click.UsageError("give at least one --set NAME=VALUE or --delete NAME")
+    resource = _resource(env, topic, broker)
     env.client.cluster.alter_configs(changes, **resource)
     for name, value in sorted(changes.items()):
         click.echo("%s %s" % (name, "deleted" if value is None else "= %s" % value))
