@@ -139,7 +139,8 @@ def test_produce_then_consume_round_trip(kafka_hosts, client, topic_name):
     result = run(["produce", topic_name, "--key-separator", ":", "--header", "origin=cli", "--json"], kafka_hosts,
                  stdin=lines)
     assert result.code == 0 and result.json == {"topic": topic_name, "produced": 300}, result
-    records = [json.loads(line) for line in run(["consume", topic_name, "--format", "json"], kafka_hosts).out.splitlines()]
+    records = [json.loads(line) for line in
+               run(["consume", topic_name, "--format", "json"], kafka_hosts).out.splitlines()]
     assert sorted(r["value"] for r in records) == sorted("value %d" % i for i in range(300)), "read to the end, once"
     assert all(r["headers"] == {"origin": "cli"} and r["topic"] == topic_name for r in records)
     by_key = {}
@@ -160,7 +161,8 @@ def test_produce_length_prefixed_records_from_a_file(kafka_hosts, client, topic_
     path.write_bytes(b"".join(len(v).to_bytes(4, "big") + v for v in values))
     result = run(["produce", topic_name, "--file", path, "--format", "length-prefixed"], kafka_hosts)
     assert result.code == 0, result
-    records = [json.loads(line) for line in run(["consume", topic_name, "--format", "json"], kafka_hosts).out.splitlines()]
+    records = [json.loads(line) for line in
+               run(["consume", topic_name, "--format", "json"], kafka_hosts).out.splitlines()]
     assert [r.get("value") for r in records[:2]] == ["line one\nwith a newline", ""]
     assert records[2]["value_base64"] == "AP8gYmluYXJ5"
     path.write_bytes(b"\x00\x00\x00\x09short")
