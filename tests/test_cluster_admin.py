@@ -1,39 +1,12 @@
 """Cluster administration beyond topics: consumer groups and their offsets, configs,
 partitions and records, on the session broker (Tansu's gaps marked with ``tansu_gap``)."""
-import time
-
 import pytest
 
 from pyrdk import KafkaClient
 from pyrdk.exceptions import GroupIdNotFoundError, KafkaException, NonEmptyGroupError
-from tests.fix_kafka import make_topic, tansu_gap, unique_name
+from tests.fix_kafka import commit, make_topic, running_member, tansu_gap, unique_name
 
 pytestmark = pytest.mark.kafka
-
-# Short group timeouts: Tansu holds a new member's JoinGroup until the rebalance timeout.
-MANAGED = {"managed": True, "session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
-           "max_poll_interval_ms": 8000, "consumer_timeout_ms": 200}
-
-
-def commit(topic, group, offsets):
-    """Commit ``{partition id: next offset}`` for ``group`` as a pyrdk consumer does."""
-    consumer = topic.get_simple_consumer(consumer_group=group, auto_start=False)
-    consumer.start()
-    try:
-        consumer.commit_offsets([(topic.partitions[pid], offset) for pid, offset in offsets.items()])
-    finally:
-        consumer.stop()
-
-
-def joined(topic, group):
-    """A managed consumer of ``group`` that holds partitions (the group is running)."""
-    consumer = topic.get_balanced_consumer(group, **MANAGED)
-    deadline = time.monotonic() + 60
-    while not consumer.partitions:
-        assert time.monotonic() < deadline, "the managed consumer got no partitions in 60 s"
-        consumer.consume(block=False)
-    return consumer
-
 
 def test_group_offsets_are_listed_and_altered_while_the_group_is_stopped(client, topic, group_name):
     commit(topic, group_name, {0: 5, 1: 7})
@@ -50,7 +23,7 @@ def test_group_offsets_are_listed_and_altered_while_the_group_is_stopped(client,
 
 def test_offsets_of_a_running_group_are_not_altered(client, topic, group_name):
     commit(topic, group_name, {0: 3})
-    consumer = joined(topic, group_name)
+    consumer = running_member(topic, group_name)
     try:
         with pytest.raises(NonEmptyGroupError) as info:
             client.cluster.alter_consumer_group_offsets(group_name, {(topic.name, 0): 0})
@@ -62,7 +35,7 @@ def test_offsets_of_a_running_group_are_not_altered(client, topic, group_name):
 
 @tansu_gap("DescribeGroups answers no members")
 def test_a_running_group_is_described_with_its_members(client, topic, group_name):
-    consumer = joined(topic, group_name)
+    consumer = running_member(topic, group_name)
     try:
         member_id = consumer.member_id
         description = client.cluster.describe_consumer_groups([group_name])[group_name.decode()]

@@ -5,29 +5,12 @@ import time
 import pytest
 
 from pyrdk import KafkaClient
-from tests.fix_kafka import make_topic
+from tests.fix_kafka import commit, fill, make_topic
 
 pytestmark = pytest.mark.kafka
 
 # A ZooKeeper-coordinated member that settles fast.
 ZK_MEMBER = {"zookeeper_connection_timeout_ms": 4000, "consumer_timeout_ms": 200}
-
-
-def fill(topic, counts):
-    """Produce ``counts[pid]`` messages to each partition, one at a time (a sync producer, so
-    that every batch is one message: Tansu's ListOffsets misreports the end after a batch)."""
-    with topic.get_sync_producer(partitioner=lambda partitions, key: partitions[int(key)]) as producer:
-        for pid, n in counts.items():
-            for i in range(n):
-                producer.produce(b"m%d" % i, partition_key=b"%d" % pid)
-
-
-def commit(topic, group, offsets):
-    consumer = topic.get_simple_consumer(consumer_group=group)
-    try:
-        consumer.commit_offsets([(topic.partitions[pid], offset) for pid, offset in offsets.items()])
-    finally:
-        consumer.stop()
 
 
 def test_topic_lag_per_partition(client, topic_name, group_name):

@@ -7,13 +7,9 @@ import pytest
 
 from pyrdk import KafkaClient
 from pyrdk.testing import free_port
-from tests.fix_kafka import make_topic
+from tests.fix_kafka import MANAGED, make_topic
 
 pytestmark = pytest.mark.kafka
-
-MANAGED = {"managed": True, "session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
-           "max_poll_interval_ms": 8000, "consumer_timeout_ms": 200}
-
 
 @pytest.fixture
 def exporter():

@@ -6,14 +6,10 @@ import time
 
 import pytest
 
-from tests.cli.util import BIN, assert_one_line_error, fill, kafka_tools, run
-from tests.fix_kafka import make_topic, tansu_gap, unique_name
+from tests.cli.util import BIN, assert_one_line_error, kafka_tools, run
+from tests.fix_kafka import fill, make_topic, running_member, tansu_gap, unique_name
 
 pytestmark = pytest.mark.kafka
-
-MANAGED = {"managed": True, "session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
-           "max_poll_interval_ms": 8000, "consumer_timeout_ms": 200}
-
 
 def rows(out):
     """The rows of a plain table (after its dashes line), split on whitespace."""
@@ -100,12 +96,8 @@ def test_unknown_topic_and_group(kafka_hosts, client):
 @tansu_gap("DescribeGroups answers no members")
 def test_print_managed_consumer_groups(kafka_hosts, client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
-    consumer = topic.get_balanced_consumer(group_name, **MANAGED)
+    consumer = running_member(topic, group_name)
     try:
-        deadline = time.monotonic() + 60
-        while not consumer.partitions:
-            assert time.monotonic() < deadline, "the member got no partition in 60 s"
-            consumer.consume(block=False)
         result = kafka_tools(["print_managed_consumer_groups", topic_name], kafka_hosts)
     finally:
         consumer.stop()

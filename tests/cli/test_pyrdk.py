@@ -11,22 +11,10 @@ import time
 import pytest
 
 from pyrdk.testing import free_port
-from tests.cli.util import BIN, assert_one_line_error, fill, run
-from tests.fix_kafka import make_topic, tansu_gap, unique_name
+from tests.cli.util import BIN, assert_one_line_error, run
+from tests.fix_kafka import commit, fill, make_topic, running_member, tansu_gap, unique_name
 
 pytestmark = pytest.mark.kafka
-
-MANAGED = {"managed": True, "session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
-           "max_poll_interval_ms": 8000, "consumer_timeout_ms": 200}
-
-
-def commit(topic, group, offsets):
-    consumer = topic.get_simple_consumer(consumer_group=group)
-    try:
-        consumer.commit_offsets([(topic.partitions[pid], offset) for pid, offset in offsets.items()])
-    finally:
-        consumer.stop()
-
 
 # -- entry points, errors, usage -------------------------------------------------------------------
 
@@ -283,12 +271,8 @@ def test_offsets_reset_refuses_a_running_group(kafka_hosts, client, topic_name, 
     topic = make_topic(client, topic_name, 1)
     fill(topic, {0: 3})
     commit(topic, group_name, {0: 2})
-    consumer = topic.get_balanced_consumer(group_name, **MANAGED)
+    consumer = running_member(topic, group_name)
     try:
-        deadline = time.monotonic() + 60
-        while not consumer.partitions:
-            assert time.monotonic() < deadline, "the member got no partition in 60 s"
-            consumer.consume(block=False)
         result = run(["offsets", "reset", group_name.decode(), "--to-earliest"], kafka_hosts)
     finally:
         consumer.stop()

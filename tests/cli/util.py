@@ -56,12 +56,3 @@ def assert_one_line_error(result, *fragments):
     assert "Traceback" not in result.err
     for fragment in fragments:
         assert fragment in lines[0], result
-
-
-def fill(topic, counts):
-    """``counts[pid]`` messages ``m<i>`` in each partition, one per produce request (Tansu's
-    ListOffsets misreports the end after a batch of several)."""
-    with topic.get_sync_producer(partitioner=lambda partitions, key: partitions[int(key)]) as producer:
-        for pid, n in counts.items():
-            for i in range(n):
-                producer.produce(b"m%d" % i, partition_key=b"%d" % pid)
