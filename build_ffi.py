@@ -15,9 +15,9 @@ CDEF_DIR = os.path.join(HERE, "csrc", "cdef")
 # types.h first: the other files use its types and can then come in any order.
 CDEF_FILES = ["types.h", "guard.h", "conf.h", "error.h", "handle.h", "topic.h", "message.h", "queue.h",
               "consumer.h", "partitions.h", "metadata.h", "admin.h", "mock.h", "callbacks.h"]
-# The C helpers are declared once, in their own header; cdef reads it without the
+# The C helpers are declared once, in their own headers; cdef reads them without the
 # preprocessor lines, which it cannot parse.
-HELPERS_HEADER = os.path.join(HERE, "csrc", "pyrdk_helpers.h")
+HELPERS_HEADERS = [os.path.join(HERE, "csrc", name) for name in ("pyrdk_helpers.h", "pyrdk_admin.h")]
 
 
 def _include_dirs():
@@ -40,8 +40,9 @@ ffibuilder = FFI()
 for name in CDEF_FILES:
     with open(os.path.join(CDEF_DIR, name)) as f:
         ffibuilder.cdef(f.read())
-with open(HELPERS_HEADER) as f:
-    ffibuilder.cdef("".join(line for line in f if not line.lstrip().startswith("#")))
+for header in HELPERS_HEADERS:
+    with open(header) as f:
+        ffibuilder.cdef("".join(line for line in f if not line.lstrip().startswith("#")))
 
 _include = _include_dirs()
 _check_headers(_include)
@@ -51,8 +52,9 @@ ffibuilder.set_source(
     #include <librdkafka/rdkafka.h>
     #include <librdkafka/rdkafka_mock.h>
     #include "pyrdk_helpers.h"
+    #include "pyrdk_admin.h"
     """,
-    sources=[os.path.relpath(os.path.join(HERE, "csrc", "pyrdk_helpers.c"))],
+    sources=[os.path.relpath(os.path.join(HERE, "csrc", name)) for name in ("pyrdk_helpers.c", "pyrdk_admin.c")],
     include_dirs=_include,
     # No libraries=["rdkafka"]: the runtime library is chosen by pyrdk/_loader.py.
 )

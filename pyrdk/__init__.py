@@ -28,7 +28,7 @@ from pyrdk.core import librdkafka_version
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.topic import Topic
 
-_PYKAFKA_MODULES = ("balancedconsumer", "broker", "client", "cluster", "common", "connection",
+_PYKAFKA_MODULES = ("balancedconsumer", "broker", "cli", "client", "cluster", "common", "connection",
                     "exceptions", "handlers", "managedbalancedconsumer", "membershipprotocol",
                     "partition", "partitioners", "producer", "protocol", "simpleconsumer", "topic",
                     "utils")

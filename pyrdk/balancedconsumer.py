@@ -151,6 +151,8 @@ class BalancedConsumer:
     :param membership_protocol: ``RangeProtocol`` (default) or ``RoundRobinProtocol``
     :param deserializer: ``(value, partition_key) -> (value, partition_key)``
     :param rdkafka_config: librdkafka properties for the consumers of the held partitions
+    :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see ``stats()``
+    :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
 
     The other parameters go to the :class:`pyrdk.simpleconsumer.SimpleConsumer` that reads
     the held partitions. ``num_consumer_fetchers``, ``compacted_topic`` and
@@ -168,7 +170,8 @@ class BalancedConsumer:
                  zookeeper_hosts="127.0.0.1:2181", zookeeper=None, auto_start=True,
                  reset_offset_on_start=False, post_rebalance_callback=None, use_rdkafka=False,
                  compacted_topic=False, membership_protocol=RangeProtocol, deserializer=None,
-                 reset_offset_on_fetch=True, rdkafka_config=None):
+                 reset_offset_on_fetch=True, rdkafka_config=None, statistics_interval_ms=None,
+                 stats_callback=None):
         self._consumer_group = _group_name(consumer_group)
         self._topic = topic
         self._cluster = cluster
@@ -202,7 +205,8 @@ class BalancedConsumer:
             fetch_wait_max_ms=fetch_wait_max_ms, offsets_channel_backoff_ms=offsets_channel_backoff_ms,
             offsets_commit_max_retries=offsets_commit_max_retries, auto_offset_reset=auto_offset_reset,
             deserializer=deserializer, reset_offset_on_fetch=reset_offset_on_fetch,
-            rdkafka_config=rdkafka_config)
+            rdkafka_config=rdkafka_config, statistics_interval_ms=statistics_interval_ms,
+            stats_callback=stats_callback)
         check_auto_offset_reset(auto_offset_reset)
 
         self._consumer_id = ("%s:%s" % (socket.gethostname(), uuid.uuid4())).encode()
@@ -848,6 +852,12 @@ class BalancedConsumer:
     def _renew_now(self):
         self._renew()
         return self._leased()
+
+    def stats(self):
+        """The last statistics snapshot of the consumer of the partitions held (see
+        :meth:`pyrdk.simpleconsumer.SimpleConsumer.stats`), or None."""
+        consumer = self._consumer
+        return consumer.stats() if consumer is not None else None
 
     def __repr__(self):
         return "<pyrdk.balancedconsumer.BalancedConsumer at %#x (consumer_group=%s)>" % (

@@ -31,14 +31,23 @@ class KafkaClient:
     :param source_address: not supported by librdkafka; a non-empty value is logged and ignored
     :param ssl_config: a :class:`pyrdk.common.SslConfig`
     :param broker_version: ignored (librdkafka negotiates API versions)
+    :param statistics_interval_ms: how often librdkafka's statistics reach the producers and
+        consumers made from this client (``statistics.interval.ms``; 0, the default, for never):
+        their ``stats()`` gives the last snapshot, a dict
+    :param stats_callback: called with each snapshot (a dict) of those producers and consumers,
+        in the thread that polls them (pass a :class:`pyrdk.metrics.PrometheusExporter` to
+        export them)
     :param rdkafka_config: any librdkafka properties, applied last
     """
 
     def __init__(self, hosts=None, zookeeper_hosts=None, socket_timeout_ms=30 * 1000,
                  offsets_channel_socket_timeout_ms=10 * 1000, use_greenlets=False,
                  exclude_internal_topics=True, source_address="", ssl_config=None,
-                 broker_version="0.9.0", rdkafka_config=None):
+                 broker_version="0.9.0", rdkafka_config=None, statistics_interval_ms=0, stats_callback=None):
         check_int("socket_timeout_ms", socket_timeout_ms, 1)
+        check_int("statistics_interval_ms", statistics_interval_ms, 0)
+        if stats_callback is not None and not callable(stats_callback):
+            raise TypeError("stats_callback must be callable (stats dict) -> None, not %r" % (stats_callback,))
         if rdkafka_config is not None and not isinstance(rdkafka_config, dict):
             raise TypeError("rdkafka_config must be a dict, not %s" % type(rdkafka_config).__name__)
         if zookeeper_hosts is not None and (not isinstance(zookeeper_hosts, str) or not zookeeper_hosts.strip()):
@@ -65,12 +74,14 @@ class KafkaClient:
         self._offsets_channel_socket_timeout_ms = offsets_channel_socket_timeout_ms
         config = {"bootstrap.servers": ",".join(h.strip() for h in hosts.split(",")),
                   "socket.timeout.ms": socket_timeout_ms}
+        if statistics_interval_ms:
+            config["statistics.interval.ms"] = statistics_interval_ms
         if ssl_config is not None:
             config.update(ssl_config.rdkafka_config())
         config.update(rdkafka_config or {})
         self.cluster = Cluster(config, socket_timeout_ms=socket_timeout_ms,
                                exclude_internal_topics=exclude_internal_topics,
-                               zookeeper_hosts=zookeeper_hosts)
+                               zookeeper_hosts=zookeeper_hosts, stats_callback=stats_callback)
         self._handler = self.cluster.handler
         self.brokers = self.cluster.brokers
         self.topics = self.cluster.topics

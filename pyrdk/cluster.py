@@ -11,10 +11,11 @@ import logging
 import time
 
 from pyrdk.broker import Broker
-from pyrdk.common import (GroupOffsetsResponse, OffsetCommitPartitionResponse,
-                          OffsetFetchPartitionResponse, check_int)
-from pyrdk.exceptions import (InternalTopicExcluded, KafkaException, KafkaTimeoutError,
-                              NoBrokersAvailableError, SocketDisconnectedError, for_code)
+from pyrdk.common import (GroupOffsetsResponse, OffsetCommitPartitionResponse, OffsetFetchPartitionResponse,
+                          OffsetType, check_int)
+from pyrdk.exceptions import (GroupIdNotFoundError, InternalTopicExcluded, KafkaException, KafkaTimeoutError,
+                              NoBrokersAvailableError, NonEmptyGroupError, SocketDisconnectedError, UnknownMemberId,
+                              for_code)
 from pyrdk.handlers import ThreadingHandler
 from pyrdk.rd import admin
 from pyrdk.rd.handle import Handle
@@ -23,6 +24,9 @@ from pyrdk.topic import Topic
 log = logging.getLogger(__name__)
 
 GroupListing = collections.namedtuple("GroupListing", "group_id protocol_type")
+
+# The states of a group with members.
+_ACTIVE_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance")
 
 # Kafka codes that mean "the topic is being created, ask again".
 _TOPIC_PENDING = (3, 5)  # UNKNOWN_TOPIC_OR_PART, LEADER_NOT_AVAILABLE
@@ -168,12 +172,15 @@ class Cluster:
     """The brokers and topics of one Kafka cluster."""
 
     def __init__(self, rdkafka_config, socket_timeout_ms=30000, exclude_internal_topics=True,
-                 zookeeper_hosts=None):
+                 zookeeper_hosts=None, stats_callback=None):
         self.rdkafka_config = dict(rdkafka_config)
         self.zookeeper_hosts = zookeeper_hosts  # the default of balanced consumers
         self.handler = ThreadingHandler()  # for programs that use pykafka's cluster.handler
+        self.stats_callback = stats_callback  # the default of producers and consumers
         self._timeout_ms = socket_timeout_ms
-        self._handle = Handle("producer", self.rdkafka_config, what="KafkaClient")
+        # The metadata handle is polled only now and then: it keeps no statistics.
+        self._handle = Handle("producer", {k: v for k, v in self.rdkafka_config.items()
+                                           if k != "statistics.interval.ms"}, what="KafkaClient")
         self._brokers = {}
         self._topics = TopicDict(self, exclude_internal_topics)
         try:
@@ -368,6 +375,148 @@ class Cluster:
             for info in admin.list_groups(self._handle, to_str(group, "group id"), self._timeout_ms):
                 out[info.group_id.encode()] = info
         return out
+
+    # -- groups ----------------------------------------------------------------------------------
+
+    def list_consumer_groups(self):
+        """Every group the brokers coordinate, as ``GroupListing(group_id, is_simple, state)``
+        (``rd_kafka_ListConsumerGroups``)."""
+        return admin.list_consumer_groups(self._handle, self._timeout_ms)
+
+    def describe_consumer_groups(self, group_ids):
+        """``{group_id (str): GroupDescription}``: state, assignor, coordinator and members with
+        their assignments (``rd_kafka_DescribeConsumerGroups``)."""
+        names = [to_str(g, "group id") for g in _list_of("describe_consumer_groups", group_ids, "group ids")]
+        return admin.describe_consumer_groups(self._handle, names, self._timeout_ms) if names else {}
+
+    def delete_groups(self, group_ids):
+        """Delete consumer groups and their committed offsets (``rd_kafka_DeleteGroups``); the
+        groups must have no members. Raises the first error."""
+        names = [to_str(g, "group id") for g in _list_of("delete_groups", group_ids, "group ids")]
+        self._raise_first(admin.delete_groups(self._handle, names, self._timeout_ms))
+
+    def list_consumer_group_offsets(self, consumer_group, partitions=None):
+        """``{(topic, partition): offset}`` that ``consumer_group`` committed (the next offset
+        it will read; -1001 where it committed none), for ``(topic, partition)`` pairs or, with
+        None, every partition it committed (``rd_kafka_ListConsumerGroupOffsets``)."""
+        group = to_str(consumer_group, "consumer_group")
+        tps = None if partitions is None else [(to_str(t), p) for t, p in partitions]
+        if tps == []:
+            return {}
+        return {(tp.topic, tp.partition): tp.offset
+                for tp in admin.list_group_offsets(self._handle, group, tps, self._timeout_ms)}
+
+    def alter_consumer_group_offsets(self, consumer_group, offsets):
+        """Commit ``{(topic, partition): offset}`` (the next offset to read) for a group that is
+        not running (``rd_kafka_AlterConsumerGroupOffsets``). A group with members raises
+        ``NonEmptyGroupError`` before anything is written."""
+        group = to_str(consumer_group, "consumer_group")
+        items = sorted(dict(offsets).items())
+        for (topic, partition), offset in items:
+            check_int("offset of %s [%s]" % (topic, partition), offset, 0)
+        description = self._group_description(group)
+        if description is not None and (description.members or description.state in _ACTIVE_STATES):
+            raise NonEmptyGroupError("group %r is running (state %s, %d member(s)): stop its members before "
+                                     "altering its offsets" % (group, description.state, len(description.members)))
+        try:
+            admin.alter_group_offsets(self._handle, group, [(to_str(t), p, o) for (t, p), o in items],
+                                      self._timeout_ms)
+        except UnknownMemberId as exc:  # what Kafka answers for a group with members
+            raise NonEmptyGroupError("group %r is running: stop its members before altering its offsets (%s)"
+                                     % (group, exc)) from exc
+
+    def _group_description(self, group):
+        try:
+            return self.describe_consumer_groups([group]).get(group)
+        except GroupIdNotFoundError:
+            return None
+
+    def consumer_lag(self, consumer_group, topics=None):
+        """``{topic (bytes): {partition id: PartitionLag}}`` of ``consumer_group``, without
+        joining it: committed offset, log start and end, lag, owner (see :mod:`pyrdk.lag`).
+        ``topics`` (names) limits it; None takes every topic the group has offsets, members or
+        znodes for. With the client's ``zookeeper_hosts``, offsets committed to ZooKeeper and
+        pykafka's ownership znodes are read too."""
+        from pyrdk.lag import consumer_lag
+        group = to_str(consumer_group, "consumer_group")
+        names = None if topics is None else [to_str(t.name if isinstance(t, Topic) else t)
+                                             for t in _list_of("consumer_lag", topics, "topic names")]
+        return consumer_lag(self, group, names, self.zookeeper_hosts)
+
+    # -- topics and records ------------------------------------------------------------------------
+
+    def list_topics(self, include_internal=False):
+        """The names (bytes) of every topic, fresh from the metadata; internal ones (``__``...)
+        only with ``include_internal``."""
+        md = self._metadata()
+        return sorted(name.encode() for name, tm in md.topics.items()
+                      if not tm.error and (include_internal or not name.startswith("__")))
+
+    def create_partitions(self, topic_totals, timeout=0):
+        """Grow topics to ``[(name, total partition count)]`` (``rd_kafka_CreatePartitions``);
+        raise the first error."""
+        reqs = []
+        for item in _list_of("create_partitions", topic_totals, "(topic, total) pairs"):
+            name, total = item
+            reqs.append((to_str(name.name if isinstance(name, Topic) else name), check_int("total", total, 1)))
+        self._raise_first(admin.create_partitions(self._handle, reqs, timeout or self._timeout_ms))
+        self.update()
+
+    def delete_records(self, offsets, timeout=0):
+        """Delete the records before ``{(topic, partition): offset}`` (``rd_kafka_DeleteRecords``);
+        ``OffsetType.LATEST`` deletes all. Returns ``{(topic, partition): new log start}``."""
+        tps = []
+        for (topic, partition), offset in sorted(dict(offsets).items()):
+            if offset != OffsetType.LATEST:
+                check_int("offset of %s [%s]" % (topic, partition), offset, 0)
+            tps.append((to_str(topic), partition, offset))
+        if not tps:
+            return {}
+        return {(tp.topic, tp.partition): tp.offset
+                for tp in admin.delete_records(self._handle, tps, timeout or self._timeout_ms)}
+
+    # -- configs -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _resource(topic, broker):
+        if (topic is None) == (broker is None):
+            raise TypeError("name exactly one of topic= or broker=")
+        if topic is not None:
+            return "topic", to_str(topic.name if isinstance(topic, Topic) else topic)
+        return "broker", str(check_int("broker", broker, 0))
+
+    def describe_configs(self, topic=None, broker=None):
+        """``{name: ConfigEntry(name, value, source, is_default, is_read_only, is_sensitive)}``
+        of one topic or broker (``rd_kafka_DescribeConfigs``)."""
+        spec = self._resource(topic, broker)
+        entries = admin.describe_configs(self._handle, [spec], self._timeout_ms)
+        return {e.name: e for e in next(iter(entries.values()), [])}
+
+    def alter_configs(self, changes, topic=None, broker=None):
+        """Change some configs of one topic or broker and leave the others as they are
+        (``rd_kafka_IncrementalAlterConfigs``): ``changes`` maps names to new values, or to
+        None to return to the default."""
+        spec = self._resource(topic, broker)
+        if not isinstance(changes, dict) or not changes:
+            raise TypeError("changes must be a non-empty dict {name: value or None}, not %r" % (changes,))
+        entries = [(to_str(k, "config name"), "delete" if v is None else "set",
+                    None if v is None else to_str(v, "config value") if isinstance(v, bytes) else v)
+                   for k, v in sorted(changes.items())]
+        admin.incremental_alter_configs(self._handle, [spec + (entries,)], self._timeout_ms)
+
+    def statistics(self, config, statistics_interval_ms=None, stats_callback=None):
+        """Set ``statistics.interval.ms`` in a producer's or consumer's ``config`` and return
+        the ``stats_callback`` its handle gets; None takes the client's."""
+        if statistics_interval_ms is not None:
+            config["statistics.interval.ms"] = check_int("statistics_interval_ms", statistics_interval_ms, 0)
+        if stats_callback is not None and not callable(stats_callback):
+            raise TypeError("stats_callback must be callable (stats dict) -> None, not %r" % (stats_callback,))
+        return stats_callback or self.stats_callback
+
+    @property
+    def timeout_ms(self):
+        """``socket_timeout_ms``: the bound on every request of the cluster."""
+        return self._timeout_ms
 
     def broker_outage(self):
         """A :class:`BrokerOutage` for a producer or consumer of this cluster."""

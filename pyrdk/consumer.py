@@ -74,7 +74,7 @@ class Consumer:
                  auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,
                  fetch_wait_max_ms, offsets_channel_backoff_ms, offsets_commit_max_retries, auto_offset_reset,
                  consumer_timeout_ms, reset_offset_on_start, deserializer, reset_offset_on_fetch, group_id,
-                 rdkafka_config):
+                 rdkafka_config, statistics_interval_ms, stats_callback):
         if auto_commit_enable and not consumer_group:
             raise ValueError("auto_commit_enable requires a consumer_group")
         self._consumer_timeout_ms = check_int("consumer_timeout_ms", consumer_timeout_ms, -1)
@@ -107,6 +107,7 @@ class Consumer:
         })
         if librdkafka_runtime_version() >= 0x02010000:  # fetch.queue.backoff.ms: since 2.1.0
             self._config["fetch.queue.backoff.ms"] = 10
+        self._stats_callback = cluster.statistics(self._config, statistics_interval_ms, stats_callback)
         self._config.update(rdkafka_config or {})
         self._handle = None
         self._outage = None
@@ -438,6 +439,11 @@ class Consumer:
             self._paused.discard(pid)
             # Held-back messages come before anything fetched for the partition from now on.
             self._core.extend(self._stash.pop(pid, ()))
+
+    def stats(self):
+        """The last statistics snapshot librdkafka sent (a dict, parsed from its JSON), or None
+        before the first or without ``statistics_interval_ms``."""
+        return self._handle.stats if self._handle is not None else None
 
     def _pids(self, partitions):
         return sorted(self._partitions) if partitions is None else [self._partition_id(p) for p in partitions]

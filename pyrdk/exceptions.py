@@ -253,6 +253,14 @@ class TopicAlreadyExists(ProtocolClientError, codes=(36,)):
     """A topic of that name exists already."""
 
 
+class NonEmptyGroupError(ProtocolClientError, codes=(68,)):
+    """The group has active members (kafka-python's name): stop them first."""
+
+
+class GroupIdNotFoundError(ProtocolClientError, codes=(69,)):
+    """No group of that id exists (kafka-python's name)."""
+
+
 ERROR_CODES = {code: cls for code, cls in _BY_CODE.items() if code >= -1}
 
 

@@ -86,6 +86,8 @@ class ManagedBalancedConsumer(Consumer):
         kafka-python; ``partitions`` is a list of :class:`Partition`. Called in the
         thread that calls ``consume()``; their exceptions are raised there.
     :param rdkafka_config: any librdkafka properties, applied last
+    :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see ``stats()``
+    :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
 
     The other parameters are :class:`pyrdk.simpleconsumer.SimpleConsumer`'s. ``auto_commit_enable`` commits
     every ``auto_commit_interval_ms`` and at ``stop()``; held offsets are committed before
@@ -107,7 +109,7 @@ class ManagedBalancedConsumer(Consumer):
                  compacted_topic=True, heartbeat_interval_ms=3000, membership_protocol=RangeProtocol,
                  deserializer=None, reset_offset_on_fetch=True, session_timeout_ms=30000,
                  max_poll_interval_ms=300000, group_instance_id=None, listener=None,
-                 rdkafka_config=None, **kwargs):
+                 rdkafka_config=None, statistics_interval_ms=None, stats_callback=None, **kwargs):
         zookeeper = sorted(k for k in kwargs if k in ZOOKEEPER_ONLY)
         if zookeeper:
             raise ValueError("%s: ZooKeeper options do not apply to the managed consumer "
@@ -142,7 +144,7 @@ class ManagedBalancedConsumer(Consumer):
             auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,
             fetch_wait_max_ms, offsets_channel_backoff_ms, offsets_commit_max_retries, auto_offset_reset,
             consumer_timeout_ms, reset_offset_on_start, deserializer, reset_offset_on_fetch,
-            consumer_group.decode(), config)
+            consumer_group.decode(), config, statistics_interval_ms, stats_callback)
         self._post_rebalance_callback = post_rebalance_callback
         self._listener = listener
         self._started = set()  # partitions assigned since start(): reset_offset_on_start is done
@@ -163,7 +165,7 @@ class ManagedBalancedConsumer(Consumer):
         self._outage = self._cluster.broker_outage()
         handle = Handle("consumer", self._config,
                         Callbacks(on_error=self._outage.on_error, on_rebalance=self._on_rebalance),
-                        closed_exc=ConsumerStoppedException)
+                        closed_exc=ConsumerStoppedException, stats_callback=self._stats_callback)
         try:
             handle.subscribe([self._topic_name])
         except BaseException:

@@ -79,6 +79,8 @@ class Producer:
     :param enable_idempotence: ``enable.idempotence``; it requires acks from all replicas,
         so with it the default ``required_acks=1`` becomes -1
     :param rdkafka_config: any librdkafka properties, applied last
+    :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see :meth:`stats`
+    :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
 
     The defaults are pykafka's, and suit throughput: messages wait up to ``linger_ms``
     (``linger.ms=5000``) for a batch of ``min_queued_messages``, or of librdkafka's
@@ -95,7 +97,8 @@ class Producer:
                  max_queued_messages=100000, min_queued_messages=70000, linger_ms=5 * 1000,
                  queue_empty_timeout_ms=0, block_on_queue_full=True, max_request_size=1000012,
                  sync=False, delivery_reports=False, pending_timeout_ms=5 * 1000, auto_start=True,
-                 serializer=None, enable_idempotence=False, rdkafka_config=None, use_rdkafka=None):
+                 serializer=None, enable_idempotence=False, rdkafka_config=None, use_rdkafka=None,
+                 statistics_interval_ms=None, stats_callback=None):
         self._cluster = cluster
         self._topic = topic
         self._topic_name = topic.name.decode()
@@ -124,6 +127,7 @@ class Producer:
             "message.max.bytes": max(max_request_size, 1000),
             "enable.idempotence": enable_idempotence,
         })
+        self._stats_callback = cluster.statistics(self._config, statistics_interval_ms, stats_callback)
         self._config.update(rdkafka_config or {})
         if _idempotent(self._config) and required_acks == 1 and \
                 not {"acks", "request.required.acks"} & set(rdkafka_config or {}):
@@ -156,7 +160,7 @@ class Producer:
             self._handle = Handle("producer", self._config,
                                   Callbacks(on_deliveries=self._on_deliveries, on_batch_failure=self._on_batch_failure,
                                             on_error=self._on_error),
-                                  closed_exc=ProducerStoppedException)
+                                  closed_exc=ProducerStoppedException, stats_callback=self._stats_callback)
             batch = BATCH if self._linger_ms() >= BATCH_MIN_LINGER_MS else 1
             self._core = producer_core(
                 self._handle, self._topic_name, [(p.id, p) for p in self._partition_list],
@@ -526,6 +530,11 @@ class Producer:
         self._handle.flush(timeout_ms)
         self._raise_failures()
         return self._handle.outq_len()
+
+    def stats(self):
+        """The last statistics snapshot librdkafka sent (a dict, parsed from its JSON), or None
+        before the first or without ``statistics_interval_ms``."""
+        return self._handle.stats if self._handle is not None else None
 
     def __len__(self):
         """Messages produced and not yet delivered or reported."""

@@ -40,6 +40,8 @@ class SimpleConsumer(Consumer):
     :param reset_offset_on_fetch: False makes an out-of-range fetch raise
         ``OffsetOutOfRangeError`` instead of resetting (``auto.offset.reset=error``)
     :param rdkafka_config: any librdkafka properties, applied last
+    :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see :meth:`stats`
+    :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
 
     pyrdk sets ``fetch.queue.backoff.ms=10``: librdkafka's default (1000) stalls a fast
     consumer each time its prefetch queue fills.
@@ -53,7 +55,7 @@ class SimpleConsumer(Consumer):
                  auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=-1, auto_start=True,
                  reset_offset_on_start=False, compacted_topic=False, generation_id=-1,
                  consumer_id=b"", deserializer=None, reset_offset_on_fetch=True,
-                 rdkafka_config=None, use_rdkafka=None):
+                 rdkafka_config=None, use_rdkafka=None, statistics_interval_ms=None, stats_callback=None):
         if consumer_group is not None and not isinstance(consumer_group, (bytes, str)):
             raise TypeError("consumer_group must be bytes or str, not %s" % type(consumer_group).__name__)
         if isinstance(consumer_group, str):
@@ -66,7 +68,7 @@ class SimpleConsumer(Consumer):
             auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,
             fetch_wait_max_ms, offsets_channel_backoff_ms, offsets_commit_max_retries, auto_offset_reset,
             consumer_timeout_ms, reset_offset_on_start, deserializer, reset_offset_on_fetch, group_id,
-            rdkafka_config)
+            rdkafka_config, statistics_interval_ms, stats_callback)
         self._generation_id = generation_id
         self._consumer_id = consumer_id
         self._set_partitions(self._select_partitions(partitions))
@@ -101,7 +103,7 @@ class SimpleConsumer(Consumer):
             return
         self._outage = self._cluster.broker_outage()
         handle = Handle("consumer", self._config, Callbacks(on_error=self._outage.on_error),
-                        closed_exc=ConsumerStoppedException)
+                        closed_exc=ConsumerStoppedException, stats_callback=self._stats_callback)
         try:
             committed = {}
             if self._consumer_group and not self._reset_offset_on_start:

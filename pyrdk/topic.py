@@ -104,5 +104,11 @@ class Topic:
         """``{partition_id: OffsetPartitionResponse}`` of the next offset in each partition."""
         return self.fetch_offset_limits(OffsetType.LATEST)
 
+    def consumer_lag(self, consumer_group):
+        """``{partition id: PartitionLag}`` of ``consumer_group`` on this topic, without joining
+        the group: committed offset, log start and end, lag and owner
+        (see :meth:`pyrdk.cluster.Cluster.consumer_lag`)."""
+        return self._cluster.consumer_lag(consumer_group, [self._name]).get(self._name, {})
+
     def __repr__(self):
         return "<pyrdk.topic.Topic at %#x (name=%s)>" % (id(self), self._name)

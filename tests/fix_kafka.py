@@ -74,3 +74,42 @@ def make_topic(client, name, partitions=4):
 def topic(client, topic_name):
     """A fresh topic with 4 partitions on the session broker."""
     return make_topic(client, topic_name, 4)
+
+
+# -- consumer groups -----------------------------------------------------------------------------
+
+# A managed group member that joins fast: Tansu holds a new member's JoinGroup until the
+# rebalance timeout (max_poll_interval_ms).
+MANAGED = {"managed": True, "session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
+           "max_poll_interval_ms": 8000, "consumer_timeout_ms": 200}
+
+
+def fill(topic, counts):
+    """Produce ``counts[pid]`` messages ``m<i>`` to each partition, one per produce request
+    (Tansu's ListOffsets misreports the log end after a batch of several)."""
+    with topic.get_sync_producer(partitioner=lambda partitions, key: partitions[int(key)]) as producer:
+        for pid, n in counts.items():
+            for i in range(n):
+                producer.produce(b"m%d" % i, partition_key=b"%d" % pid)
+
+
+def commit(topic, group, offsets):
+    """Commit ``{partition id: next offset}`` for ``group``, as a pyrdk consumer does."""
+    consumer = topic.get_simple_consumer(consumer_group=group)
+    try:
+        consumer.commit_offsets([(topic.partitions[pid], offset) for pid, offset in offsets.items()])
+    finally:
+        consumer.stop()
+
+
+def running_member(topic, group):
+    """A managed consumer of ``group`` that holds partitions: the group is running. Stop it."""
+    import time
+    consumer = topic.get_balanced_consumer(group, **MANAGED)
+    deadline = time.monotonic() + 60
+    while not consumer.partitions:
+        if time.monotonic() > deadline:
+            consumer.stop()
+            raise AssertionError("the managed consumer got no partition in 60 s")
+        consumer.consume(block=False)
+    return consumer

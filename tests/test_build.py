@@ -44,6 +44,8 @@ EXPECTED_NAMES = {
     "TopicAuthorizationFailed": {"TOPIC_AUTHORIZATION_FAILED"},
     "GroupAuthorizationFailed": {"GROUP_AUTHORIZATION_FAILED"},
     "TopicAlreadyExists": {"TOPIC_ALREADY_EXISTS"},
+    "NonEmptyGroupError": {"NON_EMPTY_GROUP"},
+    "GroupIdNotFoundError": {"GROUP_ID_NOT_FOUND"},
 }
 
 

@@ -9,17 +9,19 @@ imported).
 | 2     | ``rd/*``                                         | ``_ffi``, level 1, other ``rd``         |
 | 2     | ``core/*``                                       | ``_core``, level 1 but ``_ffi``, ``rd``, other ``core`` |
 | 3     | pykafka-named modules (``LEVEL3``)               | ``rd``, ``core``, level 1 but ``_ffi``, each other |
-| 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``,   | levels 1 (but ``_ffi``) and 3           |
-|       | pykafka's ``connection``, ``protocol``, ``utils/``|                                         |
+| 4     | ``spark/``, ``spout``, ``cli/``, ``metrics``,    | levels 1 (but ``_ffi``) and 3           |
+|       | ``testing/``, ``__main__``, pykafka's            |                                         |
+|       | ``connection``, ``protocol``, ``utils/``         |                                         |
 
 Level 3 also holds ``consumer`` (what the consumers share), ``handlers`` (pykafka's name;
-``Cluster.handler`` is one) and ``zookeeper`` (the brokers registered in ZooKeeper, and the
-check of a ``zookeeper=`` client).
+``Cluster.handler`` is one), ``lag``, and ``zookeeper`` and ``znodes`` (what Kafka and pykafka
+wrote in ZooKeeper: registered brokers, group members, owners and offsets).
 
 Plus: the identifiers ``ffi`` and ``lib`` appear only in ``_ffi.py`` and ``rd/``; ``kazoo`` is
-imported only by ``balancedconsumer.py`` and ``zookeeper.py``; ``pyrdk/__init__.py`` re-exports
-from levels 1 to 3 (pykafka's ``connection``, ``protocol`` and ``utils`` are imported on first
-use, by name); ``testing`` may also import ``spark`` (the demo runs the Spark pipeline).
+imported only by ``balancedconsumer.py``, ``zookeeper.py`` and ``znodes.py``;
+``pyrdk/__init__.py`` re-exports from levels 1 to 3 (pykafka's ``connection``, ``protocol`` and
+``utils`` are imported on first use, by name); ``testing`` may also import ``spark`` (the demo
+runs the Spark pipeline), and ``__main__`` (``python -m pyrdk``) imports ``cli``.
 """
 import ast
 import os
@@ -35,10 +37,12 @@ PURE = {"pyrdk.exceptions", "pyrdk.common"}
 LEVEL3 = {"pyrdk." + name for name in (
     "client", "cluster", "broker", "topic", "partition", "producer", "consumer", "simpleconsumer",
     "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners",
-    "handlers", "zookeeper")}
-LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.testing", "pyrdk.connection",
-          "pyrdk.protocol", "pyrdk.utils")
-KAZOO_USERS = {"pyrdk.balancedconsumer", "pyrdk.zookeeper"}
+    "handlers", "lag", "zookeeper", "znodes")}
+LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.metrics", "pyrdk.testing", "pyrdk.__main__",
+          "pyrdk.connection", "pyrdk.protocol", "pyrdk.utils")
+KAZOO_USERS = {"pyrdk.balancedconsumer", "pyrdk.zookeeper", "pyrdk.znodes"}
+# Level-4 modules that may import another integration: (importer's, imported).
+LEVEL4_PAIRS = {("pyrdk.testing", "pyrdk.spark"), ("pyrdk.__main__", "pyrdk.cli")}
 CFFI_NAMES = {"ffi", "lib"}
 
 
@@ -92,8 +96,7 @@ def allowed(importer, target):
     if src == 4:
         return (dst in ("pure", 3, "root")
                 or (dst == 4 and (integration(importer) == integration(target)
-                                  or (integration(importer), integration(target)) == ("pyrdk.testing",
-                                                                                      "pyrdk.spark"))))
+                                  or (integration(importer), integration(target)) in LEVEL4_PAIRS)))
     if src == "root":
         return dst in ("loader", "pure", 2, "core", 3)
     return False

@@ -15,7 +15,9 @@
 """
 import itertools
 import logging
+import re
 import threading
+import time
 
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import CallState, KafkaException
@@ -164,6 +166,84 @@ def _lookup(opaque):
     return _registry.get(lib.pyrdk_opaque_id(opaque))
 
 
+# Durations in librdkafka's lines ("after 0ms in state CONNECT") differ between repeats.
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?(?:ms|us|s)\b")
+_THREAD = re.compile(r"^\[thrd:([^\]]*)\]: ")
+
+
+def broker_of(text):
+    """The broker a librdkafka line is about (``host:port/id``, as librdkafka names brokers),
+    from its ``[thrd:...]`` prefix or its first word, or None."""
+    m = _THREAD.match(text)
+    if m and "/" in m.group(1) and ":" in m.group(1):
+        return m.group(1)
+    head = text[m.end() if m else 0:].split(": ", 1)[0]
+    return head if " " not in head and "/" in head and ":" in head else None
+
+
+class RepeatedLines:
+    """librdkafka's log and error lines to the ``pyrdk.librdkafka`` logger, repeats collapsed:
+    a line is logged the first time, then lines like it (same handle, level, facility and
+    text but for durations) are counted, and one is logged with the count of those not logged
+    once ``window_s`` has passed (``(seen N times in the last 6 s)``): the next such line, or
+    the last one when any later line of librdkafka's comes or the handle is closed. Each
+    record carries ``rdkafka_client`` (the handle's name), ``rdkafka_facility`` (None for an
+    error event), ``rdkafka_broker`` (or None), ``rdkafka_level`` (syslog) and
+    ``rdkafka_repeats`` (how many lines it stands for)."""
+
+    def __init__(self, window_s=5.0, clock=time.monotonic):
+        self.window_s = window_s
+        self._clock = clock
+        self._seen = {}  # key -> [time logged, repeats since, last record's arguments]
+        self._lock = threading.Lock()
+
+    def log(self, levelno, client, facility, text, syslog_level):
+        """Log one line (or count it as a repeat)."""
+        if not log.isEnabledFor(levelno):
+            return
+        key = (client, levelno, facility, _DURATION.sub("#", text))
+        now = self._clock()
+        with self._lock:
+            due = self._expired(now, lambda k: k != key and now - self._seen[k][0] >= self.window_s)
+            entry = self._seen.get(key)
+            if entry is not None and now - entry[0] < self.window_s:
+                entry[1] += 1
+                entry[2] = (levelno, client, facility, text, syslog_level)
+            else:  # the first such line, or the first after the window: with the ones not logged
+                due.append((levelno, client, facility, text, syslog_level, entry[1] + 1 if entry else 0,
+                            now - entry[0] if entry else 0))
+                self._seen[key] = [now, 0, None]
+        for args in due:
+            self._emit(*args)
+
+    def flush(self, client=None):
+        """Log the pending counts (of one handle's lines, or of all) now."""
+        with self._lock:
+            due = self._expired(self._clock(), lambda k: client is None or k[0] == client)
+        for args in due:
+            self._emit(*args)
+
+    def _expired(self, now, chosen):
+        """Pop the entries ``chosen`` picks; the count lines to log for those with repeats."""
+        out = []
+        for key in [k for k in self._seen if chosen(k)]:
+            when, count, last = self._seen.pop(key)
+            if count:
+                out.append(last + (count, now - when))
+        return out
+
+    def _emit(self, levelno, client, facility, text, syslog_level, repeats, elapsed_s):
+        message = "%s [%s] %s" % (client, facility, text) if facility else "%s: %s" % (client, text)
+        if repeats:
+            message += " (seen %d times in the last %.0f s)" % (repeats, max(elapsed_s, 1))
+        log.log(levelno, "%s", message, extra={
+            "rdkafka_client": client, "rdkafka_facility": facility, "rdkafka_broker": broker_of(text),
+            "rdkafka_level": syslog_level, "rdkafka_repeats": max(1, repeats)})
+
+
+repeats = RepeatedLines()
+
+
 @ffi.def_extern()
 def _pyrdk_error_cb(rk, err, reason, opaque):
     cbs = _lookup(opaque)
@@ -184,7 +264,7 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
         elif fatal:
             cbs.store(exc)
         else:
-            log.warning("%s: %s", string(lib.rd_kafka_name(rk)), exc)
+            repeats.log(logging.WARNING, string(lib.rd_kafka_name(rk)), None, str(exc), 4)
     except BaseException as exc:
         cbs.store(exc)
 
@@ -192,8 +272,8 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
 @ffi.def_extern()
 def _pyrdk_log_cb(rk, level, fac, buf):
     try:
-        log.log(_LEVELS.get(level, logging.DEBUG), "%s [%s] %s",
-                string(lib.rd_kafka_name(rk)), string(fac), string(buf))
+        repeats.log(_LEVELS.get(level, logging.DEBUG), string(lib.rd_kafka_name(rk)), string(fac),
+                    string(buf), level)
     except BaseException:  # may run on a librdkafka thread: never raise
         pass
 

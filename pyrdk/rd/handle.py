@@ -9,6 +9,8 @@ every call raises the exception class given at construction. Long waits are slic
 import atexit
 import collections
 import itertools
+import json
+import logging
 import os
 import threading
 import time
@@ -20,6 +22,8 @@ from pyrdk.rd import callbacks, errors, message, partitions
 from pyrdk.rd.conf import Conf
 from pyrdk.rd.queue import Queue
 from pyrdk.rd.topic import TopicHandle
+
+log = logging.getLogger(__name__)
 
 SLICE_MS = 100
 _SIZE_MAX = 2 ** 64 - 1
@@ -74,11 +78,15 @@ class _Use:
 class Handle:
     """An ``rd_kafka_t`` of type ``kind`` (``"producer"`` or ``"consumer"``)."""
 
-    def __init__(self, kind, config, callbacks_=None, closed_exc=KafkaException, what=None):
+    def __init__(self, kind, config, callbacks_=None, closed_exc=KafkaException, what=None, stats_callback=None):
         self.kind = kind
         self._closed_exc = closed_exc
         self._what = what  # how refusals name it (default: its kind and name)
         self._cbs = callbacks_ or callbacks.Callbacks()
+        self.stats = None  # the last statistics snapshot (statistics.interval.ms), parsed
+        self._stats_callback = stats_callback
+        if _stats_enabled(config) and self._cbs.on_stats is None:
+            self._cbs.on_stats = self._on_stats
         self._cond = threading.Condition()
         self._users = 0
         self._closing = False
@@ -180,6 +188,7 @@ class Handle:
             lib.rd_kafka_destroy_flags(ptr, flags)
         finally:
             self._cbs.unregister()
+            callbacks.repeats.flush(self.name)
 
     def __del__(self):
         # Last resort; never after fork() (the child does not own librdkafka's threads).
@@ -187,6 +196,17 @@ class Handle:
             self._closing = True
             lib.pyrdk_guard_close(self._guard)
             self._destroy(0x8)  # RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
+
+    def _on_stats(self, text):
+        """librdkafka's statistics JSON (``stats_cb``): parsed once, kept as :attr:`stats` and
+        handed to ``stats_callback``; an exception the callback raises is logged, not raised
+        (it would otherwise come out of an unrelated ``produce()`` or ``consume()``)."""
+        self.stats = json.loads(text)
+        if self._stats_callback is not None:
+            try:
+                self._stats_callback(self.stats)
+            except Exception:
+                log.exception("the stats_callback of %s raised", self.name)
 
     @property
     def last_error(self):
@@ -525,6 +545,15 @@ class Handle:
                 return string(ptr)
             finally:
                 lib.rd_kafka_mem_free(rk, ptr)
+
+
+def _stats_enabled(config):
+    """Whether ``statistics.interval.ms`` in ``config`` asks for statistics."""
+    value = config.get("statistics.interval.ms", 0)
+    try:
+        return int(value) > 0
+    except (TypeError, ValueError):
+        return False  # rd_kafka_conf_set refuses it with a ConfigurationError
 
 
 def _forked():

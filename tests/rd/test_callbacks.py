@@ -252,3 +252,93 @@ def test_delivery_failure_reaches_on_delivery(mock_cluster, handles):
     (msg_id, exc, _partition, offset, _ts), = reports
     assert isinstance(exc, MessageSizeTooLarge) and exc.code == 10
     assert offset < 0
+
+
+# -- repeated lines --------------------------------------------------------------------------------
+
+class Clock:
+    """A clock the test moves by hand (the lines' timing is what is under test)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def _lines(caplog):
+    return [r for r in caplog.records if r.name == "pyrdk.librdkafka"]
+
+
+def test_repeated_lines_are_logged_once_then_counted(caplog):
+    caplog.set_level(logging.DEBUG, logger="pyrdk.librdkafka")
+    clock = Clock()
+    lines = callbacks.RepeatedLines(window_s=5, clock=clock)
+    text = "[thrd:127.0.0.1:9/bootstrap]: 127.0.0.1:9/bootstrap: Connect failed (after %dms in state CONNECT)"
+    for i in range(40):  # 40 lines in 4 s, their durations differing
+        clock.now = i * 0.1
+        lines.log(logging.ERROR, "rdkafka#producer-1", "FAIL", text % i, 3)
+    assert len(_lines(caplog)) == 1, "repeats within the window are counted, not logged"
+    first = _lines(caplog)[0]
+    assert (first.rdkafka_client, first.rdkafka_facility, first.rdkafka_broker, first.rdkafka_level,
+            first.rdkafka_repeats) == ("rdkafka#producer-1", "FAIL", "127.0.0.1:9/bootstrap", 3, 1)
+    assert first.getMessage() == "rdkafka#producer-1 [FAIL] " + text % 0
+    clock.now = 5.5
+    lines.log(logging.ERROR, "rdkafka#producer-1", "FAIL", text % 99, 3)
+    count = _lines(caplog)[1]
+    assert count.rdkafka_repeats == 40, "the 39 lines not logged, and this one"
+    assert count.getMessage().endswith("(after 99ms in state CONNECT) (seen 40 times in the last 6 s)")
+    clock.now = 6.0
+    lines.log(logging.ERROR, "rdkafka#producer-1", "FAIL", text % 100, 3)
+    lines.log(logging.INFO, "rdkafka#producer-1", "OTHER", "another line", 6)
+    assert len(_lines(caplog)) == 3, "a different line is logged at once"
+    lines.flush("rdkafka#producer-1")
+    assert _lines(caplog)[-1].rdkafka_repeats == 1 and "seen 1 times" in _lines(caplog)[-1].getMessage()
+    lines.flush()
+    assert len(_lines(caplog)) == 4, "nothing is pending after a flush"
+
+
+def test_a_pending_count_is_logged_with_a_later_line_of_another_kind(caplog):
+    caplog.set_level(logging.DEBUG, logger="pyrdk.librdkafka")
+    clock = Clock()
+    lines = callbacks.RepeatedLines(window_s=5, clock=clock)
+    for _ in range(3):
+        lines.log(logging.WARNING, "rdkafka#consumer-2", None, "1/1 brokers are down", 4)
+    clock.now = 7
+    lines.log(logging.INFO, "rdkafka#consumer-2", "CONF", "something else", 6)
+    messages = [r.getMessage() for r in _lines(caplog)]
+    assert messages == ["rdkafka#consumer-2: 1/1 brokers are down",
+                        "rdkafka#consumer-2: 1/1 brokers are down (seen 2 times in the last 7 s)",
+                        "rdkafka#consumer-2 [CONF] something else"]
+
+
+def test_lines_below_the_loggers_level_cost_nothing(caplog):
+    caplog.set_level(logging.ERROR, logger="pyrdk.librdkafka")
+    lines = callbacks.RepeatedLines(window_s=5, clock=Clock())
+    lines.log(logging.DEBUG, "rdkafka#producer-1", "PROTOCOL", "chatter", 7)
+    assert _lines(caplog) == [] and lines.flush() is None
+
+
+def test_an_unreachable_broker_is_not_a_flood(handles, caplog):
+    """The real thing: librdkafka retries a closed port every few ms; its line is logged once,
+    with its facility and broker, and the repeats are counted when the handle closes."""
+    caplog.set_level(logging.INFO, logger="pyrdk.librdkafka")
+    port = free_port()
+    failures = []
+    producer = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % port,
+                                    "reconnect.backoff.ms": 1, "reconnect.backoff.max.ms": 5},
+                       on_error=failures.append)
+
+    def ask():
+        try:
+            producer.metadata(timeout_ms=50, all_topics=False)  # makes librdkafka connect again
+        except KafkaException:
+            pass
+        producer.poll(0)
+    util.wait_until(lambda: len(failures) >= 20, "20 connection failures", step=ask)
+    producer.close()
+    fail = [r for r in _lines(caplog) if getattr(r, "rdkafka_facility", None) == "FAIL"]
+    assert fail, "the connection failure was logged"
+    assert fail[0].rdkafka_broker == "127.0.0.1:%d/bootstrap" % port
+    assert sum(r.rdkafka_repeats for r in fail) > len(fail), "the repeats were counted"
+    assert any("seen" in r.getMessage() for r in fail)

@@ -1,0 +1,5 @@
+"""``python -m pyrdk``: the ``pyrdk`` command."""
+from pyrdk.cli.main import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""What every command shares: the connection options and the client they make, errors as
+one line (exit 1; click's usage errors exit 2), ``--json`` documents, tables (rich on a
+terminal, aligned plain text otherwise) and parsing of offsets and datetimes."""
+import datetime
+import json
+import logging
+import os
+import shutil
+import sys
+
+import click
+
+from pyrdk.client import KafkaClient
+from pyrdk.exceptions import KafkaException
+
+DEFAULT_HOSTS = "127.0.0.1:9092"
+
+
+class CommandError(click.ClickException):
+    """A failure the operator can fix, said in one line (exit 1)."""
+
+    def show(self, file=None):
+        click.echo("error: %s" % self.format_message(), err=True, file=file)
+
+
+def one_line(exc):
+    """An exception as one line: its class name unless the message says enough."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, (KafkaException, CommandError)) else "%s: %s" % (type(exc).__name__, text)
+
+
+class Group(click.Group):
+    """A click group whose commands' failures are one line and exit 1 (no traceback; set
+    ``PYRDK_TRACEBACK=1`` to see one)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            raise click.exceptions.Exit(130) from None
+        except Exception as exc:
+            if os.environ.get("PYRDK_TRACEBACK") == "1":
+                raise
+            raise CommandError(one_line(exc)) from None
+
+
+def setup_logging(verbose):
+    """librdkafka's lines go to stderr only with ``--verbose``: without it a failure is told
+    once, in the command's one-line error."""
+    if verbose:
+        logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    else:
+        logging.getLogger("pyrdk").setLevel(logging.CRITICAL)
+        logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+
+
+verbose_option = click.option("-v", "--verbose", count=True,
+                              help="Log librdkafka's lines to stderr (-vv: with debug lines).")
+
+
+class Env:
+    """The connection a command runs against; the client is made on first use and closed
+    with the command."""
+
+    def __init__(self, ctx, hosts, zookeeper=None, timeout_ms=10000, broker_version=None):
+        self.hosts = hosts
+        self.zookeeper = zookeeper
+        self.timeout_ms = timeout_ms
+        self.broker_version = broker_version
+        self._client = None
+        ctx.call_on_close(self.close)
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = KafkaClient(hosts=self.hosts, zookeeper_hosts=self.zookeeper,
+                                       socket_timeout_ms=self.timeout_ms)
+        return self._client
+
+    def topic(self, name):
+        """The existing topic ``name``; an unknown one is an error, never created (brokers
+        that create topics on demand would otherwise make it)."""
+        if isinstance(name, bytes):
+            name = name.decode()
+        if name.encode() not in self.client.topics:
+            raise CommandError("unknown topic %r on %s (`pyrdk topics` lists them)" % (name, self.hosts))
+        return self.client.topics[name]
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+pass_env = click.make_pass_decorator(Env)
+
+
+def connection_options(f):
+    """``--hosts``, ``--zookeeper`` and ``--timeout-ms``."""
+    f = click.option("--timeout-ms", type=click.IntRange(min=1), default=10000, show_default=True,
+                     help="Bound on every request to the cluster.")(f)
+    f = click.option("--zookeeper", envvar="PYRDK_ZOOKEEPER", default=None,
+                     help="ZooKeeper connect string, for ZooKeeper-coordinated groups "
+                          "[env: PYRDK_ZOOKEEPER].")(f)
+    return click.option("--hosts", envvar="PYRDK_HOSTS", default=DEFAULT_HOSTS, show_default=True,
+                        help="Bootstrap brokers, host:port,... [env: PYRDK_HOSTS].")(f)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document, for scripts.")
+
+
+def emit_json(doc):
+    click.echo(json.dumps(doc, indent=2, sort_keys=False, default=str))
+
+
+def is_terminal(stream=None):
+    return (stream or sys.stdout).isatty()
+
+
+def table(headers, rows, title=None, numalign="right"):
+    """Print ``rows`` under ``headers``: a rich table on a terminal, aligned plain text
+    (tabulate's ``simple`` layout, which scripts can split on whitespace) otherwise."""
+    rows = [["" if v is None else v for v in row] for row in rows]
+    if is_terminal():
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+        t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+        for i, h in enumerate(headers):
+            numeric = rows and all(isinstance(r[i], (int, float)) for r in rows)
+            t.add_column(str(h), justify="right" if numeric else "left")
+        for row in rows:
+            t.add_row(*[_cell(v) for v in row])
+        Console(width=max(shutil.get_terminal_size().columns, 80)).print(t)
+        return
+    if title:
+        click.echo(title)
+    click.echo(plain_table(headers, rows, numalign))
+
+
+def _cell(value):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "{:,}".format(value) if abs(value) >= 10000 else str(value)
+    return str(value)
+
+
+def plain_table(headers, rows, numalign="right"):
+    """Columns two spaces apart under a line of dashes (tabulate's ``simple`` format);
+    numbers aligned by ``numalign``, the rest to the left."""
+    cells = [[str(h) for h in headers]] + [[str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    numeric = [bool(rows) and all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows)
+               for i in range(len(headers))]
+
+    def line(values):
+        out = []
+        for i, v in enumerate(values):
+            if numeric[i] and numalign == "center":
+                out.append(v.center(widths[i]))
+            elif numeric[i]:
+                out.append(v.rjust(widths[i]))
+            else:
+                out.append(v.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(cells[0]), "  ".join("-" * w for w in widths)] + [line(r) for r in cells[1:]])
+
+
+def parse_datetime(text):
+    """An ISO 8601 date and time (``2024-05-01T12:00:00``, optionally with a zone; UTC
+    without one), or None if ``text`` is not one."""
+    try:
+        value = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    return value
+
+
+class OffsetSpec(click.ParamType):
+    """``earliest``, ``latest``, an offset (an int >= 0) or an ISO datetime."""
+    name = "earliest|latest|OFFSET|DATETIME"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        text = value.strip().lower()
+        if text in ("earliest", "latest"):
+            return text
+        if text.isdigit():
+            return int(text)
+        when = parse_datetime(value.strip())
+        if when is None:
+            self.fail("%r is not earliest, latest, an offset or a datetime like 2024-05-01T12:00:00"
+                      % value, param, ctx)
+        return when
+
+
+class Datetime(click.ParamType):
+    """An ISO datetime (UTC without a zone)."""
+    name = "DATETIME"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        when = parse_datetime(value.strip())
+        if when is None:
+            self.fail("%r is not a datetime like 2024-05-01T12:00:00" % value, param, ctx)
+        return when
+
+
+def decode(data):
+    """Bytes as text for printing (undecodable bytes escaped), None as ''."""
+    if data is None:
+        return ""
+    return data.decode("utf-8", "backslashreplace")

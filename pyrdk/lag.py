@@ -1,0 +1,88 @@
+"""Consumer lag of a group without joining it: its committed offsets against the ends of the
+logs, for groups coordinated by the broker or by ZooKeeper.
+
+The committed offsets come from the broker (``rd_kafka_ListConsumerGroupOffsets``: pykafka's
+and pyrdk's balanced consumers commit there too); with a ZooKeeper connect string, offsets
+that old fleets committed to ZooKeeper fill in the partitions the broker has none for, and
+the owner of each partition is read from pykafka's ownership znodes. Log starts and ends are
+ListOffsets answers (``rd_kafka_offsets_for_times``).
+"""
+import collections
+
+from pyrdk.common import OffsetType
+from pyrdk.exceptions import GroupIdNotFoundError, UnknownTopicOrPartition, for_code
+
+PartitionLag = collections.namedtuple("PartitionLag",
+                                      "topic partition committed log_start log_end lag owner source")
+PartitionLag.__doc__ = """The lag of one partition: ``committed`` is the next offset the group
+will read (None if it committed none), ``lag`` the messages between it and ``log_end`` (from
+``log_start`` when nothing is committed, as a group starting at the earliest offset would
+read), ``owner`` the member holding the partition (None if none), ``source`` where the
+committed offset came from (``"kafka"``, ``"zookeeper"`` or None)."""
+
+
+def _owners_from_description(description):
+    owners = {}
+    for member in (description.members if description is not None else ()):
+        for tp in member.assignment:
+            owners[tp] = member.member_id
+    return owners
+
+
+def consumer_lag(cluster, group, topics=None, zookeeper_hosts=None):
+    """``{topic (bytes): {partition id: PartitionLag}}`` for ``group`` (str), over ``topics``
+    (names) or, with None, every topic it committed offsets for, is assigned, or has znodes for."""
+    try:
+        description = cluster.describe_consumer_groups([group]).get(group)
+    except GroupIdNotFoundError:
+        description = None
+    owners = _owners_from_description(description)
+    names = None if topics is None else [t.decode() if isinstance(t, bytes) else t for t in topics]
+    wanted = None
+    if names is not None:
+        wanted = [(name, p) for name in names for p in sorted(cluster.topics[name].partitions)]
+    committed = {tp: (offset, "kafka") for tp, offset in cluster.list_consumer_group_offsets(group, wanted).items()
+                 if offset >= 0}
+    zk_topics = set()
+    if zookeeper_hosts:
+        from pyrdk.znodes import GroupZnodes
+        with GroupZnodes(zookeeper_hosts, cluster.timeout_ms) as zk:
+            zk_topics = set(zk.topics(group)) if names is None else set(names)
+            for topic in zk_topics:
+                for pid, offset in zk.offsets(group, topic).items():
+                    committed.setdefault((topic, pid), (offset, "zookeeper"))
+                for pid, member in zk.owners(group, topic).items():
+                    owners.setdefault((topic, pid), member)
+    if names is None:
+        names = sorted({t for t, _ in committed} | {t for t, _ in owners} | zk_topics)
+    tps = []
+    for name in names:
+        try:
+            topic = cluster.topics[name]
+        except UnknownTopicOrPartition:
+            if topics is not None:
+                raise
+            continue  # a topic the group read once and that is gone now
+        tps.extend((name, pid) for pid in sorted(topic.partitions))
+    starts = _offsets(cluster, tps, OffsetType.EARLIEST)
+    ends = _offsets(cluster, tps, OffsetType.LATEST)
+    out = collections.OrderedDict()
+    for tp in tps:
+        offset, source = committed.get(tp, (None, None))
+        start, end = starts[tp], ends[tp]
+        lag = end - (offset if offset is not None else start)
+        out.setdefault(tp[0].encode(), collections.OrderedDict())[tp[1]] = PartitionLag(
+            tp[0], tp[1], offset, start, end, lag, owners.get(tp), source)
+    return out
+
+
+def _offsets(cluster, tps, when):
+    if not tps:
+        return {}
+    out = {}
+    for tp in cluster.offsets_for_times([t + (when,) for t in tps]):
+        if tp.error:
+            raise for_code(tp.error)("list offsets of %s [%d] failed: error %d" % (tp.topic, tp.partition, tp.error),
+                                     code=tp.error)
+        out[(tp.topic, tp.partition)] = tp.offset
+    return out

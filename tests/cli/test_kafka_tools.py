@@ -1,0 +1,114 @@
+"""pykafka's ``kafka-tools`` commands, names, options and output, run for real (the console
+script, and ``pykafka.cli.kafka_tools`` after ``install_as_pykafka()``)."""
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.cli.util import BIN, assert_one_line_error, kafka_tools, run
+from tests.fix_kafka import fill, make_topic, running_member, tansu_gap, unique_name
+
+pytestmark = pytest.mark.kafka
+
+def rows(out):
+    """The rows of a plain table (after its dashes line), split on whitespace."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("---"))
+    return [line.split() for line in lines[start + 1:] if line.strip() and not line.startswith(" Total")]
+
+
+def test_print_topics_and_desc_topic(kafka_hosts, client, topic_name):
+    make_topic(client, topic_name, 3)
+    result = kafka_tools(["print_topics"], kafka_hosts)
+    assert result.code == 0 and result.out.split("\n")[0].split() == ["Topic", "Partitions", "Replication"]
+    assert [topic_name, "3", "1"] in rows(result.out)
+    desc = kafka_tools(["desc_topic", topic_name], kafka_hosts)
+    assert desc.out.splitlines()[:3] == ["Topic: %s" % topic_name, "Partitions: 3", "Replicas: 1"]
+    assert desc.out.splitlines()[3].split() == ["Partition", "Leader", "Replicas", "ISR"]
+    assert [r[0] for r in rows(desc.out)] == ["0", "1", "2"]
+
+
+def test_print_offsets(kafka_hosts, client, topic_name):
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 3, 1: 1})
+    assert rows(kafka_tools(["print_offsets", topic_name, "latest"], kafka_hosts).out) == [["0", "3"], ["1", "1"]]
+    assert rows(kafka_tools(["print_offsets", topic_name, "EARLIEST"], kafka_hosts).out) == [["0", "0"], ["1", "0"]]
+    assert_one_line_error(kafka_tools(["print_offsets", topic_name, "someday"], kafka_hosts), "YYYY-MM-DDTHH:MM:SS")
+
+
+def test_print_consumer_lag_and_reset_offsets(kafka_hosts, client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 4, 1: 2})
+    group = group_name.decode()
+    assert kafka_tools(["reset_offsets", topic_name, group, "latest"], kafka_hosts).code == 0
+    assert kafka_tools(["print_consumer_lag", topic_name, group], kafka_hosts).out.endswith(" Total lag: 0 messages.\n")
+    assert kafka_tools(["reset_offsets", topic_name, group, "earliest"], kafka_hosts).code == 0
+    result = kafka_tools(["print_consumer_lag", topic_name, group], kafka_hosts)
+    assert result.out.splitlines()[0].split() == ["Partition", "Lag", "Latest", "Offset", "Current", "Offset",
+                                                  "Consumer_ID"]
+    assert rows(result.out) == [["0", "4", "4", "0", "None"], ["1", "2", "2", "0", "None"]]
+    assert result.out.endswith("\n Total lag: 6 messages.\n")
+
+
+def test_create_and_delete_topic(kafka_hosts, client, topic_name):
+    result = kafka_tools(["-o", "0.10.1", "create_topic", topic_name, "-p", 2, "-r", 1, "-t", 5000,
+                          "-c", '{"retention.ms": "60000"}'], kafka_hosts)
+    assert result.code == 0, result
+    client.update_cluster()
+    assert len(client.topics[topic_name].partitions) == 2
+    assert kafka_tools(["delete_topic", topic_name], kafka_hosts).code == 0
+    assert topic_name.encode() not in client.cluster.list_topics()
+    assert kafka_tools(["create_topic", topic_name, "-c", "not json"], kafka_hosts).code == 2
+
+
+def test_consume_topic_writes_new_messages(kafka_hosts, client, topic_name, tmp_path):
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 2})  # older messages: consume_topic starts at the end, as pykafka's
+    outfile = tmp_path / "out.txt"
+    proc = subprocess.Popen([BIN + "/kafka-tools", "-b", kafka_hosts, "consume_topic", topic_name, "-l", "3",
+                             "-o", str(outfile)], stderr=subprocess.PIPE)
+    try:
+        with topic.get_producer(linger_ms=1) as producer:
+            for i in range(600):
+                if proc.poll() is not None:
+                    break
+                producer.produce(b"new-%d" % i)
+                producer.flush()
+                time.sleep(0.1)
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, proc.stderr.read()
+    lines = outfile.read_text().splitlines()
+    assert len(lines) == 3 and all(line.startswith("new-") for line in lines)
+
+
+def test_unknown_topic_and_group(kafka_hosts, client):
+    name = unique_name("nosuch")
+    for command in (["desc_topic", name], ["print_offsets", name, "latest"], ["print_consumer_lag", name, "g"]):
+        assert_one_line_error(kafka_tools(command, kafka_hosts), "unknown topic %r" % name)
+    assert name.encode() not in client.cluster.list_topics(), "kafka-tools does not create topics"
+    assert kafka_tools(["print_consumer_lag"], kafka_hosts).code == 2
+
+
+@tansu_gap("DescribeGroups answers no members")
+def test_print_managed_consumer_groups(kafka_hosts, client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    consumer = running_member(topic, group_name)
+    try:
+        result = kafka_tools(["print_managed_consumer_groups", topic_name], kafka_hosts)
+    finally:
+        consumer.stop()
+    assert result.out.splitlines()[0] == "Topic: %s" % topic_name
+    assert [r[0] for r in rows(result.out)] == [group_name.decode()]
+
+
+def test_same_commands_under_pyrdk_and_as_pykafka_module(kafka_hosts, client, topic_name):
+    make_topic(client, topic_name, 1)
+    assert [topic_name, "1", "1"] in rows(run(["print_topics"], kafka_hosts).out)
+    script = ("import pyrdk, sys; pyrdk.install_as_pykafka(); from pykafka.cli import kafka_tools; "
+              "kafka_tools.main(['-b', sys.argv[1], 'desc_topic', sys.argv[2]])")
+    result = run([kafka_hosts, topic_name], program=[sys.executable, "-c", script])
+    assert result.code == 0 and result.out.startswith("Topic: %s\n" % topic_name), result

@@ -1,0 +1,333 @@
+"""The ``pyrdk`` command, run for real against the session broker and ZooKeeper: output,
+``--json`` documents and exit codes (0 done, 1 failed with one line, 2 usage)."""
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pyrdk.testing import free_port
+from tests.cli.util import BIN, assert_one_line_error, run
+from tests.fix_kafka import commit, fill, make_topic, running_member, tansu_gap, unique_name
+
+pytestmark = pytest.mark.kafka
+
+# -- entry points, errors, usage -------------------------------------------------------------------
+
+def test_console_scripts_and_module_run():
+    assert run(["--version"]).out.startswith("pyrdk, version")
+    for program in ([os.path.join(BIN, "pyrdk")], [os.path.join(BIN, "kafka-tools")], [sys.executable, "-m", "pyrdk"]):
+        result = run(["--help"], program=program)
+        assert result.code == 0, result
+    assert "print_consumer_lag" in result.out and "lag" in result.out and "offsets" in result.out
+
+
+def test_unknown_topic_is_one_line_and_not_created(kafka_hosts, client):
+    name = unique_name("nosuch")
+    for args in (["topic", "describe", name], ["consume", name], ["produce", name], ["lag", "g", "--topic", name]):
+        assert_one_line_error(run(args, kafka_hosts, stdin=b""), "unknown topic %r" % name)
+    assert name.encode() not in client.cluster.list_topics()
+
+
+def test_unreachable_broker_is_one_line():
+    hosts = "127.0.0.1:%d" % free_port()  # nothing listens there
+    result = run(["--timeout-ms", 500, "topics"], hosts)
+    assert_one_line_error(result, "no broker of %s" % hosts)
+
+
+@pytest.mark.parametrize("args", [
+    ["consume", "t", "--from", "yesterday"],
+    ["tail", "t", "--from", "2024-13-45"],
+    ["offsets", "reset", "g", "--to-earliest", "--to-latest"],
+    ["offsets", "reset", "g"],
+    ["no-such-command"],
+    ["lag"],
+    ["config", "alter", "--topic", "t", "--set", "noequals"],
+])
+def test_usage_errors_exit_2(args):
+    result = run(["--timeout-ms", 500] + args, "127.0.0.1:%d" % free_port())
+    assert result.code == 2, result
+    assert "Traceback" not in result.err and "Usage:" in result.err
+
+
+# -- topics, configs, partitions ---------------------------------------------------------------------
+
+def test_topics_and_topic_describe(kafka_hosts, client, topic_name):
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 3, 1: 1})
+    listed = {t["topic"]: t for t in run(["topics", "--json"], kafka_hosts).json}
+    assert listed[topic_name] == {"topic": topic_name, "partitions": 2, "replication": 1}
+    doc = run(["topic", "describe", topic_name, "--json"], kafka_hosts).json
+    assert [(p["partition"], p["low"], p["high"]) for p in doc["partitions"]] == [(0, 0, 3), (1, 0, 1)]
+    assert all(p["leader"] in p["isr"] for p in doc["partitions"])
+    text = run(["topic", "describe", topic_name], kafka_hosts)
+    assert text.code == 0 and "topic %s: 2 partitions, replication 1, 4 messages" % topic_name in text.out
+
+
+def test_topics_lists_internal_ones_on_request(kafka_hosts, client):
+    internal = "__" + unique_name("internal")
+    client.cluster.create_topics([(internal, 1, 1)])
+    assert internal not in run(["topics"], kafka_hosts).out
+    assert internal in run(["topics", "--internal"], kafka_hosts).out
+
+
+def test_topic_create_and_delete(kafka_hosts, client, topic_name):
+    result = run(["topic", "create", topic_name, "-p", 3, "--config", "retention.ms=60000"], kafka_hosts)
+    assert result.code == 0, result
+    client.update_cluster()
+    assert len(client.topics[topic_name].partitions) == 3
+    assert_one_line_error(run(["topic", "create", topic_name], kafka_hosts), "already exists")
+    assert run(["topic", "delete", topic_name], kafka_hosts).code == 0
+    assert topic_name.encode() not in client.cluster.list_topics()
+
+
+def test_config_alter_then_describe(kafka_hosts, topic):
+    name = topic.name.decode()
+    result = run(["config", "alter", "--topic", name, "--set", "retention.ms=3600000", "--set",
+                  "cleanup.policy=compact"], kafka_hosts)
+    assert result.code == 0 and "retention.ms = 3600000" in result.out, result
+    assert run(["config", "alter", "--topic", name, "--delete", "cleanup.policy"], kafka_hosts).code == 0
+    doc = run(["config", "describe", "--topic", name, "--all", "--json"], kafka_hosts).json
+    assert doc["retention.ms"]["value"] == "3600000"
+    assert doc.get("cleanup.policy", {}).get("value") != "compact"
+    assert_one_line_error(run(["config", "describe", "--topic", unique_name("nosuch")], kafka_hosts), "unknown topic")
+    assert run(["config", "describe"], kafka_hosts).code == 2
+
+
+@tansu_gap("DescribeConfigs names every config's source DEFAULT_CONFIG")
+def test_config_describe_shows_what_is_set(kafka_hosts, topic):
+    name = topic.name.decode()
+    assert run(["config", "alter", "--topic", name, "--set", "retention.ms=3600000"], kafka_hosts).code == 0
+    assert "retention.ms" in run(["config", "describe", "--topic", name, "--json"], kafka_hosts).json
+
+
+@tansu_gap("CreatePartitions is not supported")
+def test_partitions_add(kafka_hosts, client, topic_name):
+    make_topic(client, topic_name, 1)
+    result = run(["--timeout-ms", 3000, "partitions", "add", topic_name, "--total", 3], kafka_hosts)
+    assert result.code == 0, result
+    client.update_cluster()
+    assert len(client.topics[topic_name].partitions) == 3
+
+
+def test_partitions_add_refuses_to_shrink(kafka_hosts, topic):
+    assert_one_line_error(run(["partitions", "add", topic.name.decode(), "--total", 2], kafka_hosts),
+                          "has 4 partitions already")
+
+
+# -- records ---------------------------------------------------------------------------------------
+
+def test_produce_then_consume_round_trip(kafka_hosts, client, topic_name):
+    make_topic(client, topic_name, 3)
+    lines = b"".join(b"key%d:value %d\n" % (i % 5, i) for i in range(300))
+    result = run(["produce", topic_name, "--key-separator", ":", "--header", "origin=cli", "--json"], kafka_hosts,
+                 stdin=lines)
+    assert result.code == 0 and result.json == {"topic": topic_name, "produced": 300}, result
+    records = [json.loads(line) for line in
+               run(["consume", topic_name, "--format", "json"], kafka_hosts).out.splitlines()]
+    assert sorted(r["value"] for r in records) == sorted("value %d" % i for i in range(300)), "read to the end, once"
+    assert all(r["headers"] == {"origin": "cli"} and r["topic"] == topic_name for r in records)
+    by_key = {}
+    for r in records:
+        by_key.setdefault(r["key"], set()).add(r["partition"])
+    assert sorted(by_key) == ["key%d" % i for i in range(5)] and all(len(p) == 1 for p in by_key.values()), \
+        "one key, one partition"
+    kv = run(["consume", topic_name, "--format", "kv", "--count", 7], kafka_hosts)
+    assert len(kv.out.splitlines()) == 7 and all("\t" in line for line in kv.out.splitlines())
+    text = run(["produce", topic_name], kafka_hosts, stdin=b"one\ntwo\n")
+    assert text.out.strip() == "produced 2 messages to %s" % topic_name
+
+
+def test_produce_length_prefixed_records_from_a_file(kafka_hosts, client, topic_name, tmp_path):
+    make_topic(client, topic_name, 1)
+    values = [b"line one\nwith a newline", b"", b"\x00\xff binary"]
+    path = tmp_path / "records.bin"
+    path.write_bytes(b"".join(len(v).to_bytes(4, "big") + v for v in values))
+    result = run(["produce", topic_name, "--file", path, "--format", "length-prefixed"], kafka_hosts)
+    assert result.code == 0, result
+    records = [json.loads(line) for line in
+               run(["consume", topic_name, "--format", "json"], kafka_hosts).out.splitlines()]
+    assert [r.get("value") for r in records[:2]] == ["line one\nwith a newline", ""]
+    assert records[2]["value_base64"] == "AP8gYmluYXJ5"
+    path.write_bytes(b"\x00\x00\x00\x09short")
+    assert_one_line_error(run(["produce", topic_name, "--file", path, "--format", "length-prefixed"], kafka_hosts),
+                          "ends inside a record")
+
+
+def test_consume_from_an_offset(kafka_hosts, client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 6})
+    assert run(["consume", topic_name, "--from", 4], kafka_hosts).out.split() == ["m4", "m5"]
+    assert run(["consume", topic_name, "--from", "latest"], kafka_hosts).out == ""
+    assert run(["consume", topic_name, "--partition", 7], kafka_hosts).code == 1
+
+
+def test_consume_from_a_datetime(kafka_hosts, client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 3})
+    time.sleep(0.05)
+    later = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    fill(topic, {0: 2})
+    assert run(["consume", topic_name, "--from", later], kafka_hosts).out.split() == ["m0", "m1"]
+
+
+def test_consume_as_a_group_commits_and_goes_on(kafka_hosts, client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 5})
+    group = group_name.decode()
+    assert run(["consume", topic_name, "--group", group, "--count", 3], kafka_hosts).out.split() == ["m0", "m1", "m2"]
+    assert run(["consume", topic_name, "--group", group, "--no-commit"], kafka_hosts).out.split() == ["m3", "m4"]
+    assert run(["consume", topic_name, "--group", group], kafka_hosts).out.split() == ["m3", "m4"]
+    assert topic.consumer_lag(group_name)[0].committed == 5
+
+
+def _produce_until(proc, topic, what):
+    """Produce one message at a time until ``proc`` exits (bounded)."""
+    with topic.get_producer(linger_ms=1) as producer:
+        for i in range(600):
+            if proc.poll() is not None:
+                return
+            producer.produce(b"%s-%d" % (what, i))
+            producer.flush()
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("the command did not end after 600 messages")
+
+
+def test_tail_prints_new_messages(kafka_hosts, client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 3})
+    proc = subprocess.Popen([sys.executable, "-m", "pyrdk", "--hosts", kafka_hosts, "tail", topic_name, "--count", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _produce_until(proc, topic, b"new")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    lines = out.decode().split()
+    assert len(lines) == 2 and all(line.startswith("new-") for line in lines), "only messages after the start"
+
+
+# -- groups, lag, offsets ------------------------------------------------------------------------------
+
+def test_lag_per_partition_and_total(kafka_hosts, client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 5, 1: 2})
+    commit(topic, group_name, {0: 1})
+    doc = run(["lag", group_name.decode(), "--json"], kafka_hosts).json
+    assert doc["total"] == 6
+    assert [(p["partition"], p["committed"], p["log_end"], p["lag"]) for p in doc["partitions"]] == \
+        [(0, 1, 5, 4), (1, None, 2, 2)]
+    text = run(["lag", group_name.decode()], kafka_hosts)
+    assert "group %s: lag 6" % group_name.decode() in text.out
+    assert_one_line_error(run(["lag", unique_name("nosuch")], kafka_hosts), "no committed offsets")
+
+
+def test_lag_watch_refreshes_until_interrupted(kafka_hosts, client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 2})
+    commit(topic, group_name, {0: 1})
+    proc = subprocess.Popen([sys.executable, "-m", "pyrdk", "--hosts", kafka_hosts, "lag", group_name.decode(),
+                             "--watch", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        seen = 0
+        while seen < 3:
+            line = proc.stdout.readline()
+            assert line, "the command ended: %s" % proc.stderr.read()
+            seen += line.startswith(b"group %s: lag 1" % group_name)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+
+
+def test_offsets_reset_plans_then_applies(kafka_hosts, client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 6, 1: 4})
+    commit(topic, group_name, {0: 5, 1: 1})
+    group = group_name.decode()
+    dry = run(["offsets", "reset", group, "--to-earliest", "--dry-run", "--json"], kafka_hosts)
+    assert [(p["partition"], p["from"], p["to"]) for p in dry.json["partitions"]] == [(0, 5, 0), (1, 1, 0)]
+    assert dry.json["applied"] is False
+    assert topic.consumer_lag(group_name)[0].committed == 5, "a dry run changes nothing"
+    assert run(["offsets", "reset", group, "--topic", topic_name, "--partition", 0, "--shift-by", -2],
+               kafka_hosts).code == 0
+    assert run(["offsets", "reset", group, "--to-offset", 99, "--partition", 1], kafka_hosts).code == 0
+    lag = topic.consumer_lag(group_name)
+    assert (lag[0].committed, lag[1].committed) == (3, 4), "shifted, and clamped to the log end"
+    assert run(["offsets", "reset", group, "--to-latest"], kafka_hosts).code == 0
+    assert sum(row.lag for row in topic.consumer_lag(group_name).values()) == 0
+
+
+def test_offsets_reset_refuses_a_running_group(kafka_hosts, client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 3})
+    commit(topic, group_name, {0: 2})
+    consumer = running_member(topic, group_name)
+    try:
+        result = run(["offsets", "reset", group_name.decode(), "--to-earliest"], kafka_hosts)
+    finally:
+        consumer.stop()
+    assert_one_line_error(result, "stop its members")
+
+
+def test_groups_describe_and_delete(kafka_hosts, client, topic, group_name):
+    commit(topic, group_name, {0: 1})
+    group = group_name.decode()
+    assert group in [g["group"] for g in run(["groups", "--json"], kafka_hosts).json]
+    doc = run(["group", "describe", group, "--json"], kafka_hosts).json
+    assert (doc["group"], doc["state"], doc["members"]) == (group, "Empty", [])
+    assert run(["group", "delete", group], kafka_hosts).code == 0
+    assert group not in [g["group"] for g in run(["groups", "--json"], kafka_hosts).json]
+    assert_one_line_error(run(["group", "describe", unique_name("nosuch")], kafka_hosts), "unknown group")
+
+
+@pytest.mark.zookeeper
+def test_zookeeper_groups(kafka_hosts, client, zookeeper_chroot, topic_name, group_name):
+    """A pykafka fleet's group: a member and its partitions in znodes, offsets in ZooKeeper."""
+    from kazoo.client import KazooClient
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 4, 1: 4})
+    group = group_name.decode()
+    zk = KazooClient(zookeeper_chroot, timeout=10)
+    zk.start(timeout=30)
+    try:
+        zk.create("/consumers/%s/ids/host-1:abc" % group, topic_name.encode(), makepath=True)
+        zk.create("/consumers/%s/owners/%s/111-0" % (group, topic_name), b"host-1:abc", makepath=True)
+        zk.create("/consumers/%s/offsets/%s/0" % (group, topic_name), b"3", makepath=True)
+        zz = ["--zookeeper", zookeeper_chroot]
+        listed = run(zz + ["groups", "--json"], kafka_hosts).json
+        assert {"group": group, "coordinator": "zookeeper", "state": "Stable", "type": "consumer"} in listed
+        doc = run(zz + ["group", "describe", group, "--json"], kafka_hosts).json
+        assert doc["members"] == [{"member": "host-1:abc", "client": None, "host": "host-1", "topics": [topic_name],
+                                   "assignment": ["%s:0" % topic_name]}]
+        lag = run(zz + ["lag", group, "--json"], kafka_hosts).json
+        assert [(p["committed"], p["lag"], p["owner"], p["source"]) for p in lag["partitions"]] == \
+            [(3, 1, "host-1:abc", "zookeeper"), (None, 4, None, None)]
+        assert_one_line_error(run(zz + ["offsets", "reset", group, "--to-earliest"], kafka_hosts),
+                              "registered in ZooKeeper", "stop them first")
+        zk.delete("/consumers/%s/ids/host-1:abc" % group)
+        assert run(zz + ["offsets", "reset", group, "--topic", topic_name, "--to-offset", 1], kafka_hosts).code == 0
+        assert topic.consumer_lag(group_name)[1].committed == 1
+    finally:
+        zk.stop()
+        zk.close()
+
+
+# -- bench ---------------------------------------------------------------------------------------------
+
+def test_bench_measures_both_ways(kafka_hosts, client):
+    result = run(["bench", "--messages", 3000, "--size", 200, "--json"], kafka_hosts)
+    assert result.code == 0, result
+    doc = result.json
+    assert [(r["phase"], r["messages"]) for r in doc["results"]] == [("produce", 3000), ("consume", 3000)]
+    assert all(r["msgs_per_s"] > 0 and r["mb_per_s"] >= 0 for r in doc["results"])
+    assert doc["topic"].encode() not in client.cluster.list_topics(), "the bench topic is deleted"

@@ -1,0 +1,142 @@
+"""Cluster administration beyond topics: consumer groups and their offsets, configs,
+partitions and records, on the session broker (Tansu's gaps marked with ``tansu_gap``)."""
+import pytest
+
+from pyrdk import KafkaClient
+from pyrdk.exceptions import GroupIdNotFoundError, KafkaException, NonEmptyGroupError
+from tests.fix_kafka import commit, make_topic, running_member, tansu_gap, unique_name
+
+pytestmark = pytest.mark.kafka
+
+def test_group_offsets_are_listed_and_altered_while_the_group_is_stopped(client, topic, group_name):
+    commit(topic, group_name, {0: 5, 1: 7})
+    name = topic.name.decode()
+    assert client.cluster.list_consumer_group_offsets(group_name) == {(name, 0): 5, (name, 1): 7}
+    assert client.cluster.list_consumer_group_offsets(group_name, [(name, 1), (name, 2)]) == \
+        {(name, 1): 7, (name, 2): -1001}
+    client.cluster.alter_consumer_group_offsets(group_name, {(name, 0): 1, (name, 3): 2})
+    assert client.cluster.list_consumer_group_offsets(group_name) == {(name, 0): 1, (name, 1): 7, (name, 3): 2}
+    assert group_name.decode() in {g.group_id for g in client.cluster.list_consumer_groups()}
+    description = client.cluster.describe_consumer_groups([group_name])[group_name.decode()]
+    assert description.members == [] and description.state == "Empty"
+
+
+def test_offsets_of_a_running_group_are_not_altered(client, topic, group_name):
+    commit(topic, group_name, {0: 3})
+    consumer = running_member(topic, group_name)
+    try:
+        with pytest.raises(NonEmptyGroupError) as info:
+            client.cluster.alter_consumer_group_offsets(group_name, {(topic.name, 0): 0})
+        assert "stop its members" in str(info.value)
+    finally:
+        consumer.stop()
+    assert client.cluster.list_consumer_group_offsets(group_name)[(topic.name.decode(), 0)] == 3
+
+
+@tansu_gap("DescribeGroups answers no members")
+def test_a_running_group_is_described_with_its_members(client, topic, group_name):
+    consumer = running_member(topic, group_name)
+    try:
+        member_id = consumer.member_id
+        description = client.cluster.describe_consumer_groups([group_name])[group_name.decode()]
+    finally:
+        consumer.stop()
+    assert description.state == "Stable"
+    assert [m.member_id for m in description.members] == [member_id]
+    assert sorted(p for _, p in description.members[0].assignment) == sorted(topic.partitions)
+
+
+def test_delete_groups_forgets_their_offsets(client, topic, group_name):
+    commit(topic, group_name, {0: 4})
+    client.cluster.delete_groups([group_name])
+    assert client.cluster.list_consumer_group_offsets(group_name) == {}
+    assert group_name.decode() not in {g.group_id for g in client.cluster.list_consumer_groups()}
+
+
+@tansu_gap("deleting a group that does not exist succeeds")
+def test_deleting_an_unknown_group_raises(client):
+    try:
+        client.cluster.delete_groups([unique_name("nosuch")])
+    except GroupIdNotFoundError:
+        return
+    pytest.fail("DeleteGroups of an unknown group did not raise GroupIdNotFoundError")
+
+
+def test_group_calls_take_lists(client, group_name):
+    with pytest.raises(TypeError, match="list"):
+        client.cluster.delete_groups(group_name)
+    with pytest.raises(TypeError, match="list"):
+        client.cluster.describe_consumer_groups("g")
+    with pytest.raises(TypeError, match="offset"):
+        client.cluster.alter_consumer_group_offsets(group_name, {("t", 0): -5})
+
+
+def test_list_topics_shows_internal_ones_on_request(client, topic):
+    internal = "__" + unique_name("internal")
+    client.cluster.create_topics([(internal, 1, 1)])
+    listed = client.cluster.list_topics()
+    assert topic.name in listed and internal.encode() not in listed
+    assert internal.encode() in client.cluster.list_topics(include_internal=True)
+
+
+def test_topic_configs_are_altered_incrementally(client, topic):
+    client.cluster.alter_configs({"retention.ms": 3600000}, topic=topic.name)
+    client.cluster.alter_configs({"cleanup.policy": "compact"}, topic=topic)
+    configs = client.cluster.describe_configs(topic=topic.name)
+    assert configs["retention.ms"].value == "3600000", "the earlier change was kept"
+    assert configs["cleanup.policy"].value == "compact"
+    client.cluster.alter_configs({"retention.ms": None}, topic=topic.name)
+    configs = client.cluster.describe_configs(topic=topic.name)
+    assert "retention.ms" not in configs or configs["retention.ms"].value != "3600000"
+    assert configs["cleanup.policy"].value == "compact"
+
+
+def test_config_calls_name_one_resource(client, topic):
+    with pytest.raises(TypeError, match="exactly one"):
+        client.cluster.describe_configs()
+    with pytest.raises(TypeError, match="exactly one"):
+        client.cluster.describe_configs(topic=topic.name, broker=0)
+    with pytest.raises(TypeError, match="non-empty dict"):
+        client.cluster.alter_configs({}, topic=topic.name)
+
+
+@pytest.fixture
+def quick_client(kafka_hosts):
+    """A client with a short request timeout, for calls the broker may leave unanswered."""
+    c = KafkaClient(hosts=kafka_hosts, socket_timeout_ms=3000)
+    yield c
+    c.close()
+
+
+@tansu_gap("DescribeConfigs of a broker is not answered")
+def test_broker_configs_are_described(quick_client):
+    broker_id = sorted(quick_client.brokers)[0]
+    try:
+        configs = quick_client.cluster.describe_configs(broker=broker_id)
+    except KafkaException as exc:
+        pytest.fail("DescribeConfigs of broker %d failed: %s" % (broker_id, exc))
+    assert "log.retention.hours" in configs or "num.partitions" in configs
+
+
+@tansu_gap("CreatePartitions is not supported")
+def test_create_partitions_grows_a_topic(quick_client, topic_name):
+    make_topic(quick_client, topic_name, 2)
+    try:
+        quick_client.cluster.create_partitions([(topic_name, 3)])
+    except KafkaException as exc:
+        pytest.fail("CreatePartitions failed: %s" % exc)
+    assert sorted(quick_client.topics[topic_name].partitions) == [0, 1, 2]
+
+
+@tansu_gap("DeleteRecords closes the connection")
+def test_delete_records_moves_the_log_start(quick_client, topic_name):
+    topic = make_topic(quick_client, topic_name, 1)
+    with topic.get_sync_producer() as producer:
+        for i in range(5):
+            producer.produce(b"%d" % i)
+    try:
+        starts = quick_client.cluster.delete_records({(topic_name, 0): 3})
+    except KafkaException as exc:
+        pytest.fail("DeleteRecords failed: %s" % exc)
+    assert starts == {(topic_name, 0): 3}
+    assert topic.partitions[0].earliest_available_offset() == 3

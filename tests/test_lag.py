@@ -1,0 +1,101 @@
+"""Consumer lag without joining the group (``Topic.consumer_lag``, ``Cluster.consumer_lag``),
+for groups coordinated by the broker and by ZooKeeper, and offsets committed to ZooKeeper."""
+import time
+
+import pytest
+
+from pyrdk import KafkaClient
+from tests.fix_kafka import commit, fill, make_topic
+
+pytestmark = pytest.mark.kafka
+
+# A ZooKeeper-coordinated member that settles fast.
+ZK_MEMBER = {"zookeeper_connection_timeout_ms": 4000, "consumer_timeout_ms": 200}
+
+
+def test_topic_lag_per_partition(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 3)
+    fill(topic, {0: 5, 1: 3, 2: 0})
+    commit(topic, group_name, {0: 2, 2: 0})
+    lag = topic.consumer_lag(group_name)
+    assert sorted(lag) == [0, 1, 2]
+    assert (lag[0].committed, lag[0].log_end, lag[0].lag, lag[0].source) == (2, 5, 3, "kafka")
+    assert (lag[1].committed, lag[1].log_start, lag[1].lag, lag[1].source) == (None, 0, 3, None), \
+        "a partition without a commit lags by everything in it"
+    assert (lag[2].committed, lag[2].lag) == (0, 0)
+    assert all(row.owner is None for row in lag.values())
+
+
+def test_cluster_lag_finds_the_topics_of_the_group(client, topic_name, group_name):
+    first = make_topic(client, topic_name, 1)
+    second = make_topic(client, topic_name + "-b", 2)
+    untouched = make_topic(client, topic_name + "-c", 1)
+    fill(first, {0: 4})
+    fill(second, {0: 1, 1: 2})
+    fill(untouched, {0: 1})
+    commit(first, group_name, {0: 1})
+    commit(second, group_name, {1: 2})
+    lag = client.cluster.consumer_lag(group_name)
+    assert sorted(lag) == [first.name, second.name]
+    assert lag[first.name][0].lag == 3
+    assert {pid: row.lag for pid, row in lag[second.name].items()} == {0: 1, 1: 0}
+    only = client.cluster.consumer_lag(group_name, topics=[second.name])
+    assert sorted(only) == [second.name]
+
+
+def test_a_group_that_never_committed_lags_by_everything(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 2, 1: 1})
+    lag = topic.consumer_lag(group_name)
+    assert sum(row.lag for row in lag.values()) == 3
+    assert client.cluster.consumer_lag(group_name) == {}
+
+
+@pytest.mark.zookeeper
+def test_offsets_committed_to_zookeeper_fill_in_where_kafka_has_none(kafka_hosts, zookeeper_chroot,
+                                                                     topic_name, group_name):
+    """An old fleet's offsets under /consumers/<group>/offsets/<topic>/<partition>."""
+    from kazoo.client import KazooClient
+    with KafkaClient(hosts=kafka_hosts, zookeeper_hosts=zookeeper_chroot) as client:
+        topic = make_topic(client, topic_name, 3)
+        fill(topic, {0: 6, 1: 6, 2: 6})
+        commit(topic, group_name, {0: 5})
+        zk = KazooClient(zookeeper_chroot, timeout=10)
+        zk.start(timeout=30)
+        try:
+            base = "/consumers/%s/offsets/%s" % (group_name.decode(), topic_name)
+            zk.create(base + "/0", b"1", makepath=True)
+            zk.create(base + "/1", b"4", makepath=True)
+        finally:
+            zk.stop()
+            zk.close()
+        lag = topic.consumer_lag(group_name)
+        assert (lag[0].committed, lag[0].source) == (5, "kafka"), "the broker's offset wins"
+        assert (lag[1].committed, lag[1].lag, lag[1].source) == (4, 2, "zookeeper")
+        assert (lag[2].committed, lag[2].lag) == (None, 6)
+        assert sorted(client.cluster.consumer_lag(group_name)) == [topic.name]
+    with KafkaClient(hosts=kafka_hosts) as without_zookeeper:
+        assert without_zookeeper.topics[topic_name].consumer_lag(group_name)[1].committed is None
+
+
+@pytest.mark.zookeeper
+def test_lag_of_a_running_zookeeper_group_names_the_owners(kafka_hosts, zookeeper_chroot, topic_name,
+                                                           group_name):
+    with KafkaClient(hosts=kafka_hosts, zookeeper_hosts=zookeeper_chroot) as client:
+        topic = make_topic(client, topic_name, 2)
+        fill(topic, {0: 3, 1: 3})
+        consumer = topic.get_balanced_consumer(group_name, **ZK_MEMBER)
+        try:
+            deadline = time.monotonic() + 60
+            while sorted(consumer.partitions) != [0, 1]:
+                assert time.monotonic() < deadline, "the member did not get both partitions in 60 s"
+                consumer.consume(block=False)
+            message = consumer.consume()
+            consumer.commit_offsets()
+            lag = topic.consumer_lag(group_name)
+            me = consumer.consumer_id.decode()
+        finally:
+            consumer.stop()
+    assert {row.owner for row in lag.values()} == {me}
+    assert lag[message.partition_id].committed == message.offset + 1
+    assert sum(row.lag for row in lag.values()) == 5

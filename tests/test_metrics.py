@@ -1,0 +1,106 @@
+"""The Prometheus exporter (``pyrdk.metrics``), scraped over HTTP while a producer and a group
+member run."""
+import time
+import urllib.request
+
+import pytest
+
+from pyrdk import KafkaClient
+from pyrdk.testing import free_port
+from tests.fix_kafka import MANAGED, make_topic
+
+pytestmark = pytest.mark.kafka
+
+@pytest.fixture
+def exporter():
+    """An exporter on its own registry, served on a free loopback port; stopped after the test."""
+    from prometheus_client import CollectorRegistry
+
+    from pyrdk.metrics import PrometheusExporter
+    exp = PrometheusExporter(registry=CollectorRegistry())
+    port = free_port()
+    server, thread = exp.start_http_server(port)
+    exp.url = "http://127.0.0.1:%d/metrics" % port
+    yield exp
+    server.shutdown()
+    server.server_close()
+    thread.join(10)
+
+
+def scrape(url):
+    """``{(name, frozenset(labels.items())): value}`` of one scrape."""
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(samples, name, **labels):
+    matches = [v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= ls]
+    return matches[0] if matches else None
+
+
+def until_scraped(url, condition, what, timeout_s=30, tick=None):
+    """Scrape until ``condition(samples)``, calling ``tick()`` (a consumer serves its statistics
+    when it is polled) in between; AssertionError naming ``what`` after ``timeout_s`` (a bound
+    for a hung test, never a timing assertion)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        samples = scrape(url)
+        if condition(samples):
+            return samples
+        assert time.monotonic() < deadline, "not scraped within %ds: %s (last scrape: %s)" % (
+            timeout_s, what, sorted((n, sorted(ls), v) for (n, ls), v in samples.items() if "consumer" in n))
+        if tick is not None:
+            tick()
+        time.sleep(0.1)
+
+
+def test_scraped_figures_follow_producer_and_consumer(kafka_hosts, topic_name, group_name, exporter):
+    with KafkaClient(hosts=kafka_hosts, statistics_interval_ms=100, stats_callback=exporter) as client:
+        topic = make_topic(client, topic_name, 2)
+        producer = topic.get_producer(linger_ms=5)
+        try:
+            for i in range(50):
+                producer.produce(b"payload-%02d" % i)
+            producer.flush()
+            samples = until_scraped(
+                exporter.url, lambda s: (value(s, "pyrdk_messages_sent_total", type="producer") or 0) >= 50,
+                "50 messages sent")
+            name = next(dict(ls)["client"] for (n, ls), v in samples.items()
+                        if n == "pyrdk_messages_sent_total" and dict(ls)["type"] == "producer")
+            assert value(samples, "pyrdk_bytes_sent_total", client=name) >= 50 * 10
+            assert value(samples, "pyrdk_queue_messages", client=name) is not None
+            assert value(samples, "pyrdk_broker_rtt_seconds", client=name, stat="p99") is not None
+            assert value(samples, "pyrdk_delivery_latency_seconds", client=name, stage="queue",
+                         stat="avg") is not None
+        finally:
+            producer.stop()
+
+        consumer = topic.get_balanced_consumer(group_name, **MANAGED)
+        try:
+            read = 0
+            deadline = time.monotonic() + 60
+            while read < 50:
+                assert time.monotonic() < deadline, "the member read %d of 50 messages in 60 s" % read
+                read += consumer.consume() is not None
+            consumer.commit_offsets()
+
+            def caught_up(s):
+                lags = [v for (n, ls), v in s.items() if n == "pyrdk_consumer_lag_messages"
+                        and dict(ls)["topic"] == topic_name]
+                return (value(s, "pyrdk_messages_received_total", type="consumer") or 0) >= 50 \
+                    and len(lags) == 2 and sum(lags) == 0
+            samples = until_scraped(exporter.url, caught_up, "the consumer's 50 messages and no lag",
+                                    tick=lambda: consumer.consume(block=False))
+            assert value(samples, "pyrdk_rebalances_total", type="consumer") >= 1
+        finally:
+            consumer.stop()
+
+
+def test_forget_drops_a_client(exporter):
+    exporter({"name": "rdkafka#producer-99", "type": "producer", "txmsgs": 7})
+    assert value(scrape(exporter.url), "pyrdk_messages_sent_total", client="rdkafka#producer-99") == 7
+    exporter.forget("rdkafka#producer-99")
+    assert value(scrape(exporter.url), "pyrdk_messages_sent_total", client="rdkafka#producer-99") is None
