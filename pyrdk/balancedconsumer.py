@@ -66,7 +66,7 @@ from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaExceptio
                               UnicodeException)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
 from pyrdk.simpleconsumer import SimpleConsumer
-from pyrdk.zookeeper import check_kazoo_interface
+from pyrdk.zookeeper import check_kazoo_interface, partition_of
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +106,6 @@ def _group_name(consumer_group):
         return consumer_group.encode("ascii")
     except UnicodeEncodeError:
         raise UnicodeException("consumer_group %r is not ASCII" % consumer_group) from None
-
-
-def _node_partition(name):
-    """The partition id in an ownership node's name ``<leader id>-<partition id>``."""
-    try:
-        return int(name.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        return None
 
 
 class BalancedConsumer:
@@ -599,7 +591,7 @@ class BalancedConsumer:
         whatever leader id its name holds, oldest first."""
         if children is None:
             children = self._children(self._topic_path)
-        paths = ["%s/%s" % (self._topic_path, c) for c in children if _node_partition(c) == pid]
+        paths = ["%s/%s" % (self._topic_path, c) for c in children if partition_of(c) == pid]
         return sorted((stat.czxid, path, value, stat) for path, (value, stat) in self._get_many(paths).items())
 
     def _path_from_partition(self, partition):

@@ -45,7 +45,7 @@ def consumer_lag(cluster, group, topics=None, zookeeper_hosts=None):
                  if offset >= 0}
     zk_topics = set()
     if zookeeper_hosts:
-        from pyrdk.znodes import GroupZnodes
+        from pyrdk.zookeeper import GroupZnodes
         with GroupZnodes(zookeeper_hosts, cluster.timeout_ms) as zk:
             zk_topics = set(zk.topics(group)) if names is None else set(names)
             for topic in zk_topics:

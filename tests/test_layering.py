@@ -14,11 +14,11 @@ imported).
 |       | ``connection``, ``protocol``, ``utils/``         |                                         |
 
 Level 3 also holds ``consumer`` (what the consumers share), ``handlers`` (pykafka's name;
-``Cluster.handler`` is one), ``lag``, and ``zookeeper`` and ``znodes`` (what Kafka and pykafka
-wrote in ZooKeeper: registered brokers, group members, owners and offsets).
+``Cluster.handler`` is one), ``lag``, and ``zookeeper`` (what Kafka and pykafka wrote in
+ZooKeeper: registered brokers, group members, owners and offsets).
 
 Plus: the identifiers ``ffi`` and ``lib`` appear only in ``_ffi.py`` and ``rd/``; ``kazoo`` is
-imported only by ``balancedconsumer.py``, ``zookeeper.py`` and ``znodes.py``;
+imported only by ``balancedconsumer.py`` and ``zookeeper.py``;
 ``pyrdk/__init__.py`` re-exports from levels 1 to 3 (pykafka's ``connection``, ``protocol`` and
 ``utils`` are imported on first use, by name); ``testing`` may also import ``spark`` (the demo
 runs the Spark pipeline), and ``__main__`` (``python -m pyrdk``) imports ``cli``.
@@ -37,10 +37,10 @@ PURE = {"pyrdk.exceptions", "pyrdk.common"}
 LEVEL3 = {"pyrdk." + name for name in (
     "client", "cluster", "broker", "topic", "partition", "producer", "consumer", "simpleconsumer",
     "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners",
-    "handlers", "lag", "zookeeper", "znodes")}
+    "handlers", "lag", "zookeeper")}
 LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.metrics", "pyrdk.testing", "pyrdk.__main__",
           "pyrdk.connection", "pyrdk.protocol", "pyrdk.utils")
-KAZOO_USERS = {"pyrdk.balancedconsumer", "pyrdk.zookeeper", "pyrdk.znodes"}
+KAZOO_USERS = {"pyrdk.balancedconsumer", "pyrdk.zookeeper"}
 # Level-4 modules that may import another integration: (importer's, imported).
 LEVEL4_PAIRS = {("pyrdk.testing", "pyrdk.spark"), ("pyrdk.__main__", "pyrdk.cli")}
 CFFI_NAMES = {"ffi", "lib"}

@@ -9,7 +9,7 @@ from pyrdk.common import OffsetType
 
 
 def _znodes(env):
-    from pyrdk.znodes import GroupZnodes
+    from pyrdk.zookeeper import GroupZnodes
     return GroupZnodes(env.zookeeper, env.timeout_ms)
 
 
