@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
-#include <pthread.h>
 
 #include "pyrdk_admin.h"
 
@@ -44,54 +43,44 @@ typedef void (*alter_fn)(rd_kafka_t *, rd_kafka_ConfigResource_t **, size_t, con
 typedef const void *(*event_fn)(rd_kafka_event_t *);
 typedef const rd_kafka_ConfigResource_t **(*resources_fn)(const void *, size_t *);
 
-static struct {
-        add_fn add;
-        alter_fn alter;
-        event_fn event;
-        resources_fn resources;
-} fns;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void resolve(void) {
-        add_fn add = (add_fn)dlsym(RTLD_DEFAULT, "rd_kafka_ConfigResource_add_incremental_config");
-        alter_fn alter = (alter_fn)dlsym(RTLD_DEFAULT, "rd_kafka_IncrementalAlterConfigs");
-        event_fn event = (event_fn)dlsym(RTLD_DEFAULT, "rd_kafka_event_IncrementalAlterConfigs_result");
-        resources_fn resources =
-            (resources_fn)dlsym(RTLD_DEFAULT, "rd_kafka_IncrementalAlterConfigs_result_resources");
-        if (add && alter && event && resources) {
-                fns.add = add;
-                fns.alter = alter;
-                fns.event = event;
-                fns.resources = resources;
-        }
+/* The running library's function of that name, looked up at each call: these are admin
+ * calls, rare enough that no state needs keeping. */
+static void *running(const char *name) {
+        return dlsym(RTLD_DEFAULT, name);
 }
 
 int pyrdk_incremental_alter_available(void) {
-        pthread_once(&once, resolve);
-        return fns.alter != NULL;
+        return running("rd_kafka_ConfigResource_add_incremental_config") &&
+               running("rd_kafka_IncrementalAlterConfigs") &&
+               running("rd_kafka_event_IncrementalAlterConfigs_result") &&
+               running("rd_kafka_IncrementalAlterConfigs_result_resources");
 }
 
 rd_kafka_error_t *pyrdk_add_incremental_config(rd_kafka_ConfigResource_t *config, const char *name,
                                                int op, const char *value) {
+        add_fn add;
+
         if (!pyrdk_incremental_alter_available())
                 return rd_kafka_error_new(RD_KAFKA_RESP_ERR__NOT_IMPLEMENTED,
                                           "IncrementalAlterConfigs needs librdkafka 2.2.0 or later");
-        return fns.add(config, name, op, value);
+        add = (add_fn)running("rd_kafka_ConfigResource_add_incremental_config");
+        return add(config, name, op, value);
 }
 
 void pyrdk_incremental_alter_configs(rd_kafka_t *rk, rd_kafka_ConfigResource_t **configs, size_t config_cnt,
                                      const rd_kafka_AdminOptions_t *options, rd_kafka_queue_t *rkqu) {
         if (pyrdk_incremental_alter_available())
-                fns.alter(rk, configs, config_cnt, options, rkqu);
+                ((alter_fn)running("rd_kafka_IncrementalAlterConfigs"))(rk, configs, config_cnt, options, rkqu);
 }
 
 const rd_kafka_ConfigResource_t **pyrdk_incremental_alter_result(rd_kafka_event_t *rkev, size_t *cntp) {
         const void *res;
+
         *cntp = 0;
         if (!pyrdk_incremental_alter_available())
                 return NULL;
-        res = fns.event(rkev);
-        return res ? fns.resources(res, cntp) : NULL;
+        res = ((event_fn)running("rd_kafka_event_IncrementalAlterConfigs_result"))(rkev);
+        return res ? ((resources_fn)running("rd_kafka_IncrementalAlterConfigs_result_resources"))(res, cntp) : NULL;
 }
 
 #endif
