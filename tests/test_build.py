@@ -44,6 +44,13 @@ EXPECTED_NAMES = {
     "TopicAuthorizationFailed": {"TOPIC_AUTHORIZATION_FAILED"},
     "GroupAuthorizationFailed": {"GROUP_AUTHORIZATION_FAILED"},
     "TopicAlreadyExists": {"TOPIC_ALREADY_EXISTS"},
+    "TransactionStateError": {"_STATE"},
+    "ProducerFenced": {"_FENCED", "PRODUCER_FENCED"},
+    "InvalidProducerEpoch": {"INVALID_PRODUCER_EPOCH"},
+    "InvalidTxnState": {"INVALID_TXN_STATE"},
+    "ConcurrentTransactions": {"CONCURRENT_TRANSACTIONS"},
+    "TransactionCoordinatorFenced": {"TRANSACTION_COORDINATOR_FENCED"},
+    "TransactionalIdAuthorizationFailed": {"TRANSACTIONAL_ID_AUTHORIZATION_FAILED"},
 }
 
 
