@@ -28,7 +28,7 @@ LOADER = {"pyrdk._loader", "pyrdk._ffi"}
 PURE = {"pyrdk.exceptions", "pyrdk.common"}
 LEVEL3 = {"pyrdk." + name for name in (
     "client", "cluster", "broker", "topic", "partition", "producer", "consumer", "simpleconsumer",
-    "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners")}
+    "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners", "exactlyonce")}
 LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.testing")
 CFFI_NAMES = {"ffi", "lib"}
 
