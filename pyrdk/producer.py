@@ -135,6 +135,7 @@ class Producer:
         self._transaction_timeout_ms = check_int("transaction_timeout_ms", transaction_timeout_ms, 1)
         self._txn_ready = False  # init_transactions() done
         self._in_transaction = False
+        self._txn_fatal = None  # the fatal error a transactional call raised
         self._aborting = False  # purged messages of an aborted transaction are not failures to tell
         self._config = dict(cluster.rdkafka_config)
         self._config.update({
@@ -230,7 +231,7 @@ class Producer:
         handle, core = self._handle, self._core
         core.close()  # produce() now raises ProducerStoppedException
         try:
-            if self._in_transaction:  # never committed: what it produced must not count
+            if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
                 self._abort_at_stop()
             timeout_ms = self._pending_timeout_ms
             waited = self._hand_off(timeout_ms, stopping=True)
@@ -248,6 +249,11 @@ class Producer:
             # never handed over: report them.
             for msg in core.take_all():
                 self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
+        if self._txn_fatal is not None:
+            # The program was told (a transactional call raised it); its transaction is aborted.
+            for _, exc in self._calls.take():
+                log.warning("after the fatal error %s: %s", self._txn_fatal, exc)
+            return
         self._raise_failures()
 
     def __enter__(self):
@@ -576,6 +582,16 @@ class Producer:
             raise ProducerStoppedException("the producer is stopped")
         return self._handle
 
+    def _txn(self, call, *args):
+        """A call of :mod:`pyrdk.rd.transaction`; a fatal error is remembered: raised here,
+        it is not raised again by ``stop()``."""
+        try:
+            call(*args)
+        except KafkaException as exc:
+            if exc.fatal:
+                self._txn_fatal = exc
+            raise
+
     def _timeout_ms(self, timeout):
         return self._transaction_timeout_ms if timeout is None else int(timeout * 1000)
 
@@ -589,7 +605,7 @@ class Producer:
         """
         handle = self._transactional("init_transactions()")
         if not self._txn_ready:
-            transaction.init_transactions(handle, self._timeout_ms(timeout))
+            self._txn(transaction.init_transactions, handle, self._timeout_ms(timeout))
             self._txn_ready = True
 
     def begin_transaction(self):
@@ -597,7 +613,7 @@ class Producer:
         is written by :meth:`commit_transaction`, or not at all."""
         handle = self._transactional("begin_transaction()")
         self.init_transactions()
-        transaction.begin_transaction(handle)
+        self._txn(transaction.begin_transaction, handle)
         self._in_transaction = True
 
     def send_offsets_to_transaction(self, consumer_or_offsets, group_metadata=None, timeout=None):
@@ -627,7 +643,7 @@ class Producer:
             raise TypeError("group_metadata must be what a consumer's group_metadata() returns, not %r"
                             % (group_metadata,))
         if offsets:
-            transaction.send_offsets(handle, offsets, group_metadata, self._timeout_ms(timeout))
+            self._txn(transaction.send_offsets, handle, offsets, group_metadata, self._timeout_ms(timeout))
 
     def commit_transaction(self, timeout=None):
         """Commit the transaction (``rd_kafka_commit_transaction``): deliver what it
@@ -641,7 +657,7 @@ class Producer:
         """
         handle = self._transactional("commit_transaction()")
         self._hand_off()  # nothing is queued in the core of a transactional producer; never leave any
-        transaction.commit_transaction(handle, self._timeout_ms(timeout))
+        self._txn(transaction.commit_transaction, handle, self._timeout_ms(timeout))
         self._in_transaction = False
         self._handle.dispatch_reports()
         self._raise_failures()
@@ -654,11 +670,13 @@ class Producer:
 
         :param timeout: seconds (default: ``transaction_timeout_ms``)
         """
-        handle = self._transactional("abort_transaction()")
+        self._abort(self._transactional("abort_transaction()"), self._timeout_ms(timeout))
+
+    def _abort(self, handle, timeout_ms):
         self._aborting = True
         try:
-            self._hand_off()
-            transaction.abort_transaction(handle, self._timeout_ms(timeout))
+            self._hand_off(stopping=not self._running)
+            self._txn(transaction.abort_transaction, handle, timeout_ms)
             self._in_transaction = False
             handle.dispatch_reports()  # waits for a dispatch in another thread, too
             # Failed deliveries of the aborted transaction: moot now it is aborted.
@@ -713,7 +731,7 @@ class Producer:
 
     def _abort_at_stop(self):
         try:
-            self.abort_transaction(max(self._pending_timeout_ms, 0) / 1000.0)
+            self._abort(self._handle, self._pending_timeout_ms)
         except KafkaException as exc:
             log.warning("the open transaction could not be aborted at stop() (%s); the coordinator "
                         "aborts it after transaction_timeout_ms", exc)

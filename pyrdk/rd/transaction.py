@@ -4,18 +4,12 @@
 
 Each call raises what librdkafka's ``rd_kafka_error_t`` says, through
 :func:`pyrdk.rd.errors.raise_for_error`, with its ``retriable``, ``fatal`` and
-``txn_requires_abort`` flags. The blocking calls wait in slices of ``SLICE_MS``, calling
-again after each local timeout (librdkafka resumes the same call), so that Ctrl-C gets
-through; the caller's own timeout still raises ``KafkaTimeoutError``.
+``txn_requires_abort`` flags. The blocking calls wait up to their timeout in one call
+(the GIL released); a timeout raises ``KafkaTimeoutError`` with ``retriable``.
 """
-import time
-
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors, partitions
-
-SLICE_MS = 100
-
 
 class GroupMetadata:
     """An owned ``rd_kafka_consumer_group_metadata_t``: the group (and, for a member of a
@@ -60,7 +54,7 @@ def init_transactions(handle, timeout_ms):
     """``rd_kafka_init_transactions``: get the producer id and epoch of its
     ``transactional.id``, fencing any older producer of the same id and completing its
     open transaction."""
-    _sliced(handle, lib.rd_kafka_init_transactions, timeout_ms, "init_transactions")
+    _call(handle, lib.rd_kafka_init_transactions, timeout_ms, "init_transactions")
 
 
 def begin_transaction(handle):
@@ -76,18 +70,18 @@ def send_offsets(handle, offsets, group_metadata, timeout_ms):
     ptr = group_metadata._ptr
     if ptr is None:
         raise ValueError("the GroupMetadata is closed")
-    _sliced(handle, lambda rk, ms: lib.rd_kafka_send_offsets_to_transaction(rk, c_list, ptr, ms),
+    _call(handle, lambda rk, ms: lib.rd_kafka_send_offsets_to_transaction(rk, c_list, ptr, ms),
             timeout_ms, "send_offsets_to_transaction")
 
 
 def commit_transaction(handle, timeout_ms):
     """``rd_kafka_commit_transaction``: flush what was produced, then commit."""
-    _sliced(handle, lib.rd_kafka_commit_transaction, timeout_ms, "commit_transaction")
+    _call(handle, lib.rd_kafka_commit_transaction, timeout_ms, "commit_transaction")
 
 
 def abort_transaction(handle, timeout_ms):
     """``rd_kafka_abort_transaction``: purge what is queued, then abort."""
-    _sliced(handle, lib.rd_kafka_abort_transaction, timeout_ms, "abort_transaction")
+    _call(handle, lib.rd_kafka_abort_transaction, timeout_ms, "abort_transaction")
 
 
 def fatal_error(handle):
@@ -100,18 +94,9 @@ def fatal_error(handle):
     return (err, string(buf)) if err else None
 
 
-def _sliced(handle, call, timeout_ms, what):
-    """``call(rk, slice_ms)`` until it returns no error; a local timeout before the
-    caller's ``timeout_ms`` (-1: none) calls again, which librdkafka resumes."""
-    deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
-    while True:
-        remaining_ms = SLICE_MS if deadline is None else int((deadline - time.monotonic()) * 1000)
-        with handle.use() as rk:
-            error = call(rk, max(0, min(SLICE_MS, remaining_ms)))
-            if error == ffi.NULL:
-                return
-            timed_out = lib.rd_kafka_error_code(error) == errors.TIMED_OUT
-            if timed_out and (deadline is None or time.monotonic() < deadline):
-                lib.rd_kafka_error_destroy(error)
-                continue
-            errors.raise_for_error(error, what)
+def _call(handle, call, timeout_ms, what):
+    """``call(rk, timeout_ms)``, raising its error. Not cut into slices: a call librdkafka
+    timed out and that is made again may return the error of an attempt it is still
+    retrying by itself."""
+    with handle.use() as rk:
+        errors.raise_for_error(call(rk, timeout_ms), what)
