@@ -234,7 +234,7 @@ def test_bad_arguments_are_refused(client, topic_name, group_name):
         KafkaSpout(topic, group_name, consumer="simple", auto_commit_enable=True)
     with pytest.raises(ValueError, match="output_topic and transactional_id"):
         KafkaSpout(topic, group_name, consumer="simple", transactional_id="x")
-    with pytest.raises(ValueError, match="max_spout_pending"):
+    with pytest.raises(TypeError, match="max_spout_pending"):
         KafkaSpout(topic, group_name, consumer="simple", max_spout_pending=0)
     spout = KafkaSpout(topic, group_name, consumer="simple")
     with pytest.raises(TypeError, match="tuple id"):
