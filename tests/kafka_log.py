@@ -144,6 +144,14 @@ def read_partition(host, port, topic, partition, timeout_s=30):
     return out
 
 
+def high_watermark(host, port, topic, partition, timeout_s=30):
+    """The partition's high watermark, as a Fetch response gives it (the log end)."""
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        error, high, _ = _fetch(sock, 1, topic, partition, 0, max_bytes=1)
+    assert error == 0, "fetch of %s [%d]: error %d" % (topic, partition, error)
+    return high
+
+
 def committed_records(batches):
     """The records a read_committed reader must see: non-transactional ones, and those of
     transactions whose next marker is COMMIT. Returns ``(records, open_records)``: open ones
