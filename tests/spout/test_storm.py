@@ -1,5 +1,5 @@
 """StormKafkaSpout over Storm's multi-lang protocol: the example topology's spout runs as a
-real process, driven as Storm's ShellSpout drives it (tests/spout/multilang.py), against
+real process, driven as Storm's ShellSpout drives it (pyrdk.testing.multilang), against
 the session broker; and a fleet of such spouts in one group, one killed with SIGKILL."""
 import os
 import random
@@ -10,7 +10,7 @@ import pytest
 
 from pyrdk.partitioners import hashing_partitioner
 from tests.fix_kafka import make_topic, unique_name
-from tests.spout.multilang import PATIENCE_S, ShellSpout
+from pyrdk.testing.multilang import PATIENCE_S, ShellSpout
 
 pytestmark = pytest.mark.kafka
 

@@ -1,5 +1,6 @@
 """Storm's ShellSpout, in Python: runs a multi-lang spout as a real process and speaks Storm's
-multi-lang protocol to it, as Storm's ``ShellSpout`` and ``ShellProcess`` do.
+multi-lang protocol to it, as Storm's ``ShellSpout`` and ``ShellProcess`` do -- to test a
+spout (such as :class:`pyrdk.spout.storm.StormKafkaSpout`) without Storm.
 
 Each message is JSON followed by a line ``end``. At launch Storm writes the handshake
 (``conf``, ``context``, ``pidDir``) and reads ``{"pid": N}`` (the process also creates a file
