@@ -8,7 +8,7 @@ imported).
 | 1     | ``exceptions``, ``common``                       | each other only                         |
 | 2     | ``rd/*``                                         | ``_ffi``, level 1, other ``rd``         |
 | 2     | ``core/*``                                       | ``_core``, level 1 but ``_ffi``, ``rd``, other ``core`` |
-| 3     | pykafka-named modules (``LEVEL3``)               | ``rd``, ``core``, level 1 but ``_ffi``, each other |
+| 3     | pykafka-named modules and ``exactlyonce`` (``LEVEL3``) | ``rd``, ``core``, level 1 but ``_ffi``, each other |
 | 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``    | levels 1 (but ``_ffi``) and 3           |
 
 Plus: the identifiers ``ffi`` and ``lib`` appear only in ``_ffi.py`` and ``rd/``; ``kazoo`` is
