@@ -18,7 +18,7 @@ import time
 import pytest
 
 from pyrdk.exactlyonce import Processor
-from tests.fix_kafka import make_topic, on_tansu, unique_name
+from tests.fix_kafka import group_offsets, make_topic, on_tansu, unique_name
 from tests.kafka_log import committed_records, high_watermark, read_partition
 
 pytestmark = pytest.mark.kafka
@@ -48,14 +48,6 @@ def log_ends(topic):
     """``{partition: log end offset}`` (Tansu's ListOffsets lags the log after batched produce)."""
     return {pid: high_watermark(p.leader.host, p.leader.port, topic.name.decode(), pid)
             for pid, p in sorted(topic.partitions.items())}
-
-
-def group_offsets(topic, group):
-    consumer = topic.get_simple_consumer(group)
-    try:
-        return {pid: r.offset for pid, r in consumer.fetch_offsets()}
-    finally:
-        consumer.stop()
 
 
 def test_processor_commits_outputs_with_the_input_offsets(client, topic_name, group_name):

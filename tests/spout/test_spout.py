@@ -5,7 +5,7 @@ import pytest
 
 from pyrdk.exceptions import KafkaException
 from pyrdk.spout import KafkaSpout, TupleId
-from tests.fix_kafka import make_topic, unique_name
+from tests.fix_kafka import group_offsets, make_topic, unique_name
 from tests.kafka_log import committed_records, read_partition
 
 pytestmark = pytest.mark.kafka
@@ -35,15 +35,6 @@ def take(spout, count, patience_s=PATIENCE_S):
     return out
 
 
-def committed(topic, group):
-    """``{partition: committed offset}`` of the group (-1: none)."""
-    consumer = topic.get_simple_consumer(group)
-    try:
-        return {pid: r.offset for pid, r in consumer.fetch_offsets()}
-    finally:
-        consumer.stop()
-
-
 def test_commits_only_the_contiguous_acked_prefix(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     produce(topic, 10)
@@ -54,7 +45,7 @@ def test_commits_only_the_contiguous_acked_prefix(client, topic_name, group_name
         for i in (0, 1, 3, 4, 9):  # out of order, with gaps
             assert spout.ack(tuples[i].id)
         assert spout.commit() == {0: 2}
-        assert committed(topic, group_name) == {0: 2}
+        assert group_offsets(topic, group_name) == {0: 2}
         assert spout.ack(list(tuples[2].id))  # as a JSON round trip gives it back
         assert spout.commit() == {0: 5}
         assert spout.commit() == {}  # nothing moved
@@ -62,7 +53,7 @@ def test_commits_only_the_contiguous_acked_prefix(client, topic_name, group_name
             spout.ack(tuples[i].id)
         assert not spout.ack(tuples[8].id)  # twice: ignored
         assert spout.pending == 0
-    assert committed(topic, group_name) == {0: 10}  # close() commits
+    assert group_offsets(topic, group_name) == {0: 10}  # close() commits
     # A new spout of the group starts after the last acked message: nothing is emitted.
     with KafkaSpout(topic, group_name, consumer="simple") as again:
         produce(topic, 1)
@@ -89,7 +80,7 @@ def test_a_failed_tuple_is_emitted_again_then_skipped_and_reported(client, topic
         assert given_up == [(1, 3)]
         assert spout.positions() == {0: 3}
         assert spout.stats["skipped"] == 1 and spout.stats["replayed"] == 2
-    assert committed(topic, group_name) == {0: 3}
+    assert group_offsets(topic, group_name) == {0: 3}
 
 
 def test_the_last_failure_goes_to_the_dead_letter_topic(client, topic_name, group_name):
@@ -110,7 +101,7 @@ def test_the_last_failure_goes_to_the_dead_letter_topic(client, topic_name, grou
     assert (letter.value, letter.partition_key) == (b"poison", b"k")
     assert dict(letter.headers) == {"origin": b"test", "spout.topic": topic_name.encode(), "spout.partition": b"0",
                                     "spout.offset": b"0", "spout.failures": b"1"}
-    assert committed(topic, group_name) == {0: 1}
+    assert group_offsets(topic, group_name) == {0: 1}
 
 
 def test_max_spout_pending_and_max_uncommitted_offsets_bound_what_is_tracked(client, topic_name, group_name):
@@ -158,7 +149,7 @@ def test_a_managed_member_commits_the_acked_prefix_before_its_partitions_are_rev
             second.next_tuple()
             time.sleep(0.005)
         assert first.stats["revoked_in_flight"] >= 2  # the unacked thirds, dropped
-        committed_now = committed(topic, group_name)
+        committed_now = group_offsets(topic, group_name)
         assert all(committed_now[pid] == offset for pid, offset in expected.items())
         # A late ack of a revoked tuple is ignored, never committed by this member.
         moved = next(iter(second.consumer.partitions))
@@ -191,7 +182,7 @@ def test_a_zookeeper_member_commits_the_acked_prefix_before_it_gives_partitions_
             for spout in (first, second):
                 spout.next_tuple()
             time.sleep(0.01)
-        assert committed(topic, group_name) == {0: 1, 1: 1}
+        assert group_offsets(topic, group_name) == {0: 1, 1: 1}
         # The member replaces its consumer of both partitions: both unacked tuples are dropped
         # (the partition it keeps is read again from the commit).
         assert first.stats["revoked_in_flight"] == 2
@@ -224,7 +215,7 @@ def test_exactly_once_output_is_committed_with_the_offsets(client, topic_name, g
     assert [(r.value, r.key) for r in records] == [(b"first", None), (b"keyed", b"k")] + [
         (b"M%d" % i, None) for i in range(1, 6)]
     assert still_open == []
-    assert committed(topic, group_name) == {0: 6}
+    assert group_offsets(topic, group_name) == {0: 6}
 
 
 def test_bad_arguments_are_refused(client, topic_name, group_name):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pyrdk.partitioners import hashing_partitioner
-from tests.fix_kafka import make_topic, unique_name
+from tests.fix_kafka import group_offsets, make_topic, unique_name
 from pyrdk.testing.multilang import PATIENCE_S, ShellSpout
 
 pytestmark = pytest.mark.kafka
@@ -35,14 +35,6 @@ def start_spout(kafka_hosts, topic_name, group, tmp_path, name="spout", consumer
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(EXAMPLE, "src"), ROOT]))
     return ShellSpout([sys.executable, os.path.join(EXAMPLE, "src", "spouts", "events.py")], conf, env=env,
                       cwd=EXAMPLE, log_path=str(tmp_path / ("%s.log" % name)))
-
-
-def committed(topic, group):
-    consumer = topic.get_simple_consumer(group.encode())
-    try:
-        return {pid: r.offset for pid, r in consumer.fetch_offsets()}
-    finally:
-        consumer.stop()
 
 
 def test_the_spout_over_the_multilang_protocol_acks_fails_and_commits(kafka_hosts, client, topic_name, tmp_path):
@@ -84,7 +76,7 @@ def test_the_spout_over_the_multilang_protocol_acks_fails_and_commits(kafka_host
         ends = {}
         for pid, off in produced:
             ends[pid] = max(ends.get(pid, 0), off + 1)
-        assert committed(topic, group) == ends
+        assert group_offsets(topic, group.encode()) == ends
         assert spout.errors == []
         assert sum("giving up" in line for line in spout.logs) == 5
     finally:
