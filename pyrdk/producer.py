@@ -131,7 +131,6 @@ class Producer:
         self._pending_timeout_ms = check_int("pending_timeout_ms", pending_timeout_ms, -1)
         if transactional_id is not None and (not isinstance(transactional_id, str) or not transactional_id):
             raise TypeError("transactional_id must be a non-empty str, not %r" % (transactional_id,))
-        self._transactional_id = transactional_id
         self._transaction_timeout_ms = check_int("transaction_timeout_ms", transaction_timeout_ms, 1)
         self._txn_ready = False  # init_transactions() done
         self._in_transaction = False
@@ -154,7 +153,8 @@ class Producer:
             self._config.update({"transactional.id": transactional_id,
                                  "transaction.timeout.ms": transaction_timeout_ms})
         self._config.update(rdkafka_config or {})
-        if (_idempotent(self._config) or "transactional.id" in self._config) and required_acks == 1 and \
+        self._transactional_id = self._config.get("transactional.id") or None  # also from rdkafka_config
+        if (_idempotent(self._config) or self._transactional_id is not None) and required_acks == 1 and \
                 not {"acks", "request.required.acks"} & set(rdkafka_config or {}):
             # Idempotence needs acks=all, and librdkafka refuses an explicit acks=1 with it:
             # pykafka's default required_acks=1 becomes -1 (the stronger guarantee).
@@ -163,7 +163,7 @@ class Producer:
         # Calls the fast path never takes: each message is waited on, reported, serialized
         # or refused at once, or must be in librdkafka's hands inside its transaction.
         self._general_only = sync or self._delivery_reports or serializer is not None or \
-            not block_on_queue_full or "transactional.id" in self._config
+            not block_on_queue_full or self._transactional_id is not None
         self._handle = None
         self._core = None
         self._running = False

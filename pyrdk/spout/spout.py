@@ -337,6 +337,9 @@ class KafkaSpout:
                 raise
             log.warning("commit of %s failed (%s); tried again later", offsets, exc)
             return {}
+        except ValueError as exc:  # a partition went meanwhile (revoked in another thread)
+            log.info("commit of %s skipped: %s", offsets, exc)
+            return {}
         with self._lock:
             for pid, (part, pos, _) in due.items():
                 if self._partitions.get(pid) is part:
