@@ -14,7 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CDEF_DIR = os.path.join(HERE, "csrc", "cdef")
 # types.h first: the other files use its types and can then come in any order.
 CDEF_FILES = ["types.h", "guard.h", "conf.h", "error.h", "handle.h", "topic.h", "message.h", "queue.h",
-              "consumer.h", "partitions.h", "metadata.h", "admin.h", "mock.h", "callbacks.h"]
+              "consumer.h", "partitions.h", "metadata.h", "admin.h", "mock.h", "callbacks.h",
+              "transaction.h"]
 # The C helpers are declared once, in their own headers; cdef reads them without the
 # preprocessor lines, which it cannot parse.
 HELPERS_HEADERS = [os.path.join(HERE, "csrc", name) for name in ("pyrdk_helpers.h", "pyrdk_admin.h")]

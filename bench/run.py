@@ -79,11 +79,13 @@ CASES = [
 # Python workers on local[2], so its RSS column is the driver's alone).
 EXTRA_CASES = [
     ("pyrdk.spark.read", "consume", "defaults", FULL),
+    ("pyrdk.spout.storm", "consume", "defaults", SLOW),
 ]
-# Cases that run once at full count, none of them a row the targets compare: the Spark read
-# starts a JVM each run (about 25 s); the pure-Python core's rows say what the fallback costs,
+# Cases that run once, none of them a row the targets compare: the Spark read starts a JVM
+# each run (about 25 s); the spout's tuples go through Storm's multi-lang protocol (a tenth of
+# the count); the pure-Python core's rows say what the fallback costs,
 # at full count so that they last long enough, once to keep the run short.
-RUN_ONCE = {"pyrdk.spark.read", "pyrdk-py.produce", "pyrdk-py.produce_batch", "pyrdk-py.consume",
+RUN_ONCE = {"pyrdk.spark.read", "pyrdk.spout.storm", "pyrdk-py.produce", "pyrdk-py.produce_batch", "pyrdk-py.consume",
             "pyrdk-py.consume_batch"}
 
 BASELINE = {"produce": "confluent.produce.tuned", "consume": "confluent.consume.tuned"}

@@ -296,6 +296,34 @@ def pyrdk_spark_read(brokers, topic, count, size, **_):
                    cold=True)
 
 
+@case("pyrdk.spout.storm")
+def pyrdk_spout_storm(brokers, topic, count, size, **_):
+    """Tuples/s through :class:`pyrdk.spout.storm.StormKafkaSpout` over Storm's multi-lang
+    protocol, driven as Storm's ShellSpout drives it (``pyrdk.testing.multilang``): ``next``,
+    its ``emit`` (key and value as JSON text), and the tuple's ``ack`` at once. The spout runs
+    in its own process (``bench/storm_spout.py``), reading with a SimpleConsumer; the CPU
+    time is split between the two processes: not measured."""
+    from pyrdk.testing.multilang import ShellSpout
+    conf = {"pyrdk.hosts": brokers, "pyrdk.topic": topic, "pyrdk.consumer": "simple",
+            "pyrdk.consumer_group": "bench-spout-%d" % os.getpid()}
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
+    spout = ShellSpout([sys.executable, os.path.join(HERE, "storm_spout.py")], conf, env=env)
+    got = nbytes = 0
+    try:
+        spout.activate()
+        deadline = time.monotonic() + DEADLINE_S
+        start = _clock()
+        while got < count and time.monotonic() < deadline:
+            for values, tuple_id in spout.next():
+                nbytes += len(values[1])
+                got += 1
+                spout.ack(tuple_id)
+        span = dict(_since(start), cpu_seconds=None)
+    finally:
+        spout.close()
+    return _result(got, nbytes, span)
+
+
 # -- latency: produce call -> consumer receives, in one process -------------------------------------
 
 def _paced(rate, duration_s, send, stop):

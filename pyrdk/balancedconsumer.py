@@ -65,6 +65,7 @@ from pyrdk.consumer import auto_commit_due, check_auto_offset_reset, check_runni
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, PartitionOwnedError,
                               UnicodeException)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
+from pyrdk.rd.transaction import GroupMetadata
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.zookeeper import check_kazoo_interface, partition_of
 
@@ -142,6 +143,16 @@ class BalancedConsumer:
         after; it may return ``{partition_id: offset}`` to reset to
     :param membership_protocol: ``RangeProtocol`` (default) or ``RoundRobinProtocol``
     :param deserializer: ``(value, partition_key) -> (value, partition_key)``
+    :param isolation_level: ``"read_committed"`` (the default, as librdkafka's) or
+        ``"read_uncommitted"`` (``isolation.level``)
+    :param pre_revoke_callback: ``f(consumer, partition_ids) -> [(partition_id, offset)]``
+        or None, called before this member stops reading partitions (a rebalance, ``stop()``),
+        in place of committing what the program is done with: the member commits the pairs
+        it returns (each offset the next one to read; ``[]`` commits nothing), or, for None,
+        what it would have. It is also called when the member lost partitions (its ZooKeeper
+        session expired); nothing is committed then. For programs that finish messages out
+        of order, such as :class:`pyrdk.spout.KafkaSpout`. Called in the coordinator thread
+        (or the one that calls ``stop()``); its exceptions are raised by ``consume()``.
     :param rdkafka_config: librdkafka properties for the consumers of the held partitions
     :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see ``stats()``
     :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
@@ -162,8 +173,8 @@ class BalancedConsumer:
                  zookeeper_hosts="127.0.0.1:2181", zookeeper=None, auto_start=True,
                  reset_offset_on_start=False, post_rebalance_callback=None, use_rdkafka=False,
                  compacted_topic=False, membership_protocol=RangeProtocol, deserializer=None,
-                 reset_offset_on_fetch=True, rdkafka_config=None, statistics_interval_ms=None,
-                 stats_callback=None):
+                 reset_offset_on_fetch=True, isolation_level="read_committed", pre_revoke_callback=None,
+                 rdkafka_config=None, statistics_interval_ms=None, stats_callback=None):
         self._consumer_group = _group_name(consumer_group)
         self._topic = topic
         self._cluster = cluster
@@ -188,6 +199,9 @@ class BalancedConsumer:
                             "(a GroupMembershipProtocol), not %r" % (membership_protocol,))
         if post_rebalance_callback is not None and not callable(post_rebalance_callback):
             raise TypeError("post_rebalance_callback must be callable")
+        if pre_revoke_callback is not None and not callable(pre_revoke_callback):
+            raise TypeError("pre_revoke_callback must be callable (consumer, partition_ids) -> offsets")
+        self._pre_revoke_callback = pre_revoke_callback
         self._membership_protocol = membership_protocol
         self._post_rebalance_callback = post_rebalance_callback
         self._reset_offset_on_start = reset_offset_on_start
@@ -197,8 +211,8 @@ class BalancedConsumer:
             fetch_wait_max_ms=fetch_wait_max_ms, offsets_channel_backoff_ms=offsets_channel_backoff_ms,
             offsets_commit_max_retries=offsets_commit_max_retries, auto_offset_reset=auto_offset_reset,
             deserializer=deserializer, reset_offset_on_fetch=reset_offset_on_fetch,
-            rdkafka_config=rdkafka_config, statistics_interval_ms=statistics_interval_ms,
-            stats_callback=stats_callback)
+            isolation_level=isolation_level, rdkafka_config=rdkafka_config,
+            statistics_interval_ms=statistics_interval_ms, stats_callback=stats_callback)
         check_auto_offset_reset(auto_offset_reset)
 
         self._consumer_id = ("%s:%s" % (socket.gethostname(), uuid.uuid4())).encode()
@@ -435,6 +449,14 @@ class BalancedConsumer:
             self._consumer.commit_offsets(partition_offsets=partition_offsets)
             self._last_commit = time.monotonic()
 
+    def group_metadata(self):
+        """The group's metadata for a transactional producer's
+        ``send_offsets_to_transaction(offsets, group_metadata)``
+        (``rd_kafka_consumer_group_metadata_new``: the group alone; ZooKeeper, not the
+        broker, knows the members)."""
+        self._check_running()
+        return GroupMetadata.for_group(self._consumer_group)
+
     def reset_offsets(self, partition_offsets=None):
         """Move held partitions as :meth:`SimpleConsumer.reset_offsets` does, and commit
         the new positions."""
@@ -485,9 +507,13 @@ class BalancedConsumer:
         if consumer is None:
             return
         try:
+            offsets = self._revoke_offsets(consumer)
             if commit:
                 try:
-                    self._commit_done()
+                    if offsets is None:
+                        self._commit_done()
+                    elif offsets:
+                        consumer.commit_offsets(partition_offsets=offsets)
                 except KafkaException as exc:
                     log.warning("%s: could not commit before giving partitions up: %s",
                                 self._consumer_id, exc)
@@ -496,6 +522,18 @@ class BalancedConsumer:
             self._generation += 1
             self._held_back = None
             consumer.stop()
+
+    def _revoke_offsets(self, consumer):
+        """What ``pre_revoke_callback`` chooses to commit for the partitions of ``consumer``
+        (None: no callback, or it chose what the program is done with)."""
+        if self._pre_revoke_callback is None:
+            return None
+        try:
+            return self._pre_revoke_callback(self, sorted(consumer.partitions))
+        except Exception as exc:
+            log.exception("pre_revoke_callback raised")
+            self._calls.crash(exc)
+            return []
 
     def _install_consumer(self):
         """Read exactly the partitions owned in ZooKeeper, replacing the consumer if the

@@ -20,12 +20,14 @@ from pyrdk.exceptions import CallState, ConsumerStoppedException, KafkaException
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd.handle import librdkafka_runtime_version
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END
+from pyrdk.rd.transaction import GroupMetadata
 
 log = logging.getLogger(__name__)
 
 BATCH = 1000
 SLICE_MS = 100
 MAX_BATCH = 1000000  # the most messages one consume_batch() call may ask for
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
 
 def check_running(running):
@@ -39,6 +41,14 @@ def check_auto_offset_reset(value):
     if isinstance(value, bool) or value not in (OffsetType.EARLIEST, OffsetType.LATEST):
         raise ValueError("auto_offset_reset must be OffsetType.EARLIEST (-2) or LATEST (-1), not %r" % (value,))
     return OffsetType(value)
+
+
+def check_isolation_level(value):
+    """``value`` if it is one of librdkafka's ``isolation.level`` values, else ValueError."""
+    if value not in ISOLATION_LEVELS:
+        raise ValueError("isolation_level must be 'read_committed' (the default: messages of aborted or "
+                         "open transactions are skipped) or 'read_uncommitted', not %r" % (value,))
+    return value
 
 
 def auto_commit_due(enabled, last_commit, interval_ms):
@@ -306,6 +316,15 @@ class Consumer:
                     raise
                 log.warning("commit failed (%s), retrying in %d ms", exc, self._commit_backoff_ms)
                 time.sleep(self._commit_backoff_ms / 1000.0)
+
+    def group_metadata(self):
+        """The consumer's group metadata (``rd_kafka_consumer_group_metadata``), for a
+        transactional producer's ``send_offsets_to_transaction(offsets, group_metadata)``;
+        a group member's carries its generation, so that the offsets of a member the group
+        has left behind are refused."""
+        self._check_running()
+        self._require_group("group_metadata")
+        return GroupMetadata.of_consumer(self._handle, self._consumer_group.decode())
 
     def fetch_offsets(self):
         """The group's committed offsets (``rd_kafka_committed``) as pykafka's

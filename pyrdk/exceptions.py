@@ -1,6 +1,7 @@
 """pykafka 2.8's exception hierarchy, with a registry from librdkafka error codes.
 
-Every class carries ``code``, ``name``, ``retriable`` and ``fatal``. Kafka protocol
+Every class carries ``code``, ``name``, ``retriable``, ``fatal`` and ``txn_requires_abort``
+(librdkafka's flags of the error: a transactional producer must abort the transaction). Kafka protocol
 codes (the broker's numbers, ``-1`` and up) map to :class:`ProtocolClientError`
 subclasses, librdkafka's local codes (``-200`` .. ``-100``) to the pykafka class of the
 same meaning, or to :class:`RdKafkaException`. :func:`for_code` never fails: an unknown
@@ -19,6 +20,7 @@ class KafkaException(Exception):
     name = None
     retriable = False
     fatal = False
+    txn_requires_abort = False
 
     def __init_subclass__(cls, codes=(), **kwargs):
         super().__init_subclass__(**kwargs)
@@ -27,7 +29,7 @@ class KafkaException(Exception):
         if codes:
             cls.code = codes[0]
 
-    def __init__(self, *args, code=None, name=None, retriable=None, fatal=None):
+    def __init__(self, *args, code=None, name=None, retriable=None, fatal=None, txn_requires_abort=None):
         super().__init__(*args)
         if code is not None:
             self.code = code
@@ -37,6 +39,8 @@ class KafkaException(Exception):
             self.retriable = retriable
         if fatal is not None:
             self.fatal = fatal
+        if txn_requires_abort is not None:
+            self.txn_requires_abort = txn_requires_abort
 
 
 def for_code(code):
@@ -259,6 +263,45 @@ class NonEmptyGroupError(ProtocolClientError, codes=(68,)):
 
 class GroupIdNotFoundError(ProtocolClientError, codes=(69,)):
     """No group of that id exists (kafka-python's name)."""
+# -- transactions ------------------------------------------------------------------------------
+
+class TransactionError(KafkaException):
+    """A transactional producer's call failed. Its flags say what to do: ``retriable``
+    (call it again), ``txn_requires_abort`` (abort the transaction, then begin a new one),
+    ``fatal`` (the producer can do nothing more: stop it)."""
+
+
+class TransactionStateError(TransactionError, codes=(-172,)):
+    """The call is not valid in the producer's transactional state (``_STATE``): for
+    instance ``produce()`` outside a transaction, or ``begin_transaction()`` twice."""
+
+
+class ProducerFenced(ProtocolClientError, TransactionError, codes=(90, -144)):
+    """Another producer with the same ``transactional_id`` started (``_FENCED``,
+    ``PRODUCER_FENCED``): this one is a zombie and can do nothing more (fatal)."""
+    fatal = True
+
+
+class InvalidProducerEpoch(ProtocolClientError, TransactionError, codes=(47,)):
+    """The producer's epoch is older than the coordinator's (``INVALID_PRODUCER_EPOCH``)."""
+
+
+class InvalidTxnState(ProtocolClientError, TransactionError, codes=(48,)):
+    """The coordinator refused a request in the transaction's state (``INVALID_TXN_STATE``)."""
+
+
+class ConcurrentTransactions(ProtocolClientError, TransactionError, codes=(51,)):
+    """The coordinator is still completing the previous transaction of this
+    ``transactional_id`` (``CONCURRENT_TRANSACTIONS``)."""
+    retriable = True
+
+
+class TransactionCoordinatorFenced(ProtocolClientError, TransactionError, codes=(52,)):
+    """A newer transaction coordinator took over (``TRANSACTION_COORDINATOR_FENCED``)."""
+
+
+class TransactionalIdAuthorizationFailed(ProtocolClientError, TransactionError, codes=(53,)):
+    """Not authorized to use the ``transactional_id`` (``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``)."""
 
 
 ERROR_CODES = {code: cls for code, cls in _BY_CODE.items() if code >= -1}

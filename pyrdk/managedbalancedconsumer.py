@@ -22,7 +22,7 @@ back; otherwise their next owner starts from the last commit that succeeded (at 
 import logging
 
 from pyrdk.common import OffsetType
-from pyrdk.consumer import Consumer, logical
+from pyrdk.consumer import Consumer, check_isolation_level, logical
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
                               MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
@@ -85,6 +85,15 @@ class ManagedBalancedConsumer(Consumer):
         ``on_partitions_assigned(partitions)`` (called once they are assigned), as in
         kafka-python; ``partitions`` is a list of :class:`Partition`. Called in the
         thread that calls ``consume()``; their exceptions are raised there.
+    :param isolation_level: ``isolation.level``: ``"read_committed"`` (the default, as
+        librdkafka's) or ``"read_uncommitted"``
+    :param pre_revoke_callback: ``f(consumer, partition_ids) -> [(partition_id, offset)]``
+        or None, called before a rebalance revokes partitions (and at ``stop()`` with
+        auto-commit), in place of committing their held offsets: the member commits the
+        pairs it returns (each offset the next one to read; ``[]`` commits nothing), or, for
+        None, the held offsets as usual. For programs that finish messages out of order,
+        such as :class:`pyrdk.spout.KafkaSpout`. Called in the thread that calls
+        ``consume()``; its exceptions are raised there (nothing is committed then).
     :param rdkafka_config: any librdkafka properties, applied last
     :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see ``stats()``
     :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
@@ -109,7 +118,8 @@ class ManagedBalancedConsumer(Consumer):
                  compacted_topic=True, heartbeat_interval_ms=3000, membership_protocol=RangeProtocol,
                  deserializer=None, reset_offset_on_fetch=True, session_timeout_ms=30000,
                  max_poll_interval_ms=300000, group_instance_id=None, listener=None,
-                 rdkafka_config=None, statistics_interval_ms=None, stats_callback=None, **kwargs):
+                 isolation_level="read_committed", pre_revoke_callback=None, rdkafka_config=None,
+                 statistics_interval_ms=None, stats_callback=None, **kwargs):
         zookeeper = sorted(k for k in kwargs if k in ZOOKEEPER_ONLY)
         if zookeeper:
             raise ValueError("%s: ZooKeeper options do not apply to the managed consumer "
@@ -126,6 +136,8 @@ class ManagedBalancedConsumer(Consumer):
                                          and callable(getattr(listener, "on_partitions_assigned", None))):
             raise TypeError("listener must have on_partitions_revoked(partitions) and "
                             "on_partitions_assigned(partitions) methods")
+        if pre_revoke_callback is not None and not callable(pre_revoke_callback):
+            raise TypeError("pre_revoke_callback must be callable (consumer, partition_ids) -> offsets")
         if group_instance_id is not None and (not isinstance(group_instance_id, str) or not group_instance_id):
             raise TypeError("group_instance_id must be a non-empty str, not %r" % (group_instance_id,))
         config = {
@@ -133,6 +145,7 @@ class ManagedBalancedConsumer(Consumer):
             "heartbeat.interval.ms": heartbeat_interval_ms,
             "session.timeout.ms": session_timeout_ms,
             "max.poll.interval.ms": max_poll_interval_ms,
+            "isolation.level": check_isolation_level(isolation_level),
         }
         if group_instance_id is not None:
             config["group.instance.id"] = group_instance_id
@@ -146,6 +159,7 @@ class ManagedBalancedConsumer(Consumer):
             consumer_timeout_ms, reset_offset_on_start, deserializer, reset_offset_on_fetch,
             consumer_group.decode(), config, statistics_interval_ms, stats_callback)
         self._post_rebalance_callback = post_rebalance_callback
+        self._pre_revoke_callback = pre_revoke_callback
         self._listener = listener
         self._started = set()  # partitions assigned since start(): reset_offset_on_start is done
         self._refused = {}  # partition id -> next offset whose commit the group refused
@@ -346,10 +360,10 @@ class ManagedBalancedConsumer(Consumer):
             self._keep_refused(partition_offsets, exc)
 
     def _commit_held(self, pids, why):
-        """Commit the held offsets of ``pids`` before they go; never raises for a broker
-        or group error (the next owner then starts from the last commit)."""
-        held = self._core.next_offsets()
-        offsets = [(pid, held[pid]) for pid in pids if held.get(pid) is not None]
+        """Commit the held offsets of ``pids`` (or what ``pre_revoke_callback`` chooses)
+        before they go; never raises for a broker or group error (the next owner then starts
+        from the last commit)."""
+        offsets = self._offsets_to_commit(pids)
         if not offsets:
             return
         try:
@@ -359,6 +373,20 @@ class ManagedBalancedConsumer(Consumer):
         except KafkaException as exc:
             log.warning("commit before %s failed (%s); the next owner starts from the last "
                             "committed offsets", why, exc)
+
+    def _offsets_to_commit(self, pids):
+        """``[(pid, next offset)]`` to commit before ``pids`` go: the callback's choice, or
+        the held offsets."""
+        if self._pre_revoke_callback is not None:
+            try:
+                chosen = self._pre_revoke_callback(self, list(pids))
+            except BaseException as exc:
+                self._calls.crash(exc)
+                return []
+            if chosen is not None:
+                return [(getattr(p, "id", p), offset) for p, offset in chosen]
+        held = self._core.next_offsets()
+        return [(pid, held[pid]) for pid in pids if held.get(pid) is not None]
 
     def _keep_refused(self, partition_offsets, exc):
         if partition_offsets is None:

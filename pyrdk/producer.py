@@ -13,22 +13,31 @@ thread serves them (``produce()``'s general path, ``flush()``, ``get_delivery_re
 poller thread); a failed delivery reaches the user through ``get_delivery_report()`` when
 ``delivery_reports=True``, from ``produce()`` itself when ``sync=True``, and otherwise as
 ``ProduceFailureError`` on the next ``produce()``, ``flush()`` or ``stop()``.
+
+With a ``transactional_id`` the producer is transactional (librdkafka's transactional API,
+:mod:`pyrdk.rd.transaction`): every ``produce()`` takes the general path, so each message is
+in librdkafka's hands -- and so in the open transaction -- when ``produce()`` returns, and
+nothing the core could still hold slips into the next transaction.
 """
 import atexit
+import contextlib
 import datetime
 import logging
 import queue
 import threading
+import time
 import weakref
 
 from pyrdk.common import CompressionType, check_int
 from pyrdk.core import Message, producer_core
 from pyrdk.exceptions import (CallState, KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
-                              ProduceFailureError, ProducerQueueFullError, ProducerStoppedException)
-from pyrdk.partition import to_timestamp_ms
+                              ProduceFailureError, ProducerQueueFullError, ProducerStoppedException,
+                              TransactionStateError)
+from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.partitioners import random_partitioner
+from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import Callbacks
-from pyrdk.rd.errors import QUEUE_FULL
+from pyrdk.rd.errors import PURGE_INFLIGHT, PURGE_QUEUE, QUEUE_FULL
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
 
@@ -78,6 +87,14 @@ class Producer:
     :param serializer: ``(value, partition_key) -> (bytes, bytes)``
     :param enable_idempotence: ``enable.idempotence``; it requires acks from all replicas,
         so with it the default ``required_acks=1`` becomes -1
+    :param transactional_id: ``transactional.id``: makes the producer transactional (and
+        idempotent, so ``required_acks`` becomes -1 too). Produce inside
+        ``with producer.transaction():`` or between :meth:`begin_transaction` and
+        :meth:`commit_transaction`; :meth:`init_transactions` is called by the first of them
+        if the program did not call it. A second producer with the same id fences this one
+        (``ProducerFenced``).
+    :param transaction_timeout_ms: ``transaction.timeout.ms``: the coordinator aborts a
+        transaction open this long; also the default bound of the transactional calls
     :param rdkafka_config: any librdkafka properties, applied last
     :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see :meth:`stats`
     :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
@@ -97,7 +114,8 @@ class Producer:
                  max_queued_messages=100000, min_queued_messages=70000, linger_ms=5 * 1000,
                  queue_empty_timeout_ms=0, block_on_queue_full=True, max_request_size=1000012,
                  sync=False, delivery_reports=False, pending_timeout_ms=5 * 1000, auto_start=True,
-                 serializer=None, enable_idempotence=False, rdkafka_config=None, use_rdkafka=None,
+                 serializer=None, enable_idempotence=False, transactional_id=None,
+                 transaction_timeout_ms=60 * 1000, rdkafka_config=None, use_rdkafka=None,
                  statistics_interval_ms=None, stats_callback=None):
         self._cluster = cluster
         self._topic = topic
@@ -114,6 +132,13 @@ class Producer:
         self._sync = sync
         self._delivery_reports = delivery_reports and not sync
         self._pending_timeout_ms = check_int("pending_timeout_ms", pending_timeout_ms, -1)
+        if transactional_id is not None and (not isinstance(transactional_id, str) or not transactional_id):
+            raise TypeError("transactional_id must be a non-empty str, not %r" % (transactional_id,))
+        self._transaction_timeout_ms = check_int("transaction_timeout_ms", transaction_timeout_ms, 1)
+        self._txn_ready = False  # init_transactions() done
+        self._in_transaction = False
+        self._txn_fatal = None  # the fatal error a transactional call raised
+        self._aborting = False  # purged messages of an aborted transaction are not failures to tell
         self._config = dict(cluster.rdkafka_config)
         self._config.update({
             "compression.codec": self._compression.codec,
@@ -125,19 +150,24 @@ class Producer:
             "batch.num.messages": min_queued_messages,
             "linger.ms": linger_ms,
             "message.max.bytes": max(max_request_size, 1000),
-            "enable.idempotence": enable_idempotence,
+            "enable.idempotence": enable_idempotence or transactional_id is not None,
         })
+        if transactional_id is not None:
+            self._config.update({"transactional.id": transactional_id,
+                                 "transaction.timeout.ms": transaction_timeout_ms})
         self._stats_callback = cluster.statistics(self._config, statistics_interval_ms, stats_callback)
         self._config.update(rdkafka_config or {})
-        if _idempotent(self._config) and required_acks == 1 and \
+        self._transactional_id = self._config.get("transactional.id") or None  # also from rdkafka_config
+        if (_idempotent(self._config) or self._transactional_id is not None) and required_acks == 1 and \
                 not {"acks", "request.required.acks"} & set(rdkafka_config or {}):
             # Idempotence needs acks=all, and librdkafka refuses an explicit acks=1 with it:
             # pykafka's default required_acks=1 becomes -1 (the stronger guarantee).
             self._config["request.required.acks"] = -1
         self._partition_list = sorted(topic.partitions.values())
         # Calls the fast path never takes: each message is waited on, reported, serialized
-        # or refused at once.
-        self._general_only = sync or self._delivery_reports or serializer is not None or not block_on_queue_full
+        # or refused at once, or must be in librdkafka's hands inside its transaction.
+        self._general_only = sync or self._delivery_reports or serializer is not None or \
+            not block_on_queue_full or self._transactional_id is not None
         self._handle = None
         self._core = None
         self._running = False
@@ -205,6 +235,8 @@ class Producer:
         handle, core = self._handle, self._core
         core.close()  # produce() now raises ProducerStoppedException
         try:
+            if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
+                self._abort_at_stop()
             timeout_ms = self._pending_timeout_ms
             waited = self._hand_off(timeout_ms, stopping=True)
             if not handle.flush(timeout_ms if timeout_ms < 0 else max(0, timeout_ms - waited)):
@@ -221,6 +253,11 @@ class Producer:
             # never handed over: report them.
             for msg in core.take_all():
                 self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
+        if self._txn_fatal is not None:
+            # The program was told (a transactional call raised it); its transaction is aborted.
+            for _, exc in self._calls.take():
+                log.warning("after the fatal error %s: %s", self._txn_fatal, exc)
+            return
         self._raise_failures()
 
     def __enter__(self):
@@ -262,6 +299,10 @@ class Producer:
         the fast path asked for it already."""
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
+        if self._transactional_id is not None and not self._in_transaction:
+            raise TransactionStateError("produce() outside a transaction: the producer is transactional "
+                                        "(transactional_id=%r); call begin_transaction() first, or produce "
+                                        "inside 'with producer.transaction():'" % self._transactional_id)
         self._check()
         if self._serializer is not None:
             message, partition_key = self._serializer(message, partition_key)
@@ -482,6 +523,9 @@ class Producer:
                 self._core.divert = True
 
     def _report(self, msg, exc):
+        if self._aborting and not self._delivery_reports and exc is not None and exc.code in (PURGE_QUEUE,
+                                                                                               PURGE_INFLIGHT):
+            return  # purged by abort_transaction(): the program knows they were not written
         if self._delivery_reports:
             msg.delivery_report_q.put((msg, exc))
         elif exc is not None:
@@ -536,6 +580,172 @@ class Producer:
         before the first or without ``statistics_interval_ms``."""
         return self._handle.stats if self._handle is not None else None
 
+    # -- transactions --------------------------------------------------------------------------
+
+    def _transactional(self, what):
+        """The handle of a running transactional producer, else the error saying why not."""
+        if self._transactional_id is None:
+            raise TransactionStateError("%s needs a transactional producer: get_producer(transactional_id=...)"
+                                        % what)
+        if not self._running:
+            raise ProducerStoppedException("the producer is stopped")
+        return self._handle
+
+    def _txn(self, call, *args):
+        """A call of :mod:`pyrdk.rd.transaction`; a fatal error is remembered: raised here,
+        it is not raised again by ``stop()``."""
+        try:
+            call(*args)
+        except KafkaException as exc:
+            if exc.fatal:
+                self._txn_fatal = exc
+            raise
+
+    def _timeout_ms(self, timeout):
+        return self._transaction_timeout_ms if timeout is None else int(timeout * 1000)
+
+    def init_transactions(self, timeout=None):
+        """Register the ``transactional_id`` with its coordinator
+        (``rd_kafka_init_transactions``), fencing an older producer of the same id and
+        completing (aborting) the transaction it left open. Called by the first
+        :meth:`begin_transaction` if the program does not call it.
+
+        :param timeout: seconds (default: ``transaction_timeout_ms``)
+        """
+        handle = self._transactional("init_transactions()")
+        if not self._txn_ready:
+            self._txn(transaction.init_transactions, handle, self._timeout_ms(timeout))
+            self._txn_ready = True
+
+    def begin_transaction(self):
+        """Begin a transaction (``rd_kafka_begin_transaction``): what is produced from now on
+        is written by :meth:`commit_transaction`, or not at all."""
+        handle = self._transactional("begin_transaction()")
+        self.init_transactions()
+        self._txn(transaction.begin_transaction, handle)
+        self._in_transaction = True
+
+    def send_offsets_to_transaction(self, consumer_or_offsets, group_metadata=None, timeout=None):
+        """Commit consumer offsets as part of the transaction
+        (``rd_kafka_send_offsets_to_transaction``): they count only if it commits.
+
+        :param consumer_or_offsets: a consumer (its ``held_offsets`` + 1, the next offsets
+            to read, for its group: what ``commit_offsets()`` would commit), or
+            ``(partition, offset)`` pairs of ``Partition`` objects (or ``(topic,
+            partition_id, offset)`` triples), the offset being the next one to read
+        :param group_metadata: with offsets: the consumer's ``group_metadata()``
+        :param timeout: seconds (default: ``transaction_timeout_ms``)
+        """
+        handle = self._transactional("send_offsets_to_transaction()")
+        if group_metadata is None:
+            consumer = consumer_or_offsets
+            if not callable(getattr(consumer, "group_metadata", None)):
+                raise TypeError("send_offsets_to_transaction takes a consumer, or offsets and the "
+                                "consumer's group_metadata()")
+            topic = consumer.topic.name.decode()
+            offsets = [(topic, pid, held + 1) for pid, held in sorted((consumer.held_offsets or {}).items())
+                       if held >= 0]
+            group_metadata = consumer.group_metadata()
+        else:
+            offsets = [_topic_offset(item) for item in consumer_or_offsets]
+        if not isinstance(group_metadata, transaction.GroupMetadata):
+            raise TypeError("group_metadata must be what a consumer's group_metadata() returns, not %r"
+                            % (group_metadata,))
+        if offsets:
+            self._txn(transaction.send_offsets, handle, offsets, group_metadata, self._timeout_ms(timeout))
+
+    def commit_transaction(self, timeout=None):
+        """Commit the transaction (``rd_kafka_commit_transaction``): deliver what it
+        produced, then make it and its offsets visible together.
+
+        A ``KafkaException`` with ``retriable`` may be retried; one with
+        ``txn_requires_abort`` needs :meth:`abort_transaction`; a ``fatal`` one leaves the
+        producer unusable.
+
+        :param timeout: seconds (default: ``transaction_timeout_ms``)
+        """
+        handle = self._transactional("commit_transaction()")
+        self._hand_off()  # nothing is queued in the core of a transactional producer; never leave any
+        self._txn(transaction.commit_transaction, handle, self._timeout_ms(timeout))
+        self._in_transaction = False
+        self._handle.dispatch_reports()
+        self._raise_failures()
+
+    def abort_transaction(self, timeout=None):
+        """Abort the transaction (``rd_kafka_abort_transaction``): what it produced is
+        purged or marked aborted, and its offsets are not committed. The purged messages are
+        not reported as failed deliveries (with ``delivery_reports=True`` they are, with
+        ``_PURGE_QUEUE`` / ``_PURGE_INFLIGHT``).
+
+        :param timeout: seconds (default: ``transaction_timeout_ms``)
+        """
+        self._abort(self._transactional("abort_transaction()"), self._timeout_ms(timeout))
+
+    def _abort(self, handle, timeout_ms):
+        self._aborting = True
+        try:
+            self._hand_off(stopping=not self._running)
+            self._txn(transaction.abort_transaction, handle, timeout_ms)
+            self._in_transaction = False
+            handle.dispatch_reports()  # waits for a dispatch in another thread, too
+            # Failed deliveries of the aborted transaction: moot now it is aborted.
+            for msg, exc in self._calls.take():
+                if msg is None:
+                    self._calls.crash(exc)
+        finally:
+            self._aborting = False
+
+    @contextlib.contextmanager
+    def transaction(self, timeout=None):
+        """``with producer.transaction():`` begins a transaction, commits it when the block
+        ends, and aborts it when the block raises (the exception then goes on). A commit
+        that fails with ``txn_requires_abort`` is aborted and raised; a ``retriable`` one is
+        retried within ``timeout``.
+
+        :param timeout: seconds for the commit or abort (default: ``transaction_timeout_ms``)
+        """
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            if self._in_transaction:
+                self._abort_quietly(timeout)
+            raise
+        self._commit_or_abort(timeout)
+
+    def _commit_or_abort(self, timeout):
+        """Commit; retry what librdkafka says may be retried (within ``timeout``); abort and
+        raise what needs it."""
+        deadline = time.monotonic() + self._timeout_ms(timeout) / 1000.0
+        while True:
+            try:
+                self.commit_transaction(max(0.0, deadline - time.monotonic()))
+                return
+            except KafkaException as exc:
+                if exc.retriable and not exc.txn_requires_abort and not exc.fatal \
+                        and time.monotonic() < deadline:
+                    log.warning("commit_transaction: %s; retrying", exc)
+                    continue
+                if exc.txn_requires_abort:
+                    self._abort_quietly(timeout)
+                raise
+
+    def _abort_quietly(self, timeout):
+        """Abort after an error, logging (not raising) a failure of the abort itself, so the
+        first error is the one raised."""
+        try:
+            self.abort_transaction(timeout)
+        except KafkaException as exc:
+            log.error("abort_transaction after an error failed: %s", exc)
+
+    def _abort_at_stop(self):
+        try:
+            self._abort(self._handle, self._pending_timeout_ms)
+        except KafkaException as exc:
+            log.warning("the open transaction could not be aborted at stop() (%s); the coordinator "
+                        "aborts it after transaction_timeout_ms", exc)
+            self._in_transaction = False
+
     def __len__(self):
         """Messages produced and not yet delivered or reported."""
         core = self._core
@@ -564,6 +774,25 @@ def _produce_failure(failed):
     exc.__cause__ = first
     exc.__suppress_context__ = True
     return exc
+
+
+def _topic_offset(item):
+    """``(topic, partition_id, offset)`` from ``(Partition, offset)`` or the triple itself."""
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Partition):
+        return item[0].topic.name.decode(), item[0].id, _check_next_offset(item[1])
+    if isinstance(item, tuple) and len(item) == 3 and isinstance(item[0], (str, bytes)):
+        topic = item[0].decode() if isinstance(item[0], bytes) else item[0]
+        if isinstance(item[1], bool) or not isinstance(item[1], int):
+            raise TypeError("partition ids are ints, not %r" % (item[1],))
+        return topic, item[1], _check_next_offset(item[2])
+    raise TypeError("offsets are (Partition, offset) pairs or (topic, partition_id, offset) triples, "
+                    "not %r" % (item,))
+
+
+def _check_next_offset(offset):
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError("invalid offset %r: use an int >= 0 (the next offset to read)" % (offset,))
+    return offset
 
 
 def _idempotent(config):

@@ -8,7 +8,7 @@ and keeps pykafka's offsets).
 import uuid
 
 from pyrdk.common import OffsetType
-from pyrdk.consumer import Consumer, logical
+from pyrdk.consumer import Consumer, check_isolation_level, logical
 from pyrdk.exceptions import ConsumerStoppedException
 from pyrdk.partition import Partition
 from pyrdk.rd.callbacks import Callbacks
@@ -39,6 +39,9 @@ class SimpleConsumer(Consumer):
     :param deserializer: ``(value, partition_key) -> (value, partition_key)``
     :param reset_offset_on_fetch: False makes an out-of-range fetch raise
         ``OffsetOutOfRangeError`` instead of resetting (``auto.offset.reset=error``)
+    :param isolation_level: ``isolation.level``: ``"read_committed"`` (the default, as
+        librdkafka's: messages of open or aborted transactions are not returned) or
+        ``"read_uncommitted"``
     :param rdkafka_config: any librdkafka properties, applied last
     :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see :meth:`stats`
     :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
@@ -55,7 +58,8 @@ class SimpleConsumer(Consumer):
                  auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=-1, auto_start=True,
                  reset_offset_on_start=False, compacted_topic=False, generation_id=-1,
                  consumer_id=b"", deserializer=None, reset_offset_on_fetch=True,
-                 rdkafka_config=None, use_rdkafka=None, statistics_interval_ms=None, stats_callback=None):
+                 isolation_level="read_committed", rdkafka_config=None, use_rdkafka=None,
+                 statistics_interval_ms=None, stats_callback=None):
         if consumer_group is not None and not isinstance(consumer_group, (bytes, str)):
             raise TypeError("consumer_group must be bytes or str, not %s" % type(consumer_group).__name__)
         if isinstance(consumer_group, str):
@@ -63,6 +67,7 @@ class SimpleConsumer(Consumer):
         # Without a consumer group librdkafka still needs a group.id to assign; pyrdk never
         # commits under this one.
         group_id = (consumer_group or ("pyrdk-simple-%s" % uuid.uuid4().hex).encode()).decode()
+        rdkafka_config = dict({"isolation.level": check_isolation_level(isolation_level)}, **(rdkafka_config or {}))
         super().__init__(
             topic, cluster, consumer_group, fetch_message_max_bytes, auto_commit_enable,
             auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,

@@ -70,6 +70,15 @@ def make_topic(client, name, partitions=4):
     return client.topics[name]
 
 
+def group_offsets(topic, group):
+    """``{partition: committed offset}`` of consumer group ``group`` (bytes) on ``topic`` (-1: none)."""
+    consumer = topic.get_simple_consumer(group)
+    try:
+        return {pid: r.offset for pid, r in consumer.fetch_offsets()}
+    finally:
+        consumer.stop()
+
+
 @pytest.fixture
 def topic(client, topic_name):
     """A fresh topic with 4 partitions on the session broker."""

@@ -46,6 +46,13 @@ EXPECTED_NAMES = {
     "TopicAlreadyExists": {"TOPIC_ALREADY_EXISTS"},
     "NonEmptyGroupError": {"NON_EMPTY_GROUP"},
     "GroupIdNotFoundError": {"GROUP_ID_NOT_FOUND"},
+    "TransactionStateError": {"_STATE"},
+    "ProducerFenced": {"_FENCED", "PRODUCER_FENCED"},
+    "InvalidProducerEpoch": {"INVALID_PRODUCER_EPOCH"},
+    "InvalidTxnState": {"INVALID_TXN_STATE"},
+    "ConcurrentTransactions": {"CONCURRENT_TRANSACTIONS"},
+    "TransactionCoordinatorFenced": {"TRANSACTION_COORDINATOR_FENCED"},
+    "TransactionalIdAuthorizationFailed": {"TRANSACTIONAL_ID_AUTHORIZATION_FAILED"},
 }
 
 

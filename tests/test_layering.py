@@ -13,9 +13,10 @@ imported).
 |       | ``testing/``, ``__main__``, pykafka's            |                                         |
 |       | ``connection``, ``protocol``, ``utils/``         |                                         |
 
-Level 3 also holds ``consumer`` (what the consumers share), ``handlers`` (pykafka's name;
-``Cluster.handler`` is one), ``lag``, and ``zookeeper`` (what Kafka and pykafka wrote in
-ZooKeeper: registered brokers, group members, owners and offsets).
+Level 3 also holds ``consumer`` (what the consumers share), ``exactlyonce`` (consume-process-
+produce in transactions), ``handlers`` (pykafka's name; ``Cluster.handler`` is one), ``lag``,
+and ``zookeeper`` (what Kafka and pykafka wrote in ZooKeeper: registered brokers, group members,
+owners and offsets).
 
 Plus: the identifiers ``ffi`` and ``lib`` appear only in ``_ffi.py`` and ``rd/``; ``kazoo`` is
 imported only by ``balancedconsumer.py`` and ``zookeeper.py``;
@@ -37,7 +38,7 @@ PURE = {"pyrdk.exceptions", "pyrdk.common"}
 LEVEL3 = {"pyrdk." + name for name in (
     "client", "cluster", "broker", "topic", "partition", "producer", "consumer", "simpleconsumer",
     "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners",
-    "handlers", "lag", "zookeeper")}
+    "exactlyonce", "handlers", "lag", "zookeeper")}
 LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.metrics", "pyrdk.testing", "pyrdk.__main__",
           "pyrdk.connection", "pyrdk.protocol", "pyrdk.utils")
 KAZOO_USERS = {"pyrdk.balancedconsumer", "pyrdk.zookeeper"}

@@ -41,7 +41,7 @@ def err2name(err):
     return string(lib.rd_kafka_err2name(err), "")
 
 
-def exception(err, context=None, reason=None, retriable=None, fatal=None):
+def exception(err, context=None, reason=None, retriable=None, fatal=None, txn_requires_abort=False):
     """The pyrdk exception for code ``err``, its message prefixed by ``context``."""
     message = reason or err2str(err)
     if context:
@@ -50,7 +50,7 @@ def exception(err, context=None, reason=None, retriable=None, fatal=None):
     if retriable is None:
         retriable = cls.retriable or err in _RETRIABLE
     return cls(message, code=err, name=err2name(err), retriable=retriable,
-               fatal=bool(fatal) or cls.fatal)
+               fatal=bool(fatal) or cls.fatal, txn_requires_abort=txn_requires_abort)
 
 
 def check(err, context=None):
@@ -60,14 +60,16 @@ def check(err, context=None):
 
 
 def raise_for_error(error, context=None, destroy=True):
-    """Raise the exception an ``rd_kafka_error_t *`` describes, and free it (no-op for NULL)."""
+    """Raise the exception an ``rd_kafka_error_t *`` describes, with its flags
+    (``retriable``, ``fatal``, ``txn_requires_abort``), and free it (no-op for NULL)."""
     if error == ffi.NULL:
         return
     try:
         exc = exception(lib.rd_kafka_error_code(error), context,
                         reason=string(lib.rd_kafka_error_string(error)),
                         retriable=bool(lib.rd_kafka_error_is_retriable(error)),
-                        fatal=bool(lib.rd_kafka_error_is_fatal(error)))
+                        fatal=bool(lib.rd_kafka_error_is_fatal(error)),
+                        txn_requires_abort=bool(lib.rd_kafka_error_txn_requires_abort(error)))
     finally:
         if destroy:
             lib.rd_kafka_error_destroy(error)

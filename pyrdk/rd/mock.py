@@ -26,6 +26,10 @@ class ApiKey(enum.IntEnum):
     SyncGroup = 14
     ApiVersions = 18
     InitProducerId = 22
+    AddPartitionsToTxn = 24
+    AddOffsetsToTxn = 25
+    EndTxn = 26
+    TxnOffsetCommit = 28
 
 
 class MockCluster:

@@ -1,0 +1,169 @@
+"""Exactly-once consume-process-produce: a group consumer's offsets committed inside the
+transaction of a transactional producer, so that outputs and the input they came from are
+committed together, or not at all.
+
+:class:`Processor` wires a :class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer`
+to a transactional :class:`pyrdk.producer.Producer`::
+
+    processor = Processor(client.topics["in"], client.topics["out"], b"service", "service-1")
+    processor.run(lambda message: [message.value.upper()])   # until processor.stop()
+
+:func:`commit_in_transaction` is the transaction itself, which
+:class:`pyrdk.spout.KafkaSpout` uses too when it writes outputs exactly once.
+"""
+import logging
+import threading
+import time
+
+from pyrdk.common import check_int
+from pyrdk.exceptions import KafkaException
+
+log = logging.getLogger(__name__)
+
+
+def produce_output(producer, output):
+    """Produce one output: a value (bytes) or a ``(value, partition_key)`` pair."""
+    if isinstance(output, tuple):
+        if len(output) != 2:
+            raise TypeError("an output is a value or a (value, partition_key) pair, not a tuple of %d"
+                            % len(output))
+        producer.produce(output[0], partition_key=output[1])
+    else:
+        producer.produce(output)
+
+
+def commit_in_transaction(producer, outputs, offsets, group_metadata, timeout=None):
+    """One transaction: produce ``outputs`` (values or ``(value, partition_key)`` pairs)
+    and commit ``offsets`` (``(topic, partition_id, next offset)``) for the group of
+    ``group_metadata``; both are written, or neither (the transaction is aborted and the
+    error raised: with ``fatal`` the producer is unusable, otherwise the same may be tried
+    again)."""
+    with producer.transaction(timeout):
+        for output in outputs:
+            produce_output(producer, output)
+        if offsets:
+            producer.send_offsets_to_transaction(offsets, group_metadata, timeout)
+
+
+class Processor:
+    """Consume a topic, process each message, and write what the processing returns to
+    another topic, exactly once: each batch of messages, their outputs and the group's
+    offsets after them are one transaction.
+
+    :param input_topic: the :class:`pyrdk.topic.Topic` to read, as a member of ``consumer_group``
+        (the broker's group protocol: ``get_balanced_consumer(managed=True)``)
+    :param output_topic: the Topic to write to, with a producer of ``transactional_id``
+    :param consumer_group: bytes or str
+    :param transactional_id: one per instance of the service, kept across its restarts: a
+        restarted instance fences the one it replaces and aborts its open transaction
+    :param batch_size: the most messages in one transaction
+    :param batch_timeout_ms: how long a batch waits for messages before it is committed
+    :param consumer_kwargs: more arguments of the consumer (``isolation_level`` is
+        ``read_committed``, as librdkafka's default, so aborted inputs are skipped)
+    :param producer_kwargs: more arguments of the producer
+
+    Before the group revokes partitions (inside ``consume_batch()``), the messages of those
+    partitions not yet processed are dropped from the batch: their next owner reads them
+    from the last committed transaction. A transaction that fails is aborted and its
+    messages are read again, unless the error is fatal (another instance with the same
+    ``transactional_id`` fenced this one: ``ProducerFenced`` is raised).
+    """
+
+    def __init__(self, input_topic, output_topic, consumer_group, transactional_id, batch_size=1000,
+                 batch_timeout_ms=1000, consumer_kwargs=None, producer_kwargs=None):
+        self._batch_size = check_int("batch_size", batch_size, 1)
+        self._batch_timeout_ms = check_int("batch_timeout_ms", batch_timeout_ms, 0)
+        consumer_kwargs = dict(consumer_kwargs or {})
+        for name in ("auto_commit_enable", "pre_revoke_callback"):
+            if consumer_kwargs.get(name):
+                raise ValueError("%s: the Processor commits offsets in its transactions; leave it out" % name)
+        consumer_kwargs.update(auto_commit_enable=False, pre_revoke_callback=self._on_revoke)
+        self._topic_name = input_topic.name.decode()
+        self._batch = []
+        self._stopping = threading.Event()
+        self.producer = output_topic.get_producer(transactional_id=transactional_id, **(producer_kwargs or {}))
+        try:
+            self.producer.init_transactions()
+            self.consumer = input_topic.get_balanced_consumer(consumer_group, managed=True, **consumer_kwargs)
+        except BaseException:
+            self.producer.stop()
+            raise
+
+    def _on_revoke(self, consumer, partition_ids):
+        """Before partitions are revoked: drop their unprocessed messages from the batch;
+        commit nothing (the last transaction committed their offsets)."""
+        revoked = set(partition_ids)
+        self._batch = [m for m in self._batch if m.partition_id not in revoked]
+        return []
+
+    def process_batch(self, process):
+        """Consume up to ``batch_size`` messages (waiting up to ``batch_timeout_ms``), call
+        ``process(message)`` on each -- it returns an iterable of outputs, values or
+        ``(value, partition_key)`` pairs -- and commit the outputs with the offsets after the
+        messages in one transaction. Returns how many messages were committed (0 when the
+        transaction was aborted: they are read again)."""
+        self._batch = []
+        deadline = time.monotonic() + self._batch_timeout_ms / 1000.0
+        while len(self._batch) < self._batch_size:
+            remaining_ms = int((deadline - time.monotonic()) * 1000)
+            if remaining_ms <= 0:
+                break
+            messages = self.consumer.consume_batch(self._batch_size - len(self._batch), remaining_ms)
+            self._batch.extend(messages)
+        batch, self._batch = self._batch, []
+        if not batch:
+            return 0
+        starts, nexts = {}, {}
+        for message in batch:
+            starts.setdefault(message.partition_id, message.offset)
+            nexts[message.partition_id] = message.offset + 1
+        try:
+            outputs = [output for message in batch for output in (process(message) or ())]
+            commit_in_transaction(self.producer, outputs,
+                                  [(self._topic_name, pid, nxt) for pid, nxt in sorted(nexts.items())],
+                                  self.consumer.group_metadata())
+        except KafkaException as exc:
+            self._rewind(starts)
+            if exc.fatal:
+                raise
+            log.warning("transaction aborted (%s); its %d messages are read again", exc, len(batch))
+            return 0
+        except BaseException:
+            self._rewind(starts)  # process() raised: its messages are read again
+            raise
+        return len(batch)
+
+    def _rewind(self, starts):
+        """Read the messages of an aborted transaction again, in the partitions still held."""
+        held = self.consumer.partitions
+        for pid, offset in sorted(starts.items()):
+            if pid in held:
+                self.consumer.seek(pid, offset)
+
+    def run(self, process, max_batches=None):
+        """Call :meth:`process_batch` until :meth:`stop` (or ``max_batches`` batches);
+        returns how many messages were committed."""
+        total = batches = 0
+        self._stopping.clear()
+        while not self._stopping.is_set() and (max_batches is None or batches < max_batches):
+            total += self.process_batch(process)
+            batches += 1
+        return total
+
+    def stop(self):
+        """Make :meth:`run` return after its current batch (from another thread, or from
+        ``process``)."""
+        self._stopping.set()
+
+    def close(self):
+        """Stop the consumer (leaving the group) and the producer."""
+        try:
+            self.consumer.stop()
+        finally:
+            self.producer.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,419 @@
+"""KafkaSpout: Storm's spout contract over a pyrdk consumer, at least once.
+
+Each message is handed out by :meth:`KafkaSpout.next_tuple` with a tuple id ``(topic,
+partition, offset)``; the topology calls :meth:`KafkaSpout.ack` or :meth:`KafkaSpout.fail`
+with it later, in any order. Per partition the spout commits only the end of the
+contiguous acked prefix (:mod:`pyrdk.spout.offsets`), so an offset is committed only when
+every message before it was acked: after a crash, the next reader starts at the first
+message not acked, and nothing is lost. Failed tuples are emitted again after a backoff;
+after ``max_retries`` failures they go to the dead-letter topic, or are reported and
+skipped. With ``output_topic`` and ``transactional_id``, what the acks carry is written to
+Kafka in the same transaction as the offsets (:func:`pyrdk.exactlyonce.commit_in_transaction`).
+
+Threads: ``next_tuple``, ``ack``, ``fail`` and ``commit`` are called from one thread (as
+Storm does). The consumer's ``pre_revoke_callback`` may run in another (the ZooKeeper
+consumer's coordinator); the spout's state is guarded by a lock that is never held while
+the consumer is called.
+"""
+import collections
+import heapq
+import itertools
+import logging
+import threading
+import time
+
+from pyrdk.common import check_int
+from pyrdk.exactlyonce import commit_in_transaction
+from pyrdk.exceptions import KafkaException
+from pyrdk.spout.offsets import ACKED, PENDING, PartitionOffsets
+
+log = logging.getLogger(__name__)
+
+TupleId = collections.namedtuple("TupleId", "topic partition offset")
+TupleId.__doc__ = "A tuple's id: where its message is. JSON-serializable (as a list)."
+
+SpoutTuple = collections.namedtuple("SpoutTuple", "id message failures")
+SpoutTuple.__doc__ = ("What :meth:`KafkaSpout.next_tuple` hands out: the tuple id, the pyrdk "
+                      "``Message``, and how many times it failed before (0: its first emission).")
+
+CONSUMERS = ("managed", "zookeeper", "simple")
+DEAD_LETTER_HEADERS = ("spout.topic", "spout.partition", "spout.offset", "spout.failures")
+
+
+class KafkaSpout:
+    """A framework-neutral reliable spout over one topic.
+
+    :param topic: the :class:`pyrdk.topic.Topic` to read
+    :param consumer_group: bytes or str: offsets are committed under it
+    :param consumer: which pyrdk consumer reads: ``"managed"`` (the broker's group
+        protocol, :class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer`),
+        ``"zookeeper"`` (pykafka's :class:`pyrdk.balancedconsumer.BalancedConsumer`) or
+        ``"simple"`` (:class:`pyrdk.simpleconsumer.SimpleConsumer`, every partition or
+        ``partitions=[...]``)
+    :param max_spout_pending: the most tuples emitted and not yet acked (in flight or
+        waiting to be emitted again); ``next_tuple`` emits nothing new beyond it
+    :param max_uncommitted_offsets: the most tuples tracked and not yet committed, acked
+        ones waiting behind an older one included (default: 10 × ``max_spout_pending``); it
+        bounds memory when one tuple stays unacked
+    :param max_retries: how many times a failed tuple is emitted again (None: for ever)
+    :param retry_backoff_ms: the wait before the first replay, doubled at each failure...
+    :param max_retry_backoff_ms: ...up to this
+    :param dead_letter_topic: a Topic where a tuple goes after its last failure (its
+        value, key and headers, plus the headers ``spout.topic``, ``spout.partition``,
+        ``spout.offset`` and ``spout.failures``); its offset is committed past once the
+        dead letter is written. Without it, the policy is **report and skip**: the tuple is
+        logged as an error (logger ``pyrdk.spout``), ``on_give_up(message, failures)`` is
+        called, and its offset is committed past as if it had been acked.
+    :param on_give_up: ``f(message, failures)`` called for each tuple given up (after a
+        dead letter is written, or when it is skipped)
+    :param commit_interval_ms: how often the acked prefix is committed (also at
+        :meth:`commit`, :meth:`close`, and before partitions are revoked)
+    :param output_topic: with ``transactional_id``: a Topic where the outputs given to
+        :meth:`ack` (or made by ``outputs``) are written exactly once, in the transaction
+        that commits the offsets past their tuple (``consumer`` ``"managed"`` or ``"simple"``)
+    :param transactional_id: the output producer's ``transactional_id`` (one per spout
+        instance, kept across its restarts)
+    :param outputs: ``f(message) -> iterable`` of values or ``(value, partition_key)``
+        pairs: the outputs of a tuple acked without any
+    :param producer_kwargs: more arguments of the output producer
+    :param consumer_kwargs: the consumer's own arguments (``zookeeper_hosts``,
+        ``max_poll_interval_ms``, ``partitions``...); ``auto_commit_enable`` is refused:
+        the spout commits
+    """
+
+    def __init__(self, topic, consumer_group, consumer="managed", max_spout_pending=1000,
+                 max_uncommitted_offsets=None, max_retries=5, retry_backoff_ms=100, max_retry_backoff_ms=10000,
+                 dead_letter_topic=None, on_give_up=None, commit_interval_ms=1000, output_topic=None,
+                 transactional_id=None, outputs=None, producer_kwargs=None, **consumer_kwargs):
+        if consumer not in CONSUMERS:
+            raise ValueError("consumer must be one of %s, not %r" % (", ".join(CONSUMERS), consumer))
+        if consumer_kwargs.get("auto_commit_enable") or "pre_revoke_callback" in consumer_kwargs:
+            raise ValueError("the spout commits the acked offsets itself: leave auto_commit_enable and "
+                             "pre_revoke_callback out")
+        self._max_pending = check_int("max_spout_pending", max_spout_pending, 1)
+        self._max_uncommitted = check_int("max_uncommitted_offsets", max_uncommitted_offsets, 1) \
+            if max_uncommitted_offsets is not None else 10 * self._max_pending
+        self._max_retries = None if max_retries is None else check_int("max_retries", max_retries, 0)
+        self._backoff_ms = check_int("retry_backoff_ms", retry_backoff_ms, 0)
+        self._max_backoff_ms = check_int("max_retry_backoff_ms", max_retry_backoff_ms, 0)
+        self._commit_interval_ms = check_int("commit_interval_ms", commit_interval_ms, 0)
+        for name, fn in (("on_give_up", on_give_up), ("outputs", outputs)):
+            if fn is not None and not callable(fn):
+                raise TypeError("%s must be callable" % name)
+        if (output_topic is None) != (transactional_id is None):
+            raise ValueError("an exactly-once spout needs both output_topic and transactional_id")
+        if output_topic is None and outputs is not None:
+            raise ValueError("outputs needs output_topic and transactional_id")
+        if output_topic is not None and consumer == "zookeeper":
+            raise ValueError("exactly-once output needs consumer='managed' (or 'simple'): a ZooKeeper "
+                             "member cannot tell a revocation from a lost session, nor be fenced")
+        self._on_give_up = on_give_up
+        self._outputs = outputs
+        self._topic_name = topic.name.decode()
+        self._lock = threading.RLock()
+        self._partitions = {}  # partition id -> PartitionOffsets
+        self._retries = []  # heap of (retry_at, seq, partition id, Entry)
+        self._seq = itertools.count()
+        self._revocations = 0  # pre_revoke_callback calls so far
+        self._last_commit = time.monotonic()
+        self._closed = False
+        self.stats = collections.Counter()  # emitted, replayed, acked, failed, dead_lettered, skipped...
+        self._producer = self._dead_letters = None
+        try:
+            if output_topic is not None:
+                self._producer = output_topic.get_producer(transactional_id=transactional_id,
+                                                           **(producer_kwargs or {}))
+                self._producer.init_transactions()
+            if dead_letter_topic is not None:
+                self._dead_letters = dead_letter_topic.get_sync_producer(enable_idempotence=True)
+            self.consumer = self._make_consumer(topic, consumer_group, consumer, consumer_kwargs)
+        except BaseException:
+            self._stop_producers()
+            raise
+
+    def _make_consumer(self, topic, consumer_group, kind, kwargs):
+        kwargs = dict(kwargs, auto_commit_enable=False)
+        if kind == "simple":
+            return topic.get_simple_consumer(consumer_group, **kwargs)
+        return topic.get_balanced_consumer(consumer_group, managed=(kind == "managed"),
+                                           pre_revoke_callback=self._on_revoke, **kwargs)
+
+    # -- what Storm calls ------------------------------------------------------------------------
+
+    def next_tuple(self):
+        """The next tuple to emit, or None; never waits. A failed tuple whose backoff is over
+        comes first (the same id again); a new message only while fewer than
+        ``max_spout_pending`` tuples are unacked and fewer than ``max_uncommitted_offsets``
+        are tracked."""
+        self._check_open()
+        self._maybe_commit()
+        with self._lock:
+            replay = self._due_replay()
+            if replay is not None:
+                return replay
+            if self.pending >= self._max_pending or self.uncommitted >= self._max_uncommitted:
+                return None
+            revocations = self._revocations
+        message = self.consumer.consume(block=False)
+        if message is None:
+            return None
+        return self._track(message, revocations)
+
+    def _due_replay(self):
+        now = time.monotonic()
+        while self._retries and self._retries[0][0] <= now:
+            _, _, pid, entry = heapq.heappop(self._retries)
+            part = self._partitions.get(pid)
+            if part is None or part.get(entry.offset) is not entry or entry.state != PENDING \
+                    or entry.retry_at is None:
+                continue  # revoked, or dropped since
+            entry.retry_at = None
+            self.stats["replayed"] += 1
+            return SpoutTuple(TupleId(self._topic_name, pid, entry.offset), entry.message, entry.failures)
+        return None
+
+    def _track(self, message, revocations):
+        """Start tracking a message the consumer just returned. If partitions were revoked
+        meanwhile (in another thread, or inside ``consume()``), the message counts only if
+        the consumer still holds its partition at that message; otherwise its partition is
+        read again from the last commit, and the message is dropped here."""
+        while True:
+            with self._lock:
+                if self._revocations == revocations:
+                    return self._emit(message)
+                revocations = self._revocations
+            held = self.consumer.held_offsets or {}
+            with self._lock:
+                if self._revocations != revocations:
+                    continue
+                if held.get(message.partition_id) != message.offset:
+                    self.stats["stale"] += 1
+                    return None
+                return self._emit(message)
+
+    def _emit(self, message):
+        pid = message.partition_id
+        part = self._partitions.get(pid)
+        if part is None:
+            part = self._partitions[pid] = PartitionOffsets()
+        part.add(message)
+        self.stats["emitted"] += 1
+        return SpoutTuple(TupleId(self._topic_name, pid, message.offset), message, 0)
+
+    def ack(self, tuple_id, outputs=None):
+        """The topology is done with the tuple. ``outputs`` (exactly-once spouts): values or
+        ``(value, partition_key)`` pairs to write when its offset is committed. An id the
+        spout does not track (acked already, or of a partition revoked since) is ignored;
+        returns whether the ack counted."""
+        self._check_open()
+        pid, offset = self._locate(tuple_id)
+        if outputs is not None and self._producer is None:
+            raise ValueError("ack(outputs=...) needs an exactly-once spout (output_topic and transactional_id)")
+        with self._lock:
+            part, entry = self._entry(pid, offset)
+            if entry is None or entry.state == ACKED:
+                self.stats["ignored"] += 1
+                return False
+            if self._producer is not None:
+                if outputs is None and self._outputs is not None:
+                    outputs = self._outputs(entry.message)
+                outputs = list(outputs or ())
+            part.ack(entry, outputs)
+            self.stats["acked"] += 1
+        self._maybe_commit()
+        return True
+
+    def fail(self, tuple_id):
+        """The tuple failed (or timed out): emit it again after a backoff, or, after
+        ``max_retries`` failures, write it to the dead-letter topic or report and skip it.
+        Returns whether the fail counted (an unknown or acked id is ignored)."""
+        self._check_open()
+        pid, offset = self._locate(tuple_id)
+        with self._lock:
+            part, entry = self._entry(pid, offset)
+            if entry is None or entry.state == ACKED or entry.retry_at is not None:
+                self.stats["ignored"] += 1
+                return False
+            entry.failures += 1
+            self.stats["failed"] += 1
+            if self._max_retries is None or entry.failures <= self._max_retries:
+                self._schedule(pid, entry, entry.failures)
+                return True
+            message, failures = entry.message, entry.failures
+        self._give_up(pid, entry, message, failures)
+        return True
+
+    def _schedule(self, pid, entry, failures):
+        delay_ms = min(self._max_backoff_ms, self._backoff_ms * (2 ** min(failures - 1, 30)))
+        entry.retry_at = time.monotonic() + delay_ms / 1000.0
+        heapq.heappush(self._retries, (entry.retry_at, next(self._seq), pid, entry))
+
+    def _give_up(self, pid, entry, message, failures):
+        """After the last failure: the dead-letter topic, or the report-and-skip policy."""
+        if self._dead_letters is not None:
+            headers = list(message.headers or []) + list(zip(DEAD_LETTER_HEADERS, (
+                self._topic_name.encode(), b"%d" % pid, b"%d" % message.offset, b"%d" % failures)))
+            try:
+                self._dead_letters.produce(message.value, partition_key=message.partition_key, headers=headers)
+            except KafkaException as exc:
+                log.warning("could not write %s [%d] offset %d to the dead-letter topic (%s); it is emitted "
+                            "again later", self._topic_name, pid, message.offset, exc)
+                with self._lock:
+                    if self._entry(pid, message.offset)[1] is entry:
+                        self._schedule(pid, entry, failures)
+                return
+            what = "dead_lettered"
+        else:
+            log.error("giving up %s [%d] offset %d after %d failures: skipped (report-and-skip policy; "
+                      "configure dead_letter_topic to keep such messages)", self._topic_name, pid,
+                      message.offset, failures)
+            what = "skipped"
+        with self._lock:
+            part, current = self._entry(pid, message.offset)
+            if current is entry:
+                part.ack(entry, [] if self._producer is not None else None)
+                self.stats[what] += 1
+        if self._on_give_up is not None:
+            self._on_give_up(message, failures)
+
+    def _locate(self, tuple_id):
+        try:
+            topic, pid, offset = tuple_id
+        except (TypeError, ValueError):
+            raise TypeError("a tuple id is (topic, partition, offset), as next_tuple() gave it, not %r"
+                            % (tuple_id,)) from None
+        if topic != self._topic_name:
+            return None, None
+        return pid, offset
+
+    def _entry(self, pid, offset):
+        part = self._partitions.get(pid)
+        return (part, part.get(offset)) if part is not None else (None, None)
+
+    # -- committing -----------------------------------------------------------------------------
+
+    @property
+    def pending(self):
+        """Tuples emitted and not acked (in flight, or waiting to be emitted again)."""
+        return sum(part.unacked for part in self._partitions.values())
+
+    @property
+    def uncommitted(self):
+        """Tuples tracked: not acked, or acked and not yet committed."""
+        return sum(len(part) for part in self._partitions.values())
+
+    def positions(self):
+        """``{partition id: the offset the acked prefix reaches}``: what :meth:`commit` commits."""
+        with self._lock:
+            return {pid: pos for pid, pos in ((pid, part.position()) for pid, part in self._partitions.items())
+                    if pos is not None}
+
+    def _maybe_commit(self):
+        if (time.monotonic() - self._last_commit) * 1000 >= self._commit_interval_ms:
+            self.commit()
+
+    def commit(self):
+        """Commit, for each partition, the end of its contiguous acked prefix (the first
+        offset not acked), where it moved. Returns the offsets committed,
+        ``{partition id: offset}``; a failed commit is logged and tried again later."""
+        self._last_commit = time.monotonic()
+        held = set(self.consumer.partitions)
+        with self._lock:
+            due = {}
+            for pid, part in self._partitions.items():
+                pos = part.position()
+                if pid in held and pos is not None and (part.committed is None or pos > part.committed):
+                    due[pid] = (part, pos, [out for entry in part.prefix() if entry.offset < pos
+                                            for out in (entry.outputs or ())])
+        if not due:
+            return {}
+        offsets = [(pid, pos) for pid, (_, pos, _) in sorted(due.items())]
+        # A revocation between here and the commit can make this commit an older offset than
+        # the one committed at the revocation: messages are read twice then, never lost.
+        try:
+            self._commit(offsets, [out for pid in sorted(due) for out in due[pid][2]])
+        except KafkaException as exc:
+            if exc.fatal:
+                raise
+            log.warning("commit of %s failed (%s); tried again later", offsets, exc)
+            return {}
+        except ValueError as exc:  # a partition went meanwhile (revoked in another thread)
+            log.info("commit of %s skipped: %s", offsets, exc)
+            return {}
+        with self._lock:
+            for pid, (part, pos, _) in due.items():
+                if self._partitions.get(pid) is part:
+                    part.committed_up_to(pos)
+        self.stats["commits"] += 1
+        return dict(offsets)
+
+    def _commit(self, offsets, outputs):
+        if self._producer is None:
+            self.consumer.commit_offsets(offsets)
+        else:
+            commit_in_transaction(self._producer, outputs,
+                                  [(self._topic_name, pid, pos) for pid, pos in offsets],
+                                  self.consumer.group_metadata())
+
+    def _on_revoke(self, consumer, partition_ids):
+        """The consumer's ``pre_revoke_callback``: the partitions go (or went): drop their
+        tuples (late acks and fails are ignored from now on) and hand back the end of their
+        acked prefix for the consumer to commit -- or commit it in a transaction with its
+        outputs, for an exactly-once spout."""
+        with self._lock:
+            self._revocations += 1
+            offsets, outputs = [], []
+            for pid in partition_ids:
+                part = self._partitions.pop(pid, None)
+                if part is None:
+                    continue
+                self.stats["revoked_in_flight"] += part.unacked
+                pos = part.position()
+                if pos is not None and (part.committed is None or pos > part.committed):
+                    offsets.append((pid, pos))
+                    outputs.extend(out for entry in part.prefix() for out in (entry.outputs or ()))
+        if self._producer is None or not offsets:
+            return offsets
+        try:
+            self._commit(offsets, outputs)
+        except KafkaException as exc:
+            if exc.fatal:
+                raise
+            log.warning("commit before the revocation of %s failed (%s); their next owner reads from "
+                        "the last commit", [pid for pid, _ in offsets], exc)
+        return []
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def _check_open(self):
+        if self._closed:
+            raise KafkaException("the spout is closed")
+
+    def close(self):
+        """Commit the acked prefix, then stop the consumer (leaving its group) and the
+        producers. Unacked tuples are emitted again by whoever reads their partitions next."""
+        if self._closed:
+            return
+        try:
+            self.commit()
+        finally:
+            self._closed = True
+            try:
+                self.consumer.stop()
+            finally:
+                self._stop_producers()
+
+    def _stop_producers(self):
+        for producer in (self._producer, self._dead_letters):
+            if producer is not None:
+                producer.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<pyrdk.spout.KafkaSpout at %#x (topic=%s, pending=%d)>" % (id(self), self._topic_name,
+                                                                           self.pending)

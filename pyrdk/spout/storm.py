@@ -1,0 +1,104 @@
+"""StormKafkaSpout: :class:`pyrdk.spout.KafkaSpout` as a ``pystorm.Spout``, for Apache Storm's
+multi-lang protocol (``pip install 'pyrdk[storm]'``).
+
+Storm runs the spout as a ShellSpout: it sends ``next``, ``ack`` and ``fail`` as JSON on the
+process's stdin and reads ``emit`` and ``sync`` on its stdout (pystorm does the protocol).
+``next_tuple`` emits one tuple (never waiting), reliably: its id is the message's ``[topic,
+partition, offset]``, which Storm hands back to ``ack`` or ``fail``. A streamparse project
+uses it as its spout::
+
+    from pyrdk.spout.storm import StormKafkaSpout
+
+    class EventSpout(StormKafkaSpout):
+        outputs = ["key", "value"]
+        hosts = "broker1:9092"
+        topic = "events"
+        consumer = "managed"
+        spout_options = {"max_spout_pending": 1000, "dead_letter_topic": "events-dead"}
+
+Each setting is a class attribute; the topology configuration may override it under
+``pyrdk.<name>`` (``pyrdk.hosts``, ``pyrdk.topic``, ``pyrdk.consumer_group``...). The
+consumer group defaults to the component's name.
+"""
+try:
+    import pystorm
+except ImportError as exc:
+    raise ImportError("pyrdk.spout.storm needs pystorm: pip install 'pyrdk[storm]' (%s)" % exc) from exc
+
+from pyrdk.client import KafkaClient
+from pyrdk.spout.spout import KafkaSpout
+
+SETTINGS = ("hosts", "topic", "consumer_group", "consumer", "spout_options", "consumer_options",
+            "client_options")
+
+
+class StormKafkaSpout(pystorm.Spout):
+    """A pystorm (and so streamparse) spout reading a Kafka topic at least once.
+
+    :cvar hosts: bootstrap servers
+    :cvar topic: the topic to read (str)
+    :cvar consumer_group: the group offsets are committed under (default: the component name)
+    :cvar consumer: ``"managed"``, ``"zookeeper"`` or ``"simple"`` (see :class:`KafkaSpout`)
+    :cvar spout_options: :class:`KafkaSpout` arguments (``max_spout_pending``,
+        ``max_retries``...); ``dead_letter_topic`` and ``output_topic`` are topic names here
+    :cvar consumer_options: the consumer's arguments (``zookeeper_hosts``...)
+    :cvar client_options: :class:`pyrdk.KafkaClient` arguments
+    :cvar outputs: the tuple's fields, as streamparse declares them: by default ``key``
+        and ``value``, the message's decoded as UTF-8 (override :meth:`tuple_values`)
+
+    With ``output_topic`` and ``transactional_id`` in ``spout_options`` the spout writes, for
+    each acked tuple, what :meth:`tuple_outputs` returns, exactly once, in the transaction
+    that commits its offset (Storm's acks carry no data, so the outputs come from the message).
+    """
+    outputs = ["key", "value"]
+    hosts = "127.0.0.1:9092"
+    topic = None
+    consumer_group = None
+    consumer = "managed"
+    spout_options = {}
+    consumer_options = {}
+    client_options = {}
+
+    def initialize(self, storm_conf, context):
+        """Connect and start the :class:`KafkaSpout` (after Storm's handshake)."""
+        settings = {name: storm_conf.get("pyrdk." + name, getattr(self, name)) for name in SETTINGS}
+        if not settings["topic"]:
+            raise ValueError("%s: set topic (a class attribute, or pyrdk.topic in the topology config)"
+                             % type(self).__name__)
+        self.client = KafkaClient(hosts=settings["hosts"], **settings["client_options"])
+        options = dict(settings["spout_options"])
+        for name in ("dead_letter_topic", "output_topic"):
+            if isinstance(options.get(name), (str, bytes)):
+                options[name] = self.client.topics[options[name]]
+        if "output_topic" in options and "outputs" not in options:
+            options["outputs"] = self.tuple_outputs
+        group = settings["consumer_group"] or self.component_name or type(self).__name__
+        self.kafka = KafkaSpout(self.client.topics[settings["topic"]], group, consumer=settings["consumer"],
+                                **dict(options, **settings["consumer_options"]))
+
+    def tuple_values(self, message):
+        """The tuple emitted for a message (a list matching ``outputs``)."""
+        key = message.partition_key
+        return [key.decode("utf-8") if key is not None else None,
+                message.value.decode("utf-8") if message.value is not None else None]
+
+    def tuple_outputs(self, message):
+        """What an exactly-once spout writes to ``output_topic`` for an acked tuple: by
+        default the message itself (value and key)."""
+        return [(message.value, message.partition_key)]
+
+    def next_tuple(self):
+        """Emit the next tuple, if there is one (never waits)."""
+        emitted = self.kafka.next_tuple()
+        if emitted is not None:
+            self.emit(self.tuple_values(emitted.message), tup_id=list(emitted.id))
+
+    def ack(self, tup_id):
+        self.kafka.ack(tup_id)
+
+    def fail(self, tup_id):
+        self.kafka.fail(tup_id)
+
+    def deactivate(self):
+        """Storm deactivated the topology: commit what is acked."""
+        self.kafka.commit()

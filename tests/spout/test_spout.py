@@ -1,0 +1,239 @@
+"""KafkaSpout, the framework-neutral core: on Tansu, over each kind of pyrdk consumer."""
+import time
+
+import pytest
+
+from pyrdk.exceptions import KafkaException
+from pyrdk.spout import KafkaSpout, TupleId
+from tests.fix_kafka import group_offsets, make_topic, unique_name
+from tests.kafka_log import committed_records, read_partition
+
+pytestmark = pytest.mark.kafka
+
+PATIENCE_S = 60
+GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 6000}
+
+
+def produce(topic, count):
+    """``count`` messages ``m0``, ``m1``... (spread round robin over the partitions)."""
+    with topic.get_producer(linger_ms=5) as producer:
+        for i in range(count):
+            producer.produce(b"m%d" % i)
+
+
+def take(spout, count, patience_s=PATIENCE_S):
+    """The next ``count`` tuples (bounded wait)."""
+    out = []
+    deadline = time.monotonic() + patience_s
+    while len(out) < count:
+        assert time.monotonic() < deadline, "only %d of %d tuples came" % (len(out), count)
+        emitted = spout.next_tuple()
+        if emitted is None:
+            time.sleep(0.005)
+        else:
+            out.append(emitted)
+    return out
+
+
+def test_commits_only_the_contiguous_acked_prefix(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    produce(topic, 10)
+    with KafkaSpout(topic, group_name, consumer="simple", commit_interval_ms=60000) as spout:
+        tuples = take(spout, 10)
+        assert [t.id for t in tuples] == [TupleId(topic_name, 0, i) for i in range(10)]
+        assert [t.message.value for t in tuples] == [b"m%d" % i for i in range(10)]
+        for i in (0, 1, 3, 4, 9):  # out of order, with gaps
+            assert spout.ack(tuples[i].id)
+        assert spout.commit() == {0: 2}
+        assert group_offsets(topic, group_name) == {0: 2}
+        assert spout.ack(list(tuples[2].id))  # as a JSON round trip gives it back
+        assert spout.commit() == {0: 5}
+        assert spout.commit() == {}  # nothing moved
+        for i in (5, 6, 7, 8):
+            spout.ack(tuples[i].id)
+        assert not spout.ack(tuples[8].id)  # twice: ignored
+        assert spout.pending == 0
+    assert group_offsets(topic, group_name) == {0: 10}  # close() commits
+    # A new spout of the group starts after the last acked message: nothing is emitted.
+    with KafkaSpout(topic, group_name, consumer="simple") as again:
+        produce(topic, 1)
+        assert take(again, 1)[0].id == TupleId(topic_name, 0, 10)
+
+
+def test_a_failed_tuple_is_emitted_again_then_skipped_and_reported(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    produce(topic, 3)
+    given_up = []
+    with KafkaSpout(topic, group_name, consumer="simple", max_retries=2, retry_backoff_ms=10,
+                    on_give_up=lambda message, failures: given_up.append((message.offset, failures))) as spout:
+        first = take(spout, 3)
+        spout.ack(first[0].id)
+        spout.ack(first[2].id)
+        assert spout.fail(first[1].id)
+        assert not spout.fail(first[1].id)  # waiting for its replay: a second fail is ignored
+        again = take(spout, 1)[0]
+        assert (again.id, again.failures, again.message.value) == (first[1].id, 1, b"m1")
+        assert spout.fail(again.id)
+        replay = take(spout, 1)[0]
+        assert replay.failures == 2
+        assert spout.fail(replay.id)  # the third failure: given up, skipped
+        assert given_up == [(1, 3)]
+        assert spout.positions() == {0: 3}
+        assert spout.stats["skipped"] == 1 and spout.stats["replayed"] == 2
+    assert group_offsets(topic, group_name) == {0: 3}
+
+
+def test_the_last_failure_goes_to_the_dead_letter_topic(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    dead = make_topic(client, topic_name + "-dead", 1)
+    with topic.get_producer(linger_ms=5) as producer:
+        producer.produce(b"poison", partition_key=b"k", headers=[("origin", b"test")])
+    with KafkaSpout(topic, group_name, consumer="simple", max_retries=0, dead_letter_topic=dead) as spout:
+        emitted = take(spout, 1)[0]
+        assert spout.fail(emitted.id)
+        assert spout.stats["dead_lettered"] == 1
+        assert spout.positions() == {0: 1}
+    consumer = dead.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
+    try:
+        letter = consumer.consume()
+    finally:
+        consumer.stop()
+    assert (letter.value, letter.partition_key) == (b"poison", b"k")
+    assert dict(letter.headers) == {"origin": b"test", "spout.topic": topic_name.encode(), "spout.partition": b"0",
+                                    "spout.offset": b"0", "spout.failures": b"1"}
+    assert group_offsets(topic, group_name) == {0: 1}
+
+
+def test_max_spout_pending_and_max_uncommitted_offsets_bound_what_is_tracked(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    produce(topic, 50)
+    with KafkaSpout(topic, group_name, consumer="simple", max_spout_pending=5, max_uncommitted_offsets=8) as spout:
+        tuples = take(spout, 5)
+        for _ in range(20):
+            assert spout.next_tuple() is None  # 5 in flight: nothing new
+        spout.ack(tuples[1].id)  # the first one stays in flight: the prefix is stuck at 0
+        tuples += take(spout, 1)
+        for t in tuples[2:]:
+            spout.ack(t.id)
+        tuples += take(spout, 2)  # 8 tracked: 1 in flight, 5 acked behind it, 2 new
+        assert (spout.pending, spout.uncommitted) == (3, 8)
+        for _ in range(20):
+            assert spout.next_tuple() is None  # bounded by max_uncommitted_offsets
+        spout.ack(tuples[0].id)
+        assert spout.commit() == {0: 6}
+        assert spout.uncommitted == 2
+        assert len(take(spout, 3)) == 3
+
+
+def test_a_managed_member_commits_the_acked_prefix_before_its_partitions_are_revoked(
+        client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 2)
+    produce(topic, 40)
+    first = KafkaSpout(topic, group_name, commit_interval_ms=60000, **GROUP)
+    second = None
+    try:
+        tuples = take(first, 40)
+        by_partition = {}
+        for t in tuples:
+            by_partition.setdefault(t.id.partition, []).append(t)
+        for ts in by_partition.values():  # per partition: ack all but the third
+            for t in ts[:2] + ts[3:]:
+                first.ack(t.id)
+        expected = {pid: ts[2].id.offset for pid, ts in by_partition.items()}
+        second = KafkaSpout(topic, group_name, commit_interval_ms=60000, **GROUP)
+        # Both members poll (as Storm calls next_tuple) until the group is split.
+        deadline = time.monotonic() + PATIENCE_S
+        while not (second.consumer.partitions and len(first.consumer.partitions) == 1):
+            assert time.monotonic() < deadline, "the group did not rebalance"
+            first.next_tuple()
+            second.next_tuple()
+            time.sleep(0.005)
+        assert first.stats["revoked_in_flight"] >= 2  # the unacked thirds, dropped
+        committed_now = group_offsets(topic, group_name)
+        assert all(committed_now[pid] == offset for pid, offset in expected.items())
+        # A late ack of a revoked tuple is ignored, never committed by this member.
+        moved = next(iter(second.consumer.partitions))
+        assert not first.ack(by_partition[moved][2].id)
+        # The new owner starts at the first unacked message of the partition it took.
+        assert take(second, 1)[0].id == TupleId(topic_name, moved, expected[moved])
+    finally:
+        for spout in (first, second):
+            if spout is not None:
+                spout.close()
+
+
+@pytest.mark.zookeeper
+def test_a_zookeeper_member_commits_the_acked_prefix_before_it_gives_partitions_up(
+        client, topic_name, group_name, zookeeper_chroot):
+    topic = make_topic(client, topic_name, 2)
+    produce(topic, 20)
+    options = dict(consumer="zookeeper", zookeeper_hosts=zookeeper_chroot, commit_interval_ms=60000)
+    first = KafkaSpout(topic, group_name, **options)
+    second = None
+    try:
+        tuples = take(first, 20)
+        for t in tuples:
+            if t.id.offset != 1:
+                first.ack(t.id)
+        second = KafkaSpout(topic, group_name, **options)
+        deadline = time.monotonic() + PATIENCE_S
+        while not (second.consumer.partitions and len(first.consumer.partitions) == 1):
+            assert time.monotonic() < deadline, "the group did not rebalance"
+            for spout in (first, second):
+                spout.next_tuple()
+            time.sleep(0.01)
+        assert group_offsets(topic, group_name) == {0: 1, 1: 1}
+        # The member replaces its consumer of both partitions: both unacked tuples are dropped
+        # (the partition it keeps is read again from the commit).
+        assert first.stats["revoked_in_flight"] == 2
+        moved = next(iter(second.consumer.partitions))
+        assert not first.ack(TupleId(topic_name, moved, 1))  # the partition went: ignored
+    finally:
+        for spout in (first, second):
+            if spout is not None:
+                spout.close()
+
+
+def test_exactly_once_output_is_committed_with_the_offsets(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    out = make_topic(client, topic_name + "-out", 1)
+    produce(topic, 6)
+    options = dict(consumer="simple", output_topic=out, transactional_id=unique_name("spout"),
+                   commit_interval_ms=60000)
+    with KafkaSpout(topic, group_name, outputs=lambda m: [m.value.upper()], **options) as spout:
+        tuples = take(spout, 6)
+        spout.ack(tuples[0].id, outputs=[b"first", (b"keyed", b"k")])
+        for t in tuples[2:]:
+            spout.ack(t.id)
+        assert spout.commit() == {0: 1}
+        spout.ack(tuples[1].id)
+        assert spout.commit() == {0: 6}
+        with pytest.raises(ValueError, match="managed"):
+            KafkaSpout(topic, group_name, **dict(options, consumer="zookeeper"))
+    leader = out.partitions[0].leader
+    records, still_open = committed_records(read_partition(leader.host, leader.port, topic_name + "-out", 0))
+    assert [(r.value, r.key) for r in records] == [(b"first", None), (b"keyed", b"k")] + [
+        (b"M%d" % i, None) for i in range(1, 6)]
+    assert still_open == []
+    assert group_offsets(topic, group_name) == {0: 6}
+
+
+def test_bad_arguments_are_refused(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    with pytest.raises(ValueError, match="consumer"):
+        KafkaSpout(topic, group_name, consumer="kazoo")
+    with pytest.raises(ValueError, match="auto_commit_enable"):
+        KafkaSpout(topic, group_name, consumer="simple", auto_commit_enable=True)
+    with pytest.raises(ValueError, match="output_topic and transactional_id"):
+        KafkaSpout(topic, group_name, consumer="simple", transactional_id="x")
+    with pytest.raises(TypeError, match="max_spout_pending"):
+        KafkaSpout(topic, group_name, consumer="simple", max_spout_pending=0)
+    spout = KafkaSpout(topic, group_name, consumer="simple")
+    with pytest.raises(TypeError, match="tuple id"):
+        spout.ack("not an id")
+    with pytest.raises(ValueError, match="exactly-once"):
+        spout.ack((topic_name, 0, 0), outputs=[b"x"])
+    assert not spout.ack(("another-topic", 0, 0))
+    spout.close()
+    with pytest.raises(KafkaException, match="closed"):
+        spout.next_tuple()

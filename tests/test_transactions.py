@@ -1,0 +1,277 @@
+"""The transactional Producer: on Tansu (whose log is read back with its transaction markers,
+tests/kafka_log.py), and on librdkafka's mock cluster for coordinator errors and fencing."""
+import pytest
+
+from pyrdk import KafkaClient
+from pyrdk.exceptions import (KafkaException, ProducerFenced, ProducerStoppedException,
+                              TransactionError, TransactionStateError)
+from pyrdk.rd.mock import ApiKey
+from tests.fix_kafka import make_topic, tansu_gap
+from tests.kafka_log import committed_records, read_partition
+
+PATIENCE_MS = 60000
+GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 6000}
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+CONCURRENT_TRANSACTIONS = 51
+MSG_SIZE_TOO_LARGE = 10
+PRODUCER_FENCED = 90
+
+
+def log_of(client, topic_name, partition=0):
+    """``(committed values, open values, every value)`` of a partition, from its log."""
+    leader = client.topics[topic_name].partitions[partition].leader
+    batches = read_partition(leader.host, leader.port, topic_name, partition)
+    committed, still_open = committed_records(batches)
+    everything = [r.value for b in batches for r in b[3]]
+    return [r.value for r in committed], [r.value for r in still_open], everything
+
+
+def read_values(topic, isolation_level, count=None, timeout_ms=3000):
+    consumer = topic.get_simple_consumer(isolation_level=isolation_level, consumer_timeout_ms=timeout_ms)
+    try:
+        out = []
+        for message in consumer:
+            out.append(message.value)
+            if count is not None and len(out) == count:
+                break
+        return out
+    finally:
+        consumer.stop()
+
+
+# -- on Tansu --------------------------------------------------------------------------------------
+
+@pytest.mark.kafka
+def test_what_a_transaction_produced_is_committed_with_it_or_not_at_all(client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    producer = topic.get_producer(transactional_id=topic_name, linger_ms=5)
+    try:
+        with producer.transaction():
+            committed = [producer.produce(b"c%d" % i) for i in range(100)]
+        # Delivered, with their offsets, when the commit returns.
+        assert all(m.offset >= 0 for m in committed)
+        producer.begin_transaction()
+        for i in range(50):
+            producer.produce(b"a%d" % i)
+        producer.flush()  # in the log before the abort
+        producer.abort_transaction()
+        with pytest.raises(RuntimeError):
+            with producer.transaction():
+                producer.produce(b"raised")
+                producer.flush()
+                raise RuntimeError("the block failed")
+        producer.begin_transaction()
+        producer.produce(b"open")
+        producer.flush()
+        values, still_open, everything = log_of(client, topic_name)
+        assert values == [b"c%d" % i for i in range(100)]
+        assert still_open == [b"open"]
+        assert [b"a%d" % i for i in range(50)] + [b"raised"] == [v for v in everything if v[:1] in b"ar"]
+        # A read_committed reader stops before the open transaction (the last stable offset).
+        assert b"open" not in read_values(topic, "read_committed")
+        producer.abort_transaction()
+    finally:
+        producer.stop()
+
+
+@pytest.mark.kafka
+@tansu_gap("Fetch responses list no aborted transactions, so read_committed readers see aborted records")
+def test_read_committed_skips_aborted_transactions(client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    with topic.get_producer(transactional_id=topic_name, linger_ms=5) as producer:
+        producer.begin_transaction()
+        producer.produce(b"aborted")
+        producer.flush()
+        producer.abort_transaction()
+        with producer.transaction():
+            producer.produce(b"committed")
+    assert read_values(topic, "read_committed") == [b"committed"]
+    assert read_values(topic, "read_uncommitted") == [b"aborted", b"committed"]
+
+
+@pytest.mark.kafka
+def test_produce_outside_a_transaction_and_misuse_are_refused(client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    with topic.get_producer(transactional_id=topic_name) as producer:
+        with pytest.raises(TransactionStateError, match="begin_transaction"):
+            producer.produce(b"outside")
+        with pytest.raises(TransactionStateError, match="begin_transaction"):
+            producer.produce_batch([b"outside"])
+        with pytest.raises(TypeError, match="group_metadata"):
+            producer.send_offsets_to_transaction(object())
+        producer.begin_transaction()
+        with pytest.raises(TransactionStateError):
+            producer.begin_transaction()
+        producer.abort_transaction()
+    with topic.get_producer() as plain:
+        with pytest.raises(TransactionStateError, match="transactional_id"):
+            plain.begin_transaction()
+    with pytest.raises(TypeError, match="transactional_id"):
+        topic.get_producer(transactional_id=b"bytes")
+    with pytest.raises(ValueError, match="isolation_level"):
+        topic.get_simple_consumer(isolation_level="committed")
+
+
+@pytest.mark.kafka
+def test_stop_aborts_an_open_transaction(client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    producer = topic.get_producer(transactional_id=topic_name, linger_ms=5)
+    producer.begin_transaction()
+    producer.produce(b"never committed")
+    producer.flush()
+    producer.stop()  # nothing raised: the purged or aborted message is not a failure to report
+    with pytest.raises(ProducerStoppedException):
+        producer.begin_transaction()
+    values, still_open, everything = log_of(client, topic_name)
+    assert values == [] and still_open == [] and everything == [b"never committed"]
+
+
+@pytest.mark.kafka
+def test_offsets_sent_to_a_transaction_count_only_when_it_commits(client, topic_name, group_name):
+    source = make_topic(client, topic_name, 1)
+    sink = make_topic(client, topic_name + "-out", 1)
+    with source.get_producer(linger_ms=5) as producer:
+        for i in range(10):
+            producer.produce(b"in%d" % i)
+    consumer = source.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_MS, **GROUP)
+    producer = sink.get_producer(transactional_id=topic_name, linger_ms=5)
+    try:
+        first = [consumer.consume() for _ in range(4)]
+        with producer.transaction():
+            for m in first:
+                producer.produce(m.value.upper())
+            producer.send_offsets_to_transaction(consumer)  # held offset 3 + 1
+        assert dict((pid, r.offset) for pid, r in consumer.fetch_offsets()) == {0: 4}
+        more = [consumer.consume() for _ in range(3)]
+        producer.begin_transaction()
+        producer.produce(more[0].value)
+        producer.send_offsets_to_transaction([(source.partitions[0], 7)], consumer.group_metadata())
+        producer.abort_transaction()
+        assert dict((pid, r.offset) for pid, r in consumer.fetch_offsets()) == {0: 4}
+        with producer.transaction():
+            producer.produce(b"IN6")
+            producer.send_offsets_to_transaction([(topic_name, 0, 7)], consumer.group_metadata())
+        assert dict((pid, r.offset) for pid, r in consumer.fetch_offsets()) == {0: 7}
+        with pytest.raises(ValueError, match="offset"):
+            producer.send_offsets_to_transaction([(source.partitions[0], -1)], consumer.group_metadata())
+    finally:
+        producer.stop()
+        consumer.stop()
+    assert log_of(client, topic_name + "-out")[0] == [b"IN0", b"IN1", b"IN2", b"IN3", b"IN6"]
+
+
+@pytest.mark.kafka
+@tansu_gap("after an aborted transaction that sent offsets, a transaction that produces nothing does "
+           "not commit the offsets sent to it")
+def test_a_transaction_of_offsets_alone_commits_them(client, topic_name, group_name):
+    source = make_topic(client, topic_name, 1)
+    with source.get_producer(linger_ms=5) as producer:
+        producer.produce(b"in")
+    consumer = source.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_MS, **GROUP)
+    producer = source.get_producer(transactional_id=topic_name)
+    try:
+        assert consumer.consume().value == b"in"
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(consumer)
+        producer.abort_transaction()
+        with producer.transaction():
+            producer.send_offsets_to_transaction(consumer)
+        assert dict((pid, r.offset) for pid, r in consumer.fetch_offsets()) == {0: 1}
+    finally:
+        producer.stop()
+        consumer.stop()
+
+
+# -- on librdkafka's mock cluster ------------------------------------------------------------------
+
+@pytest.fixture
+def mock_topic(mock_cluster):
+    mock_cluster.create_topic("txn", 2, 3)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=5000)
+    yield client.topics["txn"]
+    client.close()
+
+
+@pytest.mark.mock
+def test_coordinator_errors_are_retried_and_the_transaction_commits(mock_cluster, mock_topic):
+    producer = mock_topic.get_producer(transactional_id="coord", linger_ms=5)
+    try:
+        mock_cluster.push_request_errors(ApiKey.FindCoordinator, COORDINATOR_NOT_AVAILABLE, COORDINATOR_NOT_AVAILABLE)
+        mock_cluster.push_request_errors(ApiKey.InitProducerId, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS)
+        producer.init_transactions(30)
+        mock_cluster.push_request_errors(ApiKey.AddPartitionsToTxn, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS)
+        mock_cluster.push_request_errors(ApiKey.EndTxn, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR)
+        with producer.transaction(timeout=30):
+            messages = [producer.produce(b"m%d" % i) for i in range(20)]
+        assert all(m.offset >= 0 for m in messages)
+    finally:
+        producer.stop()
+
+
+@pytest.mark.mock
+def test_a_failed_delivery_makes_the_commit_abortable_and_the_context_manager_aborts(mock_cluster, mock_topic):
+    producer = mock_topic.get_producer(transactional_id="abortable", linger_ms=5)
+    try:
+        producer.init_transactions(30)
+        mock_cluster.push_request_errors(ApiKey.Produce, *[MSG_SIZE_TOO_LARGE] * 10)
+        with pytest.raises(KafkaException) as info:
+            with producer.transaction(timeout=30):
+                producer.produce(b"refused")
+        assert info.value.txn_requires_abort and not info.value.fatal
+        mock_cluster.clear_request_errors(ApiKey.Produce)
+        with producer.transaction(timeout=30):  # aborted: the producer goes on
+            ok = producer.produce(b"accepted")
+        assert ok.offset >= 0
+    finally:
+        producer.stop()
+
+
+@pytest.mark.mock
+def test_a_fenced_producer_raises_a_fatal_error_and_still_stops(mock_cluster, mock_topic):
+    producer = mock_topic.get_producer(transactional_id="fenced", linger_ms=5)
+    try:
+        producer.init_transactions(30)
+        mock_cluster.push_request_errors(ApiKey.EndTxn, PRODUCER_FENCED)
+        with pytest.raises(ProducerFenced) as info:
+            with producer.transaction(timeout=30):
+                producer.produce(b"zombie")
+        assert info.value.fatal and isinstance(info.value, TransactionError)
+        with pytest.raises(KafkaException) as again:  # nothing more: the error is fatal
+            producer.begin_transaction()
+        assert again.value.fatal
+    finally:
+        producer.stop()  # a fenced producer still stops
+
+
+@pytest.mark.kafka
+def test_a_second_producer_with_the_same_id_fences_the_first(client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    zombie = topic.get_producer(transactional_id=topic_name, linger_ms=5)
+    successor = None
+    try:
+        zombie.begin_transaction()
+        zombie.produce(b"zombie")
+        zombie.flush()
+        successor = topic.get_producer(transactional_id=topic_name, linger_ms=5)
+        successor.init_transactions()  # fences the zombie and aborts its transaction
+        with pytest.raises(ProducerFenced) as info:
+            zombie.produce(b"more")
+            zombie.commit_transaction()
+        assert info.value.fatal
+        with successor.transaction():
+            successor.produce(b"successor")
+    finally:
+        zombie.stop()
+        if successor is not None:
+            successor.stop()
+    values, still_open, _ = log_of(client, topic_name)
+    assert values == [b"successor"] and still_open == []
+
+
+def test_transaction_errors_carry_librdkafkas_flags():
+    from pyrdk.rd import errors
+    exc = errors.exception(-144, "commit_transaction", fatal=True, txn_requires_abort=False)
+    assert type(exc) is ProducerFenced and exc.fatal and not exc.txn_requires_abort
+    exc = errors.exception(-172, "produce", txn_requires_abort=True)
+    assert type(exc) is TransactionStateError and exc.txn_requires_abort
