@@ -26,9 +26,9 @@ from pyrdk.rd.handle import librdkafka_version
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.topic import Topic
 
-_PYKAFKA_MODULES = ("balancedconsumer", "broker", "client", "cluster", "common", "exceptions",
-                    "managedbalancedconsumer", "membershipprotocol", "partition", "partitioners",
-                    "producer", "simpleconsumer", "topic")
+_PYKAFKA_MODULES = ("balancedconsumer", "broker", "client", "cluster", "common", "connection",
+                    "exceptions", "managedbalancedconsumer", "membershipprotocol", "partition",
+                    "partitioners", "producer", "simpleconsumer", "topic")
 
 
 def __getattr__(name):

@@ -7,7 +7,8 @@
 | 1     | ``exceptions``, ``common``                       | each other only                         |
 | 2     | ``rd/*``                                         | ``_ffi``, level 1, other ``rd``         |
 | 3     | pykafka-named modules (``LEVEL3``)               | ``rd``, level 1 but ``_ffi``, each other |
-| 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``    | levels 1 (but ``_ffi``) and 3           |
+| 4     | ``spark/``, ``spout``, ``cli/``, ``testing/``,   | levels 1 (but ``_ffi``) and 3           |
+|       | ``connection`` (pykafka's compatibility module)  |                                         |
 
 Plus: the identifiers ``ffi`` and ``lib`` appear only in ``_ffi.py`` and ``rd/``; ``kazoo`` is
 imported only by ``balancedconsumer.py``; ``pyrdk/__init__.py`` re-exports from levels 1 to 3;
@@ -26,7 +27,7 @@ PURE = {"pyrdk.exceptions", "pyrdk.common"}
 LEVEL3 = {"pyrdk." + name for name in (
     "client", "cluster", "broker", "topic", "partition", "producer", "simpleconsumer",
     "balancedconsumer", "managedbalancedconsumer", "membershipprotocol", "partitioners")}
-LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.testing")
+LEVEL4 = ("pyrdk.spark", "pyrdk.spout", "pyrdk.cli", "pyrdk.testing", "pyrdk.connection")
 CFFI_NAMES = {"ffi", "lib"}
 
 
