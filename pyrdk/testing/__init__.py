@@ -163,6 +163,7 @@ class Stunnel(_Server):
         self.certfile = certfile
         self.keyfile = keyfile
         self.client_cafile = client_cafile
+        self._own_dir = work_dir is None
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="pyrdk-stunnel-")
         self.log_path = os.path.join(self.work_dir, "stunnel-%d.log" % self.port)
         self._log = None
@@ -192,6 +193,20 @@ class Stunnel(_Server):
             self.stop()
             raise
         return self
+
+    def accepted(self):
+        """How many TCP connections stunnel has accepted so far (from its log)."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return sum("accepted connection" in line for line in f)
+        except FileNotFoundError:
+            return 0
+
+    def close(self):
+        """Stop stunnel and remove the work directory it made."""
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
 
 
 class TlsTansuBroker:
@@ -224,8 +239,9 @@ class TlsTansuBroker:
         return self
 
     def stop(self):
+        """Stop stunnel and the broker (by pid), and remove stunnel's work directory."""
         try:
-            self.stunnel.stop()
+            self.stunnel.close()
         finally:
             self.broker.stop()
 
