@@ -228,6 +228,30 @@ def test_oauth_cb_token_reaches_the_listener(sasl_listener):
     assert "SASL" in str(info.value)
 
 
+def test_oauth_cb_is_called_again_before_each_token_expires(kafka_hosts):
+    """librdkafka asks for a new token 80% through the last one's life, on its background
+    thread, whether or not the program polls."""
+    import threading
+
+    from pyrdk.rd.handle import Handle
+    calls = []
+
+    def oauth_cb(config):
+        calls.append((time.time(), threading.current_thread() is threading.main_thread()))
+        return "token-%d" % len(calls), time.time() + 1.0  # refreshed after 0.8 s
+
+    handle = Handle("producer", {"bootstrap.servers": kafka_hosts, "security.protocol": "sasl_plaintext",
+                                 "sasl.mechanism": "OAUTHBEARER", "oauth_cb": oauth_cb})
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        while len(calls) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        handle.close()
+    assert len(calls) >= 4
+    assert not any(on_main for _, on_main in calls)
+
+
 @pytest.mark.parametrize("returns, message", [
     (ValueError("identity provider down"), "oauth_cb raised ValueError: identity provider down"),
     ("just-a-token", "oauth_cb must return (token, expiry)"),
