@@ -39,6 +39,7 @@ class Ledger:
         self.run = uuid.uuid4().hex[:8]
         self.produced = 0
         self.delivered = {}  # number -> (partition, offset)
+        self.delivered_at = {}  # number -> time.monotonic() when its report was read
         self.failed = {}  # number -> exception
         self.reported_twice = 0
         self.refused = 0  # produce() calls that raised NoBrokersAvailableError
@@ -57,6 +58,7 @@ class Ledger:
             self.reported_twice += 1
         if exc is None:
             self.delivered[number] = (message.partition_id, message.offset)
+            self.delivered_at[number] = time.monotonic()
         else:
             self.failed[number] = exc
 
@@ -76,15 +78,22 @@ class Ledger:
         kinds = collections.Counter(getattr(e, "name", None) or type(e).__name__ for e in self.failed.values())
         return ",".join("%s:%d" % kv for kv in sorted(kinds.items())) or "-"
 
-    def counts(self, log_values):
-        """:class:`Counts` against the values read from the log."""
+    def counts(self, log_values, since=None):
+        """:class:`Counts` against the values read from the log. With ``since`` (a
+        ``time.monotonic()``), only deliveries reported after it count as ``lost`` when
+        missing: the earlier ones were kept by a broker that has gone since."""
         seen = collections.Counter(n for n in (self.number(v) for v in log_values) if n is not None)
         reported = set(self.delivered) | set(self.failed)
+        expected = [n for n in self.delivered if since is None or self.delivered_at[n] >= since]
         return Counts(
             produced=self.produced, delivered=len(self.delivered), failed=len(self.failed),
             silent=sum(1 for n in range(self.produced) if n not in reported),
-            in_log=len(seen), lost=sum(1 for n in self.delivered if n not in seen),
+            in_log=len(seen), lost=sum(1 for n in expected if n not in seen),
             duplicated=sum(c - 1 for c in seen.values()))
+
+    def delivered_before(self, moment):
+        """How many deliveries were reported before ``moment`` (a ``time.monotonic()``)."""
+        return sum(1 for at in self.delivered_at.values() if at < moment)
 
 
 def produce_for(producer, ledger, seconds, pace=200, schedule=None):
@@ -134,14 +143,22 @@ def read_log(topic, expected, consumer_timeout_ms=2000):
 
 class FaultSchedule(threading.Thread):
     """Runs ``(at_seconds, what, action)`` steps in order on its own thread; ``log`` keeps
-    ``(seconds, what)`` of each step run, ``error`` the exception of one that raised."""
+    ``(seconds, what)`` of each step run, ``times`` when each ended, ``error`` the exception
+    of one that raised.
+
+    The thread stays alive after the last step until :meth:`close`: a server an action
+    starts gets SIGTERM when the thread that started it ends (``PR_SET_PDEATHSIG`` follows
+    the thread), so it must outlive what the test does with that server."""
 
     def __init__(self, steps):
         super().__init__(daemon=True)
         self.steps = sorted(steps, key=lambda s: s[0])
         self.log = []
+        self.times = {}  # what -> time.monotonic() when its action returned
         self.error = None
         self.done = False
+        self._finished = threading.Event()
+        self._release = threading.Event()
 
     def run(self):
         started = time.monotonic()
@@ -149,16 +166,26 @@ class FaultSchedule(threading.Thread):
             for at, what, action in self.steps:
                 time.sleep(max(0.0, at - (time.monotonic() - started)))
                 action()
-                self.log.append((round(time.monotonic() - started, 2), what))
+                self.times[what] = time.monotonic()
+                self.log.append((round(self.times[what] - started, 2), what))
         except BaseException as exc:
             self.error = exc
         finally:
             self.done = True
+            self._finished.set()
+        self._release.wait()
 
     def join(self, timeout=None):
-        super().join(PATIENCE_S if timeout is None else timeout)
+        """Wait for the last step (not for the thread); raise what a step raised."""
+        self._finished.wait(PATIENCE_S if timeout is None else timeout)
         if self.error is not None:
             raise self.error
+
+    def close(self):
+        """Let the thread end."""
+        self._release.set()
+        if self.is_alive():
+            super().join(PATIENCE_S)
 
 
 def report(scenario, **figures):

@@ -61,6 +61,7 @@ def run_producers(cluster, scenario, steps):
             t.start()
         for t in threads:
             t.join()
+        schedule.close()
         if errors:
             raise errors[0]
         for kind, ledger in ledgers.items():
