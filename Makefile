@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # Re-install (and so rebuild the cffi extension) when any of these change.
 BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.[ch]' 2>/dev/null)
 
-.PHONY: test demo bench sysdeps venv clean
+.PHONY: test demo bench soak sysdeps venv clean
 
 test: venv
 	$(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
@@ -21,6 +21,14 @@ test: venv
 
 demo: venv
 	$(VPY) -m pyrdk.testing.demo
+
+# The soak (tests/reliability/soak.py, not part of `make test`): a fleet and a producer under
+# a fault schedule repeated every minute, printing the counters each minute.
+SOAK_MINUTES ?= 10
+SOAK_RATE ?= 1000
+
+soak: venv
+	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_RATE=$(SOAK_RATE) $(VPY) -m pytest tests/reliability/soak.py -s -q $(PYTEST_ARGS)
 
 venv: $(STAMP)
 
