@@ -45,12 +45,14 @@ $(BENCH_STAMP): $(STAMP)
 	touch $@
 
 # librdkafka-dev for rdkafka.h (unless PYRDK_RDKAFKA_INCLUDE points elsewhere), a C compiler,
-# Python's headers and venv support, and a Java runtime for Spark and for the ZooKeeper
-# server the tests start (its jars come with pyspark): apt-get only what is absent.
+# Python's headers and venv support, a Java runtime for Spark and for the ZooKeeper server
+# the tests start (its jars come with pyspark), and stunnel, the TLS terminator the security
+# tests put in front of Tansu: apt-get only what is absent.
 sysdeps:
 	@missing=""; \
 	if [ -z "$$PYRDK_RDKAFKA_INCLUDE" ] && [ ! -f $(RDKAFKA_H) ]; then missing="$$missing librdkafka-dev"; fi; \
 	command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	command -v stunnel4 >/dev/null 2>&1 || command -v stunnel >/dev/null 2>&1 || missing="$$missing stunnel4"; \
 	command -v java >/dev/null 2>&1 || [ -x "$$JAVA_HOME/bin/java" ] || missing="$$missing default-jre-headless"; \
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	$(PYTHON) -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
