@@ -73,42 +73,33 @@ def test_good_chain_produce_consume_and_admin(tls_broker, tls_certs):
         assert isinstance(client.cluster.list_groups(), dict)
 
 
+def balanced_round_trip(client, **kwargs):
+    """20 messages through a balanced consumer made with ``kwargs``, committed."""
+    name = unique_name("sec")
+    client.cluster.create_topics([(name, 2, 1)])
+    topic = client.topics[name]
+    with topic.get_producer(linger_ms=5) as producer:
+        for i in range(20):
+            producer.produce(b"m%d" % i, partition_key=b"k%d" % i)
+    with topic.get_balanced_consumer(unique_name("g").encode(), auto_offset_reset=OffsetType.EARLIEST,
+                                     consumer_timeout_ms=PATIENCE_S * 1000, **kwargs) as consumer:
+        values = sorted(consumer.consume().value for _ in range(20))
+        consumer.commit_offsets()
+    assert values == sorted(b"m%d" % i for i in range(20))
+
+
 def test_good_chain_managed_balanced_consumer(tls_broker, tls_certs):
     with KafkaClient(hosts=tls_broker.bootstrap_servers,
                      ssl_config=SslConfig(cafile=tls_certs.ca.certfile)) as client:
-        name = unique_name("sec")
-        client.cluster.create_topics([(name, 2, 1)])
-        topic = client.topics[name]
-        with topic.get_producer(linger_ms=5) as producer:
-            for i in range(20):
-                producer.produce(b"m%d" % i, partition_key=b"k%d" % i)
-        with topic.get_balanced_consumer(unique_name("g").encode(), managed=True,
-                                         auto_offset_reset=OffsetType.EARLIEST,
-                                         consumer_timeout_ms=PATIENCE_S * 1000,
-                                         session_timeout_ms=6000, heartbeat_interval_ms=500,
-                                         max_poll_interval_ms=8000) as consumer:
-            values = sorted(consumer.consume().value for _ in range(20))
-            consumer.commit_offsets()
-        assert values == sorted(b"m%d" % i for i in range(20))
+        balanced_round_trip(client, managed=True, session_timeout_ms=6000, heartbeat_interval_ms=500,
+                            max_poll_interval_ms=8000)
 
 
 @pytest.mark.zookeeper
 def test_good_chain_zookeeper_balanced_consumer(tls_broker, tls_certs, zookeeper_chroot):
     with KafkaClient(hosts=tls_broker.bootstrap_servers, zookeeper_hosts=zookeeper_chroot,
                      ssl_config=SslConfig(cafile=tls_certs.ca.certfile)) as client:
-        name = unique_name("sec")
-        client.cluster.create_topics([(name, 2, 1)])
-        topic = client.topics[name]
-        with topic.get_producer(linger_ms=5) as producer:
-            for i in range(20):
-                producer.produce(b"m%d" % i, partition_key=b"k%d" % i)
-        with topic.get_balanced_consumer(unique_name("g").encode(),
-                                         auto_offset_reset=OffsetType.EARLIEST,
-                                         consumer_timeout_ms=PATIENCE_S * 1000,
-                                         zookeeper_connection_timeout_ms=2000) as consumer:
-            values = sorted(consumer.consume().value for _ in range(20))
-            consumer.commit_offsets()
-        assert values == sorted(b"m%d" % i for i in range(20))
+        balanced_round_trip(client, zookeeper_connection_timeout_ms=2000)
 
 
 @pytest.mark.parametrize("case, reason", [

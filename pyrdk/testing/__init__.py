@@ -72,6 +72,20 @@ class _Server:
 
     process = None
 
+    def _spawn(self, command, log, what, timeout_s, env=None):
+        """Run ``command`` with its output in the open file ``log``, and wait until
+        127.0.0.1:``port`` accepts connections; stop it again if it does not."""
+        self._log = log
+        self.process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        try:
+            wait_for_port(self.port, timeout_s, self.process, what)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
     def stop(self, timeout_s=10):
         """Terminate the process (SIGTERM, then SIGKILL) and wait for it."""
         proc, self.process = self.process, None
@@ -127,18 +141,8 @@ class TansuBroker(_Server):
                    "--storage-engine", "memory://tansu/"]
         if self.authentication:
             command.append("--authentication")
-        self._log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            command,
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-            env=dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn")))
-        try:
-            wait_for_port(self.port, timeout_s, self.process, "tansu (log: %s)" % self.log_path)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        return self._spawn(command, open(self.log_path, "wb"), "tansu (log: %s)" % self.log_path,
+                           timeout_s, env=dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn")))
 
 
 def stunnel_binary():
@@ -182,17 +186,9 @@ class Stunnel(_Server):
 
     def start(self, timeout_s=30):
         """Start stunnel and wait until it accepts connections."""
-        self._log = open(os.path.join(self.work_dir, "stunnel-%d.out" % self.port), "ab")
-        self.process = subprocess.Popen(
-            [stunnel_binary(), self._write_config()],
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-        try:
-            wait_for_port(self.port, timeout_s, self.process, "stunnel (log: %s)" % self.log_path)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        return self._spawn([stunnel_binary(), self._write_config()],
+                           open(os.path.join(self.work_dir, "stunnel-%d.out" % self.port), "ab"),
+                           "stunnel (log: %s)" % self.log_path, timeout_s)
 
     def accepted(self):
         """How many TCP connections stunnel has accepted so far (from its log)."""
@@ -209,7 +205,38 @@ class Stunnel(_Server):
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
 
-class TlsTansuBroker:
+class _BrokerAndCompanion:
+    """A Tansu broker (``broker``) and a server beside it (``companion``, or None), started
+    in that order and stopped (by pid) in the other."""
+
+    broker = None
+    companion = None
+
+    def start(self):
+        self.broker.start()
+        if self.companion is not None:
+            try:
+                self.companion.start()
+            except BaseException:
+                self.broker.stop()
+                raise
+        return self
+
+    def stop(self):
+        try:
+            if self.companion is not None:
+                self.companion.close()
+        finally:
+            self.broker.stop()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class TlsTansuBroker(_BrokerAndCompanion):
     """A Tansu broker reached only through TLS: stunnel on ``port`` in front of Tansu on a
     port of its own, and Tansu advertising the stunnel port, so every connection a client
     makes (bootstrap and metadata-directed) goes through TLS.
@@ -224,32 +251,11 @@ class TlsTansuBroker:
                                work_dir=work_dir)
         self.broker = TansuBroker(port=self.stunnel.target_port, advertised_port=self.stunnel.port,
                                   authentication=authentication)
+        self.companion = self.stunnel  # stopped first; its close() removes its work directory
 
     @property
     def bootstrap_servers(self):
         return "127.0.0.1:%d" % self.stunnel.port
-
-    def start(self):
-        self.broker.start()
-        try:
-            self.stunnel.start()
-        except BaseException:
-            self.broker.stop()
-            raise
-        return self
-
-    def stop(self):
-        """Stop stunnel and the broker (by pid), and remove stunnel's work directory."""
-        try:
-            self.stunnel.close()
-        finally:
-            self.broker.stop()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 def zookeeper_classpath():
@@ -326,16 +332,8 @@ class ZooKeeperServer(_Server):
             return self
         command = [java_binary(), "-Xmx256m", "-cp", zookeeper_classpath(),
                    "org.apache.zookeeper.server.ZooKeeperServerMain", self._write_config()]
-        self._log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-        try:
-            wait_for_port(self.port, timeout_s, self.process, "zookeeper (log: %s)" % self.log_path)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        return self._spawn(command, open(self.log_path, "ab"), "zookeeper (log: %s)" % self.log_path,
+                           timeout_s)
 
     def restart(self):
         """Stop and start again on the same port and data directory."""
@@ -352,7 +350,7 @@ class ZooKeeperServer(_Server):
         self.close()
 
 
-class DevCluster:
+class DevCluster(_BrokerAndCompanion):
     """The embedded development cluster: a Tansu broker (``.broker``) and a ZooKeeper
     server (``.zookeeper``) for balanced consumers.
 
@@ -375,6 +373,7 @@ class DevCluster:
                     raise
             else:
                 self.zookeeper = ZooKeeperServer()
+        self.companion = self.zookeeper
 
     @property
     def hosts(self):
@@ -385,25 +384,3 @@ class DevCluster:
         """ZooKeeper's connect string, or None when the cluster runs without ZooKeeper."""
         return self.zookeeper.hosts if self.zookeeper is not None else None
 
-    def start(self):
-        self.broker.start()
-        if self.zookeeper is not None:
-            try:
-                self.zookeeper.start()
-            except BaseException:
-                self.broker.stop()
-                raise
-        return self
-
-    def stop(self):
-        try:
-            if self.zookeeper is not None:
-                self.zookeeper.close()
-        finally:
-            self.broker.stop()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()

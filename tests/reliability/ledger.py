@@ -122,6 +122,38 @@ def produce_for(producer, ledger, seconds, pace=200, schedule=None):
     ledger.drain(producer)
 
 
+PRODUCERS = {
+    "idempotent": dict(enable_idempotence=True, required_acks=-1),
+    "plain": dict(required_acks=1),
+}
+
+
+def produce_side_by_side(topics, seconds, schedule, pending_timeout_ms=60000):
+    """An idempotent and a plain producer (``PRODUCERS``), each on its topic of ``topics``
+    (``{kind: Topic}``) and on a thread of its own, through ``schedule``, which runs alongside
+    the idempotent one (and the two produce for ``seconds`` at least); their ledgers. Both
+    retry far longer than the faults last (``max_retries``)."""
+    ledgers = {kind: Ledger(kind) for kind in PRODUCERS}
+    errors = []
+
+    def drive(kind):
+        try:
+            producer = topics[kind].get_producer(delivery_reports=True, linger_ms=5, max_retries=1000,
+                                                 pending_timeout_ms=pending_timeout_ms, **PRODUCERS[kind])
+            produce_for(producer, ledgers[kind], seconds, schedule=schedule if kind == "idempotent" else None)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=drive, args=(kind,)) for kind in PRODUCERS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return ledgers
+
+
 def read_log(topic, expected, consumer_timeout_ms=2000):
     """Every value in ``topic``, read from the start with a simple consumer: until at least
     ``expected`` values (the messages delivered) were read and nothing more came for

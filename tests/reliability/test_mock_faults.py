@@ -11,14 +11,14 @@ never answers 13 (clients make it up for a dropped connection, which librdkafka 
 transport failure and retries: the broker down-and-up scenario), so there the failures
 must all be NETWORK_EXCEPTION, and the other injected codes retried to delivery.
 """
-import threading
+from contextlib import closing
 
 import pytest
 
 from pyrdk import KafkaClient
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import unique_name
-from tests.reliability.ledger import FaultSchedule, Ledger, produce_for, read_log, report_counts
+from tests.reliability.ledger import PRODUCERS, FaultSchedule, produce_side_by_side, read_log, report_counts
 
 pytestmark = [pytest.mark.mock, pytest.mark.timeout(300)]
 
@@ -27,11 +27,6 @@ REQUEST_TIMED_OUT = 7
 NETWORK_EXCEPTION = 13
 PARTITIONS = 3
 RUN_S = 6
-
-PRODUCERS = {
-    "idempotent": dict(enable_idempotence=True, required_acks=-1),
-    "plain": dict(required_acks=1),
-}
 
 
 def run_producers(cluster, scenario, steps):
@@ -45,25 +40,8 @@ def run_producers(cluster, scenario, steps):
             cluster.create_topic(name, PARTITIONS, 3)
             topics[kind] = client.topics[name]
         schedule = FaultSchedule(steps([t.name.decode() for t in topics.values()]))
-        ledgers = {kind: Ledger(kind) for kind in PRODUCERS}
-        errors = []
-
-        def drive(kind):
-            try:
-                producer = topics[kind].get_producer(delivery_reports=True, linger_ms=5, max_retries=1000,
-                                                     pending_timeout_ms=60000, **PRODUCERS[kind])
-                produce_for(producer, ledgers[kind], RUN_S, schedule=schedule if kind == "idempotent" else None)
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=drive, args=(kind,)) for kind in PRODUCERS]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        schedule.close()
-        if errors:
-            raise errors[0]
+        with closing(schedule):
+            ledgers = produce_side_by_side(topics, RUN_S, schedule)
         for kind, ledger in ledgers.items():
             counts = ledger.counts(read_log(topics[kind], len(ledger.delivered)))
             report_counts("mock: %s, %s producer" % (scenario, kind), counts,

@@ -16,7 +16,6 @@ next owner: duplicates are bounded by ``COMMIT_EVERY`` per member, and nothing i
 """
 import os
 import signal
-import threading
 from contextlib import closing
 
 import pytest
@@ -25,16 +24,12 @@ from pyrdk import KafkaClient
 from pyrdk.testing import TansuBroker
 from tests.fix_kafka import make_topic, unique_name
 from tests.fleet import Fleet
-from tests.reliability.ledger import (FaultSchedule, Ledger, produce_for, read_log, report,
-                                      report_counts)
+from tests.reliability.ledger import (PRODUCERS, FaultSchedule, Ledger, produce_side_by_side, read_log,
+                                      report, report_counts)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
 
 PARTITIONS = 3
-PRODUCERS = {
-    "idempotent": dict(enable_idempotence=True, required_acks=-1),
-    "plain": dict(required_acks=1),
-}
 
 
 @pytest.fixture
@@ -63,26 +58,10 @@ def test_broker_killed_and_restarted(own_broker):
 
     create_topics()
     schedule = FaultSchedule([(2.0, "SIGKILL broker", kill), (4.0, "restart broker", restart)])
-    ledgers = {kind: Ledger(kind) for kind in PRODUCERS}
-    errors = []
     with KafkaClient(hosts=own_broker.bootstrap_servers, socket_timeout_ms=30000) as client, \
             closing(schedule):
         topics = {kind: client.topics[name] for kind, name in names.items()}
-
-        def drive(kind):
-            try:
-                producer = topics[kind].get_producer(delivery_reports=True, linger_ms=5, max_retries=1000,
-                                                     pending_timeout_ms=10000, **PRODUCERS[kind])
-                produce_for(producer, ledgers[kind], 8, schedule=schedule if kind == "idempotent" else None)
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=drive, args=(kind,)) for kind in PRODUCERS]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert not errors, errors
+        ledgers = produce_side_by_side(topics, 8, schedule, pending_timeout_ms=10000)
         restarted = schedule.times["restart broker"]
         for kind, ledger in ledgers.items():
             counts = ledger.counts(read_log(topics[kind], len(ledger.delivered)), since=restarted)
@@ -124,6 +103,12 @@ def produce_numbered(client, scenario, name, count):
     return topic
 
 
+def numbered_fleet(kafka_hosts, topic, tmp_path):
+    """A Fleet of managed consumers on ``topic`` that writes each message down at once."""
+    return Fleet(kafka_hosts, topic.name.decode(), unique_name("group"), GROUP, commit_every=COMMIT_EVERY,
+                 delay_ms=DELAY_MS, workdir=str(tmp_path / "fleet"), flush_each=True)
+
+
 def consumer_counts(scenario, fleet, count, members):
     """Check and print what the fleet processed: each of the ``count`` messages at least once,
     at most ``COMMIT_EVERY`` repeats per member that ever ran."""
@@ -142,8 +127,7 @@ def test_consumer_process_killed(client, kafka_hosts, tmp_path):
     count = 1500
     scenario = "tansu: consumer process SIGKILLed"
     topic = produce_numbered(client, scenario, unique_name("rel-consumer"), count)
-    with Fleet(kafka_hosts, topic.name.decode(), unique_name("group"), GROUP, commit_every=COMMIT_EVERY,
-               delay_ms=DELAY_MS, workdir=str(tmp_path / "fleet"), flush_each=True) as fleet:
+    with numbered_fleet(kafka_hosts, topic, tmp_path) as fleet:
         victim = fleet.start_member()
         fleet.wait_processed(count // 3 + COMMIT_EVERY // 2)  # between two commits
         fleet.kill(victim)
@@ -158,8 +142,7 @@ def test_fleet_member_killed_during_a_rebalance(client, kafka_hosts, tmp_path):
     count = 3000
     scenario = "tansu: fleet member SIGKILLed mid-rebalance"
     topic = produce_numbered(client, scenario, unique_name("rel-fleet"), count)
-    with Fleet(kafka_hosts, topic.name.decode(), unique_name("group"), GROUP, commit_every=COMMIT_EVERY,
-               delay_ms=DELAY_MS, workdir=str(tmp_path / "fleet"), flush_each=True) as fleet:
+    with numbered_fleet(kafka_hosts, topic, tmp_path) as fleet:
         first = fleet.start(3)
         fleet.wait_balanced(range(PARTITIONS))
         fleet.wait_processed(count // 4)
