@@ -288,11 +288,12 @@ _TLS_ALERT = re.compile(r"SSL routines::([^:]*alert[^:]*): SSL alert number (\d+
 def _tls_error(cbs, err, reason):
     """The ``SslError`` for an error callback, with its ``reason``: why OpenSSL refused the
     broker's certificate (kept by ``_pyrdk_ssl_verify_cb``), or the TLS alert the broker
-    ended the session with (librdkafka reports those as transport failures: a broker that
-    requires a client certificate sends one). None for any other error."""
+    ended the session with (a broker that requires a client certificate sends one; after a
+    TLS 1.3 handshake librdkafka reports it as a transport failure). None for any other
+    error."""
     if err == errors.SSL and cbs.tls_refusal is not None:
         short, detail = cbs.tls_refusal
-    elif err == errors.TRANSPORT and _TLS_ALERT.search(reason):
+    elif err in (errors.SSL, errors.TRANSPORT) and _TLS_ALERT.search(reason):
         alert = _TLS_ALERT.search(reason)
         short = alert.group(1)
         detail = ("the broker ended the TLS session with alert %s (%s): it refused this "
@@ -393,6 +394,10 @@ def _pyrdk_ssl_verify_cb(rk, broker_name, broker_id, x509_error, depth, buf, siz
     why it refused one, for the ``SslError`` that follows."""
     code = x509_error[0]
     if code == 0:
+        if depth == 0:  # the broker's own certificate passed: forget an older refusal
+            cbs = _lookup(opaque)
+            if cbs is not None:
+                cbs.tls_refusal = None
         return 1
     try:
         reason = _X509_REASONS.get(code, "X509 verification error %d" % code)
