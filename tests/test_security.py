@@ -121,6 +121,47 @@ def test_refused_broker_certificate_raises_ssl_error_naming_the_reason(tls_liste
     assert_no_reconnect(listener.stunnel)
 
 
+def test_producer_and_consumer_raise_ssl_error_when_the_certificate_goes_bad(tls_listener, tls_certs):
+    """The listener comes back with an expired certificate on the same port: the producer's
+    and the consumer's next calls raise (no endless reconnecting). The producer's poller
+    thread hands it over as the cause of a ProduceFailureError."""
+    from pyrdk.testing import Stunnel
+    listener = tls_listener(tls_certs.broker)
+    bad = None
+    with KafkaClient(hosts=listener.bootstrap_servers, socket_timeout_ms=NEVER_MS,
+                     ssl_config=SslConfig(cafile=tls_certs.ca.certfile)) as client:
+        name = unique_name("sec")
+        client.cluster.create_topics([(name, 1, 1)])
+        topic = client.topics[name]
+        producer = topic.get_producer(linger_ms=5)
+        consumer = topic.get_simple_consumer(auto_offset_reset=OffsetType.EARLIEST,
+                                             consumer_timeout_ms=PATIENCE_S * 1000)
+        try:
+            producer.produce(b"before")
+            producer.flush()
+            assert consumer.consume().value == b"before"
+            port = listener.stunnel.port
+            listener.stunnel.close()
+            bad = Stunnel(listener.broker.port, tls_certs.expired.certfile, tls_certs.expired.keyfile,
+                          port=port).start()
+            for call in (lambda: (producer.produce(b"after"), time.sleep(0.05)), consumer.consume):
+                with pytest.raises(Exception) as info:
+                    deadline = time.monotonic() + PATIENCE_S
+                    while time.monotonic() < deadline:
+                        call()
+                error = info.value if isinstance(info.value, SslError) else info.value.__cause__
+                assert isinstance(error, SslError), info.value
+                assert error.reason == "certificate has expired"
+        finally:
+            consumer.stop()
+            try:
+                producer.stop()
+            except Exception:  # what could not be delivered is reported: expected here
+                pass
+            if bad is not None:
+                bad.close()
+
+
 def test_mutual_tls_with_a_client_certificate(tls_listener, tls_certs):
     listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
     ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,
