@@ -346,6 +346,7 @@ def test_oauth_cb_selects_oauthbearer():
      "ssl_config needs security_protocol SSL or SASL_SSL"),
     ({"ssl_config": "x"}, TypeError, "ssl_config must be a pyrdk.connection.SslConfig"),
     ({"oauth_cb": "token"}, TypeError, "oauth_cb must be a callable"),
+    ({"rdkafka_config": {"oauth_cb": "token"}}, TypeError, "oauth_cb must be a callable"),
     ({"oauth_cb": print, "sasl_mechanism": "PLAIN"}, ValueError, "oauth_cb needs sasl_mechanism OAUTHBEARER"),
 ])
 def test_bad_security_arguments_say_what_to_fix(kwargs, error, message):

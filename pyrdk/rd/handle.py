@@ -111,14 +111,14 @@ class Handle:
         self._guard = ffi.new("pyrdk_guard_t *")
         config = dict(config)
         oauth_cb = config.pop("oauth_cb", None)
-        if oauth_cb is not None:
-            if not callable(oauth_cb):
-                raise TypeError("oauth_cb must be a callable returning (token, expiry), not %r"
-                                % (oauth_cb,))
-            self._cbs.oauth_cb = oauth_cb
         tls = str(config.get("security.protocol", "")).lower() in ("ssl", "sasl_ssl")
         conf = Conf({"log.queue": True})
         try:
+            if oauth_cb is not None:
+                if not callable(oauth_cb):
+                    raise TypeError("oauth_cb must be a callable returning (token, expiry), not %r"
+                                    % (oauth_cb,))
+                self._cbs.oauth_cb = oauth_cb
             for key, value in config.items():
                 conf.set(key, value)
             callbacks.install(conf, self._cbs, producer=(kind == "producer"), tls=tls)
