@@ -20,7 +20,7 @@ from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import unique_name
 from tests.reliability.ledger import PRODUCERS, FaultSchedule, produce_side_by_side, read_log, report_counts
 
-pytestmark = [pytest.mark.mock, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.mock, pytest.mark.slow, pytest.mark.timeout(300)]
 
 NOT_LEADER_FOR_PARTITION = 6
 REQUEST_TIMED_OUT = 7

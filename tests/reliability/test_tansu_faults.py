@@ -27,7 +27,7 @@ from tests.fleet import Fleet
 from tests.reliability.ledger import (PRODUCERS, FaultSchedule, Ledger, produce_side_by_side, read_log,
                                       report, report_counts)
 
-pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(300)]
 
 PARTITIONS = 3
 
