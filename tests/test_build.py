@@ -17,6 +17,8 @@ EXPECTED_NAMES = {
     "MessageSetDecodeFailure": {"_BAD_MSG"},
     "RdKafkaStoppedException": {"_DESTROY"},
     "SocketDisconnectedError": {"_TRANSPORT"},
+    "SslError": {"_SSL"},
+    "AuthenticationError": {"_AUTHENTICATION"},
     "KafkaTimeoutError": {"_TIMED_OUT", "_MSG_TIMED_OUT"},
     "NoBrokersAvailableError": {"_ALL_BROKERS_DOWN"},
     "ProducerQueueFullError": {"_QUEUE_FULL"},
@@ -41,6 +43,7 @@ EXPECTED_NAMES = {
     "RebalanceInProgress": {"REBALANCE_IN_PROGRESS"},
     "TopicAuthorizationFailed": {"TOPIC_AUTHORIZATION_FAILED"},
     "GroupAuthorizationFailed": {"GROUP_AUTHORIZATION_FAILED"},
+    "SaslAuthenticationFailed": {"SASL_AUTHENTICATION_FAILED"},
     "TopicAlreadyExists": {"TOPIC_ALREADY_EXISTS"},
 }
 

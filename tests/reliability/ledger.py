@@ -91,6 +91,10 @@ class Ledger:
             in_log=len(seen), lost=sum(1 for n in expected if n not in seen),
             duplicated=sum(c - 1 for c in seen.values()))
 
+    def delivered_since(self, moment):
+        """How many deliveries were reported at or after ``moment``."""
+        return sum(1 for at in self.delivered_at.values() if at >= moment)
+
     def delivered_before(self, moment):
         """How many deliveries were reported before ``moment`` (a ``time.monotonic()``)."""
         return sum(1 for at in self.delivered_at.values() if at < moment)

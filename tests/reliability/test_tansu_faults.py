@@ -64,7 +64,7 @@ def test_broker_killed_and_restarted(own_broker):
         ledgers = produce_side_by_side(topics, 8, schedule, pending_timeout_ms=10000)
         restarted = schedule.times["restart broker"]
         for kind, ledger in ledgers.items():
-            counts = ledger.counts(read_log(topics[kind], len(ledger.delivered)), since=restarted)
+            counts = ledger.counts(read_log(topics[kind], ledger.delivered_since(restarted)), since=restarted)
             report_counts("tansu: broker SIGKILLed and restarted, %s producer" % kind, counts,
                           gone_with_broker=ledger.delivered_before(restarted),
                           failures=ledger.failure_kinds())
