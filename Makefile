@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # Re-install (and so rebuild the cffi extension) when any of these change.
 BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.[ch]' 2>/dev/null)
 
-.PHONY: test demo bench sysdeps venv clean
+.PHONY: test demo bench soak sysdeps venv clean
 
 # Every test runs on the C core (PYRDK_IMPL=c: a core that cannot be imported is an error,
 # not a fall-back); the core's, producer and consumer suites run again on the pure-Python
@@ -28,6 +28,14 @@ test: venv
 
 demo: venv
 	$(VPY) -m pyrdk.testing.demo
+
+# The soak (tests/reliability/soak.py, not part of `make test`): a fleet and a producer under
+# a fault schedule repeated every minute, printing the counters each minute.
+SOAK_MINUTES ?= 10
+SOAK_RATE ?= 1000
+
+soak: venv
+	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_RATE=$(SOAK_RATE) $(VPY) -m pytest tests/reliability/soak.py -s -q $(PYTEST_ARGS)
 
 venv: $(STAMP)
 
@@ -44,12 +52,14 @@ $(BENCH_STAMP): $(STAMP)
 	touch $@
 
 # librdkafka-dev for rdkafka.h (unless PYRDK_RDKAFKA_INCLUDE points elsewhere), a C compiler,
-# Python's headers and venv support, and a Java runtime for Spark and for the ZooKeeper
-# server the tests start (its jars come with pyspark): apt-get only what is absent.
+# Python's headers and venv support, a Java runtime for Spark and for the ZooKeeper server
+# the tests start (its jars come with pyspark), and stunnel, the TLS terminator the security
+# tests put in front of Tansu: apt-get only what is absent.
 sysdeps:
 	@missing=""; \
 	if [ -z "$$PYRDK_RDKAFKA_INCLUDE" ] && [ ! -f $(RDKAFKA_H) ]; then missing="$$missing librdkafka-dev"; fi; \
 	command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	command -v stunnel4 >/dev/null 2>&1 || command -v stunnel >/dev/null 2>&1 || missing="$$missing stunnel4"; \
 	command -v java >/dev/null 2>&1 || [ -x "$$JAVA_HOME/bin/java" ] || missing="$$missing default-jre-headless"; \
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	$(PYTHON) -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \

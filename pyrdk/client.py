@@ -14,6 +14,68 @@ log = logging.getLogger(__name__)
 DEFAULT_HOSTS = "127.0.0.1:9092"
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+
+
+def _choice(name, value, choices):
+    """``value`` upper-cased if it is one of ``choices``, else ValueError naming them."""
+    if not isinstance(value, str) or value.upper() not in choices:
+        raise ValueError("%s must be one of %s, not %r" % (name, ", ".join(choices), value))
+    return value.upper()
+
+
+def security_config(ssl_config=None, security_protocol=None, sasl_mechanism=None,
+                    sasl_plain_username=None, sasl_plain_password=None, oauth_cb=None):
+    """The librdkafka properties (``security.protocol``, ``ssl.*``, ``sasl.*``) for
+    ``KafkaClient``'s TLS and SASL arguments, checked together; ``oauth_cb`` rides along
+    under its own key, as in confluent-kafka's configuration."""
+    if ssl_config is not None and not callable(getattr(ssl_config, "rdkafka_config", None)):
+        raise TypeError("ssl_config must be a pyrdk.connection.SslConfig, not %r" % (ssl_config,))
+    if oauth_cb is not None and not callable(oauth_cb):
+        raise TypeError("oauth_cb must be a callable returning (token, expiry), not %r" % (oauth_cb,))
+    if sasl_mechanism is not None:
+        sasl_mechanism = _choice("sasl_mechanism", sasl_mechanism, SASL_MECHANISMS)
+    elif oauth_cb is not None:
+        sasl_mechanism = "OAUTHBEARER"
+    if security_protocol is not None:
+        security_protocol = _choice("security_protocol", security_protocol, SECURITY_PROTOCOLS)
+    elif sasl_mechanism is not None or sasl_plain_username is not None:
+        security_protocol = "SASL_SSL" if ssl_config is not None else "SASL_PLAINTEXT"
+    elif ssl_config is not None:
+        security_protocol = "SSL"
+    else:
+        return {}
+    sasl = security_protocol.startswith("SASL_")
+    if sasl and sasl_mechanism is None:
+        sasl_mechanism = "PLAIN"  # kafka-python's default
+    if not sasl and (sasl_mechanism is not None or sasl_plain_username is not None):
+        raise ValueError("sasl_mechanism and sasl_plain_username need security_protocol "
+                         "SASL_PLAINTEXT or SASL_SSL, not %s" % security_protocol)
+    if ssl_config is not None and not security_protocol.endswith("SSL"):
+        raise ValueError("ssl_config needs security_protocol SSL or SASL_SSL, not %s" % security_protocol)
+    if oauth_cb is not None and sasl_mechanism != "OAUTHBEARER":
+        raise ValueError("oauth_cb needs sasl_mechanism OAUTHBEARER, not %s" % sasl_mechanism)
+    config = {"security.protocol": security_protocol.lower()}
+    if ssl_config is not None:
+        config.update(ssl_config.rdkafka_config())
+        config["security.protocol"] = security_protocol.lower()
+    if sasl:
+        config["sasl.mechanism"] = sasl_mechanism
+    if sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        for name, value in (("sasl_plain_username", sasl_plain_username),
+                            ("sasl_plain_password", sasl_plain_password)):
+            if not isinstance(value, str) or not value:
+                raise ValueError("sasl_mechanism %s needs %s, a non-empty str (given: %s)"
+                                 % (sasl_mechanism, name, "an empty str" if value == "" else
+                                    type(value).__name__))
+        config["sasl.username"] = sasl_plain_username
+        config["sasl.password"] = sasl_plain_password
+    if oauth_cb is not None:
+        config["oauth_cb"] = oauth_cb
+    return config
+
+
 class KafkaClient:
     """A connection to a Kafka cluster.
 
@@ -29,7 +91,8 @@ class KafkaClient:
     :param use_greenlets: not supported (librdkafka uses native threads)
     :param exclude_internal_topics: hide topics whose names start with ``__``
     :param source_address: not supported by librdkafka; a non-empty value is logged and ignored
-    :param ssl_config: a :class:`pyrdk.common.SslConfig`
+    :param ssl_config: a :class:`pyrdk.common.SslConfig` (TLS: ``security.protocol=ssl``,
+        or ``sasl_ssl`` with a SASL mechanism)
     :param broker_version: ignored (librdkafka negotiates API versions)
     :param statistics_interval_ms: how often librdkafka's statistics reach the producers and
         consumers made from this client (``statistics.interval.ms``; 0, the default, for never):
@@ -38,12 +101,32 @@ class KafkaClient:
         in the thread that polls them (pass a :class:`pyrdk.metrics.PrometheusExporter` to
         export them)
     :param rdkafka_config: any librdkafka properties, applied last
+    :param security_protocol: ``"PLAINTEXT"``, ``"SSL"``, ``"SASL_PLAINTEXT"`` or
+        ``"SASL_SSL"`` (``security.protocol``), as in kafka-python and aiokafka; by default
+        taken from ``ssl_config`` and ``sasl_mechanism``
+    :param sasl_mechanism: ``"PLAIN"``, ``"SCRAM-SHA-256"``, ``"SCRAM-SHA-512"``,
+        ``"OAUTHBEARER"`` or ``"GSSAPI"`` (``sasl.mechanism``; default ``"PLAIN"`` under a
+        SASL protocol, ``"OAUTHBEARER"`` with ``oauth_cb``)
+    :param sasl_plain_username: the SASL user name (``sasl.username``), for PLAIN and SCRAM
+    :param sasl_plain_password: its password (``sasl.password``)
+    :param oauth_cb: for OAUTHBEARER, a callable taking ``sasl.oauthbearer.config`` and
+        returning ``(token, expiry)`` (expiry in seconds since the epoch) or ``(token, expiry,
+        principal, extensions)``, as confluent-kafka's ``oauth_cb``; librdkafka calls it on
+        its background thread for the first token and again before each token expires
+        (``rd_kafka_conf_set_oauthbearer_token_refresh_cb``). If it raises, the next call
+        raises ``AuthenticationError`` naming its exception.
+
+    A broker certificate that TLS refuses raises ``SslError`` (its ``reason`` says why) and
+    a refused login raises ``AuthenticationError``, from the constructor or from the next
+    call of a producer or consumer, as soon as librdkafka reports it.
     """
 
     def __init__(self, hosts=None, zookeeper_hosts=None, socket_timeout_ms=30 * 1000,
                  offsets_channel_socket_timeout_ms=10 * 1000, use_greenlets=False,
                  exclude_internal_topics=True, source_address="", ssl_config=None,
-                 broker_version="0.9.0", rdkafka_config=None, statistics_interval_ms=0, stats_callback=None):
+                 broker_version="0.9.0", rdkafka_config=None, statistics_interval_ms=0, stats_callback=None,
+                 security_protocol=None, sasl_mechanism=None, sasl_plain_username=None,
+                 sasl_plain_password=None, oauth_cb=None):
         check_int("socket_timeout_ms", socket_timeout_ms, 1)
         check_int("statistics_interval_ms", statistics_interval_ms, 0)
         if stats_callback is not None and not callable(stats_callback):
@@ -76,8 +159,8 @@ class KafkaClient:
                   "socket.timeout.ms": socket_timeout_ms}
         if statistics_interval_ms:
             config["statistics.interval.ms"] = statistics_interval_ms
-        if ssl_config is not None:
-            config.update(ssl_config.rdkafka_config())
+        config.update(security_config(ssl_config, security_protocol, sasl_mechanism,
+                                      sasl_plain_username, sasl_plain_password, oauth_cb))
         config.update(rdkafka_config or {})
         self.cluster = Cluster(config, socket_timeout_ms=socket_timeout_ms,
                                exclude_internal_topics=exclude_internal_topics,

@@ -18,6 +18,7 @@ from pyrdk.exceptions import (GroupIdNotFoundError, InternalTopicExcluded, Kafka
                               for_code)
 from pyrdk.handlers import ThreadingHandler
 from pyrdk.rd import admin
+from pyrdk.rd.callbacks import security_failure
 from pyrdk.rd.handle import Handle
 from pyrdk.topic import Topic
 
@@ -104,11 +105,12 @@ class BrokerOutage:
 
     def on_error(self, exc):
         """The ``error_cb`` handler of a producer or consumer: ``_ALL_BROKERS_DOWN`` starts the
-        outage clock; a fatal error is raised (from the call that polled); the rest are
+        outage clock; a fatal error, a TLS failure (``SslError``) or a refused login
+        (``AuthenticationError``) is raised (from the call that polled); the rest are
         transient, librdkafka recovers and logs them itself."""
         if isinstance(exc, NoBrokersAvailableError) and self.since is None:
             self.since = time.monotonic()
-        if exc.fatal:
+        if exc.fatal or security_failure(exc):
             raise exc
         log.debug("%s: %s", self._hosts, exc)
 
@@ -170,6 +172,7 @@ class TopicDict(dict):
 
 class Cluster:
     """The brokers and topics of one Kafka cluster."""
+    FIRST_SLICE_MS = 250
 
     def __init__(self, rdkafka_config, socket_timeout_ms=30000, exclude_internal_topics=True,
                  zookeeper_hosts=None, stats_callback=None):
@@ -200,14 +203,26 @@ class Cluster:
         return self._topics
 
     def _metadata(self, topic=None):
-        try:
-            return self._handle.metadata(topic, timeout_ms=self._timeout_ms)
-        except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
-            raise NoBrokersAvailableError(
-                "no broker of %s answered a metadata request within %d ms (%s)"
-                % (self.rdkafka_config.get("bootstrap.servers"), self._timeout_ms, exc)) from exc
-        finally:
+        """``rd_kafka_metadata`` within ``socket_timeout_ms``, asked in growing slices (from
+        ``FIRST_SLICE_MS``) with error callbacks served between them, so that a TLS failure
+        (``SslError``) or a refused login (``AuthenticationError``) is raised as soon as
+        librdkafka reports it instead of after the whole timeout."""
+        deadline = time.monotonic() + self._timeout_ms / 1000.0
+        slice_ms = self.FIRST_SLICE_MS
+        while True:
+            remaining_ms = max(1, int((deadline - time.monotonic()) * 1000))
+            try:
+                md = self._handle.metadata(topic, timeout_ms=min(slice_ms, remaining_ms))
+            except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
+                self._handle.poll(0)  # serves error callbacks: raises what one of them kept
+                if remaining_ms <= slice_ms:
+                    raise NoBrokersAvailableError(
+                        "no broker of %s answered a metadata request within %d ms (%s)"
+                        % (self.rdkafka_config.get("bootstrap.servers"), self._timeout_ms, exc)) from exc
+                slice_ms *= 2
+                continue
             self._handle.poll(0)  # serve log lines and error callbacks
+            return md
 
     def _update_brokers(self, brokers):
         for bm in brokers:

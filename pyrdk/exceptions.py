@@ -62,6 +62,23 @@ class SocketDisconnectedError(KafkaException, codes=(-195,)):
     retriable = True
 
 
+class SslError(KafkaException, codes=(-181,)):
+    """TLS failed (librdkafka ``_SSL``): the handshake, or the broker's certificate was refused.
+
+    ``reason`` names why when OpenSSL said so (``"certificate has expired"``, ``"hostname
+    mismatch"``, ``"unable to get local issuer certificate"``...), else None. Raised by the
+    first call after the failure, not retried for ever: a wrong CA, name or date does not
+    mend itself.
+    """
+    reason = None
+
+
+class AuthenticationError(KafkaException, codes=(-169,)):
+    """The broker refused this client's credentials, or none could be had (librdkafka
+    ``_AUTHENTICATION``: SASL, or an ``oauth_cb`` that failed). Raised by the first call
+    after the failure, not retried for ever."""
+
+
 class LeaderNotFoundError(KafkaException):
     """A partition's leader could not be found in the cluster metadata."""
 
@@ -251,6 +268,10 @@ class TopicAuthorizationFailed(ProtocolClientError, codes=(29,)):
 
 class GroupAuthorizationFailed(ProtocolClientError, codes=(30,)):
     """Not authorized to access the group."""
+
+
+class SaslAuthenticationFailed(ProtocolClientError, AuthenticationError, codes=(58,)):
+    """The broker refused the SASL credentials (``SASL_AUTHENTICATION_FAILED``)."""
 
 
 class TopicAlreadyExists(ProtocolClientError, codes=(36,)):

@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.fix_kafka", "tests.fix_mock", "tests.fix_spark", "tests.fix_zookeeper"]
+pytest_plugins = ["tests.fix_docker", "tests.fix_kafka", "tests.fix_mock", "tests.fix_spark", "tests.fix_tls",
+                  "tests.fix_sasl", "tests.fix_zookeeper"]
 
 
 def pytest_configure(config):

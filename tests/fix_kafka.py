@@ -9,8 +9,13 @@ from tests.conftest import server_unavailable
 
 
 @pytest.fixture(scope="session")
-def kafka_hosts():
-    """Bootstrap servers of a real Kafka-compatible broker."""
+def kafka_hosts(docker_kafka):
+    """Bootstrap servers of a real Kafka-compatible broker: Apache Kafka in Docker with
+    ``PYRDK_TEST_DOCKER=1`` (tests/fix_docker.py), the cluster of ``PYRDK_TEST_BROKERS``, or
+    a Tansu broker started for the session."""
+    if docker_kafka is not None:
+        yield docker_kafka.bootstrap_servers
+        return
     external = os.environ.get("PYRDK_TEST_BROKERS")
     if external:
         yield external
@@ -28,8 +33,9 @@ def kafka_hosts():
 
 
 def on_tansu():
-    """True unless the tests run against an external cluster (``PYRDK_TEST_BROKERS``)."""
-    return not os.environ.get("PYRDK_TEST_BROKERS")
+    """True unless the tests run against another cluster (``PYRDK_TEST_BROKERS``, or Apache
+    Kafka in Docker with ``PYRDK_TEST_DOCKER=1``)."""
+    return not os.environ.get("PYRDK_TEST_BROKERS") and os.environ.get("PYRDK_TEST_DOCKER") != "1"
 
 
 def tansu_gap(reason):

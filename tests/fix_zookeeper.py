@@ -9,10 +9,11 @@ from tests.conftest import server_unavailable
 
 
 @pytest.fixture(scope="session")
-def zookeeper_server():
+def zookeeper_server(docker_kafka):
     """The session's :class:`pyrdk.testing.ZooKeeperServer`, or None when the tests use an
-    external ZooKeeper (``PYRDK_TEST_ZOOKEEPER``)."""
-    if os.environ.get("PYRDK_TEST_ZOOKEEPER"):
+    external ZooKeeper (``PYRDK_TEST_ZOOKEEPER``) or the one in the Kafka container
+    (``PYRDK_TEST_DOCKER=1``)."""
+    if os.environ.get("PYRDK_TEST_ZOOKEEPER") or docker_kafka is not None:
         yield None
         return
     server = start_zookeeper_server("the ZooKeeper server")
@@ -36,8 +37,10 @@ def start_zookeeper_server(what):
 
 
 @pytest.fixture(scope="session")
-def zookeeper_hosts(zookeeper_server):
+def zookeeper_hosts(zookeeper_server, docker_kafka):
     """Connect string of a real ZooKeeper server."""
+    if docker_kafka is not None:
+        return docker_kafka.zookeeper_hosts
     return os.environ.get("PYRDK_TEST_ZOOKEEPER") or zookeeper_server.hosts
 
 

@@ -119,7 +119,7 @@ class _Member:
                     self.publish(held)
 
     def run(self):
-        from pyrdk import KafkaClient, membershipprotocol
+        from pyrdk import KafkaClient, SslConfig, membershipprotocol
         spec = self.spec
         kwargs = dict(spec["kwargs"])
         protocol = kwargs.get("membership_protocol")
@@ -130,7 +130,8 @@ class _Member:
             kwargs["listener"] = self
         signal.signal(signal.SIGTERM, lambda *_: self.stopping.set())
         self.publish(status="starting")
-        client = KafkaClient(hosts=spec["hosts"])
+        ssl_config = SslConfig(cafile=spec["ssl_cafile"]) if spec.get("ssl_cafile") else None
+        client = KafkaClient(hosts=spec["hosts"], ssl_config=ssl_config)
         topic = client.topics[spec["topic"]]
         self.consumer = topic.get_balanced_consumer(spec["group"].encode(), **kwargs)
         self.publish(sorted(self.consumer.partitions), status="running")
@@ -143,6 +144,8 @@ class _Member:
             if message is not None:
                 self.out.write("%d %d %s\n" % (message.partition_id, message.offset,
                                                (message.partition_key or b"").decode()))
+                if spec.get("flush_each"):
+                    self.out.flush()
                 self.processed += 1
                 uncommitted += 1
                 if spec["delay_ms"]:
@@ -260,10 +263,14 @@ class Fleet:
     :param commit_every: commit after this many processed messages and when idle (0: never)
     :param listener: pass a recording rebalance listener (``listener=``, managed consumer)
     :param delay_ms: sleep after each message (to keep a fleet busy while it rebalances)
+    :param flush_each: write each processed message down at once, not just before a commit,
+        so that a member killed between two commits shows what it processed and will be
+        processed again (the duplicates a kill makes)
+    :param ssl_cafile: connect over TLS, trusting this CA (``SslConfig(cafile=...)``)
     """
 
     def __init__(self, hosts, topic, group, kwargs=None, commit_every=100, listener=False,
-                 delay_ms=0, workdir=None):
+                 delay_ms=0, workdir=None, flush_each=False, ssl_cafile=None):
         self.hosts = hosts
         self.topic = topic
         self.group = group
@@ -271,6 +278,8 @@ class Fleet:
         self.commit_every = commit_every
         self.listener = listener
         self.delay_ms = delay_ms
+        self.flush_each = flush_each
+        self.ssl_cafile = ssl_cafile
         self._tmp = None
         if workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="pyrdk-fleet-")
@@ -296,7 +305,7 @@ class Fleet:
         spec = {"name": name, "dir": self.dir, "hosts": self.hosts, "topic": self.topic,
                 "group": self.group, "kwargs": dict(self.kwargs, **overrides),
                 "commit_every": self.commit_every, "listener": self.listener,
-                "delay_ms": self.delay_ms}
+                "delay_ms": self.delay_ms, "flush_each": self.flush_each, "ssl_cafile": self.ssl_cafile}
         for what in ("state", "history", "events"):  # a restarted name starts afresh
             if os.path.exists(self.path(name, what)):
                 os.remove(self.path(name, what))

@@ -7,3 +7,8 @@ extern "Python" void _pyrdk_rebalance_cb(rd_kafka_t *, rd_kafka_resp_err_t,
                                          rd_kafka_topic_partition_list_t *, void *);
 extern "Python" void _pyrdk_offset_commit_cb(rd_kafka_t *, rd_kafka_resp_err_t,
                                              rd_kafka_topic_partition_list_t *, void *);
+/* These two may also run on a librdkafka thread (the background thread for token refreshes,
+ * a broker thread for certificate checks): cffi takes the GIL for them. */
+extern "Python" void _pyrdk_oauthbearer_cb(rd_kafka_t *, const char *, void *);
+extern "Python" int _pyrdk_ssl_verify_cb(rd_kafka_t *, const char *, int32_t, int *, int,
+                                         const char *, size_t, char *, size_t, void *);

@@ -25,3 +25,13 @@ rd_kafka_topic_conf_t *rd_kafka_topic_conf_new(void);
 void rd_kafka_topic_conf_destroy(rd_kafka_topic_conf_t *topic_conf);
 rd_kafka_conf_res_t rd_kafka_topic_conf_set(rd_kafka_topic_conf_t *conf, const char *name,
                                             const char *value, char *errstr, size_t errstr_size);
+
+/* SASL OAUTHBEARER tokens and TLS certificate checks: pyrdk/rd/callbacks.py */
+void rd_kafka_conf_set_oauthbearer_token_refresh_cb(rd_kafka_conf_t *conf,
+        void (*oauthbearer_token_refresh_cb)(rd_kafka_t *rk, const char *oauthbearer_config,
+                                             void *opaque));
+void rd_kafka_conf_enable_sasl_queue(rd_kafka_conf_t *conf, int enable);
+rd_kafka_conf_res_t rd_kafka_conf_set_ssl_cert_verify_cb(rd_kafka_conf_t *conf,
+        int (*ssl_cert_verify_cb)(rd_kafka_t *rk, const char *broker_name, int32_t broker_id,
+                                  int *x509_error, int depth, const char *buf, size_t size,
+                                  char *errstr, size_t errstr_size, void *opaque));

@@ -21,3 +21,8 @@ rd_kafka_resp_err_t rd_kafka_get_watermark_offsets(rd_kafka_t *rk, const char *t
         int32_t partition, int64_t *low, int64_t *high);
 rd_kafka_resp_err_t rd_kafka_offsets_for_times(rd_kafka_t *rk,
         rd_kafka_topic_partition_list_t *offsets, int timeout_ms);
+rd_kafka_resp_err_t rd_kafka_oauthbearer_set_token(rd_kafka_t *rk, const char *token_value,
+        int64_t md_lifetime_ms, const char *md_principal_name, const char **extensions,
+        size_t extension_size, char *errstr, size_t errstr_size);
+rd_kafka_resp_err_t rd_kafka_oauthbearer_set_token_failure(rd_kafka_t *rk, const char *errstr);
+rd_kafka_error_t *rd_kafka_sasl_background_callbacks_enable(rd_kafka_t *rk);

@@ -12,6 +12,12 @@
 4. A trampoline converts the C arguments to Python values and calls the handler.
    An exception is kept in the ``Callbacks``' :class:`pyrdk.exceptions.CallState` and
    raised by ``Handle`` after the C call returns, in the thread that called poll.
+5. Two run on librdkafka's own threads, where cffi takes the GIL for them: the OAUTHBEARER
+   token refresh (on the background thread, ``rd_kafka_sasl_background_callbacks_enable``,
+   so a token is fetched whether or not anyone polls) and the TLS certificate check (on a
+   broker thread, during the handshake; it only records why OpenSSL refused a certificate).
+   A TLS or authentication failure is stored like a fatal error and raised by the next
+   call, rather than retried for ever.
 """
 import itertools
 import logging
@@ -20,7 +26,7 @@ import threading
 import time
 
 from pyrdk._ffi import ffi, lib, string
-from pyrdk.exceptions import CallState, KafkaException
+from pyrdk.exceptions import AuthenticationError, CallState, KafkaException, SslError
 from pyrdk.rd import errors, partitions
 
 log = logging.getLogger("pyrdk.librdkafka")
@@ -50,12 +56,15 @@ class Callbacks:
     - ``on_rebalance(kind, topic_partitions)``  kind is ``"assign"`` or ``"revoke"``; runs
       before librdkafka's assignment changes, and may return start offsets for an assignment
     - ``on_commit(exc, topic_partitions)``
+    - ``oauth_cb(sasl_oauthbearer_config)``: returns ``(token, expiry)``, expiry in seconds
+      since the epoch, or ``(token, expiry, principal, extensions)`` with extensions a dict
+      (confluent-kafka's ``oauth_cb``); called on librdkafka's background thread
 
     ``calls`` keeps what a handler raised until the handle raises it.
     """
 
     def __init__(self, on_delivery=None, on_error=None, on_stats=None, on_rebalance=None,
-                 on_commit=None, on_deliveries=None, on_batch_failure=None):
+                 on_commit=None, on_deliveries=None, on_batch_failure=None, oauth_cb=None):
         self.on_delivery = on_delivery
         self.on_deliveries = on_deliveries
         self.on_batch_failure = on_batch_failure
@@ -63,6 +72,8 @@ class Callbacks:
         self.on_stats = on_stats
         self.on_rebalance = on_rebalance
         self.on_commit = on_commit
+        self.oauth_cb = oauth_cb
+        self.tls_refusal = None  # (reason, detail) of the last certificate OpenSSL refused
         self.last_error = None
         self.last_connection_error = None  # the last _TRANSPORT error: names broker and cause
         self.calls = CallState()
@@ -255,13 +266,14 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
             buf = errors.errstr()
             err = lib.rd_kafka_fatal_error(rk, buf, errors.ERRSTR_SIZE)
             reason = buf
-        exc = errors.exception(err, reason=string(reason), fatal=fatal)
+        exc = _tls_error(cbs, err, string(reason)) or errors.exception(err, reason=string(reason),
+                                                                       fatal=fatal)
         cbs.last_error = exc
         if err == errors.TRANSPORT:
             cbs.last_connection_error = exc
         if cbs.on_error is not None:
             cbs.on_error(exc)
-        elif fatal:
+        elif fatal or security_failure(exc):
             cbs.store(exc)
         else:
             repeats.log(logging.WARNING, string(lib.rd_kafka_name(rk)), None, str(exc), 4)
@@ -336,8 +348,140 @@ def _pyrdk_offset_commit_cb(rk, err, offsets, opaque):
         cbs.store(exc)
 
 
-def install(conf, cbs, producer):
-    """Point a ``Conf`` at these trampolines and at ``cbs`` (``rd_kafka_conf_set_*_cb``)."""
+_TLS_ALERT = re.compile(r"SSL routines::([^:]*alert[^:]*): SSL alert number (\d+)")
+
+
+def _tls_error(cbs, err, reason):
+    """The ``SslError`` for an error callback, with its ``reason``: why OpenSSL refused the
+    broker's certificate (kept by ``_pyrdk_ssl_verify_cb``), or the TLS alert the broker
+    ended the session with (a broker that requires a client certificate sends one; after a
+    TLS 1.3 handshake librdkafka reports it as a transport failure). None for any other
+    error."""
+    if err == errors.SSL and cbs.tls_refusal is not None:
+        short, detail = cbs.tls_refusal
+    elif err in (errors.SSL, errors.TRANSPORT) and _TLS_ALERT.search(reason):
+        alert = _TLS_ALERT.search(reason)
+        short = alert.group(1)
+        detail = ("the broker ended the TLS session with alert %s (%s): it refused this "
+                  "client's certificate, or wants one" % (alert.group(2), short))
+    else:
+        return None
+    exc = errors.exception(errors.SSL, reason="%s; %s" % (detail, reason))
+    exc.reason = short
+    return exc
+
+
+def security_failure(exc):
+    """True for a TLS or authentication failure: a configuration that will not mend itself,
+    raised at once rather than retried for ever."""
+    return isinstance(exc, (SslError, AuthenticationError))
+
+
+def _oauth_token(result):
+    """``(token, lifetime_ms, principal, [key, value, ...])`` from what an ``oauth_cb``
+    returned; TypeError or ValueError saying what is wrong with it."""
+    if not isinstance(result, (tuple, list)) or len(result) not in (2, 3, 4):
+        raise TypeError("oauth_cb must return (token, expiry) or (token, expiry, principal, "
+                        "extensions), not %r" % (result,))
+    token, expiry = result[0], result[1]
+    principal = result[2] if len(result) > 2 else ""
+    extensions = result[3] if len(result) > 3 else None
+    if isinstance(token, bytes):
+        token = token.decode()
+    if not isinstance(token, str) or not token:
+        raise TypeError("the token oauth_cb returns must be a non-empty str, not %r" % (token,))
+    if isinstance(expiry, bool) or not isinstance(expiry, (int, float)):
+        raise TypeError("the expiry oauth_cb returns must be seconds since the epoch (int or "
+                        "float), not %r" % (expiry,))
+    if not isinstance(principal, str):
+        raise TypeError("the principal oauth_cb returns must be a str, not %r" % (principal,))
+    if extensions is not None and not isinstance(extensions, dict):
+        raise TypeError("the extensions oauth_cb returns must be a dict, not %r" % (extensions,))
+    flat = []
+    for key, value in (extensions or {}).items():
+        flat += [str(key), str(value)]
+    return token, int(expiry * 1000), principal, flat
+
+
+@ffi.def_extern()
+def _pyrdk_oauthbearer_cb(rk, config, opaque):
+    """Ask ``oauth_cb`` for a token (``rd_kafka_oauthbearer_set_token``); when it raises or
+    returns garbage, tell librdkafka (``rd_kafka_oauthbearer_set_token_failure``) and keep an
+    ``AuthenticationError`` for the next call."""
+    cbs = _lookup(opaque)
+    if cbs is None or cbs.oauth_cb is None:
+        lib.rd_kafka_oauthbearer_set_token_failure(rk, b"no oauth_cb")
+        return
+    try:
+        try:
+            token, lifetime_ms, principal, extensions = _oauth_token(
+                cbs.oauth_cb(string(config) if config != ffi.NULL else None))
+        except BaseException as exc:
+            error = AuthenticationError("oauth_cb raised %s: %s" % (type(exc).__name__, exc),
+                                        code=errors.AUTHENTICATION)
+            error.__cause__ = exc
+        else:
+            keep = [ffi.new("char[]", item.encode()) for item in extensions]
+            buf = errors.errstr()
+            err = lib.rd_kafka_oauthbearer_set_token(
+                rk, token.encode(), lifetime_ms, principal.encode(),
+                ffi.new("const char *[]", keep) if keep else ffi.NULL, len(keep),
+                buf, errors.ERRSTR_SIZE)
+            if not err:
+                return
+            error = AuthenticationError("librdkafka refused the token from oauth_cb: %s" % string(buf),
+                                        code=errors.AUTHENTICATION)
+        cbs.store(error)
+        lib.rd_kafka_oauthbearer_set_token_failure(rk, str(error).encode())
+    except BaseException as exc:  # on librdkafka's thread: never let it escape
+        cbs.store(exc)
+
+
+# OpenSSL's X509_V_ERR_* codes that a misconfiguration gives, with what they mean here.
+_X509_REASONS = {
+    2: "unable to get issuer certificate (unknown CA)",
+    9: "certificate is not yet valid",
+    10: "certificate has expired",
+    18: "self-signed certificate (unknown CA)",
+    19: "self-signed certificate in certificate chain (unknown CA)",
+    20: "unable to get local issuer certificate (unknown CA)",
+    21: "unable to verify the first certificate (unknown CA)",
+    23: "certificate revoked",
+    26: "unsupported certificate purpose",
+    62: "hostname mismatch",
+    64: "IP address mismatch (hostname mismatch)",
+}
+
+
+@ffi.def_extern()
+def _pyrdk_ssl_verify_cb(rk, broker_name, broker_id, x509_error, depth, buf, size, errstr,
+                         errstr_size, opaque):
+    """Keep OpenSSL's verdict on a broker certificate (``x509_error``, 0: valid), and note
+    why it refused one, for the ``SslError`` that follows."""
+    code = x509_error[0]
+    if code == 0:
+        if depth == 0:  # the broker's own certificate passed: forget an older refusal
+            cbs = _lookup(opaque)
+            if cbs is not None:
+                cbs.tls_refusal = None
+        return 1
+    try:
+        reason = _X509_REASONS.get(code, "X509 verification error %d" % code)
+        detail = "the certificate of %s at depth %d was refused: %s (X509 error %d)" % (
+            string(broker_name), depth, reason, code)
+        cbs = _lookup(opaque)
+        if cbs is not None:
+            cbs.tls_refusal = (reason, detail)
+        text = detail.encode()[:errstr_size - 1]
+        ffi.memmove(errstr, text + b"\0", len(text) + 1)
+    except BaseException:  # on a broker thread: never raise
+        pass
+    return 0
+
+
+def install(conf, cbs, producer, tls=False):
+    """Point a ``Conf`` at these trampolines and at ``cbs`` (``rd_kafka_conf_set_*_cb``);
+    with ``tls``, check broker certificates through ``_pyrdk_ssl_verify_cb`` too."""
     ptr = conf._ptr
     lib.rd_kafka_conf_set_opaque(ptr, cbs.opaque)
     lib.rd_kafka_conf_set_error_cb(ptr, lib._pyrdk_error_cb)
@@ -350,3 +494,16 @@ def install(conf, cbs, producer):
         lib.rd_kafka_conf_set_rebalance_cb(ptr, lib._pyrdk_rebalance_cb)
         if cbs.on_commit is not None:
             lib.rd_kafka_conf_set_offset_commit_cb(ptr, lib._pyrdk_offset_commit_cb)
+    if cbs.oauth_cb is not None:
+        lib.rd_kafka_conf_set_oauthbearer_token_refresh_cb(ptr, lib._pyrdk_oauthbearer_cb)
+        lib.rd_kafka_conf_enable_sasl_queue(ptr, 1)
+    if tls:
+        lib.rd_kafka_conf_set_ssl_cert_verify_cb(ptr, lib._pyrdk_ssl_verify_cb)
+
+
+def started(rk, cbs):
+    """After ``rd_kafka_new``: serve the OAUTHBEARER token refresh on librdkafka's background
+    thread (``rd_kafka_sasl_background_callbacks_enable``)."""
+    if cbs.oauth_cb is not None:
+        errors.raise_for_error(lib.rd_kafka_sasl_background_callbacks_enable(rk),
+                               "enable OAUTHBEARER token refresh")

@@ -71,12 +71,17 @@ class _Use:
                 h._users -= 1
                 if h._users == 0:
                     h._cond.notify_all()
-            h._cbs.reraise()
+            if exc_info[0] is None:  # else it waits for the next call: never mask the one raised
+                h._cbs.reraise()
         return False
 
 
 class Handle:
-    """An ``rd_kafka_t`` of type ``kind`` (``"producer"`` or ``"consumer"``)."""
+    """An ``rd_kafka_t`` of type ``kind`` (``"producer"`` or ``"consumer"``).
+
+    ``config`` holds librdkafka properties, and may hold ``oauth_cb`` as confluent-kafka's
+    configuration does: the OAUTHBEARER token callable (see ``Callbacks``).
+    """
 
     def __init__(self, kind, config, callbacks_=None, closed_exc=KafkaException, what=None, stats_callback=None):
         self.kind = kind
@@ -98,11 +103,19 @@ class Handle:
         self._created = next(_order)
         # The C side of the use count: per-message calls enter it instead of use().
         self._guard = ffi.new("pyrdk_guard_t *")
+        config = dict(config)
+        oauth_cb = config.pop("oauth_cb", None)
+        tls = str(config.get("security.protocol", "")).lower() in ("ssl", "sasl_ssl")
         conf = Conf({"log.queue": True})
         try:
+            if oauth_cb is not None:
+                if not callable(oauth_cb):
+                    raise TypeError("oauth_cb must be a callable returning (token, expiry), not %r"
+                                    % (oauth_cb,))
+                self._cbs.oauth_cb = oauth_cb
             for key, value in config.items():
                 conf.set(key, value)
-            callbacks.install(conf, self._cbs, producer=(kind == "producer"))
+            callbacks.install(conf, self._cbs, producer=(kind == "producer"), tls=tls)
             buf = errors.errstr()
             rd_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
             ptr = lib.rd_kafka_new(rd_type, conf._ptr, buf, errors.ERRSTR_SIZE)
@@ -116,6 +129,11 @@ class Handle:
             conf.destroy()
         self._ptr = ptr
         lib.rd_kafka_set_log_queue(ptr, ffi.NULL)  # log lines to the main queue, served by poll
+        try:
+            callbacks.started(ptr, self._cbs)
+        except BaseException:
+            self._destroy(0x8)  # RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
+            raise
         if kind == "consumer":
             lib.rd_kafka_poll_set_consumer(ptr)
             self._queue = Queue(ptr, consumer=True)

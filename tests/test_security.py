@@ -1,0 +1,355 @@
+"""TLS, SASL and OAUTHBEARER against live listeners.
+
+TLS: Tansu behind stunnel (``pyrdk.testing.TlsTansuBroker``), Tansu advertising the stunnel
+port so every connection goes through TLS, with certificates made at run time
+(tests/fix_tls.py). SASL: Tansu with ``--authentication``, which refuses every SCRAM login
+and offers no PLAIN (tests/fix_sasl.py says why, and how to point these tests at a broker
+with users); successful logins are strict xfails there.
+
+A failure must come fast, named, and only once: ``socket_timeout_ms`` is set far beyond
+the test's own timeout, so waiting it out would fail the test, and the listener must see no
+new connection once the client has raised.
+"""
+import time
+
+import pytest
+
+from pyrdk import KafkaClient
+from pyrdk.client import security_config
+from pyrdk.common import OffsetType
+from pyrdk.connection import SslConfig
+from pyrdk.exceptions import AuthenticationError, SslError
+from tests.fix_kafka import unique_name
+from tests.fix_sasl import SASL_PASSWORD, SASL_USER
+
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(120)]
+
+NEVER_MS = 300 * 1000  # librdkafka's largest socket.timeout.ms, beyond the test's 120 s timeout
+PATIENCE_S = 60
+
+
+def round_trip(client, count=20, partitions=2):
+    """Create a topic, produce ``count`` messages, read them back with a simple consumer,
+    delete the topic: what any TLS or SASL client must manage end to end."""
+    name = unique_name("sec")
+    client.cluster.create_topics([(name, partitions, 1)])
+    topic = client.topics[name]
+    with topic.get_sync_producer() as producer:
+        for i in range(count):
+            producer.produce(b"m%d" % i, partition_key=b"k%d" % i)
+    consumer = topic.get_simple_consumer(auto_offset_reset=OffsetType.EARLIEST,
+                                         consumer_timeout_ms=PATIENCE_S * 1000)
+    try:
+        values = sorted(consumer.consume().value for _ in range(count))
+    finally:
+        consumer.stop()
+    assert values == sorted(b"m%d" % i for i in range(count))
+    client.cluster.delete_topics([name])
+    return name
+
+
+def assert_no_reconnect(stunnel):
+    """After the client raised, nothing connects to the listener any more."""
+    before = stunnel.accepted()
+    time.sleep(2)  # several of librdkafka's reconnect backoffs (100 ms, doubling)
+    assert stunnel.accepted() == before
+
+
+# -- TLS ------------------------------------------------------------------------------------------
+
+def test_ssl_config_lives_in_pyrdk_connection_too():
+    import pyrdk.common
+    import pyrdk.connection
+    assert pyrdk.connection.SslConfig is pyrdk.common.SslConfig
+
+
+def test_good_chain_produce_consume_and_admin(tls_broker, tls_certs):
+    with KafkaClient(hosts=tls_broker.bootstrap_servers,
+                     ssl_config=SslConfig(cafile=tls_certs.ca.certfile)) as client:
+        assert client.cluster.rdkafka_config["security.protocol"] == "ssl"
+        assert [b.port for b in client.brokers.values()] == [tls_broker.stunnel.port]
+        name = round_trip(client)
+        assert name.encode() not in client.topics
+        assert isinstance(client.cluster.list_groups(), dict)
+
+
+def balanced_round_trip(client, **kwargs):
+    """20 messages through a balanced consumer made with ``kwargs``, committed."""
+    name = unique_name("sec")
+    client.cluster.create_topics([(name, 2, 1)])
+    topic = client.topics[name]
+    with topic.get_producer(linger_ms=5) as producer:
+        for i in range(20):
+            producer.produce(b"m%d" % i, partition_key=b"k%d" % i)
+    with topic.get_balanced_consumer(unique_name("g").encode(), auto_offset_reset=OffsetType.EARLIEST,
+                                     consumer_timeout_ms=PATIENCE_S * 1000, **kwargs) as consumer:
+        values = sorted(consumer.consume().value for _ in range(20))
+        consumer.commit_offsets()
+    assert values == sorted(b"m%d" % i for i in range(20))
+
+
+def test_good_chain_managed_balanced_consumer(tls_broker, tls_certs):
+    with KafkaClient(hosts=tls_broker.bootstrap_servers,
+                     ssl_config=SslConfig(cafile=tls_certs.ca.certfile)) as client:
+        balanced_round_trip(client, managed=True, session_timeout_ms=6000, heartbeat_interval_ms=500,
+                            max_poll_interval_ms=8000)
+
+
+@pytest.mark.zookeeper
+def test_good_chain_zookeeper_balanced_consumer(tls_broker, tls_certs, zookeeper_chroot):
+    with KafkaClient(hosts=tls_broker.bootstrap_servers, zookeeper_hosts=zookeeper_chroot,
+                     ssl_config=SslConfig(cafile=tls_certs.ca.certfile)) as client:
+        balanced_round_trip(client, zookeeper_connection_timeout_ms=2000)
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("unknown CA", "unknown CA"),
+    ("wrong hostname", "mismatch"),
+    ("expired certificate", "expired"),
+])
+def test_refused_broker_certificate_raises_ssl_error_naming_the_reason(tls_listener, tls_certs, case, reason):
+    cert, cafile = {"unknown CA": (tls_certs.broker, tls_certs.other_ca.certfile),
+                    "wrong hostname": (tls_certs.wrong_host, tls_certs.ca.certfile),
+                    "expired certificate": (tls_certs.expired, tls_certs.ca.certfile)}[case]
+    listener = tls_listener(cert)
+    with pytest.raises(SslError) as info:
+        KafkaClient(hosts=listener.bootstrap_servers, socket_timeout_ms=NEVER_MS,
+                    ssl_config=SslConfig(cafile=cafile))
+    assert reason in info.value.reason
+    assert reason in str(info.value) and listener.bootstrap_servers in str(info.value)
+    assert info.value.code == -181 and info.value.name == "_SSL"
+    assert_no_reconnect(listener.stunnel)
+
+
+def test_producer_and_consumer_raise_ssl_error_when_the_certificate_goes_bad(tls_listener, tls_certs):
+    """The listener comes back with an expired certificate on the same port: the producer's
+    and the consumer's next calls raise (no endless reconnecting). The producer's poller
+    thread hands it over as the cause of a ProduceFailureError."""
+    from pyrdk.testing import Stunnel
+    listener = tls_listener(tls_certs.broker)
+    bad = None
+    with KafkaClient(hosts=listener.bootstrap_servers, socket_timeout_ms=NEVER_MS,
+                     ssl_config=SslConfig(cafile=tls_certs.ca.certfile)) as client:
+        name = unique_name("sec")
+        client.cluster.create_topics([(name, 1, 1)])
+        topic = client.topics[name]
+        producer = topic.get_producer(linger_ms=5)
+        consumer = topic.get_simple_consumer(auto_offset_reset=OffsetType.EARLIEST,
+                                             consumer_timeout_ms=PATIENCE_S * 1000)
+        try:
+            producer.produce(b"before")
+            producer.flush()
+            assert consumer.consume().value == b"before"
+            port = listener.stunnel.port
+            listener.stunnel.close()
+            bad = Stunnel(listener.broker.port, tls_certs.expired.certfile, tls_certs.expired.keyfile,
+                          port=port).start()
+            for call in (lambda: (producer.produce(b"after"), time.sleep(0.05)), consumer.consume):
+                with pytest.raises(Exception) as info:
+                    deadline = time.monotonic() + PATIENCE_S
+                    while time.monotonic() < deadline:
+                        call()
+                error = info.value if isinstance(info.value, SslError) else info.value.__cause__
+                assert isinstance(error, SslError), info.value
+                assert error.reason == "certificate has expired"
+        finally:
+            consumer.stop()
+            try:
+                producer.stop()
+            except Exception:  # what could not be delivered is reported: expected here
+                pass
+            if bad is not None:
+                bad.close()
+
+
+def test_mutual_tls_with_a_client_certificate(tls_listener, tls_certs):
+    listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
+    ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,
+                    keyfile=tls_certs.client.keyfile, password=tls_certs.client_password)
+    with KafkaClient(hosts=listener.bootstrap_servers, ssl_config=ssl) as client:
+        round_trip(client)
+
+
+@pytest.mark.parametrize("client_cert", [None, "stranger"])
+def test_mutual_tls_refuses_a_missing_or_unknown_client_certificate(tls_listener, tls_certs, client_cert):
+    listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
+    ssl = SslConfig(cafile=tls_certs.ca.certfile)
+    if client_cert:
+        ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.stranger.certfile,
+                        keyfile=tls_certs.stranger.keyfile)
+    with pytest.raises(SslError) as info:
+        KafkaClient(hosts=listener.bootstrap_servers, socket_timeout_ms=NEVER_MS, ssl_config=ssl)
+    assert "certificate" in info.value.reason
+    assert "client's certificate" in str(info.value)
+    assert_no_reconnect(listener.stunnel)
+
+
+def test_wrong_key_password_is_a_configuration_error(tls_broker, tls_certs):
+    from pyrdk.exceptions import ConfigurationError
+    ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,
+                    keyfile=tls_certs.client.keyfile, password="not-the-password")
+    with pytest.raises(ConfigurationError) as info:
+        KafkaClient(hosts=tls_broker.bootstrap_servers, ssl_config=ssl)
+    assert "ssl.key.location" in str(info.value) or "key" in str(info.value).lower()
+
+
+# -- SASL ------------------------------------------------------------------------------------------
+
+SCRAM = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+def sasl_client(listener, mechanism, password, **kwargs):
+    ssl = SslConfig(cafile=listener.cafile) if listener.protocol == "SASL_SSL" else None
+    return KafkaClient(hosts=listener.hosts, security_protocol=listener.protocol, ssl_config=ssl,
+                       sasl_mechanism=mechanism, sasl_plain_username=SASL_USER,
+                       sasl_plain_password=password, **kwargs)
+
+
+@pytest.mark.parametrize("mechanism", SCRAM + ["PLAIN"])
+def test_right_credentials_work_end_to_end(request, sasl_listener, mechanism):
+    if sasl_listener.on_tansu:
+        request.applymarker(pytest.mark.xfail(
+            strict=True, raises=pytest.fail.Exception,
+            reason="Tansu 0.6: memory storage keeps no SCRAM credentials and PLAIN is not offered"))
+    try:
+        client = sasl_client(sasl_listener, mechanism, SASL_PASSWORD)
+    except AuthenticationError as exc:
+        pytest.fail("the listener refused %s for user %s: %s" % (mechanism, SASL_USER, exc))
+    with client:
+        assert client.cluster.rdkafka_config["sasl.mechanism"] == mechanism
+        round_trip(client)
+
+
+@pytest.mark.parametrize("mechanism", SCRAM + ["PLAIN"])
+def test_wrong_password_raises_authentication_error(sasl_listener, mechanism):
+    # On Tansu, PLAIN is refused at the handshake (it offers no PLAIN), SCRAM at the login.
+    with pytest.raises(AuthenticationError) as info:
+        sasl_client(sasl_listener, mechanism, "not-" + SASL_PASSWORD, socket_timeout_ms=NEVER_MS)
+    assert mechanism.split("-")[0] in str(info.value)
+    assert sasl_listener.hosts.split(",")[0] in str(info.value)
+    if sasl_listener.stunnel is not None:
+        assert_no_reconnect(sasl_listener.stunnel)
+
+
+def test_rdkafka_config_sasl_properties_still_work(sasl_listener):
+    config = {"security.protocol": sasl_listener.protocol.lower(), "sasl.mechanism": "SCRAM-SHA-256",
+              "sasl.username": SASL_USER, "sasl.password": "not-" + SASL_PASSWORD}
+    if sasl_listener.cafile:
+        config["ssl.ca.location"] = sasl_listener.cafile
+    with pytest.raises(AuthenticationError):
+        KafkaClient(hosts=sasl_listener.hosts, socket_timeout_ms=NEVER_MS, rdkafka_config=config)
+
+
+# -- OAUTHBEARER -----------------------------------------------------------------------------------
+
+def test_oauth_cb_token_reaches_the_listener(sasl_listener):
+    """Tansu refuses OAUTHBEARER tokens: the token from ``oauth_cb`` is sent (the refusal is
+    the listener's, after SaslAuthenticate) and the refusal is an AuthenticationError."""
+    calls = []
+
+    def oauth_cb(config):
+        calls.append(config)
+        return "token-%d" % len(calls), time.time() + 60
+
+    ssl = SslConfig(cafile=sasl_listener.cafile) if sasl_listener.protocol == "SASL_SSL" else None
+    with pytest.raises(AuthenticationError) as info:
+        KafkaClient(hosts=sasl_listener.hosts, security_protocol=sasl_listener.protocol,
+                    ssl_config=ssl, oauth_cb=oauth_cb, socket_timeout_ms=NEVER_MS,
+                    rdkafka_config={"sasl.oauthbearer.config": "scope=events"})
+    assert calls and calls[0] == "scope=events"
+    assert "SASL" in str(info.value)
+
+
+def test_oauth_cb_is_called_again_before_each_token_expires(kafka_hosts):
+    """librdkafka asks for a new token 80% through the last one's life, on its background
+    thread, whether or not the program polls."""
+    import threading
+
+    from pyrdk.rd.handle import Handle
+    calls = []
+
+    def oauth_cb(config):
+        calls.append((time.time(), threading.current_thread() is threading.main_thread()))
+        return "token-%d" % len(calls), time.time() + 1.0  # refreshed after 0.8 s
+
+    handle = Handle("producer", {"bootstrap.servers": kafka_hosts, "security.protocol": "sasl_plaintext",
+                                 "sasl.mechanism": "OAUTHBEARER", "oauth_cb": oauth_cb})
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        while len(calls) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        handle.close()
+    assert len(calls) >= 4
+    assert not any(on_main for _, on_main in calls)
+
+
+@pytest.mark.parametrize("returns, message", [
+    (ValueError("identity provider down"), "oauth_cb raised ValueError: identity provider down"),
+    ("just-a-token", "oauth_cb must return (token, expiry)"),
+    (("token", "tomorrow"), "expiry oauth_cb returns must be seconds since the epoch"),
+    (("token", 1.0), "librdkafka refused the token from oauth_cb"),  # expired in 1970
+])
+def test_failing_oauth_cb_raises_authentication_error(kafka_hosts, returns, message):
+    def oauth_cb(config):
+        if isinstance(returns, Exception):
+            raise returns
+        return returns
+
+    with pytest.raises(AuthenticationError) as info:
+        KafkaClient(hosts=kafka_hosts, security_protocol="SASL_PLAINTEXT", oauth_cb=oauth_cb,
+                    socket_timeout_ms=NEVER_MS)
+    assert message in str(info.value)
+    if isinstance(returns, Exception):
+        assert info.value.__cause__ is returns
+
+
+# -- the constructor arguments ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ({}, {}),
+    ({"security_protocol": "plaintext"}, {"security.protocol": "plaintext"}),
+    ({"ssl_config": SslConfig(cafile="/ca.pem")},
+     {"security.protocol": "ssl", "ssl.ca.location": "/ca.pem"}),
+    ({"sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "u", "sasl_plain_password": "p"},
+     {"security.protocol": "sasl_plaintext", "sasl.mechanism": "SCRAM-SHA-512",
+      "sasl.username": "u", "sasl.password": "p"}),
+    ({"sasl_plain_username": "u", "sasl_plain_password": "p", "ssl_config": SslConfig(cafile="/ca.pem")},
+     {"security.protocol": "sasl_ssl", "sasl.mechanism": "PLAIN", "sasl.username": "u",
+      "sasl.password": "p", "ssl.ca.location": "/ca.pem"}),
+    ({"security_protocol": "SASL_SSL", "sasl_mechanism": "scram-sha-256", "sasl_plain_username": "u",
+      "sasl_plain_password": "p"},
+     {"security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "u",
+      "sasl.password": "p"}),
+])
+def test_security_arguments_map_to_librdkafka_properties(kwargs, expected):
+    assert security_config(**kwargs) == expected
+
+
+def test_oauth_cb_selects_oauthbearer():
+    def cb(config):
+        return "t", time.time() + 60
+    assert security_config(oauth_cb=cb) == {"security.protocol": "sasl_plaintext",
+                                            "sasl.mechanism": "OAUTHBEARER", "oauth_cb": cb}
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"security_protocol": "TLS"}, ValueError, "security_protocol must be one of PLAINTEXT, SSL"),
+    ({"security_protocol": 1}, ValueError, "security_protocol must be one of"),
+    ({"sasl_mechanism": "SCRAM-SHA-1"}, ValueError, "sasl_mechanism must be one of"),
+    ({"sasl_mechanism": "PLAIN"}, ValueError, "needs sasl_plain_username"),
+    ({"sasl_mechanism": "PLAIN", "sasl_plain_username": "u"}, ValueError, "needs sasl_plain_password"),
+    ({"sasl_mechanism": "PLAIN", "sasl_plain_username": "u", "sasl_plain_password": b"p"}, ValueError,
+     "sasl_plain_password, a non-empty str (given: bytes)"),
+    ({"security_protocol": "SSL", "sasl_mechanism": "PLAIN"}, ValueError, "need security_protocol SASL_"),
+    ({"security_protocol": "PLAINTEXT", "ssl_config": SslConfig(cafile="x")}, ValueError,
+     "ssl_config needs security_protocol SSL or SASL_SSL"),
+    ({"ssl_config": "x"}, TypeError, "ssl_config must be a pyrdk.connection.SslConfig"),
+    ({"oauth_cb": "token"}, TypeError, "oauth_cb must be a callable"),
+    ({"rdkafka_config": {"oauth_cb": "token"}}, TypeError, "oauth_cb must be a callable"),
+    ({"oauth_cb": print, "sasl_mechanism": "PLAIN"}, ValueError, "oauth_cb needs sasl_mechanism OAUTHBEARER"),
+])
+def test_bad_security_arguments_say_what_to_fix(kwargs, error, message):
+    with pytest.raises(error) as info:
+        KafkaClient(hosts="127.0.0.1:1", **kwargs)
+    assert message in str(info.value)
