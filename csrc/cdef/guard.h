@@ -7,3 +7,4 @@ int pyrdk_guard_enter(pyrdk_guard_t *g);
 void pyrdk_guard_leave(pyrdk_guard_t *g);
 void pyrdk_guard_close(pyrdk_guard_t *g);
 int pyrdk_guard_users(pyrdk_guard_t *g);
+#define PYRDK_ERR_CLOSED ...

@@ -57,9 +57,10 @@ The consumer's core (:func:`consumer_core`), one per consumer:
   ``clear()``, ``len(core)``; ``partitions``: ``{id: Partition}`` naming each Message's partition.
 """
 import os
+import random
 import warnings
 
-from pyrdk import common
+from pyrdk import _loader, common
 from pyrdk.core import pure
 from pyrdk.rd import handle as rd_handle
 
@@ -73,6 +74,9 @@ def _choose():
         raise ImportError("PYRDK_IMPL=%r: use 'c' or 'python'" % os.environ["PYRDK_IMPL"])
     if wanted == "python":
         return "python", None
+    # pyrdk._core calls librdkafka, to which it is not linked: the library must be open (with
+    # RTLD_GLOBAL) before it is imported. pyrdk.rd.handle's import has opened it; load() says so.
+    _loader.load()
     try:
         from pyrdk import _core
     except ImportError as exc:
@@ -81,6 +85,7 @@ def _choose():
         warnings.warn("pyrdk's C core cannot be imported (%s); the pure-Python core runs instead "
                       "(set PYRDK_IMPL=python to choose it)" % exc, RuntimeWarning, stacklevel=3)
         return "python", None
+    _core.setup(common.CompressionType.NONE)
     return "c", _core
 
 
@@ -100,12 +105,14 @@ def librdkafka_version():
 
 
 def producer_core(handle, topic, partitions, partitioner, compression, max_size, batch, report_all, general):
-    """A new producer core for ``topic`` on the producer ``Handle`` (see the module's docs)."""
+    """A new producer core for ``topic`` on the producer ``Handle`` (see the module's docs); its
+    round robin starts at a random partition."""
+    start = random.randrange(1 << 16)
     if _c is not None:
         return _c.ProducerCore(handle, *handle.addresses(topic), topic, partitions, partitioner, compression,
-                               max_size, batch, report_all, general)
+                               max_size, batch, report_all, general, start)
     return pure.ProducerCore(handle, topic, partitions, partitioner, compression, max_size, batch,
-                             report_all, general)
+                             report_all, general, start)
 
 
 def consumer_core(partitions):
