@@ -76,10 +76,13 @@ def _choose():
         return "python", None
     # pyrdk._core calls librdkafka, to which it is not linked: the library must be open (with
     # RTLD_GLOBAL) before it is imported. pyrdk.rd.handle's import has opened it; load() says so.
-    _loader.load()
+    library = _loader.load()
     try:
         from pyrdk import _core
     except ImportError as exc:
+        if "undefined symbol" in str(exc):
+            exc = ImportError("%s: the librdkafka opened (%s, from %s) lacks a function of the rdkafka.h the "
+                              "C core was built against" % (exc, *library))
         if wanted == "c":
             raise ImportError("PYRDK_IMPL=c, but pyrdk's C core cannot be imported: %s" % exc) from exc
         warnings.warn("pyrdk's C core cannot be imported (%s); the pure-Python core runs instead "

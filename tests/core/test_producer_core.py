@@ -169,3 +169,53 @@ def test_the_core_keeps_no_reference_behind(rig, batch):
     r.flush()
     assert len(r.core) == 0
     assert [sys.getrefcount(o) for o in (value, key)] == before
+
+
+@pytest.mark.mock
+def test_produce_takes_its_arguments_by_keyword_too(rig):
+    r = rig()
+    msg = r.core.produce(value=b"v", key=b"k")
+    assert (msg.value, msg.partition_key) == (b"v", b"k")
+    assert r.core.produce(b"v", timestamp=5) == "general" and r.general[-1] == (b"v", None, 5, None, None)
+    with pytest.raises(TypeError):
+        r.core.produce(b"v", nonsense=1)
+
+
+@pytest.mark.mock
+def test_produce_batch_sends_a_message_near_max_size_alone_and_refuses_with_no_partition(rig):
+    r = rig(max_size=1000)
+    assert r.core.produce_batch([b"a", b"x" * 950, (b"b", b"k")] * 2, 0) == (6, 0)
+    r.core.partitions = []
+    assert r.core.produce_batch([b"a"], 0) is None
+    assert r.core.batch_sent == 6
+    r.core.partitions = [(0, "p0"), (1, "p1")]
+    r.flush()
+    assert r.handle.batch_outstanding(r.core.batch_sent) == 0
+
+
+@pytest.mark.mock
+def test_no_reference_is_kept_behind_by_any_method(rig):
+    chosen = []
+
+    def partitioner(partitions, key):
+        chosen.append(partitions[-1])
+        return partitions[-1]
+    r = rig(batch=2, partitioner=partitioner, report_all=True)
+    value, key = (bytes(bytearray(b)) for b in (b"v" * 50, b"k" * 8))
+    objects = (value, key, partitioner, r._general, r.core.partitions, r.partitions[1][1])
+    before = [sys.getrefcount(o) for o in objects]
+    for _ in range(3):
+        r.core.produce(value, key)
+        r.core.produce(value, key, 5)  # the general path
+        msg = core.Message(value, key, 0)
+        r.core.untrack(r.core.track(msg))
+        r.core.track(msg)
+        r.core.produce_batch([(value, key), value], 0)
+        r.flush()
+        r.core.refused()
+        r.core.take_all()
+        r.reports.clear()
+        r.general.clear()
+        del msg
+    chosen.clear()
+    assert [sys.getrefcount(o) for o in objects] == before
