@@ -168,7 +168,7 @@ static int set_partitions(consumer_t *self, PyObject *value, void *closure) {
 
 static PyObject *get_partitions(consumer_t *self, void *closure) {
         (void)closure;
-        return Py_NewRef(self->partitions);
+        return self->partitions ? Py_NewRef(self->partitions) : PyDict_New(); /* none once cleared */
 }
 
 static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
@@ -251,7 +251,7 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
                         Py_CLEAR(partition);
                         if (!key)
                                 goto done;
-                        partition = PyDict_GetItemWithError(self->partitions, key);
+                        partition = self->partitions ? PyDict_GetItemWithError(self->partitions, key) : NULL;
                         Py_DECREF(key);
                         if (!partition && PyErr_Occurred())
                                 goto done;

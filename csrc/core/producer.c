@@ -73,6 +73,15 @@ static int usable(producer_t *self) {
         return self->guard && !pyrdk_guard_closing(self->guard);
 }
 
+/* Raise and return 1 when the core was cleared by the cyclic GC (only a finalizer that
+ * brought it back could still call it). */
+static int cleared(producer_t *self) {
+        if (self->refused)
+                return 0;
+        PyErr_SetString(PyExc_RuntimeError, "this ProducerCore was cleared by the garbage collector");
+        return 1;
+}
+
 /* -- the kept Messages ------------------------------------------------------------------- */
 
 /* Keep msg (a new reference); its id, or 0 with MemoryError. */
@@ -224,8 +233,10 @@ static int hand_off_queue(producer_t *self, int32_t pid) {
                 msg = kept_take(self, q->items[q->head].id);
                 queue_drop(self, q, 1);
                 self->divert = 1; /* the producer raises it from the general path */
-                if (!msg)
+                if (!msg || !self->refused) { /* the GC cleared the core: nowhere to tell */
+                        Py_XDECREF(msg);
                         continue;
+                }
                 pair = Py_BuildValue("(Ni)", msg, err);
                 if (!pair || PyList_Append(self->refused, pair) < 0) {
                         Py_XDECREF(pair);
@@ -414,8 +425,11 @@ static size_t size_of(PyObject *o) {
 
 static PyObject *call_general(producer_t *self, PyObject *const *a, PyObject *partition) {
         PyObject *args[5] = {a[0], a[1], a[2], a[3], partition ? partition : Py_None};
-        PyObject *general = Py_NewRef(self->general), *result;
+        PyObject *general, *result;
 
+        if (cleared(self))
+                return NULL;
+        general = Py_NewRef(self->general);
         result = PyObject_Vectorcall(general, args, 5, NULL);
         Py_DECREF(general);
         return result;
@@ -585,10 +599,10 @@ static PyObject *producer_close(producer_t *self, PyObject *unused) {
 }
 
 static PyObject *producer_refused(producer_t *self, PyObject *unused) {
-        PyObject *out = self->refused, *fresh = PyList_New(0);
+        PyObject *out = self->refused, *fresh;
 
         (void)unused;
-        if (!fresh)
+        if (cleared(self) || !(fresh = PyList_New(0)))
                 return NULL;
         self->refused = fresh;
         return out;
@@ -681,8 +695,10 @@ static PyObject *producer_take_all(producer_t *self, PyObject *unused) {
         PyObject *out = PyList_New(0), *refused;
 
         (void)unused;
-        if (!out)
+        if (!out || cleared(self)) {
+                Py_XDECREF(out);
                 return NULL;
+        }
         clear_queues(self);
         refused = self->refused;
         if (!(self->refused = PyList_New(0))) {
