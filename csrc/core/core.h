@@ -61,6 +61,8 @@ typedef struct {
         PyObject *produce_attempt;
         PyObject *delivery_report_q;
         rd_kafka_headers_t *c_headers; /* a consumed message's, detached, parsed on first use */
+        struct producer_s *core; /* the ProducerCore whose table lists it without a reference */
+        uint64_t id;             /* (and its id there), or NULL */
         int64_t offset;
         int64_t timestamp;
         int32_t partition_id;
@@ -81,6 +83,7 @@ void message_free_list_clear(core_state *st);
 int message_set_int(const char *name, PyObject *value, int bits, int64_t *out);
 
 /* producer.c, consumer.c */
+void producer_forget(struct producer_s *core, uint64_t id);
 extern PyType_Spec producer_spec;
 extern PyType_Spec consumer_spec;
 extern PyType_Spec iterator_spec;

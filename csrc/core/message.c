@@ -40,6 +40,7 @@ message_t *message_new(core_state *st) {
         msg->value = msg->key = msg->partition = msg->topic = NULL;
         msg->headers = msg->compression = msg->produce_attempt = msg->delivery_report_q = NULL;
         msg->c_headers = NULL;
+        msg->core = NULL;
         msg->offset = -1;
         msg->timestamp = 0;
         msg->partition_id = -1;
@@ -411,6 +412,10 @@ static void message_dealloc(message_t *self) {
         PyTypeObject *type = Py_TYPE(self);
 
         PyObject_GC_UnTrack(self);
+        if (self->core) { /* out of its producer core's table at once */
+                producer_forget(self->core, self->id);
+                self->core = NULL;
+        }
         Py_TRASHCAN_BEGIN(self, message_dealloc)
         message_clear(self);
         if (type->tp_dealloc == (destructor)message_dealloc) { /* the exact type */

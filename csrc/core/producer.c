@@ -7,8 +7,20 @@
  * every librdkafka call: once the handle is closed (or this is a forked child's copy of
  * it, which pyrdk.rd.handle closes at fork) the guard refuses, and so does the core.
  *
- * The Messages waiting for their reports are in a table of slots; a Message's id, the
- * msg_opaque librdkafka reports, is its slot + 1 (0: no id, produce_batch()'s messages).
+ * The Messages waiting for their reports are in a table: a ring of slots, a Message's id
+ * (the msg_opaque librdkafka reports; 0: none, produce_batch()'s messages) counting up from
+ * 1 and its slot the id modulo the ring's size, so that the reports, which come back
+ * roughly in order, read the table in order too. The ring grows when the oldest id still
+ * waiting is a ring's size behind the next one.
+ * The table holds the general path's Messages (track()). It does not hold the fast path's:
+ * their slot keeps what the Message was made of (value, key, Partition, partition id) and
+ * a pointer to it, which the Message clears when it is freed. A Message the program has let
+ * go of is thus freed at once, while it is still in the CPU's caches, rather than at its
+ * delivery report a hundred thousand messages later; and when the report needs it (a
+ * failure, report_all, take_all(), refused(), untrack()), one is made anew from the slot,
+ * with the same fields: nothing else can see the difference, since nothing else held the
+ * freed one. A delivered Message that is still alive gets its fields filled in, as in
+ * pure.py.
  * The queues hold each message's value and key (references) and id, by partition id. No
  * queue is handed over with the GIL released, so each partition's messages reach
  * librdkafka in order whichever thread hands them over. */
@@ -27,7 +39,7 @@ enum {
 
 typedef struct {
         PyObject *value, *key; /* references; None or bytes */
-        size_t id;
+        uint64_t id;
 } queued_t;
 
 typedef struct {
@@ -36,6 +48,13 @@ typedef struct {
 } queue_t;
 
 typedef struct {
+        PyObject *msg; /* the Message: a reference (track()'s), or not (the fast path's, weak) */
+        PyObject *value, *key, *partition; /* a weak entry's: references, to make it anew */
+        int32_t pid;
+        unsigned char used, weak;
+} slot_t;
+
+typedef struct producer_s {
         PyObject_HEAD
         PyObject *owner; /* the Handle: keeps rk, rkt and guard alive */
         rd_kafka_t *rk;
@@ -56,8 +75,9 @@ typedef struct {
         int report_all;
         int divert, closed;
         uint64_t counter; /* the round robin's next step */
-        PyObject **slots; /* the kept Messages (references), NULL in a free slot */
-        size_t *free_slots, nslots, nfree;
+        slot_t *slots;    /* the kept Messages, a ring of nslots (0 or a power of two) */
+        size_t nslots, nkept;
+        uint64_t next_id, oldest_id; /* no id below oldest_id is kept */
         queue_t *queues; /* by partition id */
         size_t nqueues, queued;
         PyObject *refused; /* [(Message, err)] refused at hand-off */
@@ -84,41 +104,98 @@ static int cleared(producer_t *self) {
 
 /* -- the kept Messages ------------------------------------------------------------------- */
 
-/* Keep msg (a new reference); its id, or 0 with MemoryError. */
-static size_t kept_put(producer_t *self, PyObject *msg) {
-        size_t slot;
+static slot_t *slot_of(producer_t *self, uint64_t id) {
+        return &self->slots[id & (self->nslots - 1)];
+}
 
-        if (!self->nfree) {
-                size_t n = self->nslots ? 2 * self->nslots : 256;
-                PyObject **slots = PyMem_Realloc(self->slots, n * sizeof(*slots));
-                size_t *free_slots;
+/* A new id with a free slot, or 0 with MemoryError. */
+static uint64_t slot_new(producer_t *self) {
+        while (self->oldest_id < self->next_id && !slot_of(self, self->oldest_id)->used)
+                self->oldest_id++;
+        if (self->next_id - self->oldest_id >= self->nslots) {
+                size_t n = self->nslots ? 2 * self->nslots : 1024;
+                slot_t *slots = PyMem_Calloc(n, sizeof(*slots));
 
-                if (slots)
-                        self->slots = slots;
-                if (!slots || !(free_slots = PyMem_Realloc(self->free_slots, n * sizeof(*free_slots)))) {
+                if (!slots) {
                         PyErr_NoMemory();
                         return 0;
                 }
-                self->free_slots = free_slots;
-                for (size_t i = n; i > self->nslots; i--) { /* the lowest on top */
-                        slots[i - 1] = NULL;
-                        free_slots[self->nfree++] = i - 1;
-                }
+                for (uint64_t id = self->oldest_id; id < self->next_id; id++)
+                        slots[id & (n - 1)] = *slot_of(self, id);
+                PyMem_Free(self->slots);
+                self->slots = slots;
                 self->nslots = n;
         }
-        slot = self->free_slots[--self->nfree];
-        self->slots[slot] = Py_NewRef(msg);
-        return slot + 1;
+        self->nkept++;
+        return self->next_id++;
 }
 
-/* The Message of id, no longer kept (the table's reference), or NULL: none. */
-static PyObject *kept_take(producer_t *self, size_t id) {
-        PyObject *msg;
+/* Keep msg (a new reference); its id, or 0 with MemoryError. */
+static uint64_t kept_put(producer_t *self, PyObject *msg) {
+        uint64_t id = slot_new(self);
 
-        if (id == 0 || id > self->nslots || !(msg = self->slots[id - 1]))
+        if (id)
+                *slot_of(self, id) = (slot_t){Py_NewRef(msg), NULL, NULL, NULL, 0, 1, 0};
+        return id;
+}
+
+/* List the fast path's msg without a reference, with what it was made of; its id, or 0
+ * with MemoryError. */
+static uint64_t kept_put_weak(producer_t *self, message_t *msg) {
+        uint64_t id = slot_new(self);
+
+        if (!id)
+                return 0;
+        *slot_of(self, id) = (slot_t){(PyObject *)msg, Py_NewRef(msg->value), Py_NewRef(msg->key),
+                                      Py_NewRef(msg->partition), msg->partition_id, 1, 1};
+        msg->core = self;
+        msg->id = id;
+        return id;
+}
+
+void producer_forget(struct producer_s *self, uint64_t id) {
+        slot_of(self, id)->msg = NULL;
+}
+
+/* A Message made anew from a weak entry whose Message was freed (its references taken). */
+static PyObject *remade(producer_t *self, slot_t *s) {
+        message_t *msg = message_new(state_of(self));
+
+        if (!msg)
                 return NULL;
-        self->slots[id - 1] = NULL;
-        self->free_slots[self->nfree++] = id - 1;
+        msg->value = s->value;
+        msg->key = s->key;
+        msg->partition = s->partition;
+        s->value = s->key = s->partition = NULL;
+        msg->topic = Py_NewRef(self->topic);
+        msg->compression = Py_NewRef(self->compression);
+        msg->partition_id = s->pid;
+        return (PyObject *)msg;
+}
+
+/* The Message of id, no longer kept: a new reference, made anew when it was freed and
+ * remake is true; else NULL (none, or with an exception when it could not be made). */
+static PyObject *kept_take(producer_t *self, uint64_t id, int remake) {
+        PyObject *msg = NULL, *drop[3];
+        slot_t *s;
+
+        if (id < self->oldest_id || id >= self->next_id || !(s = slot_of(self, id))->used)
+                return NULL;
+        if (!s->weak)
+                msg = s->msg; /* the table's reference */
+        else if (s->msg) {
+                msg = Py_NewRef(s->msg);
+                ((message_t *)msg)->core = NULL;
+        } else if (remake)
+                msg = remade(self, s);
+        /* The slot is free before anything is let go: that may run Python code. */
+        drop[0] = s->value;
+        drop[1] = s->key;
+        drop[2] = s->partition;
+        memset(s, 0, sizeof(*s));
+        self->nkept--;
+        for (int i = 0; i < 3; i++)
+                Py_XDECREF(drop[i]);
         return msg;
 }
 
@@ -138,7 +215,7 @@ static queue_t *queue_of(producer_t *self, int32_t pid) {
         return &self->queues[pid];
 }
 
-static int queue_push(producer_t *self, queue_t *q, PyObject *value, PyObject *key, size_t id) {
+static int queue_push(producer_t *self, queue_t *q, PyObject *value, PyObject *key, uint64_t id) {
         if (q->head + q->len == q->alloc) {
                 if (q->head) { /* room at the front */
                         memmove(q->items, q->items + q->head, q->len * sizeof(*q->items));
@@ -171,7 +248,7 @@ static void queue_drop(producer_t *self, queue_t *q, size_t n) {
         self->queued -= n;
 }
 
-static void set_message(rd_kafka_message_t *m, PyObject *value, PyObject *key, size_t id) {
+static void set_message(rd_kafka_message_t *m, PyObject *value, PyObject *key, uint64_t id) {
         memset(m, 0, sizeof(*m));
         if (value != Py_None) {
                 m->payload = PyBytes_AS_STRING(value);
@@ -181,7 +258,7 @@ static void set_message(rd_kafka_message_t *m, PyObject *value, PyObject *key, s
                 m->key = PyBytes_AS_STRING(key);
                 m->key_len = (size_t)PyBytes_GET_SIZE(key);
         }
-        m->_private = (void *)id;
+        m->_private = (void *)(uintptr_t)id;
 }
 
 /* rd_kafka_produce_batch() of msgs[0..n) to partition pid, under the guard; the number
@@ -230,8 +307,10 @@ static int hand_off_queue(producer_t *self, int32_t pid) {
                 }
                 if (!err)
                         continue;
-                msg = kept_take(self, q->items[q->head].id);
+                msg = kept_take(self, q->items[q->head].id, 1);
                 queue_drop(self, q, 1);
+                if (!msg && PyErr_Occurred())
+                        return -1;
                 self->divert = 1; /* the producer raises it from the general path */
                 if (!msg || !self->refused) { /* the GC cleared the core: nowhere to tell */
                         Py_XDECREF(msg);
@@ -398,6 +477,7 @@ static PyObject *producer_new(PyTypeObject *type, PyObject *args, PyObject *kwds
         self->max_size = (size_t)max_size;
         self->batch = batch;
         self->report_all = report_all;
+        self->next_id = self->oldest_id = 1;
         if (!(self->refused = PyList_New(0)) || set_partitions(self, partitions, NULL) < 0 ||
             !(self->rk = address_arg(rk, "rk")) || !(self->rkt = address_arg(rkt, "rkt")) ||
             !(self->guard = address_arg(guard, "guard"))) {
@@ -476,7 +556,7 @@ static PyObject *producer_produce(producer_t *self, PyObject *const *args, size_
         message_t *msg;
         queue_t *q;
         int32_t pid;
-        size_t id;
+        uint64_t id;
 
         if (kwnames || nargs != 4) {
                 if (produce_args(args, nargs, kwnames, a) < 0)
@@ -532,9 +612,9 @@ static PyObject *producer_produce(producer_t *self, PyObject *const *args, size_
         msg->compression = Py_NewRef(self->compression);
         msg->partition_id = pid;
         /* again: the allocations may have run a collection, and finalizers */
-        if (!(id = kept_put(self, (PyObject *)msg)) || !(q = queue_of(self, pid)) || queue_push(self, q, value, key, id) < 0) {
+        if (!(id = kept_put_weak(self, msg)) || !(q = queue_of(self, pid)) || queue_push(self, q, value, key, id) < 0) {
                 if (id)
-                        Py_DECREF(kept_take(self, id));
+                        Py_XDECREF(kept_take(self, id, 0));
                 Py_DECREF(msg);
                 return NULL;
         }
@@ -551,7 +631,7 @@ fail:
 /* -- the general path's Messages, hand-off, reports --------------------------------------- */
 
 static PyObject *producer_track(producer_t *self, PyObject *msg) {
-        size_t id;
+        uint64_t id;
 
         if (!PyObject_TypeCheck(msg, state_of(self)->message_type)) {
                 PyErr_Format(PyExc_TypeError, "track() takes a Message, not %.200s", Py_TYPE(msg)->tp_name);
@@ -559,17 +639,19 @@ static PyObject *producer_track(producer_t *self, PyObject *msg) {
         }
         if (!(id = kept_put(self, msg)))
                 return NULL;
-        return PyLong_FromSize_t(id);
+        return PyLong_FromUnsignedLongLong(id);
 }
 
 static PyObject *producer_untrack(producer_t *self, PyObject *arg) {
-        size_t id = PyLong_Check(arg) ? PyLong_AsSize_t(arg) : 0;
+        uint64_t id = PyLong_Check(arg) ? PyLong_AsUnsignedLongLong(arg) : 0;
         PyObject *msg;
 
-        if (PyErr_Occurred()) /* a negative or too large int: no id of this core */
+        if (PyErr_Occurred()) { /* a negative or too large int: no id of this core */
                 PyErr_Clear();
-        msg = kept_take(self, id == (size_t)-1 ? 0 : id);
-        if (!msg)
+                id = 0;
+        }
+        msg = kept_take(self, id, 1);
+        if (!msg && !PyErr_Occurred())
                 Py_RETURN_NONE;
         return msg;
 }
@@ -643,11 +725,17 @@ static PyObject *producer_deliver(producer_t *self, PyObject *const *args, Py_ss
                 const int64_t *offsets = views[3].buf, *timestamps = views[4].buf;
 
                 for (Py_ssize_t i = 0; i < n; i++) {
-                        message_t *msg = (message_t *)kept_take(self, ids[i]);
+                        /* a freed Message is made anew only to be told */
+                        message_t *msg = (message_t *)kept_take(self, ids[i], errs[i] || self->report_all);
                         PyObject *pair = NULL;
 
-                        if (!msg)
+                        if (!msg) {
+                                if (PyErr_Occurred()) {
+                                        Py_CLEAR(out);
+                                        goto done;
+                                }
                                 continue;
+                        }
                         if (errs[i]) {
                                 if (partitions[i] >= 0)
                                         msg->partition_id = partitions[i];
@@ -709,11 +797,11 @@ static PyObject *producer_take_all(producer_t *self, PyObject *unused) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(refused); i++)
                 if (PyList_Append(out, PyTuple_GET_ITEM(PyList_GET_ITEM(refused, i), 0)) < 0)
                         goto fail;
-        for (size_t id = 1; id <= self->nslots; id++) {
-                PyObject *msg = kept_take(self, id);
+        for (uint64_t id = self->oldest_id; id < self->next_id; id++) {
+                PyObject *msg = kept_take(self, id, 1);
 
-                if (msg && PyList_Append(out, msg) < 0) {
-                        Py_DECREF(msg);
+                if ((!msg && PyErr_Occurred()) || (msg && PyList_Append(out, msg) < 0)) {
+                        Py_XDECREF(msg);
                         goto fail;
                 }
                 Py_XDECREF(msg);
@@ -894,7 +982,7 @@ static PyObject *get_batch_sent(producer_t *self, void *closure) {
 }
 
 static Py_ssize_t producer_len(producer_t *self) {
-        return (Py_ssize_t)(self->nslots - self->nfree);
+        return (Py_ssize_t)self->nkept;
 }
 
 static int producer_traverse(producer_t *self, visitproc visit, void *arg) {
@@ -907,8 +995,13 @@ static int producer_traverse(producer_t *self, visitproc visit, void *arg) {
         Py_VISIT(self->compression);
         Py_VISIT(self->general);
         Py_VISIT(self->refused);
-        for (size_t i = 0; i < self->nslots; i++)
-                Py_VISIT(self->slots[i]);
+        for (size_t i = 0; i < self->nslots; i++) {
+                slot_t *slot = &self->slots[i];
+
+                if (!slot->weak)
+                        Py_VISIT(slot->msg);
+                Py_VISIT(slot->partition);
+        }
         return 0;
 }
 
@@ -916,13 +1009,22 @@ static int producer_clear(producer_t *self) {
         self->guard = NULL; /* the owner may go: never call librdkafka again */
         self->divert = self->closed = 1;
         clear_queues(self);
-        for (size_t i = 0; i < self->nslots; i++)
-                Py_CLEAR(self->slots[i]);
+        for (size_t i = 0; i < self->nslots; i++) {
+                slot_t *slot = &self->slots[i];
+
+                if (slot->weak && slot->msg)
+                        ((message_t *)slot->msg)->core = NULL;
+                else
+                        Py_CLEAR(slot->msg);
+                slot->msg = NULL;
+                Py_CLEAR(slot->value);
+                Py_CLEAR(slot->key);
+                Py_CLEAR(slot->partition);
+        }
         PyMem_Free(self->slots);
-        PyMem_Free(self->free_slots);
         self->slots = NULL;
-        self->free_slots = NULL;
-        self->nslots = self->nfree = 0;
+        self->nslots = self->nkept = 0;
+        self->oldest_id = self->next_id;
         release_partitions(self);
         Py_CLEAR(self->refused);
         Py_CLEAR(self->general);

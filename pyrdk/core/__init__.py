@@ -55,6 +55,13 @@ The consumer's core (:func:`consumer_core`), one per consumer:
   nothing handed out yet, start unknown), ``set_next(pid, offset or None)``, ``forget(pid)``.
 - ``take_partitions(pids) -> [message]`` (out of the buffer, in order), ``extend(messages)``,
   ``clear()``, ``len(core)``; ``partitions``: ``{id: Partition}`` naming each Message's partition.
+
+The C core takes what this says and refuses the rest with a TypeError naming it, where the
+reference would take any object: ``track`` and ``extend`` take Messages, ``partitions`` is a
+dict (consumer) or ``(int id, Partition)`` pairs (producer), partition ids and offsets are
+ints, ``add`` and ``deliver`` take memoryviews of the formats ``pyrdk.rd`` makes. It relies on
+the GIL (no call lets another thread in but ``produce_batch``'s waits, which copy the list
+first), and refuses to import on a free-threaded Python.
 """
 import os
 import random

@@ -219,3 +219,35 @@ def test_no_reference_is_kept_behind_by_any_method(rig):
         del msg
     chosen.clear()
     assert [sys.getrefcount(o) for o in objects] == before
+
+
+@pytest.mark.mock
+def test_messages_the_program_let_go_of_are_still_reported(mock_cluster, handles):
+    """A failed delivery, and stop(), report every message, held by the program or not."""
+    topic = "pcore-" + uuid.uuid4().hex[:10]
+    mock_cluster.create_topic(topic, 2, 1)
+    reports = []
+    handle = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 60000},
+                     on_deliveries=lambda *columns: reports.extend(the_core.deliver(*columns)))
+    the_core = core.producer_core(handle, topic, [(0, "p0"), (1, "p1")], None, CompressionType.LZ4, 1000, 1, False,
+                                  lambda *args: "general")
+    for i in range(3000):  # more than the C core's table holds at first
+        the_core.produce(b"v%d" % i, b"k")
+    held = the_core.produce(b"held")
+    assert len(the_core) == 3001 and the_core.queued == 0
+    handle.purge()  # fails them all, still in librdkafka's queue
+    assert handle.flush(util.WAIT_S * 1000)
+    assert len(reports) == 3001 and len(the_core) == 0
+    assert {err for _, err in reports} == {errors.PURGE_QUEUE}
+    assert sorted(m.value for m, _ in reports) == sorted([b"v%d" % i for i in range(3000)] + [b"held"])
+    assert any(m is held for m, _ in reports)
+    assert all((m.partition_key, m.topic, m.compression_type, m.partition) ==
+               (None if m is held else b"k", topic, CompressionType.LZ4, "p%d" % m.partition_id) for m, _ in reports)
+    the_core = core.producer_core(handle, topic, [(0, "p0")], None, CompressionType.NONE, 1000, 100, False,
+                                  lambda *args: "general")
+    for i in range(5):
+        the_core.produce(b"w%d" % i)
+    the_core.close()
+    taken = the_core.take_all()
+    assert sorted(m.value for m in taken) == [b"w%d" % i for i in range(5)] and len(the_core) == 0
+    assert {(m.partition_id, m.partition, m.offset) for m in taken} == {(0, "p0", -1)}
