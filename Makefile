@@ -57,12 +57,12 @@ $(VPY): | sysdeps
 
 # An older in-place build (python build_ffi.py) would shadow the one pip makes.
 $(STAMP): $(BUILD_INPUTS) | $(VPY) sysdeps
-	rm -f pyrdk/_rdkafka*.so pyrdk/_rdkafka.c
+	rm -f pyrdk/_rdkafka*.so pyrdk/_rdkafka.c pyrdk/_core*.so
 	$(VPY) -m pip install --disable-pip-version-check --upgrade pip
 	$(VPY) -m pip install --disable-pip-version-check -e '.[test]'
 	touch $@
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .tox
-	rm -f pyrdk/_rdkafka.c pyrdk/_rdkafka*.so pyrdk/_rdkafka.o csrc/*.o
+	rm -f pyrdk/_rdkafka.c pyrdk/_rdkafka*.so pyrdk/_rdkafka.o pyrdk/_core*.so csrc/*.o csrc/core/*.o
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
