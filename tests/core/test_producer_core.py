@@ -202,7 +202,9 @@ def test_no_reference_is_kept_behind_by_any_method(rig):
         return partitions[-1]
     r = rig(batch=2, partitioner=partitioner, report_all=True)
     value, key = (bytes(bytearray(b)) for b in (b"v" * 50, b"k" * 8))
-    objects = (value, key, partitioner, r._general, r.core.partitions, r.partitions[1][1])
+    partition = object()  # not interned, unlike "p1"
+    r.core.partitions = [(0, "p0"), (1, partition)]
+    objects = (value, key, partitioner, r._general, partition)
     before = [sys.getrefcount(o) for o in objects]
     for _ in range(3):
         r.core.produce(value, key)
@@ -211,12 +213,16 @@ def test_no_reference_is_kept_behind_by_any_method(rig):
         r.core.untrack(r.core.track(msg))
         r.core.track(msg)
         r.core.produce_batch([(value, key), value], 0)
+        r.core.partitions, r.core.divert = r.core.partitions, r.core.divert
         r.flush()
         r.core.refused()
         r.core.take_all()
         r.reports.clear()
         r.general.clear()
         del msg
+    r.core.produce(value, key)
+    r.core.close()
+    r.core.take_all()
     chosen.clear()
     assert [sys.getrefcount(o) for o in objects] == before
 
