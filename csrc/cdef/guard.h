@@ -1,4 +1,5 @@
-/* The use guard of csrc/pyrdk_guard.h (static inline there): pyrdk/rd/handle.py */
+/* The use guard of csrc/pyrdk_guard.h (static inline there): pyrdk/rd/handle.py; and what
+ * the guarded calls (the cffi module's and the C core's) return once it is closed. */
 typedef struct pyrdk_guard_s {
         int users;
         int closing;
