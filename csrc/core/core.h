@@ -7,8 +7,9 @@
  * RTLD_GLOBAL before pyrdk.core imports this module, and the module is linked with
  * -z now, so a symbol the loaded library lacks fails the import, never a later call.
  *
- * It relies on the GIL: every method runs to its end without letting another thread in,
- * except where it says it releases the GIL. It refuses to import on a free-threaded build. */
+ * It relies on the GIL: a method lets no other thread in but where it calls Python code
+ * (the partitioner, the general path, refill) or says it releases the GIL, and reads its
+ * state again after each. It refuses to import on a free-threaded build. */
 #ifndef PYRDK_CORE_H
 #define PYRDK_CORE_H
 
