@@ -229,6 +229,10 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
                 rd_kafka_message_t *m = msgs[i];
                 PyObject *msg;
 
+                if (!m) {
+                        PyErr_Format(PyExc_ValueError, "add()'s pointers hold NULL at position %zd", i);
+                        goto done;
+                }
                 if (m->err) {
                         PyObject *pos = PyLong_FromSsize_t(i);
 

@@ -5,6 +5,7 @@ import gc
 import glob
 import os
 import pickle
+import struct
 import subprocess
 import sys
 import uuid
@@ -104,6 +105,11 @@ def test_a_cycle_through_a_dict_stored_untracked_is_collected(consumed):
 def test_the_consumer_core_refuses_what_it_cannot_read(call, words):
     with pytest.raises(TypeError, match=words):
         call(core.consumer_core({}))
+
+
+def test_the_consumer_core_refuses_a_null_pointer():
+    with pytest.raises(ValueError, match="NULL at position 0"):
+        core.consumer_core({}).add(memoryview(bytes(8)).cast("L" if struct.calcsize("L") == 8 else "Q"))
 
 
 @pytest.fixture
