@@ -418,8 +418,9 @@ static void message_dealloc(message_t *self) {
         }
         Py_TRASHCAN_BEGIN(self, message_dealloc)
         message_clear(self);
-        if (type->tp_dealloc == (destructor)message_dealloc) { /* the exact type */
-                core_state *st = core_state_of_type(type); /* NULL once the type is cleared at exit */
+        if (type->tp_dealloc == (destructor)message_dealloc) { /* the exact type: made by this module */
+                PyObject *module = ((PyHeapTypeObject *)type)->ht_module; /* NULL once cleared at exit */
+                core_state *st = module ? PyModule_GetState(module) : NULL;
 
                 if (st && st->message_type == type && st->nfree < MESSAGE_FREE_MAX) {
                         st->free_messages[st->nfree++] = (PyObject *)self;
