@@ -12,7 +12,7 @@ def _core_extension():
     uses (PYRDK_RDKAFKA_INCLUDE, else the system's) and, like the cffi module, not linked to
     librdkafka (pyrdk/_loader.py opens it first). Bound at load (-z now), so that a symbol the
     loaded librdkafka lacks fails the import rather than a later call."""
-    include_dirs = [os.path.join("csrc")]
+    include_dirs = ["csrc"]
     if os.environ.get("PYRDK_RDKAFKA_INCLUDE"):
         include_dirs.insert(0, os.environ["PYRDK_RDKAFKA_INCLUDE"])
     return Extension(
@@ -21,7 +21,7 @@ def _core_extension():
         depends=sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", "*.h"),
                                                                      recursive=True)),
         include_dirs=include_dirs,
-        extra_compile_args=["-Wall", "-Wextra"],
+        extra_compile_args=["-Wall", "-Wextra"] if os.name == "posix" else [],
         extra_link_args=["-Wl,-z,now"] if sys.platform.startswith("linux") else [],
     )
 

@@ -60,8 +60,9 @@ The C core takes what this says and refuses the rest with a TypeError naming it,
 reference would take any object: ``track`` and ``extend`` take Messages, ``partitions`` is a
 dict (consumer) or ``(int id, Partition)`` pairs (producer), partition ids and offsets are
 ints, ``add`` and ``deliver`` take memoryviews of the formats ``pyrdk.rd`` makes. It relies on
-the GIL (no call lets another thread in but ``produce_batch``'s waits, which copy the list
-first), and refuses to import on a free-threaded Python.
+the GIL (a call lets other threads in only where it calls Python code -- the partitioner, the
+general path, ``refill`` -- or waits in ``produce_batch``, which copies the list first), and
+refuses to import on a free-threaded Python.
 """
 import os
 import random
