@@ -1,4 +1,30 @@
-from setuptools import find_packages, setup
+import glob
+import os
+import sys
+
+from setuptools import Extension, find_packages, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _core_extension():
+    """pyrdk._core, the C core (csrc/core/): compiled against the rdkafka.h that build_ffi.py
+    uses (PYRDK_RDKAFKA_INCLUDE, else the system's) and, like the cffi module, not linked to
+    librdkafka (pyrdk/_loader.py opens it first). Bound at load (-z now), so that a symbol the
+    loaded librdkafka lacks fails the import rather than a later call."""
+    include_dirs = ["csrc"]
+    if os.environ.get("PYRDK_RDKAFKA_INCLUDE"):
+        include_dirs.insert(0, os.environ["PYRDK_RDKAFKA_INCLUDE"])
+    return Extension(
+        "pyrdk._core",
+        sources=sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "core", "*.c"))),
+        depends=sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", "*.h"),
+                                                                     recursive=True)),
+        include_dirs=include_dirs,
+        extra_compile_args=["-Wall", "-Wextra"] if os.name == "posix" else [],
+        extra_link_args=["-Wl,-z,now"] if sys.platform.startswith("linux") else [],
+    )
+
 
 setup(
     name="pyrdk",
@@ -11,6 +37,7 @@ setup(
     packages=find_packages(include=["pyrdk", "pyrdk.*"]),
     setup_requires=["cffi>=1.15"],
     cffi_modules=["build_ffi.py:ffibuilder"],
+    ext_modules=[_core_extension()],
     # click and rich: the `pyrdk` and `kafka-tools` commands, always installed.
     install_requires=["cffi>=1.15", "confluent-kafka>=2.6", "click>=8.1", "rich>=13"],
     extras_require={

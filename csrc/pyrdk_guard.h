@@ -7,6 +7,9 @@
 #ifndef PYRDK_GUARD_H
 #define PYRDK_GUARD_H
 
+/* What a guarded call returns when the handle is closed (pyrdk.rd.handle understands it). */
+enum { PYRDK_ERR_CLOSED = -10000 };
+
 typedef struct pyrdk_guard_s {
         int users;
         int closing;

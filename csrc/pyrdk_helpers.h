@@ -46,9 +46,6 @@ int pyrdk_failed_pop(pyrdk_opaque_t *op, pyrdk_failed_t *out);
 size_t pyrdk_failed_lost(pyrdk_opaque_t *op);
 void pyrdk_failed_free(pyrdk_failed_t *f);
 
-/* Returned by the guarded calls when the handle is closed. */
-enum { PYRDK_ERR_CLOSED = -10000 };
-
 rd_kafka_resp_err_t pyrdk_produce(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka_topic_t *rkt,
                                   int32_t partition, const void *value, size_t value_len,
                                   const void *key, size_t key_len, int64_t timestamp,

@@ -55,11 +55,20 @@ The consumer's core (:func:`consumer_core`), one per consumer:
   nothing handed out yet, start unknown), ``set_next(pid, offset or None)``, ``forget(pid)``.
 - ``take_partitions(pids) -> [message]`` (out of the buffer, in order), ``extend(messages)``,
   ``clear()``, ``len(core)``; ``partitions``: ``{id: Partition}`` naming each Message's partition.
+
+The C core takes what this says and refuses the rest with a TypeError naming it, where the
+reference would take any object: ``track`` and ``extend`` take Messages, ``partitions`` is a
+dict (consumer) or ``(int id, Partition)`` pairs (producer), partition ids and offsets are
+ints, ``add`` and ``deliver`` take memoryviews of the formats ``pyrdk.rd`` makes. It relies on
+the GIL (a call lets other threads in only where it calls Python code -- the partitioner, the
+general path, ``refill`` -- or waits in ``produce_batch``, which copies the list first), and
+refuses to import on a free-threaded Python.
 """
 import os
+import random
 import warnings
 
-from pyrdk import common
+from pyrdk import _loader, common
 from pyrdk.core import pure
 from pyrdk.rd import handle as rd_handle
 
@@ -73,14 +82,21 @@ def _choose():
         raise ImportError("PYRDK_IMPL=%r: use 'c' or 'python'" % os.environ["PYRDK_IMPL"])
     if wanted == "python":
         return "python", None
+    # pyrdk._core calls librdkafka, to which it is not linked: the library must be open (with
+    # RTLD_GLOBAL) before it is imported. pyrdk.rd.handle's import has opened it; load() says so.
+    library = _loader.load()
     try:
         from pyrdk import _core
     except ImportError as exc:
+        if "undefined symbol" in str(exc):
+            exc = ImportError("%s: the librdkafka opened (%s, from %s) lacks a function of the rdkafka.h the "
+                              "C core was built against" % (exc, *library))
         if wanted == "c":
             raise ImportError("PYRDK_IMPL=c, but pyrdk's C core cannot be imported: %s" % exc) from exc
         warnings.warn("pyrdk's C core cannot be imported (%s); the pure-Python core runs instead "
                       "(set PYRDK_IMPL=python to choose it)" % exc, RuntimeWarning, stacklevel=3)
         return "python", None
+    _core.setup(common.CompressionType.NONE)
     return "c", _core
 
 
@@ -100,12 +116,14 @@ def librdkafka_version():
 
 
 def producer_core(handle, topic, partitions, partitioner, compression, max_size, batch, report_all, general):
-    """A new producer core for ``topic`` on the producer ``Handle`` (see the module's docs)."""
+    """A new producer core for ``topic`` on the producer ``Handle`` (see the module's docs); its
+    round robin starts at a random partition."""
+    start = random.randrange(1 << 16)
     if _c is not None:
         return _c.ProducerCore(handle, *handle.addresses(topic), topic, partitions, partitioner, compression,
-                               max_size, batch, report_all, general)
+                               max_size, batch, report_all, general, start)
     return pure.ProducerCore(handle, topic, partitions, partitioner, compression, max_size, batch,
-                             report_all, general)
+                             report_all, general, start)
 
 
 def consumer_core(partitions):

@@ -8,7 +8,6 @@ general path's).
 """
 import collections
 import itertools
-import random
 import threading
 
 from pyrdk.common import Message
@@ -37,7 +36,7 @@ class ProducerCore:
     """The producer's core (see :mod:`pyrdk.core`)."""
 
     def __init__(self, handle, topic, partitions, partitioner, compression, max_size, batch, report_all,
-                 general):
+                 general, start):
         self._handle = handle
         self._topic = topic
         self.partitions = partitions
@@ -47,7 +46,7 @@ class ProducerCore:
         self._batch = batch
         self._report_all = report_all
         self._general = general
-        self._counter = random.randrange(1 << 16)  # the round robin's next step
+        self._counter = start  # the round robin's next step
         self.divert = False
         self._closed = False
         self._kept = {}  # id -> Message, until its delivery report
@@ -191,6 +190,8 @@ class ProducerCore:
                 return None  # the general path says what is wrong with it
         if not items:
             return 0, 0
+        if not self._partitions:
+            return None  # nowhere to send them: the general path says so
         with self._lock:
             count = len(self._partitions)
             run = -(-len(items) // count)  # each partition's share, consecutive

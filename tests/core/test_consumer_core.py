@@ -139,3 +139,73 @@ def test_consumed_messages_are_left_out_of_the_cyclic_gc(consumed):
     assert not gc.is_tracked(msg)
     msg.value = [msg]
     assert gc.is_tracked(msg)
+
+
+def test_the_buffer_keeps_its_order_as_it_grows_and_wraps_around():
+    the_core = core.consumer_core({})
+    made = [core.Message(b"%d" % i, partition_id=i % 3, offset=i) for i in range(1000)]
+    handed = []
+    for start in range(0, 1000, 150):  # fill past each size, taking some between
+        the_core.extend(made[start:start + 150])
+        handed.extend(the_core.take(40))
+    assert len(the_core) == 1000 - len(handed)
+    handed.extend(the_core.iterator(lambda: None))
+    assert handed == made and len(the_core) == 0
+    assert the_core.next_offsets() == {0: 1000, 1: 998, 2: 999}
+
+
+def test_any_partition_id_keeps_its_next_offset():
+    """Ids far above the topic's (and negative ones, as a Message may say) count as any other."""
+    the_core = core.consumer_core({})
+    the_core.extend([core.Message(b"a", partition_id=70000, offset=4), core.Message(b"b", partition_id=-1, offset=0),
+                     core.Message(b"c", partition_id=2 ** 31 - 1, offset=9), core.Message(b"d", partition_id=40000,
+                                                                                           offset=1)])
+    the_core.take(4)
+    the_core.set_next(3, None)
+    the_core.set_next(100000, 7)
+    assert the_core.next_offsets() == {70000: 5, -1: 1, 2 ** 31 - 1: 10, 40000: 2, 3: None, 100000: 7}
+    for pid in (70000, -1, 3, 5, 123456):  # forgetting one not held is no error
+        the_core.forget(pid)
+    assert the_core.next_offsets() == {2 ** 31 - 1: 10, 40000: 2, 100000: 7}
+    assert [m.value for m in the_core.take_partitions({70000})] == []
+
+
+def test_the_iterator_stays_ended_once_refill_returned_none():
+    the_core = core.consumer_core({})
+    refills = []
+    it = the_core.iterator(lambda: refills.append(1))
+    assert list(it) == [] and refills == [1]
+    the_core.extend([core.Message(b"late")])
+    assert list(it) == [] and refills == [1] and len(the_core) == 1
+
+
+def test_take_partitions_asks_the_container_and_keeps_the_others_in_order():
+    the_core = core.consumer_core({})
+    made = [core.Message(b"%d" % i, partition_id=i % 4, offset=i // 4) for i in range(40)]
+    the_core.extend(made)
+    assert the_core.take_partitions([1, 3]) == [m for m in made if m.partition_id in (1, 3)]
+    assert the_core.take_partitions(range(0)) == []
+    assert the_core.take(100) == [m for m in made if m.partition_id in (0, 2)]
+
+
+def test_no_reference_is_kept_behind_by_any_method():
+    partition, refill = object(), (lambda: None)
+    partitions = {0: partition}
+    the_core = core.consumer_core(partitions)
+    msgs = [core.Message(b"v", partition_id=0, offset=i, partition=partition) for i in range(10)]
+    before = [sys.getrefcount(o) for o in (partition, partitions, refill)]
+    for _ in range(3):
+        the_core.extend(msgs)
+        the_core.set_next(5, 1)
+        the_core.forget(5)
+        the_core.next_offsets()
+        the_core.take_partitions({0})
+        the_core.extend(msgs)
+        the_core.next()
+        the_core.take(3)
+        list(the_core.iterator(refill))
+        the_core.extend(msgs)
+        the_core.clear()
+        the_core.partitions = partitions
+    assert [sys.getrefcount(o) for o in (partition, partitions, refill)] == before
+    assert len({sys.getrefcount(m) for m in msgs}) == 1  # each held by the list only

@@ -1,6 +1,7 @@
 """The core's Message: pykafka's fields, made by either implementation, freed completely."""
 import datetime
 import gc
+import os
 import pickle
 import sys
 import weakref
@@ -17,6 +18,14 @@ Message = core.Message
 def test_the_core_says_which_implementation_runs():
     assert core.implementation in ("c", "python")
     assert pyrdk.librdkafka_version().implementation == core.implementation
+
+
+def test_the_c_core_runs_unless_the_python_one_is_asked_for():
+    """A C core that failed to build or to import would only be warned about at run time."""
+    if os.environ.get("PYRDK_IMPL", "").strip().lower() != "python":
+        assert core.implementation == "c"
+    else:
+        assert core.implementation == "python"
 
 
 def test_a_message_is_a_pyrdk_message_with_pykafka_defaults():
@@ -72,6 +81,21 @@ class _Finalized(Message):
 
     def __del__(self):
         type(self).finalized += 1
+
+
+@pytest.mark.parametrize("cls", [_Plain, _Slotted])
+def test_an_instance_of_a_subclass_pickles_with_its_own_fields(cls):
+    msg = cls(b"v", partition_key=b"k", offset=3, timestamp=None, compression_type=CompressionType.ZSTD)
+    msg.extra = ["own"]
+    copy = pickle.loads(pickle.dumps(msg))
+    assert type(copy) is cls and copy.extra == ["own"]
+    assert (copy.value, copy.partition_key, copy.offset, copy.timestamp) == (b"v", b"k", 3, None)
+    assert copy.compression_type is CompressionType.ZSTD and copy.headers == []
+
+
+def test_compression_type_defaults_to_pyrdks_member():
+    assert Message(b"v").compression_type is CompressionType.NONE
+    assert pickle.loads(pickle.dumps(Message(b"v"))).compression_type is CompressionType.NONE
 
 
 @pytest.mark.parametrize("cls", [Message, _Plain, _Slotted, _Finalized])

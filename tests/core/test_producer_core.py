@@ -169,3 +169,91 @@ def test_the_core_keeps_no_reference_behind(rig, batch):
     r.flush()
     assert len(r.core) == 0
     assert [sys.getrefcount(o) for o in (value, key)] == before
+
+
+@pytest.mark.mock
+def test_produce_takes_its_arguments_by_keyword_too(rig):
+    r = rig()
+    msg = r.core.produce(value=b"v", key=b"k")
+    assert (msg.value, msg.partition_key) == (b"v", b"k")
+    assert r.core.produce(b"v", timestamp=5) == "general" and r.general[-1] == (b"v", None, 5, None, None)
+    with pytest.raises(TypeError):
+        r.core.produce(b"v", nonsense=1)
+
+
+@pytest.mark.mock
+def test_produce_batch_sends_a_message_near_max_size_alone_and_refuses_with_no_partition(rig):
+    r = rig(max_size=1000)
+    assert r.core.produce_batch([b"a", b"x" * 950, (b"b", b"k")] * 2, 0) == (6, 0)
+    r.core.partitions = []
+    assert r.core.produce_batch([b"a"], 0) is None
+    assert r.core.batch_sent == 6
+    r.core.partitions = [(0, "p0"), (1, "p1")]
+    r.flush()
+    assert r.handle.batch_outstanding(r.core.batch_sent) == 0
+
+
+@pytest.mark.mock
+def test_no_reference_is_kept_behind_by_any_method(rig):
+    chosen = []
+
+    def partitioner(partitions, key):
+        chosen.append(partitions[-1])
+        return partitions[-1]
+    r = rig(batch=2, partitioner=partitioner, report_all=True)
+    value, key = (bytes(bytearray(b)) for b in (b"v" * 50, b"k" * 8))
+    partition = object()  # not interned, unlike "p1"
+    r.core.partitions = [(0, "p0"), (1, partition)]
+    objects = (value, key, partitioner, r._general, partition)
+    before = [sys.getrefcount(o) for o in objects]
+    for _ in range(3):
+        r.core.produce(value, key)
+        r.core.produce(value, key, 5)  # the general path
+        msg = core.Message(value, key, 0)
+        r.core.untrack(r.core.track(msg))
+        r.core.track(msg)
+        r.core.produce_batch([(value, key), value], 0)
+        r.core.partitions, r.core.divert = r.core.partitions, r.core.divert
+        r.flush()
+        r.core.refused()
+        r.core.take_all()
+        r.reports.clear()
+        r.general.clear()
+        del msg
+    r.core.produce(value, key)
+    r.core.close()
+    r.core.take_all()
+    chosen.clear()
+    assert [sys.getrefcount(o) for o in objects] == before
+
+
+@pytest.mark.mock
+def test_messages_the_program_let_go_of_are_still_reported(mock_cluster, handles):
+    """A failed delivery, and stop(), report every message, held by the program or not."""
+    topic = "pcore-" + uuid.uuid4().hex[:10]
+    mock_cluster.create_topic(topic, 2, 1)
+    reports = []
+    handle = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 60000},
+                     on_deliveries=lambda *columns: reports.extend(the_core.deliver(*columns)))
+    the_core = core.producer_core(handle, topic, [(0, "p0"), (1, "p1")], None, CompressionType.LZ4, 1000, 1, False,
+                                  lambda *args: "general")
+    for i in range(3000):  # more than the C core's table holds at first
+        the_core.produce(b"v%d" % i, b"k")
+    held = the_core.produce(b"held")
+    assert len(the_core) == 3001 and the_core.queued == 0
+    handle.purge()  # fails them all, still in librdkafka's queue
+    assert handle.flush(util.WAIT_S * 1000)
+    assert len(reports) == 3001 and len(the_core) == 0
+    assert {err for _, err in reports} == {errors.PURGE_QUEUE}
+    assert sorted(m.value for m, _ in reports) == sorted([b"v%d" % i for i in range(3000)] + [b"held"])
+    assert any(m is held for m, _ in reports)
+    assert all((m.partition_key, m.topic, m.compression_type, m.partition) ==
+               (None if m is held else b"k", topic, CompressionType.LZ4, "p%d" % m.partition_id) for m, _ in reports)
+    the_core = core.producer_core(handle, topic, [(0, "p0")], None, CompressionType.NONE, 1000, 100, False,
+                                  lambda *args: "general")
+    for i in range(5):
+        the_core.produce(b"w%d" % i)
+    the_core.close()
+    taken = the_core.take_all()
+    assert sorted(m.value for m in taken) == [b"w%d" % i for i in range(5)] and len(the_core) == 0
+    assert {(m.partition_id, m.partition, m.offset) for m in taken} == {(0, "p0", -1)}

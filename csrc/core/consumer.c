@@ -1,0 +1,629 @@
+/* ConsumerCore: the consumer's buffer of Messages and each partition's next offset (see
+ * ConsumerCore in pyrdk/core/pure.py, which this follows step by step).
+ *
+ * The buffer is a ring of Messages (a power of two in size, grown by doubling). The next
+ * offsets are a C array indexed by partition id, NEXT_ABSENT where the partition is not
+ * held and NEXT_UNKNOWN where nothing was handed out yet; ids from NEXT_ARRAY_MAX up (and
+ * negative ones) go to a dict instead, so that one odd id never costs an array of its
+ * size. */
+#include <string.h>
+
+#include "core.h"
+
+#define NEXT_ABSENT INT64_MIN
+#define NEXT_UNKNOWN (INT64_MIN + 1)
+enum { NEXT_ARRAY_MAX = 1 << 16 };
+
+typedef struct {
+        PyObject_HEAD
+        PyObject *partitions; /* dict {id: Partition} */
+        PyObject **ring;
+        size_t cap, head, len; /* cap: 0 or a power of two */
+        int64_t *next;         /* by partition id, nnext of them */
+        size_t nnext;
+        PyObject *next_far;  /* dict {id: next offset or None} for the ids the array does not take */
+        PyObject *topic;     /* the last topic name made, a str */
+} consumer_t;
+
+typedef struct {
+        PyObject_HEAD
+        consumer_t *core;
+        PyObject *refill; /* NULL once the iteration has ended */
+} iterator_t;
+
+static core_state *state_of(consumer_t *self) {
+        return PyType_GetModuleState(Py_TYPE(self));
+}
+
+/* -- the ring ------------------------------------------------------------------------------ */
+
+static int ring_reserve(consumer_t *self, size_t more) {
+        size_t cap = self->cap ? self->cap : 64;
+        PyObject **ring;
+
+        if (self->len + more <= self->cap)
+                return 0;
+        while (cap < self->len + more) {
+                if (cap > PY_SSIZE_T_MAX / (2 * sizeof(PyObject *))) {
+                        PyErr_NoMemory();
+                        return -1;
+                }
+                cap *= 2;
+        }
+        if (!(ring = PyMem_Malloc(cap * sizeof(*ring)))) {
+                PyErr_NoMemory();
+                return -1;
+        }
+        for (size_t i = 0; i < self->len; i++)
+                ring[i] = self->ring[(self->head + i) & (self->cap - 1)];
+        PyMem_Free(self->ring);
+        self->ring = ring;
+        self->cap = cap;
+        self->head = 0;
+        return 0;
+}
+
+/* Steals msg; room must have been reserved. */
+static void ring_push(consumer_t *self, PyObject *msg) {
+        self->ring[(self->head + self->len++) & (self->cap - 1)] = msg;
+}
+
+static PyObject *ring_at(consumer_t *self, size_t i) {
+        return self->ring[(self->head + i) & (self->cap - 1)];
+}
+
+static PyObject *ring_pop(consumer_t *self) {
+        PyObject *msg = self->ring[self->head];
+
+        self->head = (self->head + 1) & (self->cap - 1);
+        self->len--;
+        return msg;
+}
+
+static void ring_clear(consumer_t *self) {
+        while (self->len)
+                Py_DECREF(ring_pop(self));
+        self->head = 0;
+}
+
+/* -- next offsets ---------------------------------------------------------------------------- */
+
+/* next[pid] = value (NEXT_UNKNOWN: None, NEXT_ABSENT: forget it). 0, or -1 with an exception. */
+static int next_set(consumer_t *self, long long pid, int64_t value) {
+        if (pid >= 0 && pid < NEXT_ARRAY_MAX) {
+                if ((size_t)pid >= self->nnext) {
+                        size_t n = self->nnext ? self->nnext : 16;
+                        int64_t *next;
+
+                        if (value == NEXT_ABSENT)
+                                return 0;
+                        while (n <= (size_t)pid)
+                                n *= 2;
+                        if (!(next = PyMem_Realloc(self->next, n * sizeof(*next)))) {
+                                PyErr_NoMemory();
+                                return -1;
+                        }
+                        for (size_t i = self->nnext; i < n; i++)
+                                next[i] = NEXT_ABSENT;
+                        self->next = next;
+                        self->nnext = n;
+                }
+                self->next[pid] = value;
+                return 0;
+        } else {
+                PyObject *key = PyLong_FromLongLong(pid), *offset;
+                int ret;
+
+                if (!key)
+                        return -1;
+                if (value == NEXT_ABSENT) {
+                        ret = self->next_far && PyDict_DelItem(self->next_far, key) < 0 ? -1 : 0;
+                        if (ret < 0 && PyErr_ExceptionMatches(PyExc_KeyError)) {
+                                PyErr_Clear();
+                                ret = 0;
+                        }
+                        Py_DECREF(key);
+                        return ret;
+                }
+                if (!self->next_far && !(self->next_far = PyDict_New())) {
+                        Py_DECREF(key);
+                        return -1;
+                }
+                offset = value == NEXT_UNKNOWN ? Py_NewRef(Py_None) : PyLong_FromLongLong(value);
+                ret = offset ? PyDict_SetItem(self->next_far, key, offset) : -1;
+                Py_XDECREF(offset);
+                Py_DECREF(key);
+                return ret;
+        }
+}
+
+/* The first buffered message, counted as handed out (a new reference), or NULL: none. */
+static PyObject *consumer_pop(consumer_t *self, int *error) {
+        message_t *msg;
+
+        *error = 0;
+        if (!self->len)
+                return NULL;
+        msg = (message_t *)ring_pop(self);
+        if (next_set(self, msg->partition_id, msg->offset + 1) < 0) {
+                Py_DECREF(msg);
+                *error = 1;
+                return NULL;
+        }
+        return (PyObject *)msg;
+}
+
+/* -- methods -------------------------------------------------------------------------------- */
+
+static int set_partitions(consumer_t *self, PyObject *value, void *closure) {
+        (void)closure;
+        if (!value || !PyDict_Check(value)) {
+                PyErr_Format(PyExc_TypeError, "ConsumerCore.partitions must be a dict {id: Partition}, not %.200s",
+                             value ? Py_TYPE(value)->tp_name : "nothing");
+                return -1;
+        }
+        Py_XSETREF(self->partitions, Py_NewRef(value));
+        return 0;
+}
+
+static PyObject *get_partitions(consumer_t *self, void *closure) {
+        (void)closure;
+        return self->partitions ? Py_NewRef(self->partitions) : PyDict_New(); /* none once cleared */
+}
+
+static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+        static const char *const names[] = {"partitions", NULL};
+        PyObject *partitions;
+        consumer_t *self;
+
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:ConsumerCore", (char **)names, &partitions))
+                return NULL;
+        if (!(self = (consumer_t *)type->tp_alloc(type, 0)))
+                return NULL;
+        if (set_partitions(self, partitions, NULL) < 0) {
+                Py_DECREF(self);
+                return NULL;
+        }
+        return (PyObject *)self;
+}
+
+/* The topic name of m's rd_kafka_topic_t as a str, the last one made when it is the same
+ * (borrowed from self->topic). */
+static PyObject *topic_of(consumer_t *self, const rd_kafka_message_t *m) {
+        const char *name = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL;
+        const char *cached;
+
+        if (!name)
+                return Py_None;
+        if (self->topic && (cached = PyUnicode_AsUTF8(self->topic)) && strcmp(cached, name) == 0)
+                return self->topic;
+        PyErr_Clear();
+        Py_XSETREF(self->topic, PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace"));
+        return self->topic;
+}
+
+PyDoc_STRVAR(add_doc,
+             "add(pointers) -> (count, error_positions)\n--\n\n"
+             "A batch from ``rd_kafka_consume_batch_queue`` (a memoryview of ``rd_kafka_message_t *``)\n"
+             "becomes Messages at the end of the buffer; the positions of the error events are for the\n"
+             "caller.");
+
+static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
+        core_state *st = state_of(self);
+        PyObject *positions = NULL, *partition = NULL, *result = NULL;
+        const rd_kafka_topic_t *rkt = NULL;
+        PyObject *topic = Py_None;
+        int32_t last_pid = -1;
+        int topic_known = 0;
+        Py_ssize_t count = 0, n;
+        rd_kafka_message_t **msgs;
+        Py_buffer view;
+
+        if (core_read_column(pointers, &view, (Py_ssize_t)sizeof(void *), "LQ", "add()'s pointers") < 0)
+                return NULL;
+        msgs = view.buf;
+        n = view.len / view.itemsize;
+        if (!(positions = PyList_New(0)) || ring_reserve(self, (size_t)n) < 0)
+                goto done;
+        for (Py_ssize_t i = 0; i < n; i++) {
+                rd_kafka_message_t *m = msgs[i];
+                PyObject *msg;
+
+                if (!m) {
+                        PyErr_Format(PyExc_ValueError, "add()'s pointers hold NULL at position %zd", i);
+                        goto done;
+                }
+                if (m->err) {
+                        PyObject *pos = PyLong_FromSsize_t(i);
+
+                        if (!pos || PyList_Append(positions, pos) < 0) {
+                                Py_XDECREF(pos);
+                                goto done;
+                        }
+                        Py_DECREF(pos);
+                        continue;
+                }
+                if (!topic_known || m->rkt != rkt) {
+                        rkt = m->rkt;
+                        topic_known = 1;
+                        if (!(topic = topic_of(self, m)))
+                                goto done;
+                }
+                if (!partition || m->partition != last_pid) { /* once for a run of one partition's */
+                        PyObject *key = PyLong_FromLong(m->partition);
+
+                        Py_CLEAR(partition);
+                        if (!key)
+                                goto done;
+                        partition = self->partitions ? PyDict_GetItemWithError(self->partitions, key) : NULL;
+                        Py_DECREF(key);
+                        if (!partition && PyErr_Occurred())
+                                goto done;
+                        partition = Py_NewRef(partition ? partition : Py_None);
+                        last_pid = m->partition;
+                }
+                if (!(msg = message_consumed(st, m, topic, partition)))
+                        goto done;
+                ring_push(self, msg);
+                count++;
+        }
+        result = Py_BuildValue("(nO)", count, positions);
+done:
+        Py_XDECREF(partition);
+        Py_XDECREF(positions);
+        PyBuffer_Release(&view);
+        return result;
+}
+
+static PyObject *consumer_next(consumer_t *self, PyObject *unused) {
+        int error;
+        PyObject *msg = consumer_pop(self, &error);
+
+        (void)unused;
+        if (!msg && !error)
+                Py_RETURN_NONE;
+        return msg;
+}
+
+static PyObject *consumer_take(consumer_t *self, PyObject *arg) {
+        Py_ssize_t max = PyNumber_AsSsize_t(arg, PyExc_OverflowError), n;
+        PyObject *out;
+        int error;
+
+        if (max == -1 && PyErr_Occurred())
+                return NULL;
+        n = max < 0 ? 0 : (size_t)max < self->len ? max : (Py_ssize_t)self->len;
+        if (!(out = PyList_New(n)))
+                return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *msg = consumer_pop(self, &error);
+
+                if (!msg) { /* out of memory counting it */
+                        PyList_SET_ITEM(out, i, Py_NewRef(Py_None));
+                        for (Py_ssize_t j = i + 1; j < n; j++)
+                                PyList_SET_ITEM(out, j, Py_NewRef(Py_None));
+                        Py_DECREF(out);
+                        return NULL;
+                }
+                PyList_SET_ITEM(out, i, msg);
+        }
+        return out;
+}
+
+static PyObject *consumer_iterator(consumer_t *self, PyObject *refill) {
+        iterator_t *it;
+
+        if (!PyCallable_Check(refill)) {
+                PyErr_Format(PyExc_TypeError, "iterator(refill): refill must be callable, not %.200s",
+                             Py_TYPE(refill)->tp_name);
+                return NULL;
+        }
+        if (!(it = PyObject_GC_New(iterator_t, state_of(self)->iterator_type)))
+                return NULL;
+        it->core = (consumer_t *)Py_NewRef(self);
+        it->refill = Py_NewRef(refill);
+        PyObject_GC_Track(it);
+        return (PyObject *)it;
+}
+
+static PyObject *consumer_next_offsets(consumer_t *self, PyObject *unused) {
+        PyObject *out = PyDict_New();
+
+        (void)unused;
+        for (size_t pid = 0; out && pid < self->nnext; pid++) {
+                int64_t value = self->next[pid];
+                PyObject *key, *offset;
+
+                if (value == NEXT_ABSENT)
+                        continue;
+                key = PyLong_FromSize_t(pid);
+                offset = value == NEXT_UNKNOWN ? Py_NewRef(Py_None) : PyLong_FromLongLong(value);
+                if (!key || !offset || PyDict_SetItem(out, key, offset) < 0)
+                        Py_CLEAR(out);
+                Py_XDECREF(key);
+                Py_XDECREF(offset);
+        }
+        if (out && self->next_far && PyDict_Update(out, self->next_far) < 0)
+                Py_CLEAR(out);
+        return out;
+}
+
+/* A partition id argument: an int (not a bool). */
+static int pid_arg(PyObject *arg, long long *pid) {
+        int overflow;
+
+        if (!PyLong_Check(arg) || PyBool_Check(arg)) {
+                PyErr_Format(PyExc_TypeError, "a partition id must be an int, not %.200s", Py_TYPE(arg)->tp_name);
+                return -1;
+        }
+        *pid = PyLong_AsLongLongAndOverflow(arg, &overflow);
+        if (overflow || *pid < INT32_MIN || *pid > INT32_MAX) {
+                PyErr_Format(PyExc_OverflowError, "partition id %S does not fit in 32 bits", arg);
+                return -1;
+        }
+        return *pid == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *consumer_set_next(consumer_t *self, PyObject *const *args, Py_ssize_t nargs) {
+        long long pid;
+        int64_t offset = NEXT_UNKNOWN;
+
+        if (nargs != 2) {
+                PyErr_Format(PyExc_TypeError, "set_next(pid, offset) takes 2 arguments (%zd given)", nargs);
+                return NULL;
+        }
+        if (pid_arg(args[0], &pid) < 0)
+                return NULL;
+        if (args[1] != Py_None) {
+                if (!PyLong_Check(args[1]) || PyBool_Check(args[1])) {
+                        PyErr_Format(PyExc_TypeError, "set_next(pid, offset): offset must be an int or None, not %.200s",
+                                     Py_TYPE(args[1])->tp_name);
+                        return NULL;
+                }
+                offset = PyLong_AsLongLong(args[1]);
+                if (offset == -1 && PyErr_Occurred())
+                        return NULL;
+                if (offset <= NEXT_UNKNOWN) {
+                        PyErr_Format(PyExc_OverflowError, "set_next(pid, offset): offset %S is out of range", args[1]);
+                        return NULL;
+                }
+        }
+        if (next_set(self, pid, offset) < 0)
+                return NULL;
+        Py_RETURN_NONE;
+}
+
+static PyObject *consumer_forget(consumer_t *self, PyObject *arg) {
+        long long pid;
+
+        if (pid_arg(arg, &pid) < 0 || next_set(self, pid, NEXT_ABSENT) < 0)
+                return NULL;
+        Py_RETURN_NONE;
+}
+
+/* Is the Message's partition in pids (the `in` operator), asked once for a run of one
+ * partition's messages? 1, 0, or -1 with an exception. */
+static int in_pids(PyObject *pids, message_t *msg, int32_t *last, int *last_answer) {
+        PyObject *key;
+
+        if (*last_answer >= 0 && msg->partition_id == *last)
+                return *last_answer;
+        if (!(key = PyLong_FromLong(msg->partition_id)))
+                return -1;
+        *last_answer = PySequence_Contains(pids, key);
+        *last = msg->partition_id;
+        Py_DECREF(key);
+        return *last_answer;
+}
+
+static PyObject *consumer_take_partitions(consumer_t *self, PyObject *pids) {
+        PyObject *taken = PyList_New(0), **kept;
+        size_t nkept = 0, n = self->len;
+        int32_t last = 0;
+        int answer = -1;
+
+        if (!taken)
+                return NULL;
+        if (!n)
+                return taken;
+        if (!(kept = PyMem_Malloc(n * sizeof(*kept)))) {
+                Py_DECREF(taken);
+                return PyErr_NoMemory();
+        }
+        for (size_t i = 0; i < n; i++) { /* ask first: `in` may run Python code */
+                message_t *msg = (message_t *)ring_at(self, i);
+                int found = in_pids(pids, msg, &last, &answer);
+
+                if (found < 0 || (found && PyList_Append(taken, (PyObject *)msg) < 0)) {
+                        PyMem_Free(kept);
+                        Py_DECREF(taken);
+                        return NULL;
+                }
+        }
+        if (PyList_GET_SIZE(taken) == 0) {
+                PyMem_Free(kept);
+                return taken;
+        }
+        /* Keep the others, in order. The buffer may have changed while `in` ran: the taken
+         * ones are those still in it. */
+        for (size_t i = 0, t = 0; i < self->len; i++) {
+                PyObject *msg = ring_at(self, i);
+
+                if (t < (size_t)PyList_GET_SIZE(taken) && PyList_GET_ITEM(taken, t) == msg) {
+                        t++;
+                        Py_DECREF(msg);
+                } else
+                        kept[nkept++] = msg;
+        }
+        for (size_t i = 0; i < nkept; i++)
+                self->ring[i] = kept[i];
+        self->head = 0;
+        self->len = nkept;
+        PyMem_Free(kept);
+        return taken;
+}
+
+static PyObject *consumer_extend(consumer_t *self, PyObject *messages) {
+        core_state *st = state_of(self);
+        PyObject *seq = PySequence_Fast(messages, "extend() takes an iterable of Messages");
+        Py_ssize_t n;
+
+        if (!seq)
+                return NULL;
+        n = PySequence_Fast_GET_SIZE(seq);
+        for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *msg = PySequence_Fast_GET_ITEM(seq, i);
+
+                if (!PyObject_TypeCheck(msg, st->message_type)) {
+                        PyErr_Format(PyExc_TypeError, "extend() takes Messages, not %.200s", Py_TYPE(msg)->tp_name);
+                        Py_DECREF(seq);
+                        return NULL;
+                }
+        }
+        if (ring_reserve(self, (size_t)n) < 0) {
+                Py_DECREF(seq);
+                return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+                ring_push(self, Py_NewRef(PySequence_Fast_GET_ITEM(seq, i)));
+        Py_DECREF(seq);
+        Py_RETURN_NONE;
+}
+
+static PyObject *consumer_clear_py(consumer_t *self, PyObject *unused) {
+        (void)unused;
+        ring_clear(self);
+        Py_RETURN_NONE;
+}
+
+static Py_ssize_t consumer_len(consumer_t *self) {
+        return (Py_ssize_t)self->len;
+}
+
+static int consumer_traverse(consumer_t *self, visitproc visit, void *arg) {
+        Py_VISIT(Py_TYPE(self));
+        Py_VISIT(self->partitions);
+        Py_VISIT(self->next_far);
+        for (size_t i = 0; i < self->len; i++)
+                Py_VISIT(ring_at(self, i));
+        return 0;
+}
+
+static int consumer_clear(consumer_t *self) {
+        ring_clear(self);
+        Py_CLEAR(self->partitions);
+        Py_CLEAR(self->next_far);
+        Py_CLEAR(self->topic);
+        return 0;
+}
+
+static void consumer_dealloc(consumer_t *self) {
+        PyTypeObject *type = Py_TYPE(self);
+
+        PyObject_GC_UnTrack(self);
+        consumer_clear(self);
+        PyMem_Free(self->ring);
+        PyMem_Free(self->next);
+        type->tp_free(self);
+        Py_DECREF(type);
+}
+
+static PyMethodDef consumer_methods[] = {
+        {"add", (PyCFunction)consumer_add, METH_O, add_doc},
+        {"next", (PyCFunction)consumer_next, METH_NOARGS,
+         "next() -> message or None\n--\n\nThe first buffered message, counted as handed out."},
+        {"take", (PyCFunction)consumer_take, METH_O,
+         "take(max_messages) -> [message]\n--\n\nUp to max_messages buffered messages, counted."},
+        {"iterator", (PyCFunction)consumer_iterator, METH_O,
+         "iterator(refill)\n--\n\nThe buffered messages, counted, then refill() when the buffer is empty;\n"
+         "the iteration ends when refill() returns None."},
+        {"next_offsets", (PyCFunction)consumer_next_offsets, METH_NOARGS,
+         "next_offsets() -> {partition id: next offset or None}\n--\n\nThe partitions held."},
+        {"set_next", (PyCFunction)(void (*)(void))consumer_set_next, METH_FASTCALL,
+         "set_next(pid, offset)\n--\n\nThe next offset of a partition (None: not known yet)."},
+        {"forget", (PyCFunction)consumer_forget, METH_O, "forget(pid)\n--\n\nA partition no longer held."},
+        {"take_partitions", (PyCFunction)consumer_take_partitions, METH_O,
+         "take_partitions(pids) -> [message]\n--\n\nThe buffered messages of pids, out of the buffer, in order."},
+        {"extend", (PyCFunction)consumer_extend, METH_O, "extend(messages)\n--\n\nMessages at the end of the buffer."},
+        {"clear", (PyCFunction)consumer_clear_py, METH_NOARGS, "clear()\n--\n\nEmpty the buffer."},
+        {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef consumer_getset[] = {
+        {"partitions", (getter)get_partitions, (setter)set_partitions, "``{id: Partition}`` naming each Message's partition.",
+         NULL},
+        {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot consumer_slots[] = {
+        {Py_tp_doc, "ConsumerCore(partitions)\n--\n\nThe consumer's core (see pyrdk.core)."},
+        {Py_tp_new, consumer_new},
+        {Py_tp_dealloc, consumer_dealloc},
+        {Py_tp_traverse, consumer_traverse},
+        {Py_tp_clear, consumer_clear},
+        {Py_tp_methods, consumer_methods},
+        {Py_tp_getset, consumer_getset},
+        {Py_sq_length, consumer_len},
+        {0, NULL},
+};
+
+PyType_Spec consumer_spec = {
+        "pyrdk._core.ConsumerCore", sizeof(consumer_t), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, consumer_slots,
+};
+
+/* -- the iterator --------------------------------------------------------------------------- */
+
+static PyObject *iterator_next(iterator_t *it) {
+        PyObject *msg, *refill;
+        int error;
+
+        if (!it->refill)
+                return NULL;
+        if ((msg = consumer_pop(it->core, &error)) || error)
+                return msg;
+        refill = Py_NewRef(it->refill);
+        msg = PyObject_CallNoArgs(refill);
+        Py_DECREF(refill);
+        if (!msg || msg == Py_None) { /* the end, as a generator's after it returned or raised */
+                Py_XDECREF(msg);
+                Py_CLEAR(it->refill);
+                return NULL;
+        }
+        return msg;
+}
+
+static int iterator_traverse(iterator_t *it, visitproc visit, void *arg) {
+        Py_VISIT(Py_TYPE(it));
+        Py_VISIT(it->core);
+        Py_VISIT(it->refill);
+        return 0;
+}
+
+static int iterator_clear(iterator_t *it) {
+        Py_CLEAR(it->core);
+        Py_CLEAR(it->refill);
+        return 0;
+}
+
+static void iterator_dealloc(iterator_t *it) {
+        PyTypeObject *type = Py_TYPE(it);
+
+        PyObject_GC_UnTrack(it);
+        iterator_clear(it);
+        type->tp_free(it);
+        Py_DECREF(type);
+}
+
+static PyType_Slot iterator_slots[] = {
+        {Py_tp_iter, PyObject_SelfIter},
+        {Py_tp_iternext, iterator_next},
+        {Py_tp_traverse, iterator_traverse},
+        {Py_tp_clear, iterator_clear},
+        {Py_tp_dealloc, iterator_dealloc},
+        {0, NULL},
+};
+
+PyType_Spec iterator_spec = {
+        "pyrdk._core.ConsumerIterator", sizeof(iterator_t), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+        iterator_slots,
+};

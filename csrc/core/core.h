@@ -1,0 +1,92 @@
+/* pyrdk._core: the C implementation of pyrdk.core's interface (the pure-Python reference is
+ * pyrdk/core/pure.py, which documents each method by doing it plainly).
+ *
+ * A CPython extension module of its own, beside the cffi module pyrdk._rdkafka: multi-phase
+ * init, heap types, everything mutable in the module state. It is compiled against
+ * rdkafka.h but not linked to librdkafka: pyrdk/_loader.py opens the library with
+ * RTLD_GLOBAL before pyrdk.core imports this module, and the module is linked with
+ * -z now, so a symbol the loaded library lacks fails the import, never a later call.
+ *
+ * It relies on the GIL: a method lets no other thread in but where it calls Python code
+ * (the partitioner, the general path, refill) or says it releases the GIL, and reads its
+ * state again after each. It refuses to import on a free-threaded build. */
+#ifndef PYRDK_CORE_H
+#define PYRDK_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+/* The datetime C API's struct without the static PyDateTimeAPI pointer datetime.h would
+ * otherwise define: the module state keeps the capsule's pointer instead. */
+#define _PY_DATETIME_IMPL
+#include <datetime.h>
+#undef _PY_DATETIME_IMPL
+#include <stddef.h>
+#include <stdint.h>
+#include <librdkafka/rdkafka.h>
+
+#include "pyrdk_guard.h"
+
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *o) {
+        Py_INCREF(o);
+        return o;
+}
+#endif
+
+/* Freed Messages kept for reuse (see message.c). */
+enum { MESSAGE_FREE_MAX = 1024 };
+
+typedef struct {
+        PyTypeObject *message_type;
+        PyTypeObject *producer_type;
+        PyTypeObject *consumer_type;
+        PyTypeObject *iterator_type;
+        PyObject *default_compression; /* CompressionType.NONE, given by setup() */
+        PyDateTime_CAPI *datetime_api;  /* from the datetime module's capsule */
+        PyObject *empty_tuple;
+        PyObject *free_messages[MESSAGE_FREE_MAX];
+        int nfree;
+} core_state;
+
+/* pyrdk.common.Message's fields; the integer ones as C integers. Object fields are NULL
+ * only where a default stands: compression (the state's default_compression), headers
+ * (an empty list made on first use, or parsed from c_headers), produce_attempt (0). */
+typedef struct {
+        PyObject_HEAD
+        PyObject *value;
+        PyObject *key;
+        PyObject *partition;
+        PyObject *topic;
+        PyObject *headers;
+        PyObject *compression;
+        PyObject *produce_attempt;
+        PyObject *delivery_report_q;
+        rd_kafka_headers_t *c_headers; /* a consumed message's, detached, parsed on first use */
+        struct producer_s *core; /* the ProducerCore whose table lists it without a reference */
+        uint64_t id;             /* (and its id there), or NULL */
+        int64_t offset;
+        int64_t timestamp;
+        int32_t partition_id;
+        int32_t timestamp_type;
+        int has_timestamp; /* 0: timestamp is None */
+} message_t;
+
+/* module.c */
+core_state *core_state_of_type(PyTypeObject *type);
+int core_read_column(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *formats,
+                     const char *what);
+
+/* message.c */
+extern PyType_Spec message_spec;
+message_t *message_new(core_state *st);
+PyObject *message_consumed(core_state *st, rd_kafka_message_t *m, PyObject *topic, PyObject *partition);
+void message_free_list_clear(core_state *st);
+int message_set_int(const char *name, PyObject *value, int bits, int64_t *out);
+
+/* producer.c, consumer.c */
+void producer_forget(struct producer_s *core, uint64_t id);
+extern PyType_Spec producer_spec;
+extern PyType_Spec consumer_spec;
+extern PyType_Spec iterator_spec;
+
+#endif

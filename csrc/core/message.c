@@ -1,0 +1,525 @@
+/* Message: pyrdk.common.Message as a C type, with the same constructor, fields, validation,
+ * repr and pickling.
+ *
+ * The cores make one per message, so three things keep that cheap:
+ * - freed Messages of the exact type are kept in the module state's free list and made
+ *   anew from it (no allocation, no count towards the cyclic GC's next collection);
+ * - a consumed message's headers stay in librdkafka's form (detached from the message)
+ *   until `headers` is first read, and are asked for only when the record may have any;
+ * - Messages the cores make are not tracked by the cyclic GC. Their fields are bytes, str,
+ *   None, ints kept in C, the producer's CompressionType member and the Partition the
+ *   caller gave the core: none of these leads back to a Message, so no cycle can go
+ *   through one. A setter that stores an object which could (one the GC tracks, or may
+ *   track later: anything of a GC type but an untracked tuple, which is immutable and holds
+ *   only such objects), and `headers` when it makes its list, put the Message under the
+ *   collector. Messages made by the constructor are tracked from the start, as any object. */
+#include <string.h>
+
+#include "core.h"
+
+#define FIELD(name) ((Py_ssize_t)offsetof(message_t, name))
+#define SLOT(self, offset) ((PyObject **)((char *)(self) + (offset)))
+
+/* Track self if value may lead back to it (see the top of this file). */
+static void track_for(message_t *self, PyObject *value) {
+        if (!PyObject_GC_IsTracked((PyObject *)self) && PyObject_IS_GC(value) &&
+            (PyObject_GC_IsTracked(value) || !PyTuple_CheckExact(value)))
+                PyObject_GC_Track((PyObject *)self);
+}
+
+/* A Message of the exact type, from the free list when it has one; its fields unset
+ * (NULL, 0) but for the integer defaults. Not tracked by the cyclic GC. */
+message_t *message_new(core_state *st) {
+        message_t *msg;
+
+        if (st->nfree > 0) {
+                msg = (message_t *)st->free_messages[--st->nfree];
+                PyObject_Init((PyObject *)msg, st->message_type);
+        } else if (!(msg = PyObject_GC_New(message_t, st->message_type)))
+                return NULL;
+        msg->value = msg->key = msg->partition = msg->topic = NULL;
+        msg->headers = msg->compression = msg->produce_attempt = msg->delivery_report_q = NULL;
+        msg->c_headers = NULL;
+        msg->core = NULL;
+        msg->offset = -1;
+        msg->timestamp = 0;
+        msg->partition_id = -1;
+        msg->timestamp_type = 0;
+        msg->has_timestamp = 0;
+        return msg;
+}
+
+void message_free_list_clear(core_state *st) {
+        while (st->nfree > 0)
+                PyObject_GC_Del(st->free_messages[--st->nfree]);
+}
+
+static PyObject *bytes_or_none(const void *data, size_t len) {
+        if (!data)
+                Py_RETURN_NONE;
+        return PyBytes_FromStringAndSize(data, (Py_ssize_t)len);
+}
+
+/* Whether a consumed message may have headers; asking librdkafka about every message
+ * costs a parse of each, and most have none. librdkafka hands out the value where it lies
+ * in the fetched record. In a v2 record (Kafka 0.11 on) the value's length, a zigzag
+ * varint, comes right before the value and the header count right after it; a count of
+ * 0 there means none. Where the bytes before the value are not that varint (a v0 or v1
+ * message, a value librdkafka copied), the answer is "maybe". */
+static int may_have_headers(const rd_kafka_message_t *m) {
+        const unsigned char *value = m->payload;
+        unsigned char varint[10];
+        uint64_t zigzag;
+        int n = 0;
+
+        if (!value || m->len == 0 || m->len > INT32_MAX)
+                return 1; /* an empty value is not in the record: librdkafka points elsewhere */
+        zigzag = (uint64_t)m->len << 1;
+        do {
+                varint[n++] = (unsigned char)((zigzag & 0x7f) | (zigzag > 0x7f ? 0x80 : 0));
+                zigzag >>= 7;
+        } while (zigzag);
+        if (memcmp(value - n, varint, (size_t)n) != 0)
+                return 1;
+        return value[m->len] != 0;
+}
+
+/* A new Message with the fields of a consumed message (topic and partition: borrowed). */
+PyObject *message_consumed(core_state *st, rd_kafka_message_t *m, PyObject *topic, PyObject *partition) {
+        rd_kafka_timestamp_type_t tstype;
+        message_t *msg = message_new(st);
+
+        if (!msg)
+                return NULL;
+        msg->value = bytes_or_none(m->payload, m->len);
+        msg->key = bytes_or_none(m->key, m->key_len);
+        if (!msg->value || !msg->key) {
+                Py_DECREF(msg);
+                return NULL;
+        }
+        Py_INCREF(partition);
+        msg->partition = partition;
+        Py_INCREF(topic);
+        msg->topic = topic;
+        msg->partition_id = m->partition;
+        msg->offset = m->offset;
+        msg->timestamp = rd_kafka_message_timestamp(m, &tstype);
+        msg->timestamp_type = (int32_t)tstype;
+        msg->has_timestamp = 1;
+        if (may_have_headers(m) && rd_kafka_message_detach_headers(m, &msg->c_headers))
+                msg->c_headers = NULL; /* none */
+        return (PyObject *)msg;
+}
+
+/* rd_kafka_header_get_all() as [(name, value)]: names decoded as UTF-8 (bad bytes
+ * replaced), values bytes or None. */
+static PyObject *headers_list(const rd_kafka_headers_t *hdrs) {
+        PyObject *list = PyList_New(0);
+        const char *name;
+        const void *value;
+        size_t size;
+
+        for (size_t i = 0; list && rd_kafka_header_get_all(hdrs, i, &name, &value, &size) == 0; i++) {
+                PyObject *item = Py_BuildValue("(NN)", PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace"),
+                                               bytes_or_none(value, size));
+
+                if (!item || PyList_Append(list, item) < 0)
+                        Py_CLEAR(list);
+                Py_XDECREF(item);
+        }
+        return list;
+}
+
+/* -- fields ------------------------------------------------------------------------------- */
+
+int message_set_int(const char *name, PyObject *value, int bits, int64_t *out) {
+        long long v;
+        int overflow;
+
+        if (!value) {
+                PyErr_Format(PyExc_AttributeError, "cannot delete Message.%s", name);
+                return -1;
+        }
+        if (!PyLong_Check(value) || PyBool_Check(value)) {
+                PyErr_Format(PyExc_TypeError, "Message.%s must be an int, not %.200s", name, Py_TYPE(value)->tp_name);
+                return -1;
+        }
+        v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (v == -1 && PyErr_Occurred())
+                return -1;
+        if (overflow || (bits == 32 && (v < INT32_MIN || v > INT32_MAX))) {
+                PyErr_Format(PyExc_OverflowError, "Message.%s=%S does not fit in %d bits", name, value, bits);
+                return -1;
+        }
+        *out = v;
+        return 0;
+}
+
+static PyObject *get_object(message_t *self, void *offset) {
+        PyObject *value = *SLOT(self, (Py_ssize_t)offset);
+
+        return Py_NewRef(value ? value : Py_None);
+}
+
+static int set_object(message_t *self, PyObject *value, void *offset) {
+        if (!value) {
+                PyErr_SetString(PyExc_AttributeError, "cannot delete a Message's field");
+                return -1;
+        }
+        track_for(self, value);
+        Py_XSETREF(*SLOT(self, (Py_ssize_t)offset), Py_NewRef(value));
+        return 0;
+}
+
+static PyObject *get_partition_id(message_t *self, void *closure) {
+        (void)closure;
+        return PyLong_FromLong(self->partition_id);
+}
+
+static int set_partition_id(message_t *self, PyObject *value, void *closure) {
+        int64_t v;
+
+        (void)closure;
+        if (message_set_int("partition_id", value, 32, &v) < 0)
+                return -1;
+        self->partition_id = (int32_t)v;
+        return 0;
+}
+
+static PyObject *get_offset(message_t *self, void *closure) {
+        (void)closure;
+        return PyLong_FromLongLong(self->offset);
+}
+
+static int set_offset(message_t *self, PyObject *value, void *closure) {
+        (void)closure;
+        return message_set_int("offset", value, 64, &self->offset);
+}
+
+static PyObject *get_timestamp(message_t *self, void *closure) {
+        (void)closure;
+        if (!self->has_timestamp)
+                Py_RETURN_NONE;
+        return PyLong_FromLongLong(self->timestamp);
+}
+
+static int set_timestamp(message_t *self, PyObject *value, void *closure) {
+        (void)closure;
+        if (value == Py_None) {
+                self->has_timestamp = 0;
+                return 0;
+        }
+        if (message_set_int("timestamp", value, 64, &self->timestamp) < 0)
+                return -1;
+        self->has_timestamp = 1;
+        return 0;
+}
+
+static PyObject *get_timestamp_type(message_t *self, void *closure) {
+        (void)closure;
+        return PyLong_FromLong(self->timestamp_type);
+}
+
+static int set_timestamp_type(message_t *self, PyObject *value, void *closure) {
+        int64_t v;
+
+        (void)closure;
+        if (message_set_int("timestamp_type", value, 32, &v) < 0)
+                return -1;
+        self->timestamp_type = (int32_t)v;
+        return 0;
+}
+
+static PyObject *get_headers(message_t *self, void *closure) {
+        (void)closure;
+        if (!self->headers) {
+                PyObject *list = self->c_headers ? headers_list(self->c_headers) : PyList_New(0);
+
+                if (!list)
+                        return NULL;
+                if (self->c_headers) {
+                        rd_kafka_headers_destroy(self->c_headers);
+                        self->c_headers = NULL;
+                }
+                track_for(self, list);
+                self->headers = list;
+        }
+        return Py_NewRef(self->headers);
+}
+
+static int set_headers(message_t *self, PyObject *value, void *closure) {
+        if (set_object(self, value, closure) < 0)
+                return -1;
+        if (self->c_headers) {
+                rd_kafka_headers_destroy(self->c_headers);
+                self->c_headers = NULL;
+        }
+        return 0;
+}
+
+static PyObject *get_compression(message_t *self, void *closure) {
+        PyObject *value = self->compression;
+
+        (void)closure;
+        if (!value) {
+                core_state *st = core_state_of_type(Py_TYPE(self));
+
+                value = st ? st->default_compression : NULL;
+        }
+        return Py_NewRef(value ? value : Py_None);
+}
+
+static PyObject *get_produce_attempt(message_t *self, void *closure) {
+        (void)closure;
+        if (!self->produce_attempt)
+                return PyLong_FromLong(0);
+        return Py_NewRef(self->produce_attempt);
+}
+
+static PyObject *get_timestamp_dt(message_t *self, void *closure) {
+        core_state *st = core_state_of_type(Py_TYPE(self));
+        PyObject *args, *dt;
+
+        (void)closure;
+        if (!self->has_timestamp || self->timestamp <= 0)
+                Py_RETURN_NONE;
+        if (!st || !st->datetime_api) {
+                PyErr_SetString(PyExc_RuntimeError, "pyrdk._core is not initialised");
+                return NULL;
+        }
+        if (!(args = Py_BuildValue("(dO)", (double)self->timestamp / 1000.0, st->datetime_api->TimeZone_UTC)))
+                return NULL;
+        dt = st->datetime_api->DateTime_FromTimestamp((PyObject *)st->datetime_api->DateTimeType, args, NULL);
+        Py_DECREF(args);
+        return dt;
+}
+
+static PyGetSetDef message_getset[] = {
+        {"value", (getter)get_object, (setter)set_object, NULL, (void *)FIELD(value)},
+        {"partition_key", (getter)get_object, (setter)set_object, NULL, (void *)FIELD(key)},
+        {"key", (getter)get_object, NULL, "Alias of ``partition_key``.", (void *)FIELD(key)},
+        {"partition", (getter)get_object, (setter)set_object, NULL, (void *)FIELD(partition)},
+        {"topic", (getter)get_object, (setter)set_object, NULL, (void *)FIELD(topic)},
+        {"partition_id", (getter)get_partition_id, (setter)set_partition_id, NULL, NULL},
+        {"offset", (getter)get_offset, (setter)set_offset, NULL, NULL},
+        {"timestamp", (getter)get_timestamp, (setter)set_timestamp, NULL, NULL},
+        {"timestamp_type", (getter)get_timestamp_type, (setter)set_timestamp_type, NULL, NULL},
+        {"headers", (getter)get_headers, (setter)set_headers,
+         "``[(name, value)]`` (an empty list, made on first use, when there are none).", (void *)FIELD(headers)},
+        {"compression_type", (getter)get_compression, (setter)set_object, "The producer's :class:`CompressionType`.",
+         (void *)FIELD(compression)},
+        {"produce_attempt", (getter)get_produce_attempt, (setter)set_object, NULL, (void *)FIELD(produce_attempt)},
+        {"delivery_report_q", (getter)get_object, (setter)set_object,
+         "The queue :meth:`Producer.get_delivery_report` reads this message's report from.",
+         (void *)FIELD(delivery_report_q)},
+        {"timestamp_dt", (getter)get_timestamp_dt, NULL,
+         "``timestamp`` as a UTC datetime (None when the message has none).", NULL},
+        {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* -- the type ----------------------------------------------------------------------------- */
+
+static PyObject *message_new_py(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+        message_t *msg = (message_t *)type->tp_alloc(type, 0);
+
+        (void)args;
+        (void)kwds;
+        if (msg) {
+                msg->offset = -1;
+                msg->partition_id = -1;
+        }
+        return (PyObject *)msg;
+}
+
+/* Message(value, partition_key=None, partition_id=-1, offset=-1, timestamp=None, headers=None,
+ *         partition=None, topic=None, timestamp_type=0, compression_type=CompressionType.NONE,
+ *         produce_attempt=0, delivery_report_q=None) */
+static int message_init(message_t *self, PyObject *args, PyObject *kwds) {
+        static const char *const names[] = {"value", "partition_key", "partition_id", "offset", "timestamp",
+                                            "headers", "partition", "topic", "timestamp_type",
+                                            "compression_type", "produce_attempt", "delivery_report_q", NULL};
+        PyObject *value, *key = Py_None, *pid = NULL, *offset = NULL, *timestamp = Py_None, *headers = Py_None;
+        PyObject *partition = Py_None, *topic = Py_None, *tstype = NULL, *compression = NULL, *attempt = NULL;
+        PyObject *queue = Py_None;
+        int64_t v_pid = -1, v_offset = -1, v_ts = 0, v_tstype = 0;
+
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOOOOOOOO:Message", (char **)names, &value, &key, &pid,
+                                         &offset, &timestamp, &headers, &partition, &topic, &tstype,
+                                         &compression, &attempt, &queue))
+                return -1;
+        if ((pid && message_set_int("partition_id", pid, 32, &v_pid) < 0) ||
+            (offset && message_set_int("offset", offset, 64, &v_offset) < 0) ||
+            (timestamp != Py_None && message_set_int("timestamp", timestamp, 64, &v_ts) < 0) ||
+            (tstype && message_set_int("timestamp_type", tstype, 32, &v_tstype) < 0))
+                return -1;
+        set_object(self, value, (void *)FIELD(value));
+        set_object(self, key, (void *)FIELD(key));
+        set_headers(self, headers, (void *)FIELD(headers));
+        if (headers == Py_None)
+                Py_CLEAR(self->headers); /* made on first use */
+        set_object(self, partition, (void *)FIELD(partition));
+        set_object(self, topic, (void *)FIELD(topic));
+        if (compression)
+                set_object(self, compression, (void *)FIELD(compression));
+        else
+                Py_CLEAR(self->compression);
+        if (attempt)
+                set_object(self, attempt, (void *)FIELD(produce_attempt));
+        else
+                Py_CLEAR(self->produce_attempt);
+        set_object(self, queue, (void *)FIELD(delivery_report_q));
+        self->partition_id = (int32_t)v_pid;
+        self->offset = v_offset;
+        self->timestamp = v_ts;
+        self->has_timestamp = timestamp != Py_None;
+        self->timestamp_type = (int32_t)v_tstype;
+        return 0;
+}
+
+static int message_traverse(message_t *self, visitproc visit, void *arg) {
+        Py_VISIT(Py_TYPE(self));
+        Py_VISIT(self->value);
+        Py_VISIT(self->key);
+        Py_VISIT(self->partition);
+        Py_VISIT(self->topic);
+        Py_VISIT(self->headers);
+        Py_VISIT(self->compression);
+        Py_VISIT(self->produce_attempt);
+        Py_VISIT(self->delivery_report_q);
+        return 0;
+}
+
+static int message_clear(message_t *self) {
+        Py_CLEAR(self->value);
+        Py_CLEAR(self->key);
+        Py_CLEAR(self->partition);
+        Py_CLEAR(self->topic);
+        Py_CLEAR(self->headers);
+        Py_CLEAR(self->compression);
+        Py_CLEAR(self->produce_attempt);
+        Py_CLEAR(self->delivery_report_q);
+        if (self->c_headers) {
+                rd_kafka_headers_destroy(self->c_headers);
+                self->c_headers = NULL;
+        }
+        return 0;
+}
+
+/* For an instance of a subclass, subtype_dealloc has finalized it and cleared what the
+ * subclass added (slots, dict, weak references) before it calls this. The trashcan frees
+ * a long chain of Messages a level at a time instead of by recursion. */
+static void message_dealloc(message_t *self) {
+        PyTypeObject *type = Py_TYPE(self);
+
+        PyObject_GC_UnTrack(self);
+        if (self->core) { /* out of its producer core's table at once */
+                producer_forget(self->core, self->id);
+                self->core = NULL;
+        }
+        Py_TRASHCAN_BEGIN(self, message_dealloc)
+        message_clear(self);
+        if (type->tp_dealloc == (destructor)message_dealloc) { /* the exact type: made by this module */
+                PyObject *module = ((PyHeapTypeObject *)type)->ht_module; /* NULL once cleared at exit */
+                core_state *st = module ? PyModule_GetState(module) : NULL;
+
+                if (st && st->message_type == type && st->nfree < MESSAGE_FREE_MAX) {
+                        st->free_messages[st->nfree++] = (PyObject *)self;
+                        Py_DECREF(type); /* a kept Message holds none; PyObject_Init takes one */
+                        goto done;
+                }
+        }
+        type->tp_free(self);
+        Py_DECREF(type);
+done:
+        Py_TRASHCAN_END
+}
+
+static PyObject *message_repr(message_t *self) {
+        PyObject *value = self->value ? self->value : Py_None, *shown, *repr;
+
+        if (PyBytes_Check(value) || PyUnicode_Check(value))
+                shown = PySequence_GetSlice(value, 0, 40);
+        else
+                shown = Py_NewRef(value);
+        if (!shown)
+                return NULL;
+        repr = PyUnicode_FromFormat("<pyrdk.Message topic=%R partition=%d offset=%lld value=%R>",
+                                    self->topic ? self->topic : Py_None, (int)self->partition_id,
+                                    (long long)self->offset, shown);
+        Py_DECREF(shown);
+        return repr;
+}
+
+/* (type, constructor arguments[, state]): the state is what object.__getstate__ gives,
+ * i.e. a subclass's dict and slots. */
+static PyObject *message_reduce(message_t *self, PyObject *unused) {
+        PyObject *headers, *compression, *attempt, *args, *state, *out;
+        core_state *st;
+
+        (void)unused;
+        headers = self->headers || self->c_headers ? get_headers(self, NULL) : Py_NewRef(Py_None);
+        compression = get_compression(self, NULL);
+        attempt = get_produce_attempt(self, NULL);
+        args = headers && compression && attempt
+                ? Py_BuildValue("(OOiLOOOOiOOO)", self->value ? self->value : Py_None,
+                                self->key ? self->key : Py_None, (int)self->partition_id, (long long)self->offset,
+                                Py_None, headers, self->partition ? self->partition : Py_None,
+                                self->topic ? self->topic : Py_None, (int)self->timestamp_type, compression,
+                                attempt, self->delivery_report_q ? self->delivery_report_q : Py_None)
+                : NULL;
+        Py_XDECREF(headers);
+        Py_XDECREF(compression);
+        Py_XDECREF(attempt);
+        if (!args)
+                return NULL;
+        if (self->has_timestamp) { /* the fifth argument */
+                PyObject *ts = PyLong_FromLongLong(self->timestamp);
+
+                if (!ts) {
+                        Py_DECREF(args);
+                        return NULL;
+                }
+                Py_SETREF(PyTuple_GET_ITEM(args, 4), ts);
+        }
+        st = core_state_of_type(Py_TYPE(self));
+        if (st && Py_TYPE(self) == st->message_type)
+                return Py_BuildValue("(ON)", Py_TYPE(self), args);
+        if (!(state = PyObject_CallMethod((PyObject *)self, "__getstate__", NULL))) {
+                Py_DECREF(args);
+                return NULL;
+        }
+        out = state == Py_None ? Py_BuildValue("(ON)", Py_TYPE(self), args)
+                               : Py_BuildValue("(ONO)", Py_TYPE(self), args, state);
+        Py_DECREF(state);
+        return out;
+}
+
+static PyMethodDef message_methods[] = {
+        {"__reduce__", (PyCFunction)message_reduce, METH_NOARGS, NULL},
+        {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(message_doc,
+             "Message(value, partition_key=None, partition_id=-1, offset=-1, timestamp=None, headers=None, "
+             "partition=None, topic=None, timestamp_type=0, compression_type=CompressionType.NONE, "
+             "produce_attempt=0, delivery_report_q=None)\n--\n\n"
+             "One Kafka message, produced or consumed (pykafka's ``Message``): the C core's, with the\n"
+             "fields and behaviour of :class:`pyrdk.common.Message`.");
+
+static PyType_Slot message_slots[] = {
+        {Py_tp_doc, (void *)message_doc},
+        {Py_tp_new, message_new_py},
+        {Py_tp_init, message_init},
+        {Py_tp_dealloc, message_dealloc},
+        {Py_tp_traverse, message_traverse},
+        {Py_tp_clear, message_clear},
+        {Py_tp_repr, message_repr},
+        {Py_tp_getset, message_getset},
+        {Py_tp_methods, message_methods},
+        {0, NULL},
+};
+
+PyType_Spec message_spec = {
+        "pyrdk._core.Message", sizeof(message_t), 0,
+        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, message_slots,
+};
