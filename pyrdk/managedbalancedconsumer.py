@@ -22,7 +22,7 @@ back; otherwise their next owner starts from the last commit that succeeded (at 
 import logging
 
 from pyrdk.common import OffsetType
-from pyrdk.consumer import Consumer, logical
+from pyrdk.consumer import Consumer, commit_metadata, held_offset, logical
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
                               MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
@@ -153,6 +153,7 @@ class ManagedBalancedConsumer(Consumer):
         self._before = None  # held_offsets when the current rebalance began
         self._assigned = []  # assigned partitions whose listener call is due
         self._commit_due = False  # refused offsets became start offsets: commit them
+        self._metadata = None  # (member id, commit metadata naming it)
         if auto_start:
             self.start()
 
@@ -190,6 +191,13 @@ class ManagedBalancedConsumer(Consumer):
             self._set_partitions({})
             self._forget(list(self._core.next_offsets()))
 
+    def _commit_metadata(self):
+        """pykafka's commit metadata, naming this member by its id in the group."""
+        member = self._handle.memberid() or ""
+        if self._metadata is None or self._metadata[0] != member:
+            self._metadata = (member, commit_metadata(member))
+        return self._metadata[1]
+
     @property
     def member_id(self):
         """This member's id in the group (``rd_kafka_memberid``); None before it joined."""
@@ -223,7 +231,7 @@ class ManagedBalancedConsumer(Consumer):
             self._commit_held(pids, "revocation")
         self._drop_buffered(pids)
         self._revoked.update(pids)
-        partitions = dict(self._partitions)
+        partitions = dict(self._held)
         revoked = [partitions.pop(pid) for pid in pids if pid in partitions]
         self._set_partitions(partitions)
         self._forget(pids)
@@ -237,19 +245,26 @@ class ManagedBalancedConsumer(Consumer):
             self._cluster.update()  # the topic grew
             known = self._topic.partitions
         refused = self._take_refused(pids)
-        self._commit_due = bool(refused)  # commit them once assigned
-        partitions = dict(self._partitions)
-        starts = {}
+        fresh = [pid for pid in pids if pid not in refused]
+        reset = [pid for pid in fresh if self._reset_offset_on_start and pid not in self._started]
+        try:
+            # As pykafka's member starts a SimpleConsumer: committed offsets, else
+            # auto_offset_reset looked up and committed (once assigned, below).
+            starts, commit = self._start_offsets(self._handle, fresh, reset=reset, retry=False)
+        except KafkaException as exc:
+            log.warning("could not read the committed offsets (%s); librdkafka starts the partitions", exc)
+            starts = {pid: logical(self._auto_offset_reset) if pid in reset else OFFSET_INVALID for pid in fresh}
+            commit = []
+            for pid in fresh:
+                self._core.set_next(pid, None)
+        for pid in refused:
+            starts[pid] = refused[pid]
+            self._core.set_next(pid, refused[pid])
+        self._commit_due = bool(refused or commit)  # commit them once assigned
+        partitions = dict(self._held)
         for pid in pids:
             partitions[pid] = known[pid]
-            if pid in refused:
-                starts[pid] = refused[pid]
-            elif self._reset_offset_on_start and pid not in self._started:
-                starts[pid] = logical(self._auto_offset_reset)
-            else:
-                starts[pid] = OFFSET_INVALID  # the committed offset
             self._started.add(pid)
-            self._core.set_next(pid, starts[pid] if starts[pid] >= 0 else None)
         self._set_partitions(partitions)
         before, self._before = self._before or {}, None
         self._assigned.extend(known[pid] for pid in pids)
@@ -277,15 +292,10 @@ class ManagedBalancedConsumer(Consumer):
         return refused
 
     def _call_post_rebalance(self, before, starts):
-        """pykafka's post_rebalance_callback; the offsets it returns become start offsets."""
-        unknown = [pid for pid, start in starts.items() if start == OFFSET_INVALID]
-        committed = {}
-        if unknown:
-            committed = {tp.partition: tp.offset for tp in self._handle.committed(
-                [(self._topic_name, pid) for pid in unknown])}
-        new = {pid: (committed.get(pid, -1) if start == OFFSET_INVALID else start) - 1
-               for pid, start in starts.items()}
-        new = {pid: max(offset, -1) for pid, offset in new.items()}
+        """pykafka's post_rebalance_callback, given the new partitions' held offsets as
+        pykafka reports them; the offsets it returns become start offsets."""
+        positions = self._core.next_offsets()
+        new = {pid: held_offset(positions.get(pid)) for pid in starts}
         chosen = self._post_rebalance_callback(self, before, new)
         for pid, offset in (chosen or {}).items():
             pid = getattr(pid, "id", pid)
@@ -329,7 +339,7 @@ class ManagedBalancedConsumer(Consumer):
     def _drop_stale(self, revoked):
         rewind = {}
         for msg in self._drop_buffered(revoked):
-            if msg.partition_id in self._partitions:
+            if msg.partition_id in self._held:
                 rewind[msg.partition_id] = min(msg.offset, rewind.get(msg.partition_id, msg.offset))
         if rewind:
             self._handle.seek([(self._topic_name, pid, offset) for pid, offset in sorted(rewind.items())])

@@ -1,9 +1,10 @@
 """SimpleConsumer against a real broker (Tansu) and librdkafka's mock cluster.
 
 pykafka's offset conventions are the contract here: ``held_offsets`` is the last offset
-returned, ``commit_offsets()`` commits held + 1, ``reset_offsets`` with an int ``o``
-makes ``o`` the last consumed (the next message is ``o + 1``), ``seek(p, o)`` makes ``o``
-the next one. Every test makes its own topic and group.
+returned (``OffsetType.EARLIEST`` where that is -1), ``commit_offsets()`` commits held + 1,
+a start from ``auto_offset_reset`` is committed at once with a group, ``reset_offsets`` with
+an int ``o`` makes ``o`` the last consumed (the next message is ``o + 1``), ``seek(p, o)``
+makes ``o`` the next one. Every test makes its own topic and group.
 """
 import datetime
 import gc
@@ -195,7 +196,8 @@ def test_headers_come_back_whatever_the_value_length(topic):
 def test_held_offsets_are_the_last_returned(topic):
     produce(topic, [b"a", b"b", b"c"], partition=2)
     with topic.get_simple_consumer(consumer_timeout_ms=1000) as consumer:
-        assert consumer.held_offsets == {0: -1, 1: -1, 2: -1, 3: -1}
+        # pykafka's answer before the first message of a log starting at 0: EARLIEST
+        assert consumer.held_offsets == {0: OffsetType.EARLIEST, 1: -2, 2: -2, 3: -2}
         got = take(consumer, 2)
         assert [m.offset for m in got] == [0, 1]
         assert consumer.held_offsets[2] == 1
@@ -212,7 +214,7 @@ def test_iteration_counts_every_message_handed_out(topic, group_name):
         got = list(consumer)
         assert consumer.held_offsets == {0: 19, 1: 19}
     with topic.get_simple_consumer(partitions=[0, 1], consumer_timeout_ms=1000) as consumer:
-        last = {0: -1, 1: -1}
+        last = {0: -2, 1: -2}
         for m in consumer:
             last[m.partition_id] = m.offset
             assert consumer.held_offsets == last
@@ -326,8 +328,9 @@ def test_commit_then_a_new_consumer_resumes_there(topic, group_name):
         part1 = take(first, 17)
         held = first.held_offsets
         first.commit_offsets()
-        # commit_offsets() commits held + 1: the next offset to read.
-        assert committed(first) == {pid: (off + 1 if off >= 0 else -1) for pid, off in held.items()}
+        # commit_offsets() commits held + 1 (the next offset to read) for every partition; a
+        # partition with nothing returned yet holds -2 (EARLIEST), and its commit is 0.
+        assert committed(first) == {pid: (off + 1 if off >= 0 else 0) for pid, off in held.items()}
     with topic.get_simple_consumer(consumer_group=group_name, consumer_timeout_ms=1000) as second:
         part2 = drain(second)
     seen = [(m.partition_id, m.offset) for m in part1 + part2]
@@ -335,7 +338,7 @@ def test_commit_then_a_new_consumer_resumes_there(topic, group_name):
     assert sorted(seen) == sorted((m.partition_id, m.offset) for m in sent), "a message was lost"
     # The second consumer starts right after what the first one held.
     for pid, offsets in offsets_by_partition(part2).items():
-        assert offsets[0] == held[pid] + 1
+        assert offsets[0] == (held[pid] + 1 if held[pid] >= 0 else 0)
 
 
 @pytest.mark.kafka
@@ -359,7 +362,7 @@ def test_commit_offsets_rejects_bad_offsets(topic, group_name):
                 consumer.commit_offsets([(0, bad)])
         with pytest.raises((ValueError, KafkaException)):
             consumer.commit_offsets([(7, 1)])
-        assert committed(consumer) == {0: -1, 1: -1, 2: -1, 3: -1}
+        assert committed(consumer) == {0: 0, 1: 0, 2: 0, 3: 0}  # the start, committed by start()
 
 
 @pytest.mark.kafka
@@ -406,8 +409,8 @@ def test_without_auto_commit_stop_commits_nothing(topic, group_name):
     produce(topic, [b"v%d" % i for i in range(5)], partition=0)
     with topic.get_simple_consumer(consumer_group=group_name, partitions=[0]) as consumer:
         take(consumer, 5)
-    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0]) as reader:
-        assert committed(reader) == {0: -1}
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0], auto_start=False) as reader:
+        assert committed(reader) == {0: 0}  # what start() committed; not the 5 messages read
 
 
 @pytest.mark.kafka
@@ -591,8 +594,8 @@ def test_reset_offsets_rejects_bad_offsets_without_moving(topic, group_name):
         for bad in ("3", -3, -1000, 2.5, None, True, b"1"):
             with pytest.raises(ValueError, match="offset"):
                 consumer.reset_offsets([(1, 0), (0, bad)])
-        assert consumer.held_offsets == {0: 1, 1: -1}
-        assert committed(consumer) == {0: -1, 1: -1}
+        assert consumer.held_offsets == {0: 1, 1: -2}
+        assert committed(consumer) == {0: 0, 1: 0}
         assert [m.offset for m in drain(consumer)] == [2, 3, 4, 5]
 
 
@@ -605,8 +608,8 @@ def test_reset_offsets_rejects_unknown_partitions_without_moving(topic, group_na
         for bad in (2, 99, "0"):
             with pytest.raises((ValueError, KafkaException), match="partition"):
                 consumer.reset_offsets([(0, 0), (bad, 0)])
-        assert consumer.held_offsets == {0: 0, 1: -1}
-        assert committed(consumer) == {0: -1, 1: -1}
+        assert consumer.held_offsets == {0: 0, 1: -2}
+        assert committed(consumer) == {0: 0, 1: 0}
         assert [m.offset for m in drain(consumer)] == [1, 2, 3]
 
 
@@ -672,7 +675,7 @@ def test_one_iterator_follows_pause_and_seek_made_while_it_runs(topic):
         held = consumer.held_offsets
         for pid in (0, 1):
             mine = [m.offset for m in first if m.partition_id == pid]
-            assert held.get(pid, -1) == (mine[-1] if mine else -1)
+            assert held[pid] == (mine[-1] if mine else -2)
         consumer.pause([0])
         consumer.seek(1, 10)
         rest = list(it)
@@ -753,12 +756,14 @@ def test_consume_after_stop_raises(topic, group_name):
     consumer.stop()
     consumer.stop()  # twice is fine
     for call in (consumer.consume, lambda: consumer.consume(block=False), consumer.commit_offsets,
-                 consumer.fetch_offsets, lambda: consumer.consume_batch(5, 10),
+                 lambda: consumer.consume_batch(5, 10),
                  lambda: consumer.seek(0, 0), consumer.reset_offsets, consumer.pause):
         with pytest.raises(ConsumerStoppedException):
             call()
     with pytest.raises(ConsumerStoppedException):
         next(iter(consumer))
+    # Reading the group's offsets needs no running consumer, as in pykafka.
+    assert committed(consumer) == {0: 0, 1: 0, 2: 0, 3: 0}
 
 
 @pytest.mark.kafka
@@ -900,10 +905,11 @@ def test_unknown_topic_raises(mock_cluster):
 
 
 @pytest.mark.mock
-def test_offset_out_of_range_without_reset_on_fetch_raises(mock_cluster, mock_client):
+def test_offset_out_of_range_with_auto_offset_reset_error_raises(mock_cluster, mock_client):
     topic = mock_topic(mock_cluster, mock_client, 1)
     produce(topic, [b"v%d" % i for i in range(5)], partition=0)
-    with topic.get_simple_consumer(reset_offset_on_fetch=False, consumer_timeout_ms=-1) as consumer:
+    with topic.get_simple_consumer(rdkafka_config={"auto.offset.reset": "error"},
+                                   consumer_timeout_ms=-1) as consumer:
         assert [m.offset for m in take(consumer, 5)] == list(range(5))
         consumer.seek(0, 1000)  # past the end: the broker answers OFFSET_OUT_OF_RANGE
         watchdog = threading.Event()
@@ -917,10 +923,14 @@ def test_offset_out_of_range_without_reset_on_fetch_raises(mock_cluster, mock_cl
 
 
 @pytest.mark.mock
-def test_offset_out_of_range_with_reset_on_fetch_resets(mock_cluster, mock_client):
+@pytest.mark.parametrize("reset_offset_on_fetch", [True, False])
+def test_offset_out_of_range_resets(mock_cluster, mock_client, reset_offset_on_fetch):
+    # pykafka resets an out-of-range partition to auto_offset_reset whatever
+    # reset_offset_on_fetch says (that only concerns fetch_offsets()).
     topic = mock_topic(mock_cluster, mock_client, 1)
     produce(topic, [b"v%d" % i for i in range(5)], partition=0)
-    with topic.get_simple_consumer(consumer_timeout_ms=1000) as consumer:  # EARLIEST
+    with topic.get_simple_consumer(consumer_timeout_ms=1000,  # EARLIEST
+                                   reset_offset_on_fetch=reset_offset_on_fetch) as consumer:
         assert [m.offset for m in take(consumer, 5)] == list(range(5))
         consumer.seek(0, 1000)
         assert [m.offset for m in drain(consumer)] == list(range(5))
@@ -939,9 +949,10 @@ def test_commit_retries_retriable_errors(mock_cluster, mock_client):
         with pytest.raises(GroupLoadInProgress):
             consumer.commit_offsets()
         mock_cluster.clear_request_errors(ApiKey.OffsetCommit)
-        assert committed(consumer) == {0: -1}
+        assert committed(consumer) == {0: 0}  # the start, committed by start()
     with topic.get_simple_consumer(consumer_group=group, offsets_channel_backoff_ms=10,
-                                   offsets_commit_max_retries=5) as consumer:
+                                   offsets_commit_max_retries=5, auto_offset_reset=OffsetType.EARLIEST,
+                                   reset_offset_on_start=True) as consumer:
         take(consumer, 3)
         # Each attempt eats at least one error: the sixth attempt at the latest succeeds.
         mock_cluster.push_request_errors(ApiKey.OffsetCommit, *[14] * 4)
