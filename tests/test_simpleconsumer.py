@@ -8,6 +8,8 @@ makes ``o`` the next one. Every test makes its own topic and group.
 """
 import datetime
 import gc
+import json
+import socket
 import sys
 import threading
 import time
@@ -20,7 +22,7 @@ from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, Grou
                               KafkaException, OffsetOutOfRangeError, UnknownMemberId,
                               UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
-from tests.fix_kafka import tansu_gap, unique_name
+from tests.fix_kafka import commit, tansu_gap, unique_name
 
 # Upper bound on waiting for something that must happen; never asserted on.
 PATIENCE_S = 30
@@ -455,6 +457,129 @@ def test_auto_offset_reset_is_validated(topic):
         topic.get_simple_consumer(auto_offset_reset=0)
 
 
+# -- pykafka's offset states ---------------------------------------------------------------------
+
+def metadata_of(consumer):
+    return {pid: res.metadata for pid, res in consumer.fetch_offsets()}
+
+
+@pytest.mark.kafka
+def test_a_new_group_starts_at_auto_offset_reset_and_commits_it(topic, group_name):
+    # pykafka's start(): fetch_offsets() finds nothing committed, resets to auto_offset_reset
+    # (ListOffsets: the offset found - 1) and commits that at once.
+    produce(topic, [b"v%d" % i for i in range(5)], partition=0, sync=True)
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0, 1]) as consumer:
+        assert consumer.held_offsets == {0: OffsetType.EARLIEST, 1: OffsetType.EARLIEST}
+        assert committed(consumer) == {0: 0, 1: 0}
+    other = unique_name("group").encode()
+    with topic.get_simple_consumer(consumer_group=other, partitions=[0, 1],
+                                   auto_offset_reset=OffsetType.LATEST) as consumer:
+        assert consumer.held_offsets == {0: 4, 1: OffsetType.EARLIEST}  # log ends 5 and 0
+        assert committed(consumer) == {0: 5, 1: 0}
+
+
+@pytest.mark.kafka
+def test_reset_offset_on_fetch_false_keeps_start_up_read_only(topic, group_name):
+    produce(topic, [b"v%d" % i for i in range(3)], partition=0, sync=True)
+    commit_first = topic.get_simple_consumer(consumer_group=group_name, partitions=[1], auto_start=False)
+    assert committed(commit_first) == {1: -1}
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0, 1], consumer_timeout_ms=1000,
+                                   reset_offset_on_fetch=False) as consumer:
+        assert consumer.held_offsets == {0: -2, 1: -2}
+        assert committed(consumer) == {0: -1, 1: -1}
+        assert [m.offset for m in drain(consumer)] == [0, 1, 2]
+        consumer.commit_offsets([(0, 2)])
+    # Committed offsets are where it starts (pykafka 2.8 ignored them with
+    # reset_offset_on_fetch=False and started at 0).
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0], consumer_timeout_ms=1000,
+                                   reset_offset_on_fetch=False) as consumer:
+        assert consumer.held_offsets == {0: 1}
+        assert [m.offset for m in drain(consumer)] == [2]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("reset_to", [OffsetType.EARLIEST, OffsetType.LATEST])
+def test_reset_offset_on_start_is_held_and_committed_at_once(topic, group_name, reset_to):
+    produce(topic, [b"v%d" % i for i in range(6)], partition=0, sync=True)
+    commit(topic, group_name, {0: 3})
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0], reset_offset_on_start=True,
+                                   auto_offset_reset=reset_to) as consumer:
+        if reset_to == OffsetType.EARLIEST:
+            assert consumer.held_offsets == {0: OffsetType.EARLIEST} and committed(consumer) == {0: 0}
+        else:
+            assert consumer.held_offsets == {0: 5} and committed(consumer) == {0: 6}
+
+
+@pytest.mark.kafka
+def test_after_a_commit_fetch_offsets_is_held_offsets_plus_one(topic, group_name):
+    produce(topic, [b"v%d" % i for i in range(8)], partition=2)
+    with topic.get_simple_consumer(consumer_group=group_name, consumer_timeout_ms=1000) as consumer:
+        take(consumer, 5)
+        consumer.commit_offsets()
+        held = consumer.held_offsets
+        assert held[2] == 4 and held[0] == OffsetType.EARLIEST
+        # pykafka's relation, partition by partition: committed - 1 is held (-1 is EARLIEST)
+        assert {pid: held_of(offset) for pid, offset in committed(consumer).items()} == held
+
+
+def held_of(committed_offset):
+    return OffsetType.EARLIEST if committed_offset - 1 == -1 else committed_offset - 1
+
+
+@pytest.mark.kafka
+def test_fetch_offsets_before_start_reads_and_changes_nothing(topic, group_name):
+    """pykafka's lag recipe: a consumer made with auto_start=False answers fetch_offsets(),
+    and (unlike pykafka with reset_offset_on_fetch=True) commits nothing for the group."""
+    commit(topic, group_name, {1: 7})
+    consumer = topic.get_simple_consumer(consumer_group=group_name, auto_start=False)
+    answer = consumer.fetch_offsets()
+    assert [pid for pid, _ in answer] == [0, 1, 2, 3]
+    assert [(res.offset, res.err) for _, res in answer] == [(-1, 0), (7, 0), (-1, 0), (-1, 0)]
+    assert all(isinstance(res.metadata, bytes) for _, res in answer)
+    assert committed(consumer) == {0: -1, 1: 7, 2: -1, 3: -1}
+    assert consumer.held_offsets == {}  # not started: nothing is held
+    consumer.stop()  # a consumer never started stops quietly
+
+
+@pytest.mark.mock
+def test_commits_carry_pykafkas_metadata(mock_cluster, mock_client):
+    topic = mock_topic(mock_cluster, mock_client, 2)
+    produce(topic, [b"v"], partition=0)
+    group = unique_name("group").encode()
+    with topic.get_simple_consumer(consumer_group=group) as consumer:
+        expected = json.dumps({"consumer_id": "", "hostname": socket.gethostname()}).encode()
+        assert metadata_of(consumer) == {0: expected, 1: expected}  # the commit of the start
+        consumer.consumer_id = b"worker-7"  # as a balanced consumer names its SimpleConsumer
+        take(consumer, 1)
+        consumer.commit_offsets()
+        assert json.loads(metadata_of(consumer)[0]) == {"consumer_id": "worker-7",
+                                                        "hostname": socket.gethostname()}
+
+
+@pytest.mark.kafka
+@tansu_gap("offset-commit metadata is not returned by OffsetFetch")
+def test_commits_carry_pykafkas_metadata_on_the_broker(topic, group_name):
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0]) as consumer:
+        assert json.loads(metadata_of(consumer)[0] or b"null") == {"consumer_id": "",
+                                                                   "hostname": socket.gethostname()}
+
+
+@pytest.mark.kafka
+def test_owned_partitions_for_programs_that_read_them(topic):
+    from pyrdk.simpleconsumer import OwnedPartition
+    produce(topic, [b"v%d" % i for i in range(4)], partition=1)
+    with topic.get_simple_consumer(partitions=[0, 1], consumer_timeout_ms=1000) as consumer:
+        owned = consumer._partitions
+        assert set(owned) == {topic.partitions[0], topic.partitions[1]}
+        op = owned[topic.partitions[1]]
+        assert isinstance(op, OwnedPartition) and op.partition is topic.partitions[1]
+        assert (op.last_offset_consumed, op.next_offset) == (-1, 0)  # pykafka's initial values
+        take(consumer, 3)
+        assert (op.last_offset_consumed, op.next_offset) == (2, 3)  # a live view
+        assert consumer._partitions_by_id[1] is op
+        assert consumer._partitions_by_id[0].last_offset_consumed == -1
+
+
 # -- reset_offsets -----------------------------------------------------------------------------
 
 @pytest.mark.kafka
@@ -611,6 +736,43 @@ def test_reset_offsets_rejects_unknown_partitions_without_moving(topic, group_na
         assert consumer.held_offsets == {0: 0, 1: -2}
         assert committed(consumer) == {0: 0, 1: 0}
         assert [m.offset for m in drain(consumer)] == [1, 2, 3]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("reset_to", [OffsetType.EARLIEST, OffsetType.LATEST])
+def test_reset_offsets_past_the_end_moves_to_auto_offset_reset(topic, group_name, reset_to):
+    """A position past the end ends, at the next consume(), where auto_offset_reset says (Tansu
+    answers such a fetch with no records rather than OFFSET_OUT_OF_RANGE: the consumer sees it
+    from the high watermark), and that position is committed, as pykafka's reset does."""
+    produce(topic, [b"v%d" % i for i in range(5)], partition=0, sync=True)
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0], consumer_timeout_ms=1000,
+                                   auto_offset_reset=reset_to) as consumer:
+        consumer.reset_offsets([(0, 99)])
+        assert consumer.held_offsets == {0: 99} and committed(consumer) == {0: 100}
+        if reset_to == OffsetType.EARLIEST:
+            assert [m.offset for m in take(consumer, 5)] == [0, 1, 2, 3, 4]
+        else:
+            assert drain(consumer) == []
+            assert consumer.held_offsets == {0: 4} and committed(consumer) == {0: 5}
+            produce(topic, [b"after"], partition=0, sync=True)
+            assert [(m.offset, m.value) for m in take(consumer, 1)] == [(5, b"after")]
+
+
+@pytest.mark.kafka
+def test_past_the_end_raises_with_auto_offset_reset_error(topic):
+    produce(topic, [b"v%d" % i for i in range(3)], partition=0, sync=True)
+    with topic.get_simple_consumer(partitions=[0], consumer_timeout_ms=-1,
+                                   rdkafka_config={"auto.offset.reset": "error"}) as consumer:
+        assert len(take(consumer, 3)) == 3
+        consumer.seek(0, 50)
+        watchdog = threading.Event()
+        timer = threading.Timer(PATIENCE_S, watchdog.set)
+        timer.start()
+        try:
+            with pytest.raises(OffsetOutOfRangeError, match="past the end"):
+                consumer.consume(unblock_event=watchdog)
+        finally:
+            timer.cancel()
 
 
 # -- seek, pause / resume, batches -------------------------------------------------------------
