@@ -33,6 +33,9 @@ from pyrdk.rd.partitions import OFFSET_INVALID
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
+GROUP_PROTOCOLS = ("classic", "consumer")
+# KIP-848's broker-side assignors for the membership protocols (group.remote.assignor)
+REMOTE_ASSIGNORS = {"range": "range", "roundrobin": "uniform", "cooperative-sticky": "uniform"}
 ZOOKEEPER_ONLY = ("zookeeper_connect", "zookeeper_hosts", "zookeeper",
                   "zookeeper_connection_timeout_ms")
 # The group refuses a commit with these while it rebalances...
@@ -85,6 +88,13 @@ class ManagedBalancedConsumer(Consumer):
         ``on_partitions_assigned(partitions)`` (called once they are assigned), as in
         kafka-python; ``partitions`` is a list of :class:`Partition`. Called in the
         thread that calls ``consume()``; their exceptions are raised there.
+    :param group_protocol: ``"classic"`` (default: JoinGroup and SyncGroup, the leader's
+        librdkafka assigns) or ``"consumer"``, Kafka 4's consumer group protocol (KIP-848,
+        ``group.protocol=consumer``): the broker assigns, with ``group.remote.assignor``
+        ``"range"`` for ``RangeProtocol`` and ``"uniform"`` for the others; rebalances
+        are incremental; ``heartbeat_interval_ms`` and ``session_timeout_ms`` are then the
+        broker's (``group.consumer.*``) and these two arguments are not sent.
+        ``rdkafka_config={"group.protocol": "consumer"}`` chooses it too.
     :param rdkafka_config: any librdkafka properties, applied last
     :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see ``stats()``
     :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
@@ -109,7 +119,8 @@ class ManagedBalancedConsumer(Consumer):
                  compacted_topic=True, heartbeat_interval_ms=3000, membership_protocol=RangeProtocol,
                  deserializer=None, reset_offset_on_fetch=True, session_timeout_ms=30000,
                  max_poll_interval_ms=300000, group_instance_id=None, listener=None,
-                 rdkafka_config=None, statistics_interval_ms=None, stats_callback=None, **kwargs):
+                 rdkafka_config=None, statistics_interval_ms=None, stats_callback=None,
+                 group_protocol="classic", **kwargs):
         zookeeper = sorted(k for k in kwargs if k in ZOOKEEPER_ONLY)
         if zookeeper:
             raise ValueError("%s: ZooKeeper options do not apply to the managed consumer "
@@ -128,12 +139,20 @@ class ManagedBalancedConsumer(Consumer):
                             "on_partitions_assigned(partitions) methods")
         if group_instance_id is not None and (not isinstance(group_instance_id, str) or not group_instance_id):
             raise TypeError("group_instance_id must be a non-empty str, not %r" % (group_instance_id,))
-        config = {
-            "partition.assignment.strategy": _strategy(membership_protocol),
-            "heartbeat.interval.ms": heartbeat_interval_ms,
-            "session.timeout.ms": session_timeout_ms,
-            "max.poll.interval.ms": max_poll_interval_ms,
-        }
+        group_protocol = str((rdkafka_config or {}).get("group.protocol", group_protocol))
+        if group_protocol not in GROUP_PROTOCOLS:
+            raise ValueError("group_protocol must be one of %s, not %r" % (GROUP_PROTOCOLS, group_protocol))
+        strategy = _strategy(membership_protocol)
+        if group_protocol == "consumer":  # the broker assigns and times the session (KIP-848)
+            config = {"group.protocol": "consumer", "group.remote.assignor": REMOTE_ASSIGNORS[strategy],
+                      "max.poll.interval.ms": max_poll_interval_ms}
+        else:
+            config = {
+                "partition.assignment.strategy": strategy,
+                "heartbeat.interval.ms": heartbeat_interval_ms,
+                "session.timeout.ms": session_timeout_ms,
+                "max.poll.interval.ms": max_poll_interval_ms,
+            }
         if group_instance_id is not None:
             config["group.instance.id"] = group_instance_id
         config.update(rdkafka_config or {})
