@@ -214,7 +214,7 @@ class BalancedConsumer:
         self._calls = CallState()  # what the coordinator thread met, raised by consume()
         self._stopping = threading.Event()
         self._wakeup = threading.Event()  # a watch or a state change: look at the group again
-        self._reasons = set()  # why it was woken: "members", "owners", "state", "reader"
+        self._reasons = set()  # why it was woken: "members", "owners", "state"
         self._reasons_lock = threading.Lock()
         self._failures = 0  # rebalances in a row that could not claim every partition decided
         self._retry_at = None  # time.monotonic() of the next rebalance attempt, after a failure

@@ -361,15 +361,15 @@ class Consumer:
                 continue
             if pid in self._paused:
                 continue
-            high = self._handle.get_watermark_offsets(self._topic_name, pid)[1]
-            if high < 0:
-                continue  # no fetch response for it yet
-            if nxt > high:
-                try:
+            try:
+                high = self._handle.get_watermark_offsets(self._topic_name, pid)[1]
+                if high < 0:
+                    continue  # no fetch response for it yet
+                if nxt > high:
                     high = self._handle.query_watermark_offsets(self._topic_name, pid, self._cluster.timeout_ms)[1]
-                except KafkaException as exc:
-                    log.info("could not check the end of %s [%d]: %s", self._topic_name, pid, exc)
-                    continue
+            except KafkaException as exc:
+                log.info("could not check the end of %s [%d]: %s", self._topic_name, pid, exc)
+                continue
             if nxt > high:
                 past[pid] = (nxt, high)
             else:

@@ -546,7 +546,9 @@ def test_commits_carry_pykafkas_metadata(mock_cluster, mock_client):
     topic = mock_topic(mock_cluster, mock_client, 2)
     produce(topic, [b"v"], partition=0)
     group = unique_name("group").encode()
-    with topic.get_simple_consumer(consumer_group=group) as consumer:
+    # consumer_id= is ignored, as in pykafka 2.8 (deprecated since 2.7)
+    with topic.get_simple_consumer(consumer_group=group, consumer_id=b"ignored", generation_id=3) as consumer:
+        assert (consumer.consumer_id, consumer.generation_id) == (b"", -1)
         expected = json.dumps({"consumer_id": "", "hostname": socket.gethostname()}).encode()
         assert metadata_of(consumer) == {0: expected, 1: expected}  # the commit of the start
         consumer.consumer_id = b"worker-7"  # as a balanced consumer names its SimpleConsumer
