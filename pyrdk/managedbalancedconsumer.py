@@ -80,7 +80,8 @@ class ManagedBalancedConsumer(Consumer):
         without a rebalance (and ``stop()`` does not leave the group)
     :param post_rebalance_callback: as pykafka: ``(consumer, old_offsets, new_offsets)``
         called when partitions are assigned, with ``held_offsets`` before the rebalance and
-        the new partitions' starting ``{partition_id: last consumed offset}`` (-1: none);
+        the new partitions' held offsets at their start (as pykafka reports them: the
+        committed offset - 1, or ``auto_offset_reset``'s offset - 1; -2 for -1);
         it may return ``{partition_id: offset}`` to start from instead (``offset`` is the
         last consumed one, or an ``OffsetType``). Its exceptions are raised by ``consume()``.
     :param listener: an object with ``on_partitions_revoked(partitions)`` (called before
