@@ -33,8 +33,8 @@ import time
 
 from pyrdk.common import OffsetFetchPartitionResponse, OffsetType, check_int
 from pyrdk.core import consumer_core
-from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, OffsetOutOfRangeError,
-                              OffsetRequestFailedError)
+from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
+                              OffsetOutOfRangeError, OffsetRequestFailedError)
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
@@ -430,14 +430,15 @@ class Consumer:
 
     def _retrying(self, what, call, *args):
         """``call(*args)``, retried up to ``offsets_commit_max_retries`` times on a retriable
-        error, waiting ``i * offsets_channel_backoff_ms`` before retry ``i``, as pykafka."""
+        error, waiting ``i * offsets_channel_backoff_ms`` before retry ``i``, as pykafka. A
+        timeout is raised at once: librdkafka retried within it already."""
         for attempt in range(self._commit_retries + 1):
             if attempt:
                 time.sleep(attempt * self._commit_backoff_ms / 1000.0)
             try:
                 return call(*args)
             except KafkaException as exc:
-                if not exc.retriable or attempt == self._commit_retries:
+                if not exc.retriable or isinstance(exc, KafkaTimeoutError) or attempt == self._commit_retries:
                     raise
                 log.warning("%s failed (%s), retrying in %d ms", what, exc,
                             (attempt + 1) * self._commit_backoff_ms)
