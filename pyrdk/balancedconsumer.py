@@ -61,7 +61,7 @@ except ImportError as exc:
     raise ImportError("BalancedConsumer needs kazoo: pip install 'pyrdk[zookeeper]' (%s)" % exc) from exc
 
 from pyrdk.common import OffsetType, check_int
-from pyrdk.consumer import auto_commit_due, check_auto_offset_reset, check_running
+from pyrdk.consumer import BATCH, MAX_BATCH, auto_commit_due, check_auto_offset_reset, check_running
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, PartitionOwnedError,
                               UnicodeException)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
@@ -228,6 +228,12 @@ class BalancedConsumer:
         self._calls = CallState()  # what the coordinator thread met, raised by consume()
         self._stopping = threading.Event()
         self._wakeup = threading.Event()  # a watch or a state change: look at the group again
+        self._reasons = set()  # why it was woken: "members", "owners", "state"
+        self._reasons_lock = threading.Lock()
+        self._failures = 0  # rebalances in a row that could not claim every partition decided
+        self._retry_at = None  # time.monotonic() of the next rebalance attempt, after a failure
+        self._reader = None  # the thread that last called consume(): its end frees the partitions
+        self._aside = False  # the member left the group because that thread ended
         self._unblock = threading.Event()  # set while the coordinator needs the consumer
         self._lock = threading.RLock()  # guards _consumer and what consume() hands out
         self._consumer = None  # the SimpleConsumer of the partitions held
@@ -237,7 +243,8 @@ class BalancedConsumer:
         self._lease_until = 0.0  # _lease_clock() time until which the nodes are ours
         self._blocked = set()  # partitions decided for this member but owned by another
         self._unfinished = {}  # partition id -> offset of a message handed out, not done with
-        self._held_back = None  # (generation, message) fetched when the lease had lapsed
+        self._paused = set()  # partitions paused by the program, while held
+        self._held_back = None  # (generation, [messages]) fetched when the lease had lapsed
         self._first_consumer = True
         self._last_commit = time.monotonic()
         self._layout = None  # the topic's partitions and leaders at the last rebalance
@@ -258,6 +265,11 @@ class BalancedConsumer:
         if consumer is None or self._unblock.is_set() or not self._leased():
             return {}
         return dict(consumer.partitions)
+
+    @property
+    def _partitions(self):
+        """pykafka's shorthand: the set of ``Partition`` this member reads now."""
+        return set(self.partitions.values())
 
     @property
     def held_offsets(self):
@@ -296,8 +308,11 @@ class BalancedConsumer:
             zk.add_listener(self._state_listener())
             self._set_watches()
             self._renew()
-            if not self._rebalance():
-                self._wakeup.set()  # the coordinator thread retries
+            done = self._rebalance()
+            if done is None:
+                self._wake("state")  # no confirmed session yet: the coordinator thread retries
+            elif not done:
+                self._failed_claims(set())  # the coordinator thread retries, as it backs off
         except BaseException:
             self.stop()
             raise
@@ -319,11 +334,14 @@ class BalancedConsumer:
         return zk
 
     def stop(self):
-        """Stop consuming, commit the offsets of the messages the program is done with,
+        """Stop consuming, commit the offsets of the messages the program is done with (with
+        ``auto_commit_enable``, the message last returned included, as pykafka commits),
         give the partitions back and leave the group (the ZooKeeper session ends, unless the
         KazooClient was given)."""
         if not self._running:
             return
+        if self._auto_commit_enable:
+            self._unfinished.clear()
         self._running = False
         self._stopping.set()
         self._wakeup.set()
@@ -379,18 +397,34 @@ class BalancedConsumer:
         While a rebalance runs, or while ZooKeeper cannot confirm that this member still
         owns its partitions, no message is handed out and ``consume()`` waits.
         """
+        batch = self._consume(1, block, self._consumer_timeout_ms)
+        return batch[0] if batch else None
+
+    def consume_batch(self, max_messages=BATCH, timeout_ms=1000):
+        """Up to ``max_messages`` messages of the partitions this member holds, waiting at most
+        ``timeout_ms`` (-1: for ever) for the first, as
+        :meth:`pyrdk.simpleconsumer.SimpleConsumer.consume_batch`; none while a rebalance
+        runs or ZooKeeper cannot confirm the ownership. Every message returned counts as
+        finished at the next ``consume()``, ``consume_batch()`` or ``commit_offsets()``."""
+        check_int("max_messages", max_messages, 1)
+        if max_messages > MAX_BATCH:
+            raise ValueError("max_messages=%d is more than one call can take (at most %d)"
+                             % (max_messages, MAX_BATCH))
+        return self._consume(max_messages, True, check_int("timeout_ms", timeout_ms, -1))
+
+    def _consume(self, max_messages, block, timeout_ms):
         self._check_running()
-        self._unfinished.clear()  # the program is done with the message returned before
+        self._unfinished.clear()  # the program is done with the messages returned before
         self._raise_worker_exceptions()
         self._maybe_auto_commit()
-        timeout = self._consumer_timeout_ms
-        deadline = None if timeout < 0 else time.monotonic() + timeout / 1000.0
+        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
         while True:
-            message = self._next_message(block)
-            if message is not None or not block:
-                return message
+            self._note_reader()
+            batch = self._next_messages(max_messages, block)
+            if batch or not block:
+                return batch
             if deadline is not None and time.monotonic() >= deadline:
-                return None
+                return []
             self._check_running()
             self._raise_worker_exceptions()
 
@@ -401,28 +435,36 @@ class BalancedConsumer:
                 return
             yield message
 
-    def _next_message(self, block):
+    def _next_messages(self, max_messages, block):
+        """Up to ``max_messages`` messages, waiting a slice at most; none without the lease."""
         if self._unblock.is_set() or self._consumer is None or not self._leased():
             if block:
                 self._stopping.wait(SLICE_MS / 1000.0)
-            return None
+            return []
         with self._lock:
             consumer = self._consumer
             if consumer is None:
-                return None
+                return []
             held, self._held_back = self._held_back, None
             if held is not None and held[0] == self._generation:
-                message = held[1]
-            else:
+                batch, rest = held[1][:max_messages], held[1][max_messages:]
+                if rest:
+                    self._held_back = (self._generation, rest)
+            elif max_messages == 1:
                 message = consumer.consume(block=block, unblock_event=self._unblock)
-            if message is None:
-                return None
+                batch = [message] if message is not None else []
+            else:
+                batch = consumer.consume_batch(max_messages, SLICE_MS if block else 0)
+            if not batch:
+                return []
             if not self._leased() or self._unblock.is_set():
-                # Fetched as the lease ran out: keep it until ownership is confirmed.
-                self._held_back = (self._generation, message)
-                return None
-            self._unfinished[message.partition_id] = message.offset
-            return message
+                # Fetched as the lease ran out: keep them until ownership is confirmed.
+                kept = self._held_back[1] if self._held_back is not None else []
+                self._held_back = (self._generation, batch + kept)
+                return []
+            for message in batch:
+                self._unfinished.setdefault(message.partition_id, message.offset)
+            return batch
 
     def _leased(self):
         return _lease_clock() < self._lease_until
@@ -433,7 +475,7 @@ class BalancedConsumer:
         """Commit offsets for the group (``rd_kafka_commit``).
 
         :param partition_offsets: ``(partition, offset)`` pairs to commit as given; default:
-            each held partition's held offset + 1, the message last returned included
+            each held partition's held offset + 1, the messages last returned included
             (nothing, while this member holds no partition: a rebalance committed what the
             program had finished with before it gave the partitions up)
         """
@@ -442,9 +484,9 @@ class BalancedConsumer:
         with self._lock:
             if partition_offsets is None:
                 self._unfinished.clear()
-                if self._consumer is None:
-                    return
-            elif self._consumer is None:
+                self._commit_done()
+                return
+            if self._consumer is None:
                 raise KafkaException("cannot commit offsets: this member holds no partitions now")
             self._consumer.commit_offsets(partition_offsets=partition_offsets)
             self._last_commit = time.monotonic()
@@ -469,6 +511,47 @@ class BalancedConsumer:
             self._unfinished.clear()
             self._consumer.reset_offsets(partition_offsets=partition_offsets)
 
+    # -- seek, pause, resume -------------------------------------------------------------------
+
+    def seek(self, partition, offset):
+        """Make ``offset`` the next offset returned for a held ``partition``, as
+        :meth:`pyrdk.simpleconsumer.SimpleConsumer.seek` does (nothing is committed)."""
+        self._check_running()
+        with self._lock:
+            consumer = self._held_consumer("seek")
+            pid = getattr(partition, "id", partition)
+            consumer.seek(partition, offset)
+            if self._held_back is not None:
+                kept = [m for m in self._held_back[1] if m.partition_id != pid]
+                self._held_back = (self._held_back[0], kept) if kept else None
+
+    def pause(self, partitions=None):
+        """Stop fetching from these held partitions (default: all held), as
+        :meth:`pyrdk.simpleconsumer.SimpleConsumer.pause` does. The pause lasts while this
+        member holds them, across rebalances, until :meth:`resume`."""
+        self._check_running()
+        with self._lock:
+            consumer = self._held_consumer("pause")
+            pids = sorted(consumer.partitions) if partitions is None else \
+                [getattr(p, "id", p) for p in partitions]
+            consumer.pause(pids)
+            self._paused.update(pids)
+
+    def resume(self, partitions=None):
+        """Fetch again from paused partitions (default: all)."""
+        self._check_running()
+        with self._lock:
+            pids = sorted(self._paused) if partitions is None else [getattr(p, "id", p) for p in partitions]
+            consumer = self._consumer
+            if consumer is not None:
+                consumer.resume([pid for pid in pids if pid in consumer.partitions])
+            self._paused.difference_update(pids)
+
+    def _held_consumer(self, what):
+        if self._consumer is None:
+            raise KafkaException("cannot %s: this member holds no partitions now" % what)
+        return self._consumer
+
     def _maybe_auto_commit(self):
         if auto_commit_due(self._auto_commit_enable, self._last_commit, self._auto_commit_interval_ms):
             with self._lock:
@@ -483,14 +566,11 @@ class BalancedConsumer:
             return
         not_done = dict(self._unfinished)
         if self._held_back is not None and self._held_back[0] == self._generation:
-            message = self._held_back[1]
-            not_done[message.partition_id] = min(message.offset,
-                                                 not_done.get(message.partition_id, message.offset))
-        offsets = []
-        for pid, held in sorted(consumer.held_offsets.items()):
-            if held < 0:
-                continue
-            offsets.append((pid, min(held + 1, not_done.get(pid, held + 1))))
+            for message in self._held_back[1]:
+                not_done[message.partition_id] = min(message.offset,
+                                                     not_done.get(message.partition_id, message.offset))
+        offsets = [(pid, min(nxt, not_done.get(pid, nxt)))
+                   for pid, nxt in sorted(consumer._positions().items()) if nxt is not None]
         if offsets:
             consumer.commit_offsets(partition_offsets=offsets)
 
@@ -553,11 +633,17 @@ class BalancedConsumer:
             log.info("%s holds no partition of %s", self._consumer_id, self._topic.name)
             new_offsets = {}
         else:
-            self._consumer = SimpleConsumer(
+            consumer = SimpleConsumer(
                 self._topic, self._cluster, consumer_group=self._consumer_group,
                 partitions=sorted(wanted), consumer_timeout_ms=SLICE_MS, auto_commit_enable=False,
                 reset_offset_on_start=self._reset_offset_on_start and self._first_consumer,
-                consumer_id=self._consumer_id, **self._simple_kwargs)
+                auto_start=False, **self._simple_kwargs)
+            consumer.consumer_id = self._consumer_id  # as pykafka: named in the commit metadata
+            consumer.start()
+            self._paused.intersection_update(wanted)
+            if self._paused:
+                consumer.pause(sorted(self._paused))
+            self._consumer = consumer
             self._first_consumer = False
             self._generation += 1
             new_offsets = self._consumer.held_offsets
@@ -715,7 +801,7 @@ class BalancedConsumer:
                 return True  # kazoo removes a listener that returns True
             if state != KazooState.CONNECTED:
                 consumer._lease_until = 0.0  # ownership cannot be confirmed now
-            consumer._wakeup.set()
+            consumer._wake("state")
             return False
         return listener
 
@@ -726,37 +812,55 @@ class BalancedConsumer:
             consumer = ref()
             if consumer is None or not consumer._running:
                 return False  # tells ChildrenWatch to stop watching
-            consumer._wakeup.set()
+            consumer._wake("members")
 
         def owners_changed(children):
             consumer = ref()
             if consumer is None or not consumer._running:
                 return False
             if consumer._blocked:
-                consumer._wakeup.set()  # a partition this member waits for may be free
+                consumer._wake("owners")  # a partition this member waits for may be free
 
         ChildrenWatch(self._zookeeper, self._ids_path, members_changed)
         ChildrenWatch(self._zookeeper, self._topic_path, owners_changed)
 
+    def _wake(self, reason):
+        """Wake the coordinator thread, saying why."""
+        with self._reasons_lock:
+            self._reasons.add(reason)
+            self._wakeup.set()
+
+    def _woken(self):
+        """The reasons the coordinator was woken for since it last looked (and clear them)."""
+        with self._reasons_lock:
+            reasons, self._reasons = self._reasons, set()
+            self._wakeup.clear()
+        return reasons
+
     def _coordinate(self):
         """The coordinator thread: rebalance when woken or when a retry is due, renew the
         lease every third of the session timeout, re-read the topic's metadata now and
-        then."""
+        then, and leave the group while the thread reading this member has ended."""
         renew_every = self._session_timeout_ms / 3000.0
         next_renew = time.monotonic() + renew_every
         next_metadata = time.monotonic() + METADATA_CHECK_S
-        retry_at = None
-        attempts = 0
         while not self._stopping.is_set():
             now = time.monotonic()
-            due = [next_renew, next_metadata] + ([retry_at] if retry_at is not None else [])
-            woken = self._wakeup.wait(max(0.0, min(due) - now))
+            due = [next_renew, next_metadata] + ([self._retry_at] if self._retry_at is not None else [])
+            self._wakeup.wait(max(0.0, min(due) - now))
             if self._stopping.is_set():
                 return
-            self._wakeup.clear()
+            reasons = self._woken()
             now = time.monotonic()
-            rebalance = woken or (retry_at is not None and now >= retry_at)
+            retry_due = self._retry_at is not None and now >= self._retry_at
             try:
+                reader = self._reader_gone()
+                if reader is not None:
+                    self._step_aside(reader)
+                if self._aside:
+                    next_renew = time.monotonic() + renew_every
+                    continue  # out of the group until consume() is called again
+                rebalance = bool(reasons) or retry_due
                 if now >= next_metadata:
                     next_metadata = now + METADATA_CHECK_S
                     rebalance |= self._topic_changed()
@@ -767,34 +871,82 @@ class BalancedConsumer:
                     continue
                 done = self._rebalance()
                 if done is None:  # no confirmed session now: try again shortly
-                    retry_at = time.monotonic() + min(renew_every, 1.0)
+                    self._retry_at = time.monotonic() + min(renew_every, 1.0)
                     continue
                 if done:
-                    retry_at, attempts = None, 0
+                    self._retry_at, self._failures = None, 0
                     continue
-                attempts += 1
-                if attempts > self._rebalance_max_retries:
-                    pid = min(self._blocked)
-                    exc = PartitionOwnedError(
-                        self._topic.partitions[pid],
-                        "partitions %s are still owned by other members after %d retries; "
-                        "retrying" % (sorted(self._blocked), self._rebalance_max_retries))
-                    log.warning("%s", exc)
-                    if not self._calls:  # one is enough while it goes on
-                        self._calls.crash(exc)
-                    attempts = 0
-                retry_at = time.monotonic() + max(attempts, 1) * self._rebalance_backoff_ms / 1000.0
+                if not retry_due and reasons <= {"owners"} and self._retry_at is not None:
+                    continue  # a freed partition was claimed by another: the schedule stands
+                self._failed_claims(reasons)
             except (KazooException, KazooTimeoutError) as exc:
                 # Connection trouble: the lease runs out by itself; try again shortly.
                 log.info("%s: ZooKeeper: %r; retrying", self._consumer_id, exc)
-                retry_at = time.monotonic() + min(renew_every, 1.0)
-                next_renew = retry_at
+                self._retry_at = time.monotonic() + min(renew_every, 1.0)
+                next_renew = self._retry_at
             except ConsumerStoppedException:
                 return
             except Exception as exc:
                 log.exception("%s: rebalance failed", self._consumer_id)
                 self._calls.crash(exc)
-                retry_at = time.monotonic() + max(self._rebalance_backoff_ms / 1000.0, 0.1)
+                self._retry_at = time.monotonic() + max(self._rebalance_backoff_ms / 1000.0, 0.1)
+
+    def _failed_claims(self, reasons):
+        """A rebalance could not claim every partition decided for this member: retry as
+        pykafka does, after ``(n - 1) * rebalance_backoff_ms`` following the n-th failure in a
+        row (0, 2, 4, 6 s with the defaults), and raise ``PartitionOwnedError`` from
+        ``consume()`` at the ``rebalance_max_retries``-th; then go on retrying. A change of
+        the group's members starts the count again (pykafka starts a new rebalance)."""
+        if "members" in reasons:
+            self._failures = 0
+        self._failures += 1
+        backoff_s = self._rebalance_backoff_ms / 1000.0
+        if self._failures >= max(self._rebalance_max_retries, 1):
+            blocked = sorted(self._blocked)
+            exc = PartitionOwnedError(
+                self._topic.partitions[blocked[0]],
+                "partitions %s are still owned by other members after %d attempts; retrying"
+                % (blocked, self._failures))
+            log.warning("%s", exc)
+            if not self._calls:  # one is enough while it goes on
+                self._calls.crash(exc)
+            delay_s = (self._failures - 1) * backoff_s
+            self._failures = 0
+        else:
+            delay_s = (self._failures - 1) * backoff_s
+        self._retry_at = time.monotonic() + delay_s
+
+    # -- the thread that reads -----------------------------------------------------------------
+
+    def _note_reader(self):
+        """Called by consume(): remember the thread that reads, and rejoin the group if the
+        member left it because the thread that read before had ended."""
+        self._reader = threading.current_thread()
+        if self._aside:
+            self._aside = False
+            log.info("%s: a thread reads again; joining the group", self._consumer_id)
+            self._wake("members")
+
+    def _reader_gone(self):
+        """The thread that last called ``consume()``, if it has ended."""
+        reader = self._reader
+        return reader if reader is not None and not reader.is_alive() and not self._aside else None
+
+    def _step_aside(self, reader):
+        """The thread that read this member has ended (an exception out of ``consume()``
+        killed it, say): give the partitions back, after committing what it finished, and
+        leave the group, so that other members read them; ``consume()`` joins again."""
+        log.warning("%s: the thread that read partitions %s (%s) has ended; leaving the group until "
+                    "consume() is called again", self._consumer_id, sorted(self._owned), reader.name)
+        self._aside = True
+        self._reader = None
+        with self._consumer_turn():
+            self._close_consumer(commit=True)
+        self._delete_owned(list(self._owned))
+        self._blocked = set()
+        self._retry_at, self._failures = None, 0
+        self._delete_if_ours(self._path_self)
+        self._lease_until = 0.0
 
     def _renew(self):
         """Confirm the ownership nodes belong to this session and extend the lease; give up

@@ -46,9 +46,10 @@ class Broker:
 
     def commit_consumer_group_offsets(self, consumer_group, consumer_group_generation_id, consumer_id,
                                       preqs):
-        """See :meth:`pyrdk.cluster.Cluster.commit_consumer_group_offsets`. The offsets are
-        committed from outside the group: ``consumer_group_generation_id`` and
-        ``consumer_id`` are not sent (librdkafka takes them from a member's own session)."""
+        """See :meth:`pyrdk.cluster.Cluster.commit_consumer_group_offsets`: each request's
+        ``metadata`` is written into its commit. The offsets are committed from outside the
+        group: ``consumer_group_generation_id`` and ``consumer_id`` are not sent (librdkafka
+        takes them from a member's own session)."""
         return self._cluster.commit_consumer_group_offsets(consumer_group, preqs)
 
     def fetch_consumer_group_offsets(self, consumer_group, preqs):

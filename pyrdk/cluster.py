@@ -20,6 +20,7 @@ from pyrdk.handlers import ThreadingHandler
 from pyrdk.rd import admin
 from pyrdk.rd.callbacks import security_failure
 from pyrdk.rd.handle import Handle
+from pyrdk.rd.partitions import TopicPartition
 from pyrdk.topic import Topic
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,15 @@ def _list_of(method, items, what, one=False):
 
 
 _REQUEST_SHAPE = "a (name, num_partitions, replication_factor[, config]) tuple"
+
+
+def _commit_metadata(metadata):
+    """A commit's metadata as bytes (None or empty: none)."""
+    if metadata is None or isinstance(metadata, bytes):
+        return metadata or None
+    if isinstance(metadata, str):
+        return metadata.encode() or None
+    raise TypeError("the metadata of a PartitionOffsetCommitRequest must be bytes or str, not %r" % (metadata,))
 
 
 def _topic_request(req):
@@ -327,14 +337,16 @@ class Cluster:
         as pykafka's kafka-tools does); raise the first error.
 
         :param preqs: objects with pykafka's ``PartitionOffsetCommitRequest`` attributes
-            ``topic_name``, ``partition_id`` and ``offset`` (the next offset to read)
+            ``topic_name``, ``partition_id``, ``offset`` (the next offset to read) and
+            ``metadata`` (bytes or str, written into the commit; may be absent)
         :returns: pykafka's ``OffsetCommitResponse`` shape: ``.topics[name][partition].err``
         """
         tps = []
         for req in _list_of("commit_consumer_group_offsets", preqs, "PartitionOffsetCommitRequests",
                             one=hasattr(preqs, "topic_name")):
             check_int("the offset of %s [%s]" % (req.topic_name, req.partition_id), req.offset, 0)
-            tps.append((to_str(req.topic_name), check_int("partition_id", req.partition_id, 0), req.offset))
+            tps.append(TopicPartition(to_str(req.topic_name), check_int("partition_id", req.partition_id, 0),
+                                      req.offset, metadata=_commit_metadata(getattr(req, "metadata", None))))
         topics = {}
         if tps:
             handle = self._group_handle(consumer_group)
@@ -342,8 +354,8 @@ class Cluster:
                 handle.commit(tps)
             finally:
                 handle.close()
-        for topic, partition, _ in tps:
-            topics.setdefault(topic.encode(), {})[partition] = OffsetCommitPartitionResponse(0)
+        for tp in tps:
+            topics.setdefault(tp.topic.encode(), {})[tp.partition] = OffsetCommitPartitionResponse(0)
         return GroupOffsetsResponse(topics)
 
     def fetch_consumer_group_offsets(self, consumer_group, preqs):
@@ -353,7 +365,7 @@ class Cluster:
             ``topic_name`` and ``partition_id``
         :returns: pykafka's ``OffsetFetchResponse`` shape: ``.topics[name][partition]`` is an
             ``OffsetFetchPartitionResponse(offset, metadata, err)``; ``offset`` is -1 where the
-            group committed none
+            group committed none, ``metadata`` the commit's (bytes; b"" if none came back)
         """
         tps = [(to_str(req.topic_name), check_int("partition_id", req.partition_id, 0))
                for req in _list_of("fetch_consumer_group_offsets", preqs, "PartitionOffsetFetchRequests",
@@ -367,7 +379,7 @@ class Cluster:
                 handle.close()
             for tp in committed:
                 topics.setdefault(tp.topic.encode(), {})[tp.partition] = OffsetFetchPartitionResponse(
-                    tp.offset if tp.offset >= 0 else -1, b"", tp.error)
+                    tp.offset if tp.offset >= 0 else -1, tp.metadata or b"", tp.error)
         return GroupOffsetsResponse(topics)
 
     @staticmethod

@@ -5,21 +5,40 @@ conventions; :class:`pyrdk.simpleconsumer.SimpleConsumer` assigns it partitions,
 option checks and the running check are shared with the ZooKeeper
 :class:`pyrdk.balancedconsumer.BalancedConsumer` too.
 
-Offsets follow pykafka: ``held_offsets`` is the last offset *returned* per partition,
-``commit_offsets()`` commits that + 1 (the next offset to read) with ``rd_kafka_commit``, and
-auto-commit runs on the consuming thread every ``auto_commit_interval_ms``, so it never
-commits a message not yet returned.
+Offsets follow pykafka 2.8 (its ``SimpleConsumer`` and ``OwnedPartition``):
+
+- A partition's position is the last offset *returned* (pykafka's ``last_offset_consumed``);
+  ``held_offsets`` reports it, and ``OffsetType.EARLIEST`` (-2) where it is -1 (nothing
+  before offset 0 was returned).
+- A consumer starts each partition at the group's committed offset; without one (and for
+  every partition with ``reset_offset_on_start``) at ``auto_offset_reset``, looked up with
+  ListOffsets (the position is the offset found - 1), and, with a group, that start is
+  committed at once (not with ``reset_offset_on_fetch=False``, which keeps start-up
+  read-only; always with ``reset_offset_on_start``).
+- ``commit_offsets()`` commits position + 1 (the next offset to read) for every partition
+  (``rd_kafka_commit``), with pykafka's commit metadata (``{"consumer_id": ..., "hostname":
+  ...}``); ``fetch_offsets()`` reads the committed offsets and their metadata back, and
+  changes nothing.
+- ``reset_offsets`` moves partitions and commits their new positions; a position past the
+  end of the log moves, at the next fetch, to ``auto_offset_reset`` (and is committed), as
+  pykafka's answer to OFFSET_OUT_OF_RANGE does.
+- Auto-commit runs on the consuming thread every ``auto_commit_interval_ms``, so it never
+  commits a message not yet returned.
 """
 import datetime
+import json
 import logging
+import socket
 import time
 
-from pyrdk.common import OffsetPartitionResponse, OffsetType, check_int
+from pyrdk.common import OffsetFetchPartitionResponse, OffsetType, check_int
 from pyrdk.core import consumer_core
-from pyrdk.exceptions import CallState, ConsumerStoppedException, KafkaException, OffsetRequestFailedError
+from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
+                              OffsetOutOfRangeError, OffsetRequestFailedError)
 from pyrdk.partition import Partition, to_timestamp_ms
-from pyrdk.rd.handle import librdkafka_runtime_version
-from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END
+from pyrdk.rd.errors import exception as errors_exception
+from pyrdk.rd.handle import Handle, librdkafka_runtime_version
+from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 from pyrdk.rd.transaction import GroupMetadata
 
 log = logging.getLogger(__name__)
@@ -62,6 +81,21 @@ def logical(offset_type):
     return OFFSET_BEGINNING if offset_type == OffsetType.EARLIEST else OFFSET_END
 
 
+def held_offset(next_offset):
+    """pykafka's held offset for a partition whose next offset is ``next_offset`` (None:
+    unknown, as pykafka's initial ``last_offset_consumed`` of -1): the last offset returned,
+    or ``OffsetType.EARLIEST`` where that is -1."""
+    last = -1 if next_offset is None else next_offset - 1
+    return OffsetType.EARLIEST if last == -1 else last
+
+
+def commit_metadata(consumer_id):
+    """pykafka's commit metadata: ``{"consumer_id": ..., "hostname": ...}`` as JSON bytes."""
+    if isinstance(consumer_id, bytes):
+        consumer_id = consumer_id.decode("utf-8", errors="replace")
+    return json.dumps({"consumer_id": consumer_id, "hostname": socket.gethostname()}).encode()
+
+
 def check_offset(value, logical_ok=True):
     """An offset argument: an int >= 0, or (``logical_ok``) an ``OffsetType``; else ValueError."""
     if isinstance(value, bool) or not isinstance(value, int) or \
@@ -102,13 +136,13 @@ class Consumer:
         self._commit_retries = check_int("offsets_commit_max_retries", offsets_commit_max_retries, 0)
         self._commit_backoff_ms = check_int("offsets_channel_backoff_ms", offsets_channel_backoff_ms, 0)
         self._config = dict(cluster.rdkafka_config)
+        self._reset_offset_on_fetch = reset_offset_on_fetch
         self._config.update({
             "group.id": group_id,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "enable.partition.eof": False,
-            "auto.offset.reset": ("earliest" if self._auto_offset_reset == OffsetType.EARLIEST else "latest")
-            if reset_offset_on_fetch else "error",
+            "auto.offset.reset": "earliest" if self._auto_offset_reset == OffsetType.EARLIEST else "latest",
             "fetch.message.max.bytes": fetch_message_max_bytes,
             "queued.min.messages": queued_max_messages,
             "fetch.min.bytes": fetch_min_bytes,
@@ -122,11 +156,12 @@ class Consumer:
         self._handle = None
         self._outage = None
         self._running = False
-        self._partitions = {}
-        self._core = consumer_core(self._partitions)
+        self._held = {}  # partition id -> Partition: the partitions this consumer reads
+        self._core = consumer_core(self._held)
         self._calls = CallState()  # what consume() raises next: a deserializer's, a callback's
         self._paused = set()
         self._stash = {}  # paused partition id -> messages fetched but not returned
+        self._unverified = {}  # partition id -> a next offset set from outside, not yet seen in range
         self._last_commit = time.monotonic()
 
     @property
@@ -136,7 +171,7 @@ class Consumer:
     @property
     def partitions(self):
         """``{partition_id: Partition}`` this consumer reads."""
-        return self._partitions
+        return self._held
 
     # -- for subclasses ------------------------------------------------------------------------
 
@@ -158,7 +193,7 @@ class Consumer:
 
     def _set_partitions(self, partitions):
         """Hold ``partitions`` (``{id: Partition}``) from now on."""
-        self._partitions = partitions
+        self._held = partitions
         self._core.partitions = partitions
 
     def _drop_buffered(self, pids):
@@ -172,6 +207,48 @@ class Consumer:
         for pid in pids:
             self._core.forget(pid)
             self._paused.discard(pid)
+            self._unverified.pop(pid, None)
+
+    def _positions(self):
+        """``{partition id: next offset to return, or None where unknown}``."""
+        return self._core.next_offsets()
+
+    def _start_offsets(self, handle, pids, reset=(), known=None, retry=True):
+        """Where each of ``pids`` starts, as pykafka's consumers start: the group's committed
+        offset; else ``known[pid]`` (where a restarted consumer was); else, and for every
+        partition of ``reset``, ``auto_offset_reset``, looked up with ListOffsets. Sets the
+        core's positions and returns ``({pid: start offset for rd_kafka_assign}, [(pid,
+        offset)] to commit)``: with a group, the starts looked up (unless
+        ``reset_offset_on_fetch=False``; always for ``reset``). ``retry``: retry the offset
+        fetch as commits are (:meth:`_retrying`). A ListOffsets lookup that fails leaves the
+        start to librdkafka (a logical offset; the position is then unknown)."""
+        known = known or {}
+        committed = {}
+        if self._consumer_group:
+            tps = [(self._topic_name, pid) for pid in pids if pid not in reset]
+            if tps:
+                answer = (self._retrying("offset fetch", self._committed, handle, tps) if retry
+                          else self._committed(handle, tps))
+                committed = {tp.partition: tp.offset for tp in answer}
+        starts, lookups = {}, {}
+        for pid in pids:
+            if pid not in reset and committed.get(pid, -1) >= 0:
+                starts[pid] = committed[pid]
+                self._unverified[pid] = starts[pid]  # a commit may lie past the end of the log now
+            elif pid not in reset and known.get(pid) is not None:
+                starts[pid] = known[pid]
+            else:
+                lookups[pid] = int(self._auto_offset_reset)
+        resolved = self._resolve(lookups)
+        starts.update(resolved)
+        for pid in pids:
+            self._core.set_next(pid, starts.get(pid))
+            starts.setdefault(pid, logical(self._auto_offset_reset))
+        commit = []
+        if self._consumer_group:
+            commit = sorted((pid, offset) for pid, offset in resolved.items()
+                            if pid in reset or self._reset_offset_on_fetch)
+        return starts, commit
 
     def _check_running(self):
         check_running(self._running)
@@ -274,13 +351,56 @@ class Consumer:
             else:
                 raise exc
         self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
+        if self._unverified:
+            self._check_out_of_range()
+
+    def _check_out_of_range(self):
+        """Brokers answer a fetch past the end of a partition with OFFSET_OUT_OF_RANGE, and
+        librdkafka moves to ``auto.offset.reset``; some (Tansu) answer with no records, and the
+        consumer would wait there for ever. So a position set from outside (a committed
+        offset, ``reset_offsets`` to an int, ``seek``) is checked against the high watermark
+        until a message of the partition comes: past the end (by the last fetch response's
+        watermark, confirmed with ListOffsets), the partition moves to ``auto_offset_reset``
+        as pykafka's answer to OFFSET_OUT_OF_RANGE does (with ``auto.offset.reset=error`` in
+        ``rdkafka_config``, ``OffsetOutOfRangeError`` is raised instead)."""
+        positions = self._core.next_offsets()
+        past = {}
+        for pid, nxt in list(self._unverified.items()):
+            if positions.get(pid) != nxt or pid not in self._held:
+                del self._unverified[pid]  # a message came, or the partition moved on
+                continue
+            if pid in self._paused:
+                continue
+            try:
+                high = self._handle.get_watermark_offsets(self._topic_name, pid)[1]
+                if high < 0:
+                    continue  # no fetch response for it yet
+                if nxt > high:
+                    high = self._handle.query_watermark_offsets(self._topic_name, pid, self._cluster.timeout_ms)[1]
+            except KafkaException as exc:
+                log.info("could not check the end of %s [%d]: %s", self._topic_name, pid, exc)
+                continue
+            if nxt > high:
+                past[pid] = (nxt, high)
+            else:
+                del self._unverified[pid]
+        if not past:
+            return
+        where = ", ".join("[%d] at %d (log end %d)" % (pid, nxt, high) for pid, (nxt, high) in sorted(past.items()))
+        if str(self._config.get("auto.offset.reset")) == "error":
+            raise OffsetOutOfRangeError("%s: offsets past the end of the log: %s" % (self._topic_name, where))
+        log.warning("%s: offsets past the end of the log: %s; moving to auto_offset_reset (%s)",
+                    self._topic_name, where, self._auto_offset_reset.name)
+        self.reset_offsets([(pid, self._auto_offset_reset) for pid in sorted(past)])
 
     # -- offsets -------------------------------------------------------------------------------
 
     @property
     def held_offsets(self):
-        """``{partition_id: last offset returned}`` (-1 where nothing is known yet)."""
-        return {pid: (-1 if nxt is None else nxt - 1) for pid, nxt in self._core.next_offsets().items()}
+        """``{partition_id: last offset returned}``, as pykafka reports it: the offset before
+        the start where nothing was returned yet, and ``OffsetType.EARLIEST`` (-2) where that
+        is -1 (see :func:`held_offset`)."""
+        return {pid: held_offset(nxt) for pid, nxt in self._core.next_offsets().items()}
 
     def _require_group(self, what):
         if not self._consumer_group:
@@ -291,31 +411,47 @@ class Consumer:
             self.commit_offsets()
 
     def commit_offsets(self, partition_offsets=None):
-        """Commit offsets for the consumer group (``rd_kafka_commit``).
+        """Commit offsets for the consumer group (``rd_kafka_commit``), with pykafka's metadata
+        (``{"consumer_id": ..., "hostname": ...}``, see :meth:`_commit_metadata`).
 
         :param partition_offsets: ``(partition, offset)`` pairs to commit as given;
-            default: each partition's held offset + 1 (the next to read)
+            default: every partition's held offset + 1 (the next to read), where the
+            position is known
         """
         self._check_running()
         self._require_group("commit_offsets")
         if partition_offsets is None:
-            tps = [(self._topic_name, pid, nxt) for pid, nxt in sorted(self._core.next_offsets().items())
-                   if nxt is not None]
+            offsets = [(pid, nxt) for pid, nxt in sorted(self._core.next_offsets().items()) if nxt is not None]
         else:
-            tps = [(self._topic_name, self._partition_id(p), check_offset(o, logical_ok=False))
-                   for p, o in partition_offsets]
+            offsets = [(self._partition_id(p), check_offset(o, logical_ok=False)) for p, o in partition_offsets]
         self._last_commit = time.monotonic()
-        if not tps:
-            return
+        self._commit(self._handle, offsets)
+
+    def _commit(self, handle, offsets):
+        """Commit ``[(pid, offset)]`` on ``handle``, retrying retriable errors."""
+        if offsets:
+            metadata = self._commit_metadata()
+            self._retrying("commit", handle.commit, [TopicPartition(self._topic_name, pid, offset, metadata=metadata)
+                                                     for pid, offset in offsets])
+
+    def _commit_metadata(self):
+        """What each commit's metadata says: pykafka's JSON, with this consumer's id."""
+        return commit_metadata(b"")
+
+    def _retrying(self, what, call, *args):
+        """``call(*args)``, retried up to ``offsets_commit_max_retries`` times on a retriable
+        error, waiting ``i * offsets_channel_backoff_ms`` before retry ``i``, as pykafka. A
+        timeout is raised at once: librdkafka retried within it already."""
         for attempt in range(self._commit_retries + 1):
+            if attempt:
+                time.sleep(attempt * self._commit_backoff_ms / 1000.0)
             try:
-                self._handle.commit(tps)
-                return
+                return call(*args)
             except KafkaException as exc:
-                if not exc.retriable or attempt == self._commit_retries:
+                if not exc.retriable or isinstance(exc, KafkaTimeoutError) or attempt == self._commit_retries:
                     raise
-                log.warning("commit failed (%s), retrying in %d ms", exc, self._commit_backoff_ms)
-                time.sleep(self._commit_backoff_ms / 1000.0)
+                log.warning("%s failed (%s), retrying in %d ms", what, exc,
+                            (attempt + 1) * self._commit_backoff_ms)
 
     def group_metadata(self):
         """The consumer's group metadata (``rd_kafka_consumer_group_metadata``), for a
@@ -328,26 +464,53 @@ class Consumer:
 
     def fetch_offsets(self):
         """The group's committed offsets (``rd_kafka_committed``) as pykafka's
-        ``[(partition_id, OffsetFetchPartitionResponse)]``; -1 where none is committed."""
-        self._check_running()
+        ``[(partition_id, OffsetFetchPartitionResponse(offset, metadata, err))]``, by
+        partition; ``offset`` is -1 where none is committed, ``metadata`` the commit's (b""
+        where none came back). Works on a consumer that is not running too (made with
+        ``auto_start=False``: pykafka's lag recipe). It only reads: the consumer's positions
+        and the group's offsets stay as they are."""
         self._require_group("fetch_offsets")
-        committed = self._handle.committed([(self._topic_name, pid) for pid in sorted(self._partitions)])
-        return [(tp.partition, OffsetPartitionResponse(tp.offset if tp.offset >= 0 else -1, tp.error))
+        pids = sorted(self._held)
+        if not pids:
+            return []
+        tps = [(self._topic_name, pid) for pid in pids]
+        if self._running:
+            committed = self._retrying("offset fetch", self._committed, self._handle, tps)
+        else:
+            handle = Handle("consumer", self._config, closed_exc=ConsumerStoppedException,
+                            what="offsets of group %r" % self._consumer_group)
+            try:
+                committed = self._retrying("offset fetch", self._committed, handle, tps)
+            finally:
+                handle.close()
+        return [(tp.partition, OffsetFetchPartitionResponse(tp.offset if tp.offset >= 0 else -1,
+                                                            tp.metadata or b"", tp.error))
                 for tp in committed]
+
+    @staticmethod
+    def _committed(handle, tps):
+        """``handle.committed(tps)``; a partition's error is raised."""
+        committed = handle.committed(tps)
+        for tp in committed:
+            if tp.error:
+                raise errors_exception(tp.error, "offset fetch of %s [%d]" % (tp.topic, tp.partition))
+        return committed
 
     def reset_offsets(self, partition_offsets=None):
         """Move partitions, as pykafka does: an int ``o`` makes ``o`` the last offset
-        consumed (the next message is ``o + 1``); ``OffsetType.EARLIEST`` / ``LATEST`` or a
-        ``datetime`` move to the first message at or after that point (looked up with
+        consumed (the next message is ``o + 1``; past the end of the log, the next fetch
+        moves the partition to ``auto_offset_reset``); ``OffsetType.EARLIEST`` / ``LATEST``
+        or a ``datetime`` move to the first message at or after that point (looked up with
         ListOffsets; a time after the last message moves to the end). Then commit the new
-        positions, if the consumer has a group. Nothing moves if an entry is invalid.
+        positions of the partitions moved, if the consumer has a group. Nothing moves if an
+        entry is invalid.
 
         :param partition_offsets: ``(partition, int | OffsetType | datetime)`` pairs;
             default: every partition to ``auto_offset_reset``
         """
         self._check_running()
         if partition_offsets is None:
-            partition_offsets = [(pid, self._auto_offset_reset) for pid in self._partitions]
+            partition_offsets = [(pid, self._auto_offset_reset) for pid in self._held]
         targets = {}  # partition id -> the next offset to read
         lookups = {}  # partition id -> ListOffsets timestamp (ms, or -2 / -1)
         for p, value in partition_offsets:
@@ -366,13 +529,23 @@ class Consumer:
             targets.pop(pid, None)
         # OffsetType and datetime are resolved with ListOffsets (as pykafka does), so the
         # position is known, held_offsets is right and the commit below records it.
+        explicit = dict(targets)
         targets.update(self._list_offsets(lookups))
+        self._move(targets, explicit)
+        if self._consumer_group and targets:
+            self.commit_offsets(sorted(targets.items()))
+
+    def _move(self, targets, explicit):
+        """Make ``targets`` (``{pid: offset}``) the next offsets read (``rd_kafka_seek_partitions``);
+        those of ``explicit`` are checked against the end of the log at the next fetch."""
         self._drop_buffered(targets)
         self._handle.seek([(self._topic_name, pid, off) for pid, off in sorted(targets.items())])
         for pid, nxt in targets.items():
             self._core.set_next(pid, nxt)
-        if self._consumer_group and targets:
-            self.commit_offsets(sorted(targets.items()))
+            if pid in explicit:
+                self._unverified[pid] = nxt
+            else:
+                self._unverified.pop(pid, None)
 
     def _resolve(self, lookups):
         """``_list_offsets`` for a start position, or ``{}`` if the lookup fails (librdkafka
@@ -410,9 +583,9 @@ class Consumer:
 
     def _partition_id(self, p):
         pid = p.id if isinstance(p, Partition) else p
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._partitions:
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._held:
             raise ValueError("unknown partition %r for this consumer (it has %s)"
-                             % (p, sorted(self._partitions)))
+                             % (p, sorted(self._held)))
         return pid
 
     # -- beyond pykafka ------------------------------------------------------------------------
@@ -432,12 +605,10 @@ class Consumer:
         self._check_running()
         pid = self._partition_id(partition)
         offset = check_offset(offset)
-        is_logical = offset in (OffsetType.EARLIEST, OffsetType.LATEST)
-        if is_logical:
-            offset = self._list_offsets({pid: int(offset)})[pid]
-        self._drop_buffered((pid,))
-        self._handle.seek([(self._topic_name, pid, offset)])
-        self._core.set_next(pid, None if is_logical else offset)
+        if offset in (OffsetType.EARLIEST, OffsetType.LATEST):
+            self._move(self._list_offsets({pid: int(offset)}), {})
+        else:
+            self._move({pid: offset}, {pid: offset})
 
     def pause(self, partitions=None):
         """Stop fetching from these partitions (default: all) (``rd_kafka_pause_partitions``).
@@ -465,4 +636,4 @@ class Consumer:
         return self._handle.stats if self._handle is not None else None
 
     def _pids(self, partitions):
-        return sorted(self._partitions) if partitions is None else [self._partition_id(p) for p in partitions]
+        return sorted(self._held) if partitions is None else [self._partition_id(p) for p in partitions]

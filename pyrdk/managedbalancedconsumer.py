@@ -22,7 +22,7 @@ back; otherwise their next owner starts from the last commit that succeeded (at 
 import logging
 
 from pyrdk.common import OffsetType
-from pyrdk.consumer import Consumer, check_isolation_level, logical
+from pyrdk.consumer import Consumer, check_isolation_level, commit_metadata, held_offset, logical
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
                               MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
@@ -33,6 +33,9 @@ from pyrdk.rd.partitions import OFFSET_INVALID
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
+GROUP_PROTOCOLS = ("classic", "consumer")
+# KIP-848's broker-side assignors for the membership protocols (group.remote.assignor)
+REMOTE_ASSIGNORS = {"range": "range", "roundrobin": "uniform", "cooperative-sticky": "uniform"}
 ZOOKEEPER_ONLY = ("zookeeper_connect", "zookeeper_hosts", "zookeeper",
                   "zookeeper_connection_timeout_ms")
 # The group refuses a commit with these while it rebalances...
@@ -77,7 +80,8 @@ class ManagedBalancedConsumer(Consumer):
         without a rebalance (and ``stop()`` does not leave the group)
     :param post_rebalance_callback: as pykafka: ``(consumer, old_offsets, new_offsets)``
         called when partitions are assigned, with ``held_offsets`` before the rebalance and
-        the new partitions' starting ``{partition_id: last consumed offset}`` (-1: none);
+        the new partitions' held offsets at their start (as pykafka reports them: the
+        committed offset - 1, or ``auto_offset_reset``'s offset - 1; -2 for -1);
         it may return ``{partition_id: offset}`` to start from instead (``offset`` is the
         last consumed one, or an ``OffsetType``). Its exceptions are raised by ``consume()``.
     :param listener: an object with ``on_partitions_revoked(partitions)`` (called before
@@ -94,6 +98,13 @@ class ManagedBalancedConsumer(Consumer):
         None, the held offsets as usual. For programs that finish messages out of order,
         such as :class:`pyrdk.spout.KafkaSpout`. Called in the thread that calls
         ``consume()``; its exceptions are raised there (nothing is committed then).
+    :param group_protocol: ``"classic"`` (default: JoinGroup and SyncGroup, the leader's
+        librdkafka assigns) or ``"consumer"``, Kafka 4's consumer group protocol (KIP-848,
+        ``group.protocol=consumer``): the broker assigns, with ``group.remote.assignor``
+        ``"range"`` for ``RangeProtocol`` and ``"uniform"`` for the others; rebalances
+        are incremental; ``heartbeat_interval_ms`` and ``session_timeout_ms`` are then the
+        broker's (``group.consumer.*``) and these two arguments are not sent.
+        ``rdkafka_config={"group.protocol": "consumer"}`` chooses it too.
     :param rdkafka_config: any librdkafka properties, applied last
     :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see ``stats()``
     :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
@@ -119,7 +130,7 @@ class ManagedBalancedConsumer(Consumer):
                  deserializer=None, reset_offset_on_fetch=True, session_timeout_ms=30000,
                  max_poll_interval_ms=300000, group_instance_id=None, listener=None,
                  isolation_level="read_committed", pre_revoke_callback=None, rdkafka_config=None,
-                 statistics_interval_ms=None, stats_callback=None, **kwargs):
+                 statistics_interval_ms=None, stats_callback=None, group_protocol="classic", **kwargs):
         zookeeper = sorted(k for k in kwargs if k in ZOOKEEPER_ONLY)
         if zookeeper:
             raise ValueError("%s: ZooKeeper options do not apply to the managed consumer "
@@ -140,13 +151,21 @@ class ManagedBalancedConsumer(Consumer):
             raise TypeError("pre_revoke_callback must be callable (consumer, partition_ids) -> offsets")
         if group_instance_id is not None and (not isinstance(group_instance_id, str) or not group_instance_id):
             raise TypeError("group_instance_id must be a non-empty str, not %r" % (group_instance_id,))
-        config = {
-            "partition.assignment.strategy": _strategy(membership_protocol),
-            "heartbeat.interval.ms": heartbeat_interval_ms,
-            "session.timeout.ms": session_timeout_ms,
-            "max.poll.interval.ms": max_poll_interval_ms,
-            "isolation.level": check_isolation_level(isolation_level),
-        }
+        group_protocol = str((rdkafka_config or {}).get("group.protocol", group_protocol))
+        if group_protocol not in GROUP_PROTOCOLS:
+            raise ValueError("group_protocol must be one of %s, not %r" % (GROUP_PROTOCOLS, group_protocol))
+        strategy = _strategy(membership_protocol)
+        if group_protocol == "consumer":  # the broker assigns and times the session (KIP-848)
+            config = {"group.protocol": "consumer", "group.remote.assignor": REMOTE_ASSIGNORS[strategy],
+                      "max.poll.interval.ms": max_poll_interval_ms}
+        else:
+            config = {
+                "partition.assignment.strategy": strategy,
+                "heartbeat.interval.ms": heartbeat_interval_ms,
+                "session.timeout.ms": session_timeout_ms,
+                "max.poll.interval.ms": max_poll_interval_ms,
+            }
+        config["isolation.level"] = check_isolation_level(isolation_level)
         if group_instance_id is not None:
             config["group.instance.id"] = group_instance_id
         config.update(rdkafka_config or {})
@@ -167,6 +186,7 @@ class ManagedBalancedConsumer(Consumer):
         self._before = None  # held_offsets when the current rebalance began
         self._assigned = []  # assigned partitions whose listener call is due
         self._commit_due = False  # refused offsets became start offsets: commit them
+        self._metadata = None  # (member id, commit metadata naming it)
         if auto_start:
             self.start()
 
@@ -204,6 +224,13 @@ class ManagedBalancedConsumer(Consumer):
             self._set_partitions({})
             self._forget(list(self._core.next_offsets()))
 
+    def _commit_metadata(self):
+        """pykafka's commit metadata, naming this member by its id in the group."""
+        member = self._handle.memberid() or ""
+        if self._metadata is None or self._metadata[0] != member:
+            self._metadata = (member, commit_metadata(member))
+        return self._metadata[1]
+
     @property
     def member_id(self):
         """This member's id in the group (``rd_kafka_memberid``); None before it joined."""
@@ -237,7 +264,7 @@ class ManagedBalancedConsumer(Consumer):
             self._commit_held(pids, "revocation")
         self._drop_buffered(pids)
         self._revoked.update(pids)
-        partitions = dict(self._partitions)
+        partitions = dict(self._held)
         revoked = [partitions.pop(pid) for pid in pids if pid in partitions]
         self._set_partitions(partitions)
         self._forget(pids)
@@ -251,19 +278,26 @@ class ManagedBalancedConsumer(Consumer):
             self._cluster.update()  # the topic grew
             known = self._topic.partitions
         refused = self._take_refused(pids)
-        self._commit_due = bool(refused)  # commit them once assigned
-        partitions = dict(self._partitions)
-        starts = {}
+        fresh = [pid for pid in pids if pid not in refused]
+        reset = [pid for pid in fresh if self._reset_offset_on_start and pid not in self._started]
+        try:
+            # As pykafka's member starts a SimpleConsumer: committed offsets, else
+            # auto_offset_reset looked up and committed (once assigned, below).
+            starts, commit = self._start_offsets(self._handle, fresh, reset=reset, retry=False)
+        except KafkaException as exc:
+            log.warning("could not read the committed offsets (%s); librdkafka starts the partitions", exc)
+            starts = {pid: logical(self._auto_offset_reset) if pid in reset else OFFSET_INVALID for pid in fresh}
+            commit = []
+            for pid in fresh:
+                self._core.set_next(pid, None)
+        for pid in refused:
+            starts[pid] = refused[pid]
+            self._core.set_next(pid, refused[pid])
+        self._commit_due = bool(refused or commit)  # commit them once assigned
+        partitions = dict(self._held)
         for pid in pids:
             partitions[pid] = known[pid]
-            if pid in refused:
-                starts[pid] = refused[pid]
-            elif self._reset_offset_on_start and pid not in self._started:
-                starts[pid] = logical(self._auto_offset_reset)
-            else:
-                starts[pid] = OFFSET_INVALID  # the committed offset
             self._started.add(pid)
-            self._core.set_next(pid, starts[pid] if starts[pid] >= 0 else None)
         self._set_partitions(partitions)
         before, self._before = self._before or {}, None
         self._assigned.extend(known[pid] for pid in pids)
@@ -291,15 +325,10 @@ class ManagedBalancedConsumer(Consumer):
         return refused
 
     def _call_post_rebalance(self, before, starts):
-        """pykafka's post_rebalance_callback; the offsets it returns become start offsets."""
-        unknown = [pid for pid, start in starts.items() if start == OFFSET_INVALID]
-        committed = {}
-        if unknown:
-            committed = {tp.partition: tp.offset for tp in self._handle.committed(
-                [(self._topic_name, pid) for pid in unknown])}
-        new = {pid: (committed.get(pid, -1) if start == OFFSET_INVALID else start) - 1
-               for pid, start in starts.items()}
-        new = {pid: max(offset, -1) for pid, offset in new.items()}
+        """pykafka's post_rebalance_callback, given the new partitions' held offsets as
+        pykafka reports them; the offsets it returns become start offsets."""
+        positions = self._core.next_offsets()
+        new = {pid: held_offset(positions.get(pid)) for pid in starts}
         chosen = self._post_rebalance_callback(self, before, new)
         for pid, offset in (chosen or {}).items():
             pid = getattr(pid, "id", pid)
@@ -343,7 +372,7 @@ class ManagedBalancedConsumer(Consumer):
     def _drop_stale(self, revoked):
         rewind = {}
         for msg in self._drop_buffered(revoked):
-            if msg.partition_id in self._partitions:
+            if msg.partition_id in self._held:
                 rewind[msg.partition_id] = min(msg.offset, rewind.get(msg.partition_id, msg.offset))
         if rewind:
             self._handle.seek([(self._topic_name, pid, offset) for pid, offset in sorted(rewind.items())])

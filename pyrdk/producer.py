@@ -575,6 +575,25 @@ class Producer:
         self._raise_failures()
         return self._handle.outq_len()
 
+    # -- pykafka's private names, for programs that use them -----------------------------------
+
+    def _wait_all(self):
+        """pykafka's ``_wait_all()`` (a compatibility shim): wait until every message produced
+        is delivered or reported, at most ``pending_timeout_ms`` (-1: for ever), then raise
+        what failed (``ProduceFailureError``) as pykafka re-raised its workers' exceptions. It
+        sends what lingers at once (``rd_kafka_flush``); a stopped producer has nothing left."""
+        if not self._running:
+            return
+        timeout_ms = self._pending_timeout_ms
+        self.flush(None if timeout_ms < 0 else timeout_ms / 1000.0)
+
+    @property
+    def _owned_brokers(self):
+        """pykafka's ``{broker id: OwnedBroker}`` of the brokers leading this topic's partitions
+        (a compatibility shim; see :class:`OwnedBroker`)."""
+        brokers = {p.leader.id: p.leader for p in self._topic.partitions.values() if p.leader is not None}
+        return {broker_id: OwnedBroker(self, broker) for broker_id, broker in sorted(brokers.items())}
+
     def stats(self):
         """The last statistics snapshot librdkafka sent (a dict, parsed from its JSON), or None
         before the first or without ``statistics_interval_ms``."""
@@ -753,6 +772,33 @@ class Producer:
             return 0
         outstanding = self._handle.batch_outstanding(core.batch_sent) if self._handle is not None else 0
         return len(core) + outstanding
+
+
+class OwnedBroker:
+    """pykafka's ``OwnedBroker``, a compatibility shim for programs that import it or read
+    ``producer._owned_brokers``: a broker this producer sends to. librdkafka queues messages
+    per partition, not per broker, so ``messages_pending`` counts the producer's undelivered
+    messages as a whole (``len(producer)``); pykafka's queue and flush machinery is not there.
+    """
+
+    def __init__(self, producer, broker, auto_start=True):
+        self.producer = producer
+        self.broker = broker
+
+    @property
+    def running(self):
+        return self.producer._running
+
+    @property
+    def messages_pending(self):
+        return len(self.producer)
+
+    def message_is_pending(self):
+        """Whether the producer has messages not yet delivered or reported."""
+        return self.messages_pending > 0
+
+    def __repr__(self):
+        return "<pyrdk.producer.OwnedBroker (broker=%d)>" % self.broker.id
 
 
 class _Delivery:

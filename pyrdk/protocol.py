@@ -36,8 +36,9 @@ the brokers place replicas) and ``config_entries`` (``[(name, value)]``)."""
 PartitionOffsetCommitRequest = collections.namedtuple(
     "PartitionOffsetCommitRequest", "topic_name partition_id offset timestamp metadata")
 PartitionOffsetCommitRequest.__doc__ = """The offset to commit for one partition: ``topic_name``,
-``partition_id``, ``offset`` (the next offset the group reads), ``timestamp`` and ``metadata``
-(kept for pykafka programs; Kafka keeps the commit's own time)."""
+``partition_id``, ``offset`` (the next offset the group reads), ``timestamp`` (kept for pykafka
+programs; Kafka keeps the commit's own time) and ``metadata`` (bytes or str, written into the
+commit and returned with the offset by ``fetch_consumer_group_offsets``)."""
 
 PartitionOffsetFetchRequest = collections.namedtuple("PartitionOffsetFetchRequest", "topic_name partition_id")
 PartitionOffsetFetchRequest.__doc__ = """One partition whose committed offset to fetch."""

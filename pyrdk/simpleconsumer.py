@@ -4,16 +4,24 @@
 librdkafka prefetches into its queue; the consumer takes batches from it into the core's
 buffer and hands messages out one by one (:class:`pyrdk.consumer.Consumer` does the reading
 and keeps pykafka's offsets).
+
+:class:`OwnedPartition` is a compatibility shim: pykafka's per-partition state, as programs
+written for pykafka read it from ``consumer._partitions``.
 """
+import logging
 import uuid
+import weakref
 
 from pyrdk.common import OffsetType
-from pyrdk.consumer import Consumer, check_isolation_level, logical
-from pyrdk.exceptions import ConsumerStoppedException
+from pyrdk.consumer import Consumer, check_isolation_level, commit_metadata
+from pyrdk.exceptions import ConsumerStoppedException, KafkaException
 from pyrdk.partition import Partition
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle
-from pyrdk.rd.partitions import OFFSET_INVALID
+
+__all__ = ["OwnedPartition", "SimpleConsumer"]
+
+log = logging.getLogger(__name__)
 
 
 class SimpleConsumer(Consumer):
@@ -35,10 +43,14 @@ class SimpleConsumer(Consumer):
         without a committed offset starts (``auto.offset.reset``)
     :param consumer_timeout_ms: ms ``consume()`` waits for a message before returning None
         (and iteration ends); -1 waits for ever
-    :param reset_offset_on_start: start from ``auto_offset_reset`` even with committed offsets
+    :param reset_offset_on_start: start from ``auto_offset_reset`` even with committed
+        offsets (and commit that start at once, with a group)
     :param deserializer: ``(value, partition_key) -> (value, partition_key)``
-    :param reset_offset_on_fetch: False makes an out-of-range fetch raise
-        ``OffsetOutOfRangeError`` instead of resetting (``auto.offset.reset=error``)
+    :param reset_offset_on_fetch: with a group, commit the start of a partition that has
+        no committed offset at once (pykafka's start-up ``fetch_offsets()``); False keeps
+        start-up read-only. (An out-of-range fetch moves to ``auto_offset_reset`` either
+        way, as in pykafka; ``rdkafka_config={"auto.offset.reset": "error"}`` makes it raise
+        ``OffsetOutOfRangeError``.)
     :param isolation_level: ``isolation.level``: ``"read_committed"`` (the default, as
         librdkafka's: messages of open or aborted transactions are not returned) or
         ``"read_uncommitted"``
@@ -47,7 +59,11 @@ class SimpleConsumer(Consumer):
     :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
 
     pyrdk sets ``fetch.queue.backoff.ms=10``: librdkafka's default (1000) stalls a fast
-    consumer each time its prefetch queue fills.
+    consumer each time its prefetch queue fills. ``num_consumer_fetchers`` and
+    ``compacted_topic`` are accepted and ignored (librdkafka fetches per broker and reads
+    compacted topics as any other), as are ``generation_id`` and ``consumer_id``, which
+    pykafka 2.8 ignored too (its :attr:`consumer_id` property names the consumer in the
+    commit metadata).
     """
 
     def __init__(self, topic, cluster, consumer_group=None, partitions=None,
@@ -74,11 +90,57 @@ class SimpleConsumer(Consumer):
             fetch_wait_max_ms, offsets_channel_backoff_ms, offsets_commit_max_retries, auto_offset_reset,
             consumer_timeout_ms, reset_offset_on_start, deserializer, reset_offset_on_fetch, group_id,
             rdkafka_config, statistics_interval_ms, stats_callback)
-        self._generation_id = generation_id
-        self._consumer_id = consumer_id
+        self._generation_id = -1  # pykafka 2.8 ignores both arguments (deprecated since 2.7)
+        self._consumer_id = b""
+        self._metadata = commit_metadata(self._consumer_id)
+        self._owned_partitions = {}  # partition id -> OwnedPartition, for _partitions
         self._set_partitions(self._select_partitions(partitions))
         if auto_start:
             self.start()
+
+    @property
+    def consumer_id(self):
+        """The id written into the metadata of each commit (pykafka's; b"" unless set, as a
+        balanced consumer sets it for the consumer of its partitions)."""
+        return self._consumer_id
+
+    @consumer_id.setter
+    def consumer_id(self, value):
+        self._consumer_id = value
+        self._metadata = commit_metadata(value)
+
+    @property
+    def generation_id(self):
+        """pykafka's generation id of group requests (kept, not sent: librdkafka commits as a
+        consumer outside the group's generations)."""
+        return self._generation_id
+
+    @generation_id.setter
+    def generation_id(self, value):
+        self._generation_id = value
+
+    def _commit_metadata(self):
+        return self._metadata
+
+    # -- pykafka's private state, for programs that read it ------------------------------------
+
+    @property
+    def _partitions(self):
+        """pykafka's ``{Partition: OwnedPartition}`` (a compatibility shim: live views of this
+        consumer's positions; see :class:`OwnedPartition`)."""
+        return {op.partition: op for op in self._partitions_by_id.values()}
+
+    @property
+    def _partitions_by_id(self):
+        """pykafka's ``{partition_id: OwnedPartition}`` (a compatibility shim)."""
+        owned = self._owned_partitions
+        for pid in list(owned):
+            if pid not in self._held or owned[pid].partition is not self._held[pid]:
+                del owned[pid]
+        for pid, partition in self._held.items():
+            if pid not in owned:
+                owned[pid] = OwnedPartition(partition, self)
+        return dict(sorted(owned.items()))
 
     def _select_partitions(self, partitions):
         everything = self._topic.partitions
@@ -100,37 +162,30 @@ class SimpleConsumer(Consumer):
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self):
-        """Create the librdkafka consumer and assign the partitions at their start offsets:
-        the committed offset; else, after a ``stop()``, the offset after the last one
-        returned; else (and always with ``reset_offset_on_start``) ``auto_offset_reset``,
-        looked up with ListOffsets."""
+        """Create the librdkafka consumer and assign the partitions at their start offsets,
+        as pykafka's start does: the committed offset; else, after a ``stop()``, the offset
+        after the last one returned; else (and always with ``reset_offset_on_start``)
+        ``auto_offset_reset``, looked up with ListOffsets and, with a group, committed at
+        once (see :class:`pyrdk.consumer.Consumer`)."""
         if self._running:
             return
         self._outage = self._cluster.broker_outage()
         handle = Handle("consumer", self._config, Callbacks(on_error=self._outage.on_error),
                         closed_exc=ConsumerStoppedException, stats_callback=self._stats_callback)
         try:
-            committed = {}
-            if self._consumer_group and not self._reset_offset_on_start:
-                committed = {tp.partition: tp.offset for tp in handle.committed(
-                    [(self._topic_name, pid) for pid in self._partitions])}
-            starts = {}
+            pids = sorted(self._held)
             before = self._core.next_offsets()  # after a stop(): where it was
-            for pid in sorted(self._partitions):
-                offset = committed.get(pid, OFFSET_INVALID)
-                if offset < 0 and not self._reset_offset_on_start and before.get(pid) is not None:
-                    offset = before[pid]  # restarted: go on from where it was
-                starts[pid] = offset
-                self._core.set_next(pid, offset if offset >= 0 else None)  # None: nothing returned yet
-            starts.update(self._resolve({pid: int(self._auto_offset_reset)
-                                         for pid, offset in starts.items() if offset < 0}))
-            start_logical = logical(self._auto_offset_reset)
-            handle.assign([(self._topic_name, pid, offset if offset >= 0 else start_logical)
-                           for pid, offset in sorted(starts.items())])
+            starts, commit = self._start_offsets(handle, pids, reset=pids if self._reset_offset_on_start else (),
+                                                 known=before)
+            handle.assign([(self._topic_name, pid, offset) for pid, offset in sorted(starts.items())])
         except BaseException:
             handle.close()
             raise
         self._open(handle)
+        try:
+            self._commit(handle, commit)
+        except KafkaException as exc:  # as pykafka: the consumer starts all the same
+            log.warning("could not commit the start offsets %s: %s", commit, exc)
 
     def stop(self):
         """Commit held offsets if auto-commit is on, then close the consumer
@@ -146,3 +201,36 @@ class SimpleConsumer(Consumer):
     def __repr__(self):
         return "<pyrdk.simpleconsumer.SimpleConsumer at %#x (topic=%s, consumer_group=%s)>" % (
             id(self), self._topic_name, self._consumer_group)
+
+
+class OwnedPartition:
+    """pykafka's ``OwnedPartition``, a compatibility shim: one partition of a
+    :class:`SimpleConsumer` as programs written for pykafka read it from
+    ``consumer._partitions`` (``{Partition: OwnedPartition}``) or
+    ``consumer._partitions_by_id``. A live view of the consumer's position:
+
+    - ``partition``: the :class:`pyrdk.partition.Partition`;
+    - ``last_offset_consumed``: the last offset returned, -1 before offset 0 (pykafka's
+      value; ``held_offsets`` reports that as ``OffsetType.EARLIEST``);
+    - ``next_offset``: the next offset ``consume()`` returns (``last_offset_consumed + 1``).
+
+    To move a partition, use ``consumer.reset_offsets`` (pykafka's recipes do).
+    """
+
+    def __init__(self, partition, consumer):
+        self.partition = partition
+        self._consumer = weakref.ref(consumer)
+
+    @property
+    def last_offset_consumed(self):
+        consumer = self._consumer()
+        nxt = consumer._positions().get(self.partition.id) if consumer is not None else None
+        return -1 if nxt is None else nxt - 1
+
+    @property
+    def next_offset(self):
+        return self.last_offset_consumed + 1
+
+    def __repr__(self):
+        return "<pyrdk.simpleconsumer.OwnedPartition (partition=%d, last_offset_consumed=%d)>" % (
+            self.partition.id, self.last_offset_consumed)

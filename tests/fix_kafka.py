@@ -109,8 +109,9 @@ def fill(topic, counts):
 
 
 def commit(topic, group, offsets):
-    """Commit ``{partition id: next offset}`` for ``group``, as a pyrdk consumer does."""
-    consumer = topic.get_simple_consumer(consumer_group=group)
+    """Commit ``{partition id: next offset}`` for ``group``, as a pyrdk consumer does (one of
+    these partitions only: starting commits the start of a partition without an offset)."""
+    consumer = topic.get_simple_consumer(consumer_group=group, partitions=sorted(offsets))
     try:
         consumer.commit_offsets([(topic.partitions[pid], offset) for pid, offset in offsets.items()])
     finally:

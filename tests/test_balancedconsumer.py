@@ -137,11 +137,8 @@ def test_shares_the_group_with_a_member_registered_as_pykafka_does(zk_client, zk
 
 
 def _committed(topic, group):
-    consumer = topic.get_simple_consumer(consumer_group=group)
-    try:
-        return {pid: r.offset for pid, r in consumer.fetch_offsets()}
-    finally:
-        consumer.stop()
+    consumer = topic.get_simple_consumer(consumer_group=group, auto_start=False)
+    return {pid: r.offset for pid, r in consumer.fetch_offsets()}
 
 
 def test_offsets_are_committed_in_kafka_and_resumed(zk_client, topic_name, group_name):
@@ -196,7 +193,7 @@ def test_post_rebalance_callback_sees_offsets_and_may_reset(zk_client, topic_nam
         return {0: 9}  # the last offset consumed: go on at 10
 
     with topic.get_balanced_consumer(group_name, post_rebalance_callback=callback, **FAST) as consumer:
-        assert calls == [({}, {0: -1})]
+        assert calls == [({}, {0: OffsetType.EARLIEST})]  # pykafka's held offset before offset 0
         assert sorted(drain(consumer)) == list(range(10, 20))
 
 
@@ -307,6 +304,147 @@ def test_partition_owned_elsewhere_waits_then_raises_after_retries(zk_client, zk
         assert len(drain(consumer)) > 0
     finally:
         consumer.stop()
+
+
+def test_members_started_together_back_off_instead_of_raising(zk_client, topic_name, group_name):
+    """Members joining at once claim partitions the others still hold, and each change of the
+    ownership nodes wakes them: pykafka's backoff (0, 2, 4, 6 s with the defaults) gives the
+    owners time to let go, so no PartitionOwnedError comes out of consume(), and every
+    message is read once the group settles."""
+    topic = make_topic(zk_client, topic_name, 8)
+    produce(topic, 400)
+    kwargs = dict(zookeeper_connection_timeout_ms=2000, consumer_timeout_ms=500)  # pykafka's backoff
+    members, errors, seen = [], [], []
+    lock = threading.Lock()
+
+    def member():
+        consumer = topic.get_balanced_consumer(group_name, auto_commit_enable=True,
+                                               auto_commit_interval_ms=100, **kwargs)
+        with lock:
+            members.append(consumer)
+        try:
+            deadline = time.monotonic() + PATIENCE_S
+            while time.monotonic() < deadline and len(seen) < 400:
+                for message in consumer:
+                    with lock:
+                        seen.append(int(message.value))
+        except PartitionOwnedError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=member, daemon=True) for _ in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(PATIENCE_S + 30)
+        assert errors == [], "a member gave up claiming: %s" % errors
+        assert sorted(set(seen)) == list(range(400))
+    finally:
+        for consumer in members:
+            consumer.stop()
+
+
+def test_owner_churn_does_not_use_up_the_retries(zk_client, zk, topic_name, group_name):
+    """Ownership nodes coming and going wake a member that waits for a partition; such early
+    looks do not count as pykafka's retries, so PartitionOwnedError comes only after the
+    backoff ran its course (here it does not: the partition is freed first)."""
+    topic = make_topic(zk_client, topic_name, 2)
+    produce(topic, 40)
+    owners = "/consumers/%s/owners/%s" % (group_name.decode(), topic_name)
+    taken = "%s/%d-1" % (owners, topic.partitions[1].leader.id)
+    zk.create(taken, b"someone-else", ephemeral=True, makepath=True)
+    consumer = topic.get_balanced_consumer(group_name, rebalance_max_retries=3, rebalance_backoff_ms=2000,
+                                           zookeeper_connection_timeout_ms=2000, consumer_timeout_ms=10)
+    try:
+        assert sorted(consumer.partitions) == [0]
+        for i in range(30):  # thirty wake-ups, each a claim that fails
+            zk.create("%s/churn-%d" % (owners, i), b"x", ephemeral=True)
+            zk.delete("%s/churn-%d" % (owners, i))
+            consumer.consume(block=False)
+        zk.delete(taken)
+        until(lambda: sorted(consumer.partitions) == [0, 1], "the member claims the freed partition")
+        assert len(drain(consumer)) > 0
+    finally:
+        consumer.stop()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the dying worker
+def test_a_member_whose_reading_thread_died_leaves_the_group(zk_client, topic_name, group_name):
+    """A worker thread that dies (an exception out of consume(), say) leaves its member
+    holding partitions nothing reads: the member gives them back and leaves the group; a
+    new call to consume() joins again."""
+    topic = make_topic(zk_client, topic_name, 4)
+    produce(topic, 200)
+    orphan = topic.get_balanced_consumer(group_name, **FAST)
+    other = topic.get_balanced_consumer(group_name, **FAST)
+    try:
+        until(lambda: len(orphan.partitions) == 2 and len(other.partitions) == 2, "two members share")
+        read = []
+
+        def worker():
+            read.append(orphan.consume())
+            raise RuntimeError("the worker dies")
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+        assert read and read[0] is not None
+        until(lambda: len(other.partitions) == 4 and not orphan.partitions,
+              "the other member takes the orphaned partitions")
+        rest = drain(other)
+        # The message the dead worker got was finished (it called nothing after): its
+        # partition's commit may include it, but every other message is read.
+        assert set(rest) | {int(read[0].value)} == set(range(200))
+        joined = threading.Thread(target=lambda: orphan.consume())
+        joined.start()
+        joined.join()
+        until(lambda: len(orphan.partitions) == 2 and len(other.partitions) == 2, "it joins again")
+    finally:
+        orphan.stop()
+        other.stop()
+
+
+@pytest.mark.parametrize("auto_commit", [True, False])
+def test_stop_commits_as_pykafka(zk_client, topic_name, group_name, auto_commit):
+    """With auto-commit, stop() commits the message last returned as done (pykafka's
+    SimpleConsumer.stop() commits held + 1); without, it commits what the program finished
+    (the last message returned is not finished until the next call)."""
+    topic = make_topic(zk_client, topic_name, 1)
+    produce(topic, 10)
+    consumer = topic.get_balanced_consumer(group_name, auto_commit_enable=auto_commit,
+                                           auto_commit_interval_ms=60000, **FAST)
+    got = [consumer.consume() for _ in range(3)]
+    consumer.stop()
+    assert [m.offset for m in got] == [0, 1, 2]
+    assert _committed(topic, group_name) == {0: 3 if auto_commit else 2}
+
+
+def test_consume_batch_seek_pause_and_resume(zk_client, topic_name, group_name):
+    topic = make_topic(zk_client, topic_name, 2)
+    with topic.get_producer(linger_ms=5, partitioner=lambda parts, key: parts[int(key)]) as producer:
+        for i in range(20):
+            producer.produce(b"%d" % i, partition_key=b"%d" % (i % 2))
+    with topic.get_balanced_consumer(group_name, **FAST) as consumer:
+        batch = []
+        deadline = time.monotonic() + PATIENCE_S
+        while len(batch) < 20 and time.monotonic() < deadline:
+            batch += consumer.consume_batch(max_messages=7, timeout_ms=500)
+        assert sorted(int(m.value) for m in batch) == list(range(20))
+        assert consumer.consume_batch(5, timeout_ms=200) == []
+        consumer.seek(topic.partitions[0], 8)  # partition 0 holds 0, 2, ..., 18 at offsets 0..9
+        consumer.pause([1])
+        consumer.seek(1, 0)
+        again = consumer.consume_batch(100, timeout_ms=1000)
+        assert sorted((m.partition_id, m.offset) for m in again) == [(0, 8), (0, 9)]
+        assert consumer.consume_batch(100, timeout_ms=300) == []  # partition 1 is paused
+        consumer.resume()
+        assert sorted(m.offset for m in consumer.consume_batch(100, timeout_ms=1000)) == list(range(10))
+        with pytest.raises((TypeError, ValueError)):
+            consumer.consume_batch(0)
+        with pytest.raises(ValueError):
+            consumer.pause([5])
+    # stop() commits what the program finished: the last batch (partition 1's) is not
+    assert _committed(topic, group_name) == {0: 10, 1: 0}
 
 
 def test_forced_session_expiry_never_leaves_two_owners(zk_client, zk, topic_name, group_name):

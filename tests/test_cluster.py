@@ -228,8 +228,27 @@ def test_group_offsets_committed_and_fetched_with_pykafkas_requests(client, topi
     # a consumer of the group starts where the commit says
     consumer = topic.get_simple_consumer(consumer_group=group_name, partitions=[0], consumer_timeout_ms=500)
     assert list(consumer) == []
-    assert consumer.fetch_offsets() == [(0, (latest[0], 0))]
+    assert [(p, r.offset, r.err) for p, r in consumer.fetch_offsets()] == [(0, latest[0], 0)]
     consumer.stop()
+
+
+@pytest.mark.mock
+def test_group_offsets_carry_their_metadata(mock_cluster):
+    """A PartitionOffsetCommitRequest's metadata is written into the commit and read back
+    (librdkafka's mock cluster keeps it; Tansu does not return it)."""
+    from pyrdk.protocol import PartitionOffsetCommitRequest, PartitionOffsetFetchRequest
+    name = unique_name("mock")
+    mock_cluster.create_topic(name, 2)
+    group = unique_name("group").encode()
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers) as client:
+        broker = next(iter(client.brokers.values()))  # the mock cluster answers no DescribeGroups
+        broker.commit_consumer_group_offsets(group, -1, b"", [
+            PartitionOffsetCommitRequest(name, 0, 3, 0, b'{"consumer_id": "tools"}'),
+            PartitionOffsetCommitRequest(name, 1, 4, 0, "as str")])
+        fetched = broker.fetch_consumer_group_offsets(group, [PartitionOffsetFetchRequest(name, p) for p in (0, 1)])
+        assert fetched.topics[name.encode()] == {0: (3, b'{"consumer_id": "tools"}', 0), 1: (4, b"as str", 0)}
+        with pytest.raises(TypeError, match="metadata"):
+            broker.commit_consumer_group_offsets(group, -1, b"", [PartitionOffsetCommitRequest(name, 0, 3, 0, 5)])
 
 
 def test_group_offset_requests_are_checked(client, topic, group_name):

@@ -5,6 +5,8 @@ assignment; a partition seen with two owners in one consistent snapshot is a vio
 Tansu holds a second JoinGroup until the rebalance timeout (``max.poll.interval.ms``), so
 members here use short session and poll timeouts.
 """
+import json
+import socket
 import time
 
 import pytest
@@ -16,7 +18,7 @@ from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
 from pyrdk.membershipprotocol import CooperativeStickyProtocol, RoundRobinProtocol
 from pyrdk.partitioners import hashing_partitioner
 from pyrdk.rd.mock import ApiKey
-from tests.fix_kafka import make_topic, unique_name
+from tests.fix_kafka import make_topic, tansu_gap, unique_name
 from tests.fleet import PATIENCE_S, Fleet
 
 # Short timeouts so that crashes and rejoins settle in seconds (see the module docstring).
@@ -260,7 +262,7 @@ def test_post_rebalance_callback_sees_offsets_and_chooses_where_to_start(client,
     with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
                                      post_rebalance_callback=post_rebalance, **GROUP) as consumer:
         assert consumer.consume().offset == 6
-    assert calls == [({}, {0: -1})]
+    assert calls == [({}, {0: OffsetType.EARLIEST})]  # pykafka's held offset before offset 0
 
 
 class Failing(Recorder):
@@ -303,7 +305,7 @@ def test_stop_commits_held_offsets_only_with_auto_commit(client, topic_name, gro
 
 
 @pytest.mark.kafka
-def test_reset_offset_on_start_ignores_the_commit(client, topic_name, group_name):
+def test_reset_offset_on_start_ignores_the_commit_and_commits_the_reset(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     produce_keyed(topic, 10)
     with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
@@ -316,7 +318,7 @@ def test_reset_offset_on_start_ignores_the_commit(client, topic_name, group_name
         assert consumer.consume().offset == 0
     with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
                                      **GROUP) as consumer:
-        assert consumer.consume().offset == 5  # the first one's commit
+        assert consumer.consume().offset == 0  # the reset was committed at once, as pykafka does
 
 
 # -- Tansu's UNKNOWN_MEMBER_ID, reproduced on the mock cluster --------------------------------------
@@ -409,3 +411,86 @@ def test_membership_protocols_map_to_assignment_strategies(topic, group_name):
 def test_unknown_keyword_is_a_type_error(topic, group_name):
     with pytest.raises(TypeError, match="unexpected keyword arguments: no_such_option"):
         topic.get_balanced_consumer(group_name, managed=True, no_such_option=1)
+
+
+# -- Kafka 4's consumer group protocol (KIP-848) ---------------------------------------------------
+
+def read_all(consumers, n):
+    """Consume from each in turn until ``n`` messages came back (bounded); the messages."""
+    got = []
+    deadline = time.monotonic() + PATIENCE_S
+    while len(got) < n and time.monotonic() < deadline:
+        for consumer in consumers:
+            got.extend(consumer.consume_batch(100, 100))
+    return got
+
+
+@pytest.mark.mock
+def test_consumer_group_protocol_splits_the_partitions(mock_cluster, mock_client):
+    """group_protocol="consumer" (librdkafka's mock cluster speaks KIP-848): the broker
+    assigns, incrementally, and none of the classic-only properties is sent."""
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 4)
+    topic = mock_client.topics[name]
+    with topic.get_producer(linger_ms=5) as producer:
+        for i in range(40):
+            producer.produce(b"%d" % i)
+    group = unique_name("group").encode()
+    first = topic.get_balanced_consumer(group, managed=True, group_protocol="consumer")
+    assert first._config["group.protocol"] == "consumer" and first._config["group.remote.assignor"] == "range"
+    assert not {"session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"} & set(first._config)
+    second = None
+    try:
+        got = read_all([first], 20)
+        second = topic.get_balanced_consumer(group, managed=True, group_protocol="consumer")
+        deadline = time.monotonic() + PATIENCE_S
+        while (len(first.partitions), len(second.partitions)) != (2, 2) and time.monotonic() < deadline:
+            got.extend(first.consume_batch(100, 50) + second.consume_batch(100, 50))
+        assert sorted(list(first.partitions) + list(second.partitions)) == [0, 1, 2, 3]
+        got.extend(read_all([first, second], 40 - len(got)))
+        assert sorted(int(m.value) for m in got) == list(range(40)), "a message was lost or came twice"
+        first.commit_offsets()
+        assert all(json.loads(res.metadata)["consumer_id"] == first.member_id
+                   for _, res in first.fetch_offsets())
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+def test_group_protocol_is_checked_and_read_from_rdkafka_config(topic, group_name):
+    consumer = topic.get_balanced_consumer(group_name, managed=True, auto_start=False,
+                                           rdkafka_config={"group.protocol": "consumer"})
+    assert "session.timeout.ms" not in consumer._config
+    with pytest.raises(ValueError, match="group_protocol"):
+        topic.get_balanced_consumer(group_name, managed=True, group_protocol="zookeeper")
+
+
+@pytest.mark.kafka
+@tansu_gap("the consumer group protocol (KIP-848, ConsumerGroupHeartbeat) assigns no partition")
+def test_consumer_group_protocol_on_the_broker(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 2)
+    produce_keyed(topic, 4)
+    with topic.get_balanced_consumer(group_name, managed=True, group_protocol="consumer") as consumer:
+        got = []
+        deadline = time.monotonic() + 20  # a bound: Tansu never assigns
+        while len(got) < 4 and time.monotonic() < deadline:
+            got.extend(consumer.consume_batch(10, 200))
+        assert len(got) == 4
+
+
+# -- commit metadata -------------------------------------------------------------------------------
+
+@pytest.mark.mock
+def test_commits_name_the_member_in_their_metadata(mock_cluster, mock_client):
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 1)
+    topic = mock_client.topics[name]
+    with topic.get_producer(linger_ms=5) as producer:
+        producer.produce(b"v")
+    with topic.get_balanced_consumer(unique_name("group").encode(), managed=True, **FAST) as consumer:
+        assert consumer.consume_batch(1, PATIENCE_S * 1000)
+        consumer.commit_offsets()
+        [(pid, res)] = consumer.fetch_offsets()
+        assert res.offset == 1
+        assert json.loads(res.metadata) == {"consumer_id": consumer.member_id, "hostname": socket.gethostname()}

@@ -1053,3 +1053,46 @@ def test_stop_with_a_dead_broker_reports_queued_messages(mock_cluster, mock_topi
     assert sorted(m.value for m, _ in exc.failed) == sorted(values)
     assert all(isinstance(e, KafkaException) for _, e in exc.failed)
     mock_cluster.set_broker_rtt(-1, 0)
+
+
+# -- pykafka's private names -----------------------------------------------------------------------
+
+@pytest.mark.kafka
+def test_wait_all_delivers_what_lingers_without_stopping(topic, kafka_hosts, topic_name):
+    with topic.get_producer(linger_ms=60000) as producer:  # a minute of linger
+        sent = [producer.produce(b"w%d" % i) for i in range(50)]
+        producer._wait_all()
+        assert len(producer) == 0 and all(m.offset >= 0 for m in sent)
+        back = read_back(kafka_hosts, topic_name, 50)
+        assert sorted(m.value() for m in back) == sorted(m.value for m in sent)
+    producer._wait_all()  # stopped: nothing is pending
+
+
+@pytest.mark.mock
+def test_wait_all_raises_failed_deliveries(mock_cluster, mock_topic):
+    producer = mock_topic.get_producer(max_retries=0, linger_ms=60000)
+    try:
+        warm(producer)
+        mock_cluster.push_request_errors(ApiKey.Produce, *[MESSAGE_TOO_LARGE] * 20)  # every request
+        sent = [producer.produce(b"gone-%d" % i) for i in range(5)]
+        with pytest.raises(ProduceFailureError) as info:
+            producer._wait_all()
+        assert sorted(m.value for m, _ in info.value.failed) == sorted(m.value for m in sent)
+    finally:
+        producer.stop()
+
+
+@pytest.mark.kafka
+def test_owned_brokers_for_programs_that_read_them(topic):
+    from pyrdk.producer import OwnedBroker
+    with topic.get_producer(linger_ms=60000) as producer:
+        owned = producer._owned_brokers
+        leaders = {p.leader.id for p in topic.partitions.values()}
+        assert set(owned) == leaders and all(isinstance(o, OwnedBroker) for o in owned.values())
+        broker = next(iter(owned.values()))
+        assert broker.running and not broker.message_is_pending()
+        producer.produce(b"lingering")
+        assert broker.message_is_pending() and broker.messages_pending == 1
+        producer._wait_all()
+        assert not broker.message_is_pending()
+    assert not broker.running

@@ -1,12 +1,15 @@
 """SimpleConsumer against a real broker (Tansu) and librdkafka's mock cluster.
 
 pykafka's offset conventions are the contract here: ``held_offsets`` is the last offset
-returned, ``commit_offsets()`` commits held + 1, ``reset_offsets`` with an int ``o``
-makes ``o`` the last consumed (the next message is ``o + 1``), ``seek(p, o)`` makes ``o``
-the next one. Every test makes its own topic and group.
+returned (``OffsetType.EARLIEST`` where that is -1), ``commit_offsets()`` commits held + 1,
+a start from ``auto_offset_reset`` is committed at once with a group, ``reset_offsets`` with
+an int ``o`` makes ``o`` the last consumed (the next message is ``o + 1``), ``seek(p, o)``
+makes ``o`` the next one. Every test makes its own topic and group.
 """
 import datetime
 import gc
+import json
+import socket
 import sys
 import threading
 import time
@@ -19,7 +22,7 @@ from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, Grou
                               KafkaException, OffsetOutOfRangeError, UnknownMemberId,
                               UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
-from tests.fix_kafka import tansu_gap, unique_name
+from tests.fix_kafka import commit, tansu_gap, unique_name
 
 # Upper bound on waiting for something that must happen; never asserted on.
 PATIENCE_S = 30
@@ -195,7 +198,8 @@ def test_headers_come_back_whatever_the_value_length(topic):
 def test_held_offsets_are_the_last_returned(topic):
     produce(topic, [b"a", b"b", b"c"], partition=2)
     with topic.get_simple_consumer(consumer_timeout_ms=1000) as consumer:
-        assert consumer.held_offsets == {0: -1, 1: -1, 2: -1, 3: -1}
+        # pykafka's answer before the first message of a log starting at 0: EARLIEST
+        assert consumer.held_offsets == {0: OffsetType.EARLIEST, 1: -2, 2: -2, 3: -2}
         got = take(consumer, 2)
         assert [m.offset for m in got] == [0, 1]
         assert consumer.held_offsets[2] == 1
@@ -212,7 +216,7 @@ def test_iteration_counts_every_message_handed_out(topic, group_name):
         got = list(consumer)
         assert consumer.held_offsets == {0: 19, 1: 19}
     with topic.get_simple_consumer(partitions=[0, 1], consumer_timeout_ms=1000) as consumer:
-        last = {0: -1, 1: -1}
+        last = {0: -2, 1: -2}
         for m in consumer:
             last[m.partition_id] = m.offset
             assert consumer.held_offsets == last
@@ -326,8 +330,9 @@ def test_commit_then_a_new_consumer_resumes_there(topic, group_name):
         part1 = take(first, 17)
         held = first.held_offsets
         first.commit_offsets()
-        # commit_offsets() commits held + 1: the next offset to read.
-        assert committed(first) == {pid: (off + 1 if off >= 0 else -1) for pid, off in held.items()}
+        # commit_offsets() commits held + 1 (the next offset to read) for every partition; a
+        # partition with nothing returned yet holds -2 (EARLIEST), and its commit is 0.
+        assert committed(first) == {pid: (off + 1 if off >= 0 else 0) for pid, off in held.items()}
     with topic.get_simple_consumer(consumer_group=group_name, consumer_timeout_ms=1000) as second:
         part2 = drain(second)
     seen = [(m.partition_id, m.offset) for m in part1 + part2]
@@ -335,7 +340,7 @@ def test_commit_then_a_new_consumer_resumes_there(topic, group_name):
     assert sorted(seen) == sorted((m.partition_id, m.offset) for m in sent), "a message was lost"
     # The second consumer starts right after what the first one held.
     for pid, offsets in offsets_by_partition(part2).items():
-        assert offsets[0] == held[pid] + 1
+        assert offsets[0] == (held[pid] + 1 if held[pid] >= 0 else 0)
 
 
 @pytest.mark.kafka
@@ -359,7 +364,7 @@ def test_commit_offsets_rejects_bad_offsets(topic, group_name):
                 consumer.commit_offsets([(0, bad)])
         with pytest.raises((ValueError, KafkaException)):
             consumer.commit_offsets([(7, 1)])
-        assert committed(consumer) == {0: -1, 1: -1, 2: -1, 3: -1}
+        assert committed(consumer) == {0: 0, 1: 0, 2: 0, 3: 0}  # the start, committed by start()
 
 
 @pytest.mark.kafka
@@ -406,8 +411,8 @@ def test_without_auto_commit_stop_commits_nothing(topic, group_name):
     produce(topic, [b"v%d" % i for i in range(5)], partition=0)
     with topic.get_simple_consumer(consumer_group=group_name, partitions=[0]) as consumer:
         take(consumer, 5)
-    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0]) as reader:
-        assert committed(reader) == {0: -1}
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0], auto_start=False) as reader:
+        assert committed(reader) == {0: 0}  # what start() committed; not the 5 messages read
 
 
 @pytest.mark.kafka
@@ -450,6 +455,131 @@ def test_auto_offset_reset_latest_starts_at_the_end_for_a_new_group(topic, group
 def test_auto_offset_reset_is_validated(topic):
     with pytest.raises(ValueError, match="auto_offset_reset"):
         topic.get_simple_consumer(auto_offset_reset=0)
+
+
+# -- pykafka's offset states ---------------------------------------------------------------------
+
+def metadata_of(consumer):
+    return {pid: res.metadata for pid, res in consumer.fetch_offsets()}
+
+
+@pytest.mark.kafka
+def test_a_new_group_starts_at_auto_offset_reset_and_commits_it(topic, group_name):
+    # pykafka's start(): fetch_offsets() finds nothing committed, resets to auto_offset_reset
+    # (ListOffsets: the offset found - 1) and commits that at once.
+    produce(topic, [b"v%d" % i for i in range(5)], partition=0, sync=True)
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0, 1]) as consumer:
+        assert consumer.held_offsets == {0: OffsetType.EARLIEST, 1: OffsetType.EARLIEST}
+        assert committed(consumer) == {0: 0, 1: 0}
+    other = unique_name("group").encode()
+    with topic.get_simple_consumer(consumer_group=other, partitions=[0, 1],
+                                   auto_offset_reset=OffsetType.LATEST) as consumer:
+        assert consumer.held_offsets == {0: 4, 1: OffsetType.EARLIEST}  # log ends 5 and 0
+        assert committed(consumer) == {0: 5, 1: 0}
+
+
+@pytest.mark.kafka
+def test_reset_offset_on_fetch_false_keeps_start_up_read_only(topic, group_name):
+    produce(topic, [b"v%d" % i for i in range(3)], partition=0, sync=True)
+    commit_first = topic.get_simple_consumer(consumer_group=group_name, partitions=[1], auto_start=False)
+    assert committed(commit_first) == {1: -1}
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0, 1], consumer_timeout_ms=1000,
+                                   reset_offset_on_fetch=False) as consumer:
+        assert consumer.held_offsets == {0: -2, 1: -2}
+        assert committed(consumer) == {0: -1, 1: -1}
+        assert [m.offset for m in drain(consumer)] == [0, 1, 2]
+        consumer.commit_offsets([(0, 2)])
+    # Committed offsets are where it starts (pykafka 2.8 ignored them with
+    # reset_offset_on_fetch=False and started at 0).
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0], consumer_timeout_ms=1000,
+                                   reset_offset_on_fetch=False) as consumer:
+        assert consumer.held_offsets == {0: 1}
+        assert [m.offset for m in drain(consumer)] == [2]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("reset_to", [OffsetType.EARLIEST, OffsetType.LATEST])
+def test_reset_offset_on_start_is_held_and_committed_at_once(topic, group_name, reset_to):
+    produce(topic, [b"v%d" % i for i in range(6)], partition=0, sync=True)
+    commit(topic, group_name, {0: 3})
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0], reset_offset_on_start=True,
+                                   auto_offset_reset=reset_to) as consumer:
+        if reset_to == OffsetType.EARLIEST:
+            assert consumer.held_offsets == {0: OffsetType.EARLIEST} and committed(consumer) == {0: 0}
+        else:
+            assert consumer.held_offsets == {0: 5} and committed(consumer) == {0: 6}
+
+
+@pytest.mark.kafka
+def test_after_a_commit_fetch_offsets_is_held_offsets_plus_one(topic, group_name):
+    produce(topic, [b"v%d" % i for i in range(8)], partition=2)
+    with topic.get_simple_consumer(consumer_group=group_name, consumer_timeout_ms=1000) as consumer:
+        take(consumer, 5)
+        consumer.commit_offsets()
+        held = consumer.held_offsets
+        assert held[2] == 4 and held[0] == OffsetType.EARLIEST
+        # pykafka's relation, partition by partition: committed - 1 is held (-1 is EARLIEST)
+        assert {pid: held_of(offset) for pid, offset in committed(consumer).items()} == held
+
+
+def held_of(committed_offset):
+    return OffsetType.EARLIEST if committed_offset - 1 == -1 else committed_offset - 1
+
+
+@pytest.mark.kafka
+def test_fetch_offsets_before_start_reads_and_changes_nothing(topic, group_name):
+    """pykafka's lag recipe: a consumer made with auto_start=False answers fetch_offsets(),
+    and (unlike pykafka with reset_offset_on_fetch=True) commits nothing for the group."""
+    commit(topic, group_name, {1: 7})
+    consumer = topic.get_simple_consumer(consumer_group=group_name, auto_start=False)
+    answer = consumer.fetch_offsets()
+    assert [pid for pid, _ in answer] == [0, 1, 2, 3]
+    assert [(res.offset, res.err) for _, res in answer] == [(-1, 0), (7, 0), (-1, 0), (-1, 0)]
+    assert all(isinstance(res.metadata, bytes) for _, res in answer)
+    assert committed(consumer) == {0: -1, 1: 7, 2: -1, 3: -1}
+    assert consumer.held_offsets == {}  # not started: nothing is held
+    consumer.stop()  # a consumer never started stops quietly
+
+
+@pytest.mark.mock
+def test_commits_carry_pykafkas_metadata(mock_cluster, mock_client):
+    topic = mock_topic(mock_cluster, mock_client, 2)
+    produce(topic, [b"v"], partition=0)
+    group = unique_name("group").encode()
+    # consumer_id= is ignored, as in pykafka 2.8 (deprecated since 2.7)
+    with topic.get_simple_consumer(consumer_group=group, consumer_id=b"ignored", generation_id=3) as consumer:
+        assert (consumer.consumer_id, consumer.generation_id) == (b"", -1)
+        expected = json.dumps({"consumer_id": "", "hostname": socket.gethostname()}).encode()
+        assert metadata_of(consumer) == {0: expected, 1: expected}  # the commit of the start
+        consumer.consumer_id = b"worker-7"  # as a balanced consumer names its SimpleConsumer
+        take(consumer, 1)
+        consumer.commit_offsets()
+        assert json.loads(metadata_of(consumer)[0]) == {"consumer_id": "worker-7",
+                                                        "hostname": socket.gethostname()}
+
+
+@pytest.mark.kafka
+@tansu_gap("offset-commit metadata is not returned by OffsetFetch")
+def test_commits_carry_pykafkas_metadata_on_the_broker(topic, group_name):
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0]) as consumer:
+        assert json.loads(metadata_of(consumer)[0] or b"null") == {"consumer_id": "",
+                                                                   "hostname": socket.gethostname()}
+
+
+@pytest.mark.kafka
+def test_owned_partitions_for_programs_that_read_them(topic):
+    from pyrdk.simpleconsumer import OwnedPartition
+    produce(topic, [b"v%d" % i for i in range(4)], partition=1)
+    with topic.get_simple_consumer(partitions=[0, 1], consumer_timeout_ms=1000) as consumer:
+        owned = consumer._partitions
+        assert set(owned) == {topic.partitions[0], topic.partitions[1]}
+        op = owned[topic.partitions[1]]
+        assert isinstance(op, OwnedPartition) and op.partition is topic.partitions[1]
+        assert (op.last_offset_consumed, op.next_offset) == (-1, 0)  # pykafka's initial values
+        take(consumer, 3)
+        assert (op.last_offset_consumed, op.next_offset) == (2, 3)  # a live view
+        assert consumer._partitions_by_id[1] is op
+        assert consumer._partitions_by_id[0].last_offset_consumed == -1
 
 
 # -- reset_offsets -----------------------------------------------------------------------------
@@ -591,8 +721,8 @@ def test_reset_offsets_rejects_bad_offsets_without_moving(topic, group_name):
         for bad in ("3", -3, -1000, 2.5, None, True, b"1"):
             with pytest.raises(ValueError, match="offset"):
                 consumer.reset_offsets([(1, 0), (0, bad)])
-        assert consumer.held_offsets == {0: 1, 1: -1}
-        assert committed(consumer) == {0: -1, 1: -1}
+        assert consumer.held_offsets == {0: 1, 1: -2}
+        assert committed(consumer) == {0: 0, 1: 0}
         assert [m.offset for m in drain(consumer)] == [2, 3, 4, 5]
 
 
@@ -605,9 +735,46 @@ def test_reset_offsets_rejects_unknown_partitions_without_moving(topic, group_na
         for bad in (2, 99, "0"):
             with pytest.raises((ValueError, KafkaException), match="partition"):
                 consumer.reset_offsets([(0, 0), (bad, 0)])
-        assert consumer.held_offsets == {0: 0, 1: -1}
-        assert committed(consumer) == {0: -1, 1: -1}
+        assert consumer.held_offsets == {0: 0, 1: -2}
+        assert committed(consumer) == {0: 0, 1: 0}
         assert [m.offset for m in drain(consumer)] == [1, 2, 3]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("reset_to", [OffsetType.EARLIEST, OffsetType.LATEST])
+def test_reset_offsets_past_the_end_moves_to_auto_offset_reset(topic, group_name, reset_to):
+    """A position past the end ends, at the next consume(), where auto_offset_reset says (Tansu
+    answers such a fetch with no records rather than OFFSET_OUT_OF_RANGE: the consumer sees it
+    from the high watermark), and that position is committed, as pykafka's reset does."""
+    produce(topic, [b"v%d" % i for i in range(5)], partition=0, sync=True)
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0], consumer_timeout_ms=1000,
+                                   auto_offset_reset=reset_to) as consumer:
+        consumer.reset_offsets([(0, 99)])
+        assert consumer.held_offsets == {0: 99} and committed(consumer) == {0: 100}
+        if reset_to == OffsetType.EARLIEST:
+            assert [m.offset for m in take(consumer, 5)] == [0, 1, 2, 3, 4]
+        else:
+            assert drain(consumer) == []
+            assert consumer.held_offsets == {0: 4} and committed(consumer) == {0: 5}
+            produce(topic, [b"after"], partition=0, sync=True)
+            assert [(m.offset, m.value) for m in take(consumer, 1)] == [(5, b"after")]
+
+
+@pytest.mark.kafka
+def test_past_the_end_raises_with_auto_offset_reset_error(topic):
+    produce(topic, [b"v%d" % i for i in range(3)], partition=0, sync=True)
+    with topic.get_simple_consumer(partitions=[0], consumer_timeout_ms=-1,
+                                   rdkafka_config={"auto.offset.reset": "error"}) as consumer:
+        assert len(take(consumer, 3)) == 3
+        consumer.seek(0, 50)
+        watchdog = threading.Event()
+        timer = threading.Timer(PATIENCE_S, watchdog.set)
+        timer.start()
+        try:
+            with pytest.raises(OffsetOutOfRangeError, match="past the end"):
+                consumer.consume(unblock_event=watchdog)
+        finally:
+            timer.cancel()
 
 
 # -- seek, pause / resume, batches -------------------------------------------------------------
@@ -672,7 +839,7 @@ def test_one_iterator_follows_pause_and_seek_made_while_it_runs(topic):
         held = consumer.held_offsets
         for pid in (0, 1):
             mine = [m.offset for m in first if m.partition_id == pid]
-            assert held.get(pid, -1) == (mine[-1] if mine else -1)
+            assert held[pid] == (mine[-1] if mine else -2)
         consumer.pause([0])
         consumer.seek(1, 10)
         rest = list(it)
@@ -753,12 +920,14 @@ def test_consume_after_stop_raises(topic, group_name):
     consumer.stop()
     consumer.stop()  # twice is fine
     for call in (consumer.consume, lambda: consumer.consume(block=False), consumer.commit_offsets,
-                 consumer.fetch_offsets, lambda: consumer.consume_batch(5, 10),
+                 lambda: consumer.consume_batch(5, 10),
                  lambda: consumer.seek(0, 0), consumer.reset_offsets, consumer.pause):
         with pytest.raises(ConsumerStoppedException):
             call()
     with pytest.raises(ConsumerStoppedException):
         next(iter(consumer))
+    # Reading the group's offsets needs no running consumer, as in pykafka.
+    assert committed(consumer) == {0: 0, 1: 0, 2: 0, 3: 0}
 
 
 @pytest.mark.kafka
@@ -900,10 +1069,11 @@ def test_unknown_topic_raises(mock_cluster):
 
 
 @pytest.mark.mock
-def test_offset_out_of_range_without_reset_on_fetch_raises(mock_cluster, mock_client):
+def test_offset_out_of_range_with_auto_offset_reset_error_raises(mock_cluster, mock_client):
     topic = mock_topic(mock_cluster, mock_client, 1)
     produce(topic, [b"v%d" % i for i in range(5)], partition=0)
-    with topic.get_simple_consumer(reset_offset_on_fetch=False, consumer_timeout_ms=-1) as consumer:
+    with topic.get_simple_consumer(rdkafka_config={"auto.offset.reset": "error"},
+                                   consumer_timeout_ms=-1) as consumer:
         assert [m.offset for m in take(consumer, 5)] == list(range(5))
         consumer.seek(0, 1000)  # past the end: the broker answers OFFSET_OUT_OF_RANGE
         watchdog = threading.Event()
@@ -917,10 +1087,14 @@ def test_offset_out_of_range_without_reset_on_fetch_raises(mock_cluster, mock_cl
 
 
 @pytest.mark.mock
-def test_offset_out_of_range_with_reset_on_fetch_resets(mock_cluster, mock_client):
+@pytest.mark.parametrize("reset_offset_on_fetch", [True, False])
+def test_offset_out_of_range_resets(mock_cluster, mock_client, reset_offset_on_fetch):
+    # pykafka resets an out-of-range partition to auto_offset_reset whatever
+    # reset_offset_on_fetch says (that only concerns fetch_offsets()).
     topic = mock_topic(mock_cluster, mock_client, 1)
     produce(topic, [b"v%d" % i for i in range(5)], partition=0)
-    with topic.get_simple_consumer(consumer_timeout_ms=1000) as consumer:  # EARLIEST
+    with topic.get_simple_consumer(consumer_timeout_ms=1000,  # EARLIEST
+                                   reset_offset_on_fetch=reset_offset_on_fetch) as consumer:
         assert [m.offset for m in take(consumer, 5)] == list(range(5))
         consumer.seek(0, 1000)
         assert [m.offset for m in drain(consumer)] == list(range(5))
@@ -939,9 +1113,10 @@ def test_commit_retries_retriable_errors(mock_cluster, mock_client):
         with pytest.raises(GroupLoadInProgress):
             consumer.commit_offsets()
         mock_cluster.clear_request_errors(ApiKey.OffsetCommit)
-        assert committed(consumer) == {0: -1}
+        assert committed(consumer) == {0: 0}  # the start, committed by start()
     with topic.get_simple_consumer(consumer_group=group, offsets_channel_backoff_ms=10,
-                                   offsets_commit_max_retries=5) as consumer:
+                                   offsets_commit_max_retries=5, auto_offset_reset=OffsetType.EARLIEST,
+                                   reset_offset_on_start=True) as consumer:
         take(consumer, 3)
         # Each attempt eats at least one error: the sixth attempt at the latest succeeds.
         mock_cluster.push_request_errors(ApiKey.OffsetCommit, *[14] * 4)

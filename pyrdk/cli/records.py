@@ -157,6 +157,11 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
     kwargs = {"partitions": list(partitions) if partitions else None,
               "auto_offset_reset": OffsetType.LATEST if start == "latest" else OffsetType.EARLIEST,
               "reset_offset_on_start": start in ("earliest", "latest")}
+    if group and not commit:
+        # Read-only: the group's offsets are read (a start from them commits nothing), or not
+        # needed at all (another start, which a consumer of the group would commit at once).
+        group = group if start == "committed" else None
+        kwargs["reset_offset_on_fetch"] = False
     consumer = t.get_simple_consumer(consumer_group=group.encode() if group else None, **kwargs)
     line = _format(fmt, topic)
     out = click.get_text_stream("stdout")

@@ -1,10 +1,15 @@
-"""``rd_kafka_topic_partition_list_t`` ⇄ lists of ``TopicPartition``."""
+"""``rd_kafka_topic_partition_list_t`` ⇄ lists of ``TopicPartition``.
+
+``metadata`` is the commit metadata of an entry (bytes, or None): written into the entry's
+``metadata`` field, in memory from librdkafka's allocator (``rd_kafka_mem_malloc``), which the
+list frees with it; read back from what ``rd_kafka_committed`` filled in.
+"""
 import collections
 
 from pyrdk._ffi import ffi, lib, string
 
-TopicPartition = collections.namedtuple("TopicPartition", "topic partition offset error")
-TopicPartition.__new__.__defaults__ = (lib.RD_KAFKA_OFFSET_INVALID, 0)
+TopicPartition = collections.namedtuple("TopicPartition", "topic partition offset error metadata")
+TopicPartition.__new__.__defaults__ = (lib.RD_KAFKA_OFFSET_INVALID, 0, None)
 
 OFFSET_BEGINNING = lib.RD_KAFKA_OFFSET_BEGINNING
 OFFSET_END = lib.RD_KAFKA_OFFSET_END
@@ -13,7 +18,8 @@ OFFSET_INVALID = lib.RD_KAFKA_OFFSET_INVALID
 
 
 def to_c(tps):
-    """A new list (freed with the returned cdata) from ``(topic, partition[, offset])`` tuples."""
+    """A new list (freed with the returned cdata) from ``(topic, partition[, offset[, error[,
+    metadata]]])`` tuples (``TopicPartition`` among them)."""
     tps = list(tps)
     ptr = ffi.gc(lib.rd_kafka_topic_partition_list_new(max(len(tps), 1)),
                  lib.rd_kafka_topic_partition_list_destroy)
@@ -23,10 +29,29 @@ def to_c(tps):
         elem = lib.rd_kafka_topic_partition_list_add(ptr, tp[0].encode(), tp[1])
         if len(tp) > 2 and tp[2] is not None:
             elem.offset = tp[2]
+        if len(tp) > 4 and tp[4]:
+            _set_metadata(elem, tp[4])
     return ptr
+
+
+def _set_metadata(elem, data):
+    if not isinstance(data, bytes):
+        raise TypeError("commit metadata must be bytes, not %s: %r" % (type(data).__name__, data))
+    buf = lib.rd_kafka_mem_malloc(ffi.NULL, len(data))
+    if buf == ffi.NULL:
+        raise MemoryError("rd_kafka_mem_malloc(%d) failed" % len(data))
+    ffi.memmove(buf, data, len(data))
+    elem.metadata = buf
+    elem.metadata_size = len(data)
+
+
+def _metadata(elem):
+    if elem.metadata == ffi.NULL or not elem.metadata_size:
+        return None
+    return ffi.unpack(ffi.cast("char *", elem.metadata), elem.metadata_size)
 
 
 def from_c(ptr):
     """The entries of a C list as ``TopicPartition`` tuples."""
-    return [TopicPartition(string(e.topic), e.partition, e.offset, e.err)
+    return [TopicPartition(string(e.topic), e.partition, e.offset, e.err, _metadata(e))
             for e in (ptr.elems[i] for i in range(ptr.cnt))]

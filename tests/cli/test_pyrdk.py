@@ -183,6 +183,12 @@ def test_consume_as_a_group_commits_and_goes_on(kafka_hosts, client, topic_name,
     assert run(["consume", topic_name, "--group", group, "--no-commit"], kafka_hosts).out.split() == ["m3", "m4"]
     assert run(["consume", topic_name, "--group", group], kafka_hosts).out.split() == ["m3", "m4"]
     assert topic.consumer_lag(group_name)[0].committed == 5
+    # --no-commit on a new group commits nothing, not even where it started
+    fresh = unique_name("group")
+    for start in ([], ["--from", "earliest"]):
+        assert run(["consume", topic_name, "--group", fresh, "--no-commit"] + start, kafka_hosts).out.split() == \
+            ["m%d" % i for i in range(5)]
+    assert topic.consumer_lag(fresh.encode())[0].committed is None
 
 
 def _produce_until(proc, topic, what):

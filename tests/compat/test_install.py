@@ -59,6 +59,8 @@ def test_the_imports_pykafka_programs_make():
         from pykafka.protocol import (CreateTopicRequest, DeleteTopicsRequest, Message as ProtocolMessage,
                                       PartitionOffsetCommitRequest, PartitionOffsetFetchRequest)
         from pykafka.handlers import ThreadingHandler, Handler
+        from pykafka.simpleconsumer import OwnedPartition
+        from pykafka.producer import OwnedBroker
         import pykafka.cluster, pykafka.broker, pykafka.topic, pykafka.partition, pykafka.client
         assert ConnectionSslConfig is SslConfig and issubclass(Message, ProtocolMessage)
     """)

@@ -1,10 +1,7 @@
 """Programs written for pykafka 2.8 as its docs and its users write them (tests/compat/programs/),
 run unmodified after ``pyrdk.install_as_pykafka()`` (tests/compat/run.py) against the test
 broker and ZooKeeper. Each program checks its own output and prints OK; the tests check
-the exit status and what the program printed.
-
-The ones marked xfail use offset semantics and private names of pykafka that pyrdk does
-not give yet; they flip to passing (and so fail as XPASS) when it does."""
+the exit status and what the program printed."""
 import hashlib
 import json
 import os
@@ -14,7 +11,7 @@ import time
 
 import pytest
 
-from tests.fix_kafka import make_topic, unique_name
+from tests.fix_kafka import make_topic, on_tansu, tansu_gap, unique_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
@@ -129,37 +126,46 @@ def test_hashing_partitioner_places_keys_where_pykafka_did(client, kafka_hosts, 
         assert len({p for _, p in placed}) == partitions  # the check is not vacuous
 
 
-# -- recipes that need pykafka's offset semantics and private names -----------------------------
+# -- recipes on pykafka's offset semantics and private names --------------------------------------
 
-NOT_YET = "pyrdk does not give pykafka's %s yet"
+TANSU_LATEST_GAP = ("ListOffsets answers the last batch's base offset + 1 as the log end after a "
+                    "batched produce (these programs produce in batches)")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason=NOT_YET % "SimpleConsumer._partitions of OwnedPartitions")
-def test_last_n_messages_recipe(client, kafka_hosts, topic_name):
-    make_topic(client, topic_name, 2)
-    out, _ = run_program("last_n_messages.py", KAFKA_HOSTS=kafka_hosts, TOPIC=topic_name)
+@pytest.fixture(params=["tansu", "mock"])
+def any_broker(request, client, kafka_hosts):
+    """``(hosts, make_topic(name, partitions))`` of the test broker, and of librdkafka's mock
+    cluster, whose ListOffsets answers the log end right (Tansu's does not after a batch)."""
+    if request.param == "tansu":
+        if on_tansu():
+            request.applymarker(tansu_gap(TANSU_LATEST_GAP))
+        yield kafka_hosts, lambda name, partitions: make_topic(client, name, partitions)
+        return
+    mock_cluster = request.getfixturevalue("mock_cluster")
+    yield mock_cluster.bootstrap_servers, mock_cluster.create_topic
+
+
+@pytest.mark.mock
+def test_last_n_messages_recipe(any_broker, topic_name):
+    hosts, create = any_broker
+    create(topic_name, 2)
+    out, _ = run_program("last_n_messages.py", KAFKA_HOSTS=hosts, TOPIC=topic_name)
     assert "last [(0, 8), (0, 9), (1, 8), (1, 9)]" in out
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason=NOT_YET % "fetch_offsets() on a consumer made with auto_start=False")
-def test_consumer_lag_printer(client, kafka_hosts, topic_name, group_name):
-    make_topic(client, topic_name, 2)
-    out, _ = run_program("consumer_lag.py", KAFKA_HOSTS=kafka_hosts, TOPIC=topic_name,
-                         GROUP=group_name.decode())
+@pytest.mark.mock
+def test_consumer_lag_printer(any_broker, topic_name, group_name):
+    hosts, create = any_broker
+    create(topic_name, 2)
+    out, _ = run_program("consumer_lag.py", KAFKA_HOSTS=hosts, TOPIC=topic_name, GROUP=group_name.decode())
     assert "Total lag: 16 messages." in out
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason=NOT_YET % "held_offsets and fetch_offsets() after resets (EARLIEST as -2, "
-                                    "the reset committed at once)")
 def test_offset_states(client, kafka_hosts, topic_name, group_name):
     make_topic(client, topic_name, 1)
     run_program("offset_states.py", KAFKA_HOSTS=kafka_hosts, TOPIC=topic_name, GROUP=group_name.decode())
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=NOT_YET % "Producer._wait_all()")
 def test_wait_all(client, kafka_hosts, topic_name):
     make_topic(client, topic_name, 2)
     out, _ = run_program("wait_all.py", KAFKA_HOSTS=kafka_hosts, TOPIC=topic_name)

@@ -57,3 +57,14 @@ def test_non_str_topic_is_a_type_error(tp):
 def test_non_int_partition_or_offset_is_a_type_error(tp):
     with pytest.raises(TypeError):
         partitions.to_c([tp])
+
+
+def test_metadata_round_trip():
+    back = partitions.from_c(partitions.to_c([TopicPartition("t", 0, 5, metadata=b'{"a": 1}'),
+                                              ("t", 1, 6, 0, b""), ("t", 2, 7)]))
+    assert [tp.metadata for tp in back] == [b'{"a": 1}', None, None]
+
+
+def test_metadata_must_be_bytes():
+    with pytest.raises(TypeError, match="metadata"):
+        partitions.to_c([TopicPartition("t", 0, 5, metadata="text")])
