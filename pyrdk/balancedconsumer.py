@@ -875,6 +875,7 @@ class BalancedConsumer:
                     continue
                 if done:
                     self._retry_at, self._failures = None, 0
+                    self._calls.discard(PartitionOwnedError)  # every partition is claimed now
                     continue
                 if not retry_due and reasons <= {"owners"} and self._retry_at is not None:
                     continue  # a freed partition was claimed by another: the schedule stands

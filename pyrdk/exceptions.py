@@ -372,6 +372,11 @@ class CallState:
                 exc = combine(pending)
         raise exc
 
+    def discard(self, cls):
+        """Forget the kept exceptions of class ``cls``: what they said no longer holds."""
+        with self._lock:
+            self._pending = [(item, exc) for item, exc in self._pending if not isinstance(exc, cls)]
+
     def take(self):
         """Every ``(item, exception)`` pair kept, no longer kept."""
         with self._lock:

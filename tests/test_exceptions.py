@@ -45,3 +45,30 @@ def test_instance_attributes():
 
 def test_configuration_error_is_a_value_error():
     assert issubclass(exc.ConfigurationError, ValueError)
+
+
+def test_call_state_raises_each_kept_exception_once_oldest_first():
+    calls = exc.CallState()
+    first, second = ValueError("first"), KeyError("second")
+    calls.crash(first)
+    calls.crash(second, item="it")
+    assert len(calls) == 2 and calls
+    for expected in (first, second):
+        with pytest.raises(type(expected)) as info:
+            calls.check()
+        assert info.value is expected
+    calls.check()  # nothing kept any more
+    assert not calls
+
+
+def test_call_state_combines_all_or_forgets_what_no_longer_holds():
+    calls = exc.CallState()
+    calls.crash(ValueError("a"), item=1)
+    calls.crash(exc.PartitionOwnedError(None, "owned"))
+    calls.crash(ValueError("b"), item=2)
+    calls.discard(exc.PartitionOwnedError)
+    with pytest.raises(RuntimeError, match="1, 2") as info:
+        calls.check(combine=lambda pairs: RuntimeError(", ".join(str(item) for item, _ in pairs)))
+    assert not calls and info.value
+    calls.crash(ValueError("c"), item=3)
+    assert [item for item, _ in calls.take()] == [3] and not calls
