@@ -171,7 +171,8 @@ class Producer:
         self._handle = None
         self._core = None
         self._running = False
-        self._calls = CallState()  # failed deliveries nobody else was told about, and poller errors
+        self._failures = CallState()  # failed deliveries nobody else was told about
+        self._errors = CallState()  # errors of the poller thread and callbacks, raised as they are
         self._waiting = {}  # Message -> _Delivery, for the messages of a sync produce()
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -219,9 +220,9 @@ class Producer:
                 self._refresh_partitions()
             except ProducerStoppedException:
                 return
-            except BaseException as exc:  # surfaced on the next produce()/flush()/stop()
-                self._fail(None, exc)
-            if self._calls:
+            except BaseException as exc:  # raised by the next produce()/flush()/stop()
+                self._errors.crash(exc)
+            if self._errors or self._failures:
                 core.divert = True
 
     def stop(self):
@@ -255,7 +256,7 @@ class Producer:
                 self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
         if self._txn_fatal is not None:
             # The program was told (a transactional call raised it); its transaction is aborted.
-            for _, exc in self._calls.take():
+            for _, exc in self._errors.take() + self._failures.take():
                 log.warning("after the fatal error %s: %s", self._txn_fatal, exc)
             return
         self._raise_failures()
@@ -354,7 +355,8 @@ class Producer:
         self._raise_failures()
         if self._outage.since is not None:
             self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
-        self._core.divert = self._general_only or self._outage.since is not None or bool(self._calls)
+        self._core.divert = self._general_only or self._outage.since is not None or bool(self._errors) \
+            or bool(self._failures)
 
     def _hand_off(self, timeout_ms=-1, stopping=False):
         """Hand every queued message to librdkafka, waiting (up to ``timeout_ms``; -1: for
@@ -533,15 +535,18 @@ class Producer:
 
     def _fail(self, msg, exc):
         """Keep a failure nobody else was told about, for the next produce(), flush() or stop()."""
-        self._calls.crash(exc, msg)
+        self._failures.crash(exc, msg)
         core = self._core
         if core is not None:
             core.divert = True
 
     def _raise_failures(self):
+        """Raise an error of the poller thread or a callback as it is, else the failed
+        deliveries nobody was told about as one ``ProduceFailureError``."""
+        self._errors.check()
         for msg, err in self._core.refused():  # refused at hand-off: failed deliveries too
             self._report(msg, errors_exception(err))
-        self._calls.check(_produce_failure)
+        self._failures.check(_produce_failure)
 
     def _report_queue(self):
         q = getattr(self._local, "queue", None)
@@ -707,10 +712,7 @@ class Producer:
             self._txn(transaction.abort_transaction, handle, timeout_ms)
             self._in_transaction = False
             handle.dispatch_reports()  # waits for a dispatch in another thread, too
-            # Failed deliveries of the aborted transaction: moot now it is aborted.
-            for msg, exc in self._calls.take():
-                if msg is None:
-                    self._calls.crash(exc)
+            self._failures.take()  # failed deliveries of the aborted transaction: moot now
         finally:
             self._aborting = False
 
