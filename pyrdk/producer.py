@@ -176,6 +176,8 @@ class Producer:
         self._waiting = {}  # Message -> _Delivery, for the messages of a sync produce()
         self._local = threading.local()
         self._lock = threading.Lock()
+        self._entering = 0  # general-path produce() calls handing a message to librdkafka
+        self._entered = threading.Condition(self._lock)  # notified when _entering drops to 0
         self._poller = None
         if auto_start:
             self.start()
@@ -236,6 +238,7 @@ class Producer:
         handle, core = self._handle, self._core
         core.close()  # produce() now raises ProducerStoppedException
         try:
+            self._wait_entered(self._pending_timeout_ms)
             if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
                 self._abort_at_stop()
             timeout_ms = self._pending_timeout_ms
@@ -260,6 +263,16 @@ class Producer:
                 log.warning("after the fatal error %s: %s", self._txn_fatal, exc)
             return
         self._raise_failures()
+
+    def _wait_entered(self, timeout_ms):
+        """Wait (up to ``timeout_ms``; -1: for ever) until the general-path produce() calls
+        that passed their running check have handed their message over: stop() then flushes
+        it too, so every message produce() returned is delivered or reported."""
+        waited = 0
+        with self._entered:
+            while self._entering and (timeout_ms < 0 or waited < timeout_ms):
+                self._entered.wait(QUEUE_FULL_WAIT_MS / 1000.0)
+                waited += QUEUE_FULL_WAIT_MS
 
     def __enter__(self):
         self.start()
@@ -298,8 +311,24 @@ class Producer:
         """produce()'s general path: whatever the core's fast path does not take, one
         ``rd_kafka_producev`` call per message. ``partition``: the partitioner's choice if
         the fast path asked for it already."""
-        if not self._running:
-            raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
+        with self._lock:
+            if not self._running:
+                raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
+            self._entering += 1
+        try:
+            msg, done = self._hand_over(message, partition_key, timestamp, headers, partition)
+        finally:
+            with self._lock:
+                self._entering -= 1
+                if not self._entering:
+                    self._entered.notify_all()
+        if done is not None:
+            self._wait_delivered(msg, done)
+        return msg
+
+    def _hand_over(self, message, partition_key, timestamp, headers, partition):
+        """The general path's checks and its ``rd_kafka_producev``: returns the Message and,
+        for a sync producer, what its delivery report will set."""
         if self._transactional_id is not None and not self._in_transaction:
             raise TransactionStateError("produce() outside a transaction: the producer is transactional "
                                         "(transactional_id=%r); call begin_transaction() first, or produce "
@@ -334,9 +363,7 @@ class Producer:
             core.untrack(msg_id)
             self._waiting.pop(msg, None)
             raise
-        if done is not None:
-            self._wait_delivered(msg, done)
-        return msg
+        return msg, done
 
     def _partition_id(self, partition):
         """The id of the partitioner's choice, which must be one of the topic's partitions."""
