@@ -21,7 +21,11 @@ BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.
 CORE_TESTS := tests/core tests/rd tests/test_producer.py tests/test_simpleconsumer.py \
 	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py
 
+# The types first (the settings are pyproject.toml's [tool.mypy]): the package, and the stubs of
+# the C core against the built module.
 test: venv
+	$(VPY) -m mypy pyrdk
+	$(VPY) -m mypy.stubtest pyrdk._core --mypy-config-file pyproject.toml
 	PYRDK_IMPL=c $(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
 	PYRDK_IMPL=c $(VPY) -m pytest tests $(PYTEST_ARGS)
 	PYRDK_IMPL=python $(VPY) -m pytest $(CORE_TESTS) $(PYTEST_ARGS)

@@ -9,9 +9,11 @@ code still gets a class. :class:`CallState` carries an exception raised where it
 cannot see it (a librdkafka callback, a background thread) back to the caller. Pure Python:
 this module imports without the extension.
 """
+from __future__ import annotations
+
 import threading
 
-_BY_CODE = {}
+_BY_CODE: dict[int, type[KafkaException]] = {}
 
 
 class KafkaException(Exception):

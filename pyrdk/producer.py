@@ -19,6 +19,8 @@ With a ``transactional_id`` the producer is transactional (librdkafka's transact
 in librdkafka's hands -- and so in the open transaction -- when ``produce()`` returns, and
 nothing the core could still hold slips into the next transaction.
 """
+from __future__ import annotations
+
 import atexit
 import contextlib
 import datetime
@@ -43,7 +45,8 @@ from pyrdk.rd.handle import Handle
 
 log = logging.getLogger(__name__)
 
-_unstopped = weakref.WeakSet()  # started and not stopped: stopped at exit, so nothing queued is lost
+# Started and not stopped: stopped at exit, so nothing queued is lost.
+_unstopped: weakref.WeakSet[Producer] = weakref.WeakSet()
 
 POLL_MS = 100
 QUEUE_FULL_WAIT_MS = 10
