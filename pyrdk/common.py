@@ -10,10 +10,7 @@ import collections
 import datetime
 import enum
 import queue
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
-
-if TYPE_CHECKING:
-    from pyrdk.partition import Partition
+from typing import Any, Optional, TypeVar, Union
 
 _Int = TypeVar("_Int", bound=int)
 
@@ -78,7 +75,7 @@ class Message(metaclass=abc.ABCMeta):
 
     def __init__(self, value: Any, partition_key: Any = None, partition_id: int = -1, offset: int = -1,
                  timestamp: Optional[int] = None, headers: Optional[list[tuple[str, Optional[bytes]]]] = None,
-                 partition: Optional[Partition] = None, topic: Optional[str] = None, timestamp_type: int = 0,
+                 partition: Any = None, topic: Optional[str] = None, timestamp_type: int = 0,
                  compression_type: CompressionType = CompressionType.NONE, produce_attempt: int = 0,
                  delivery_report_q: Optional[queue.Queue[Any]] = None) -> None:
         self.value = value
@@ -190,7 +187,7 @@ class SslConfig:
     """
 
     def __init__(self, cafile: str, certfile: Optional[str] = None, keyfile: Optional[str] = None,
-                 password: Optional[str | bytes] = None) -> None:
+                 password: Optional[Union[str, bytes]] = None) -> None:
         self.cafile = cafile
         self.certfile = certfile
         self.keyfile = keyfile
