@@ -75,11 +75,11 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk import _loader, common
 from pyrdk.core import pure
+from pyrdk.core.pure import _Partition
 from pyrdk.rd import handle as rd_handle
 
 if TYPE_CHECKING:
     from pyrdk import _core
-    from pyrdk.partition import Partition
 
 # The two implementations of each core (the interface: this module's docs, and pyrdk/_core.pyi).
 ProducerCore = Union["_core.ProducerCore", pure.ProducerCore]
@@ -128,8 +128,8 @@ def librdkafka_version() -> rd_handle.LibrdkafkaVersion:
     return rd_handle.librdkafka_version(implementation)
 
 
-def producer_core(handle: rd_handle.Handle, topic: str, partitions: list[tuple[int, Partition]],
-                  partitioner: Optional[Callable[[list[Partition], Any], Partition]],
+def producer_core(handle: rd_handle.Handle, topic: str, partitions: list[tuple[int, _Partition]],
+                  partitioner: Optional[Callable[[list[_Partition], Any], _Partition]],
                   compression: common.CompressionType, max_size: int, batch: int, report_all: bool,
                   general: Callable[..., common.Message]) -> ProducerCore:
     """A new producer core for ``topic`` on the producer ``Handle`` (see the module's docs); its
@@ -142,7 +142,7 @@ def producer_core(handle: rd_handle.Handle, topic: str, partitions: list[tuple[i
                              report_all, general, start)
 
 
-def consumer_core(partitions: dict[int, Partition]) -> ConsumerCore:
+def consumer_core(partitions: dict[int, _Partition]) -> ConsumerCore:
     """A new consumer core, its Messages naming ``partitions[id]`` (a dict) as their partition."""
     if _c is not None:
         return _c.ConsumerCore(partitions)

@@ -14,15 +14,18 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Optional
 
-if TYPE_CHECKING:
-    from pyrdk.common import CompressionType
-    from pyrdk.partition import Partition
-    from pyrdk.rd.handle import Handle
-
 from pyrdk.common import Message
 from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors
 from pyrdk.rd.message import messages_of
+
+if TYPE_CHECKING:
+    from pyrdk.common import CompressionType
+    from pyrdk.rd.handle import Handle
+
+# A pyrdk.partition.Partition: the core holds it for its Messages and never looks inside
+# (nor may it import that module: tests/test_layering.py).
+_Partition = Any
 
 BATCH_AT_ONCE = 256  # the most messages handed to one rd_kafka_produce_batch call
 # More than librdkafka's record overhead (RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD, 36 bytes): a
@@ -44,8 +47,8 @@ def _bytes_or_none(data: Any) -> bool:
 class ProducerCore:
     """The producer's core (see :mod:`pyrdk.core`)."""
 
-    def __init__(self, handle: Handle, topic: str, partitions: Iterable[tuple[int, Partition]],
-                 partitioner: Optional[Callable[[list[Partition], Any], Partition]], compression: CompressionType,
+    def __init__(self, handle: Handle, topic: str, partitions: Iterable[tuple[int, _Partition]],
+                 partitioner: Optional[Callable[[list[_Partition], Any], _Partition]], compression: CompressionType,
                  max_size: int, batch: int, report_all: bool, general: Callable[..., Message], start: int) -> None:
         self._handle = handle
         self._topic = topic
@@ -68,12 +71,12 @@ class ProducerCore:
         self._lock = threading.RLock()
 
     @property
-    def partitions(self) -> list[tuple[int, Partition]]:
+    def partitions(self) -> list[tuple[int, _Partition]]:
         """``[(id, Partition)]``, by id."""
         return self._partitions
 
     @partitions.setter
-    def partitions(self, pairs: Iterable[tuple[int, Partition]]) -> None:
+    def partitions(self, pairs: Iterable[tuple[int, _Partition]]) -> None:
         self._partitions = list(pairs)
         self._pid_of = {partition: pid for pid, partition in self._partitions}
 
@@ -91,7 +94,7 @@ class ProducerCore:
 
     # -- produce() -----------------------------------------------------------------------------
 
-    def produce(self, value: Any, key: Any = None, timestamp: Optional[int] = None, headers: Any = None) -> Message:
+    def produce(self, value: Any, key: Any = None, timestamp: Any = None, headers: Any = None) -> Message:
         if self.divert or timestamp is not None or headers is not None or not _bytes_or_none(value) \
                 or not _bytes_or_none(key) or _size(value) + _size(key) + SIZE_MARGIN > self._max_size \
                 or not self._partitions or not self._handle.usable:
@@ -249,7 +252,7 @@ class ProducerCore:
 class ConsumerCore:
     """The consumer's core (see :mod:`pyrdk.core`)."""
 
-    def __init__(self, partitions: dict[int, Partition]) -> None:
+    def __init__(self, partitions: dict[int, _Partition]) -> None:
         self.partitions = partitions
         self._buffer: collections.deque[Message] = collections.deque()
         self._next: dict[int, Optional[int]] = {}  # partition id -> the next offset to hand out (None: not known yet)
