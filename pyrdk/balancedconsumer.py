@@ -44,6 +44,8 @@ How a member keeps ownership safe:
    never go past a message the program still holds. So with commit-after-process,
    partitions moving between members lose nothing.
 """
+from __future__ import annotations
+
 import logging
 import socket
 import threading
