@@ -84,6 +84,6 @@ $(STAMP): $(BUILD_INPUTS) | $(VPY) sysdeps
 	touch $@
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .tox
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .tox .mypy_cache
 	rm -f pyrdk/_rdkafka.c pyrdk/_rdkafka*.so pyrdk/_rdkafka.o pyrdk/_core*.so csrc/*.o csrc/core/*.o
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
