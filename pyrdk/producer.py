@@ -432,7 +432,7 @@ class Producer:
                 self._core.partitions = [(p.id, p) for p in self._partition_list]
         return self._partition_list
 
-    def produce_batch(self, messages: Iterable[Union[bytes, tuple[bytes, Optional[bytes]]]]) -> int:
+    def produce_batch(self, messages: Iterable[Any]) -> int:  # bytes or pairs; anything a serializer takes
         """Send many messages in one call; returns how many were queued.
 
         :param messages: a list (or any iterable) of values (bytes), or of ``(value,
