@@ -21,7 +21,11 @@ BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.
 CORE_TESTS := tests/core tests/rd tests/test_producer.py tests/test_simpleconsumer.py \
 	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py
 
+# The types first (the settings are pyproject.toml's [tool.mypy]): the package, and the stubs of
+# the C core against the built module.
 test: venv
+	$(VPY) -m mypy pyrdk
+	$(VPY) -m mypy.stubtest pyrdk._core --mypy-config-file pyproject.toml
 	PYRDK_IMPL=c $(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
 	PYRDK_IMPL=c $(VPY) -m pytest tests $(PYTEST_ARGS)
 	PYRDK_IMPL=python $(VPY) -m pytest $(CORE_TESTS) $(PYTEST_ARGS)
@@ -80,6 +84,6 @@ $(STAMP): $(BUILD_INPUTS) | $(VPY) sysdeps
 	touch $@
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .tox
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .tox .mypy_cache
 	rm -f pyrdk/_rdkafka.c pyrdk/_rdkafka*.so pyrdk/_rdkafka.o pyrdk/_core*.so csrc/*.o csrc/core/*.o
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

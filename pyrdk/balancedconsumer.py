@@ -44,6 +44,9 @@ How a member keeps ownership safe:
    never go past a message the program still holds. So with commit-after-process,
    partitions moving between members lose nothing.
 """
+from __future__ import annotations
+
+import datetime
 import logging
 import socket
 import threading
@@ -51,6 +54,8 @@ import time
 import uuid
 import warnings
 import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 try:
     from kazoo.client import KazooClient, KazooState
@@ -68,6 +73,12 @@ from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
 from pyrdk.rd.transaction import GroupMetadata
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.zookeeper import check_kazoo_interface, partition_of
+
+if TYPE_CHECKING:
+    from pyrdk import common
+    from pyrdk.cluster import Cluster
+    from pyrdk.partition import Partition
+    from pyrdk.topic import Topic
 
 log = logging.getLogger(__name__)
 
@@ -162,19 +173,24 @@ class BalancedConsumer:
     ``use_rdkafka`` are accepted and ignored, as in pyrdk's SimpleConsumer.
     """
 
-    def __init__(self, topic, cluster, consumer_group, fetch_message_max_bytes=1024 * 1024,
-                 num_consumer_fetchers=1, auto_commit_enable=False,
-                 auto_commit_interval_ms=60 * 1000, queued_max_messages=2000, fetch_min_bytes=1,
-                 fetch_error_backoff_ms=500, fetch_wait_max_ms=100,
-                 offsets_channel_backoff_ms=1000, offsets_commit_max_retries=5,
-                 auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=-1,
-                 rebalance_max_retries=5, rebalance_backoff_ms=2 * 1000,
-                 zookeeper_connection_timeout_ms=6 * 1000, zookeeper_connect=None,
-                 zookeeper_hosts="127.0.0.1:2181", zookeeper=None, auto_start=True,
-                 reset_offset_on_start=False, post_rebalance_callback=None, use_rdkafka=False,
-                 compacted_topic=False, membership_protocol=RangeProtocol, deserializer=None,
-                 reset_offset_on_fetch=True, isolation_level="read_committed", pre_revoke_callback=None,
-                 rdkafka_config=None, statistics_interval_ms=None, stats_callback=None):
+    def __init__(self, topic: Topic, cluster: Cluster, consumer_group: Union[str, bytes],
+                 fetch_message_max_bytes: int = 1024 * 1024, num_consumer_fetchers: int = 1,
+                 auto_commit_enable: bool = False, auto_commit_interval_ms: int = 60 * 1000,
+                 queued_max_messages: int = 2000, fetch_min_bytes: int = 1, fetch_error_backoff_ms: int = 500,
+                 fetch_wait_max_ms: int = 100, offsets_channel_backoff_ms: int = 1000,
+                 offsets_commit_max_retries: int = 5, auto_offset_reset: OffsetType = OffsetType.EARLIEST,
+                 consumer_timeout_ms: int = -1, rebalance_max_retries: int = 5, rebalance_backoff_ms: int = 2 * 1000,
+                 zookeeper_connection_timeout_ms: int = 6 * 1000, zookeeper_connect: Optional[str] = None,
+                 zookeeper_hosts: str = "127.0.0.1:2181", zookeeper: Any = None, auto_start: bool = True,
+                 reset_offset_on_start: bool = False,
+                 post_rebalance_callback: Optional[Callable[[Any, dict[int, int], dict[int, int]], Any]] = None,
+                 use_rdkafka: Any = False, compacted_topic: bool = False,
+                 membership_protocol: GroupMembershipProtocol = RangeProtocol,
+                 deserializer: Optional[Callable[[Any, Any], tuple[Any, Any]]] = None,
+                 reset_offset_on_fetch: bool = True, isolation_level: str = "read_committed",
+                 pre_revoke_callback: Optional[Callable[[Any, list[int]], Iterable[tuple[int, int]]]] = None,
+                 rdkafka_config: Optional[dict[str, Any]] = None, statistics_interval_ms: Optional[int] = None,
+                 stats_callback: Optional[Callable[[dict[str, Any]], None]] = None) -> None:
         self._consumer_group = _group_name(consumer_group)
         self._topic = topic
         self._cluster = cluster
@@ -224,41 +240,43 @@ class BalancedConsumer:
         self._zookeeper = zookeeper
         self._owns_zookeeper = zookeeper is None
         self._running = False
-        self._worker = None
+        self._worker: Optional[threading.Thread] = None
         self._calls = CallState()  # what the coordinator thread met, raised by consume()
         self._stopping = threading.Event()
         self._wakeup = threading.Event()  # a watch or a state change: look at the group again
-        self._reasons = set()  # why it was woken: "members", "owners", "state"
+        self._reasons: set[str] = set()  # why it was woken: "members", "owners", "state"
         self._reasons_lock = threading.Lock()
         self._failures = 0  # rebalances in a row that could not claim every partition decided
-        self._retry_at = None  # time.monotonic() of the next rebalance attempt, after a failure
-        self._reader = None  # the thread that last called consume(): its end frees the partitions
+        self._retry_at: Optional[float] = None  # time.monotonic() of the next rebalance attempt, after a failure
+        # The thread that last called consume(): its end frees the partitions.
+        self._reader: Optional[threading.Thread] = None
         self._aside = False  # the member left the group because that thread ended
         self._unblock = threading.Event()  # set while the coordinator needs the consumer
         self._lock = threading.RLock()  # guards _consumer and what consume() hands out
-        self._consumer = None  # the SimpleConsumer of the partitions held
+        self._consumer: Optional[SimpleConsumer] = None  # the SimpleConsumer of the partitions held
         self._generation = 0  # bumped each time _consumer changes
-        self._owned = {}  # partition id -> ownership node path, in session _session
-        self._session = None  # ZooKeeper session id the ownership nodes belong to
+        self._owned: dict[int, str] = {}  # partition id -> ownership node path, in session _session
+        self._session: Optional[int] = None  # ZooKeeper session id the ownership nodes belong to
         self._lease_until = 0.0  # _lease_clock() time until which the nodes are ours
-        self._blocked = set()  # partitions decided for this member but owned by another
-        self._unfinished = {}  # partition id -> offset of a message handed out, not done with
-        self._paused = set()  # partitions paused by the program, while held
-        self._held_back = None  # (generation, [messages]) fetched when the lease had lapsed
+        self._blocked: set[int] = set()  # partitions decided for this member but owned by another
+        self._unfinished: dict[int, int] = {}  # partition id -> offset of a message handed out, not done with
+        self._paused: set[int] = set()  # partitions paused by the program, while held
+        # (generation, [messages]) fetched when the lease had lapsed
+        self._held_back: Optional[tuple[int, list[common.Message]]] = None
         self._first_consumer = True
         self._last_commit = time.monotonic()
-        self._layout = None  # the topic's partitions and leaders at the last rebalance
+        self._layout: Any = None  # the topic's partitions and leaders at the last rebalance
         if auto_start:
             self.start()
 
     # -- properties ----------------------------------------------------------------------------
 
     @property
-    def topic(self):
+    def topic(self) -> Topic:
         return self._topic
 
     @property
-    def partitions(self):
+    def partitions(self) -> dict[int, Partition]:
         """``{partition_id: Partition}`` this member reads now: empty while a rebalance
         runs or while ZooKeeper cannot confirm its ownership."""
         consumer = self._consumer
@@ -272,20 +290,20 @@ class BalancedConsumer:
         return set(self.partitions.values())
 
     @property
-    def held_offsets(self):
+    def held_offsets(self) -> Optional[dict[int, int]]:
         """``{partition_id: last offset returned}`` of the partitions held, or None while
         none are."""
         with self._lock:
             return self._consumer.held_offsets if self._consumer is not None else None
 
     @property
-    def consumer_id(self):
+    def consumer_id(self) -> bytes:
         """This member's id in ZooKeeper (bytes, ``<hostname>:<uuid4>``)."""
         return self._consumer_id
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def start(self):
+    def start(self) -> None:
         """Connect to ZooKeeper, join the group and take this member's share of the
         partitions."""
         if self._running:
@@ -333,7 +351,7 @@ class BalancedConsumer:
                                                              self._session_timeout_ms)) from None
         return zk
 
-    def stop(self):
+    def stop(self) -> None:
         """Stop consuming, commit the offsets of the messages the program is done with (with
         ``auto_commit_enable``, the message last returned included, as pykafka commits),
         give the partitions back and leave the group (the ZooKeeper session ends, unless the
@@ -390,7 +408,7 @@ class BalancedConsumer:
 
     # -- consuming -----------------------------------------------------------------------------
 
-    def consume(self, block=True):
+    def consume(self, block: bool = True) -> Optional[common.Message]:
         """The next message of a partition this member holds, or None: when ``block`` is
         False and none is ready, or when ``consumer_timeout_ms`` passes without one.
 
@@ -400,7 +418,7 @@ class BalancedConsumer:
         batch = self._consume(1, block, self._consumer_timeout_ms)
         return batch[0] if batch else None
 
-    def consume_batch(self, max_messages=BATCH, timeout_ms=1000):
+    def consume_batch(self, max_messages: int = BATCH, timeout_ms: int = 1000) -> list[common.Message]:
         """Up to ``max_messages`` messages of the partitions this member holds, waiting at most
         ``timeout_ms`` (-1: for ever) for the first, as
         :meth:`pyrdk.simpleconsumer.SimpleConsumer.consume_batch`; none while a rebalance
@@ -428,7 +446,7 @@ class BalancedConsumer:
             self._check_running()
             self._raise_worker_exceptions()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[common.Message]:
         while True:
             message = self.consume(block=True)
             if message is None:
@@ -471,7 +489,7 @@ class BalancedConsumer:
 
     # -- offsets -------------------------------------------------------------------------------
 
-    def commit_offsets(self, partition_offsets=None):
+    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], int]]] = None) -> None:
         """Commit offsets for the group (``rd_kafka_commit``).
 
         :param partition_offsets: ``(partition, offset)`` pairs to commit as given; default:
@@ -491,7 +509,7 @@ class BalancedConsumer:
             self._consumer.commit_offsets(partition_offsets=partition_offsets)
             self._last_commit = time.monotonic()
 
-    def group_metadata(self):
+    def group_metadata(self) -> GroupMetadata:
         """The group's metadata for a transactional producer's
         ``send_offsets_to_transaction(offsets, group_metadata)``
         (``rd_kafka_consumer_group_metadata_new``: the group alone; ZooKeeper, not the
@@ -499,7 +517,8 @@ class BalancedConsumer:
         self._check_running()
         return GroupMetadata.for_group(self._consumer_group)
 
-    def reset_offsets(self, partition_offsets=None):
+    def reset_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int],
+                                                                      Union[int, datetime.datetime]]]] = None) -> None:
         """Move held partitions as :meth:`SimpleConsumer.reset_offsets` does, and commit
         the new positions."""
         self._check_running()
@@ -513,7 +532,7 @@ class BalancedConsumer:
 
     # -- seek, pause, resume -------------------------------------------------------------------
 
-    def seek(self, partition, offset):
+    def seek(self, partition: Union[Partition, int], offset: int) -> None:
         """Make ``offset`` the next offset returned for a held ``partition``, as
         :meth:`pyrdk.simpleconsumer.SimpleConsumer.seek` does (nothing is committed)."""
         self._check_running()
@@ -525,19 +544,20 @@ class BalancedConsumer:
                 kept = [m for m in self._held_back[1] if m.partition_id != pid]
                 self._held_back = (self._held_back[0], kept) if kept else None
 
-    def pause(self, partitions=None):
+    def pause(self, partitions: Optional[Iterable[Union[Partition, int]]] = None) -> None:
         """Stop fetching from these held partitions (default: all held), as
         :meth:`pyrdk.simpleconsumer.SimpleConsumer.pause` does. The pause lasts while this
         member holds them, across rebalances, until :meth:`resume`."""
         self._check_running()
         with self._lock:
             consumer = self._held_consumer("pause")
-            pids = sorted(consumer.partitions) if partitions is None else \
+            # ids (consumer.pause() refuses anything else before they are kept)
+            pids: list[Any] = sorted(consumer.partitions) if partitions is None else \
                 [getattr(p, "id", p) for p in partitions]
             consumer.pause(pids)
             self._paused.update(pids)
 
-    def resume(self, partitions=None):
+    def resume(self, partitions: Optional[Iterable[Union[Partition, int]]] = None) -> None:
         """Fetch again from paused partitions (default: all)."""
         self._check_running()
         with self._lock:
@@ -1036,13 +1056,13 @@ class BalancedConsumer:
         self._renew()
         return self._leased()
 
-    def stats(self):
+    def stats(self) -> Optional[dict[str, Any]]:
         """The last statistics snapshot of the consumer of the partitions held (see
         :meth:`pyrdk.simpleconsumer.SimpleConsumer.stats`), or None."""
         consumer = self._consumer
         return consumer.stats() if consumer is not None else None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<pyrdk.balancedconsumer.BalancedConsumer at %#x (consumer_group=%s)>" % (
             id(self), self._consumer_group.decode())
 

@@ -4,10 +4,14 @@
     client = KafkaClient(hosts="127.0.0.1:9092")
     topic = client.topics["events"]
 """
+from __future__ import annotations
+
 import logging
+from collections.abc import Callable
+from typing import Any, Optional
 
 from pyrdk.cluster import Cluster
-from pyrdk.common import check_int
+from pyrdk.common import SslConfig, check_int
 
 log = logging.getLogger(__name__)
 
@@ -121,12 +125,15 @@ class KafkaClient:
     call of a producer or consumer, as soon as librdkafka reports it.
     """
 
-    def __init__(self, hosts=None, zookeeper_hosts=None, socket_timeout_ms=30 * 1000,
-                 offsets_channel_socket_timeout_ms=10 * 1000, use_greenlets=False,
-                 exclude_internal_topics=True, source_address="", ssl_config=None,
-                 broker_version="0.9.0", rdkafka_config=None, statistics_interval_ms=0, stats_callback=None,
-                 security_protocol=None, sasl_mechanism=None, sasl_plain_username=None,
-                 sasl_plain_password=None, oauth_cb=None):
+    def __init__(self, hosts: Optional[str] = None, zookeeper_hosts: Optional[str] = None,
+                 socket_timeout_ms: int = 30 * 1000, offsets_channel_socket_timeout_ms: int = 10 * 1000,
+                 use_greenlets: bool = False, exclude_internal_topics: bool = True, source_address: Any = "",
+                 ssl_config: Optional[SslConfig] = None, broker_version: str = "0.9.0",
+                 rdkafka_config: Optional[dict[str, Any]] = None, statistics_interval_ms: int = 0,
+                 stats_callback: Optional[Callable[[dict[str, Any]], None]] = None,
+                 security_protocol: Optional[str] = None, sasl_mechanism: Optional[str] = None,
+                 sasl_plain_username: Optional[str] = None, sasl_plain_password: Optional[str] = None,
+                 oauth_cb: Optional[Callable[..., tuple[str, float]]] = None) -> None:
         check_int("socket_timeout_ms", socket_timeout_ms, 1)
         check_int("statistics_interval_ms", statistics_interval_ms, 0)
         if stats_callback is not None and not callable(stats_callback):
@@ -169,21 +176,21 @@ class KafkaClient:
         self.brokers = self.cluster.brokers
         self.topics = self.cluster.topics
 
-    def update_cluster(self):
+    def update_cluster(self) -> None:
         """Refresh known brokers and topics."""
         self.cluster.update()
 
-    def close(self):
+    def close(self) -> None:
         """Release the cluster's librdkafka handle. Producers and consumers made before go on
         until they are stopped; the client makes no more (``KafkaException``)."""
         self.cluster.close()
 
-    def __enter__(self):
+    def __enter__(self) -> KafkaClient:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<pyrdk.client.KafkaClient at %#x (hosts=%s)>" % (
             id(self), self.cluster.rdkafka_config.get("bootstrap.servers"))

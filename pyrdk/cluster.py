@@ -6,9 +6,13 @@ One producer-type ``rd_kafka_t`` serves metadata (``rd_kafka_metadata``), offset
 base of every producer and consumer the cluster makes. A group's offsets are committed and
 fetched by a short-lived consumer-type handle of that group.
 """
+from __future__ import annotations
+
 import collections
 import logging
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.broker import Broker
 from pyrdk.common import (GroupOffsetsResponse, OffsetCommitPartitionResponse, OffsetFetchPartitionResponse,
@@ -23,6 +27,9 @@ from pyrdk.rd.handle import Handle
 from pyrdk.rd.partitions import TopicPartition
 from pyrdk.topic import Topic
 
+if TYPE_CHECKING:
+    from pyrdk.lag import PartitionLag
+
 log = logging.getLogger(__name__)
 
 GroupListing = collections.namedtuple("GroupListing", "group_id protocol_type")
@@ -34,7 +41,7 @@ _ACTIVE_STATES = ("Stable", "PreparingRebalance", "CompletingRebalance")
 _TOPIC_PENDING = (3, 5)  # UNKNOWN_TOPIC_OR_PART, LEADER_NOT_AVAILABLE
 
 
-def to_str(name, what="topic name"):
+def to_str(name: Union[str, bytes], what: str = "topic name") -> str:
     """A topic or group name given as bytes or str, as str."""
     if isinstance(name, bytes):
         return name.decode()
@@ -108,10 +115,10 @@ class BrokerOutage:
     """
     CONFIRM_MS = 1000
 
-    def __init__(self, hosts, timeout_ms):
+    def __init__(self, hosts: Optional[str], timeout_ms: int) -> None:
         self._hosts = hosts
         self._timeout_s = timeout_ms / 1000.0
-        self.since = None
+        self.since: Optional[float] = None  # time.monotonic() when the outage began
 
     def on_error(self, exc):
         """The ``error_cb`` handler of a producer or consumer: ``_ALL_BROKERS_DOWN`` starts the
@@ -142,22 +149,22 @@ class TopicDict(dict):
     """``{name (bytes): Topic}``, filled from metadata; an unknown name is looked up on
     the broker, which creates it where ``auto.create.topics.enable`` allows."""
 
-    def __init__(self, cluster, exclude_internal_topics):
+    def __init__(self, cluster: Cluster, exclude_internal_topics: bool) -> None:
         super().__init__()
         self._cluster = cluster
         self._exclude_internal = exclude_internal_topics
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Union[str, bytes]) -> Topic:
         key = to_str(key).encode()
         try:
             return super().__getitem__(key)
         except KeyError:
             return self._cluster._fetch_topic(key.decode())
 
-    def __contains__(self, key):
+    def __contains__(self, key: Union[str, bytes]) -> bool:  # type: ignore[override]  # names only: else TypeError
         return super().__contains__(to_str(key).encode())
 
-    def get(self, key, default=None):
+    def get(self, key: Union[str, bytes], default: Any = None) -> Any:
         return super().get(to_str(key).encode(), default)
 
     def excluded(self, name):
@@ -184,8 +191,9 @@ class Cluster:
     """The brokers and topics of one Kafka cluster."""
     FIRST_SLICE_MS = 250
 
-    def __init__(self, rdkafka_config, socket_timeout_ms=30000, exclude_internal_topics=True,
-                 zookeeper_hosts=None, stats_callback=None):
+    def __init__(self, rdkafka_config: dict[str, Any], socket_timeout_ms: int = 30000,
+                 exclude_internal_topics: bool = True, zookeeper_hosts: Optional[str] = None,
+                 stats_callback: Optional[Callable[[dict[str, Any]], None]] = None) -> None:
         self.rdkafka_config = dict(rdkafka_config)
         self.zookeeper_hosts = zookeeper_hosts  # the default of balanced consumers
         self.handler = ThreadingHandler()  # for programs that use pykafka's cluster.handler
@@ -194,7 +202,7 @@ class Cluster:
         # The metadata handle is polled only now and then: it keeps no statistics.
         self._handle = Handle("producer", {k: v for k, v in self.rdkafka_config.items()
                                            if k != "statistics.interval.ms"}, what="KafkaClient")
-        self._brokers = {}
+        self._brokers: dict[int, Broker] = {}
         self._topics = TopicDict(self, exclude_internal_topics)
         try:
             self.update()
@@ -203,12 +211,12 @@ class Cluster:
             raise
 
     @property
-    def brokers(self):
+    def brokers(self) -> dict[int, Broker]:
         """``{broker_id: Broker}``."""
         return self._brokers
 
     @property
-    def topics(self):
+    def topics(self) -> TopicDict:
         """``{name: Topic}`` (a ``TopicDict``)."""
         return self._topics
 
@@ -242,7 +250,7 @@ class Cluster:
         for gone in set(self._brokers) - {bm.id for bm in brokers}:
             del self._brokers[gone]
 
-    def update(self):
+    def update(self) -> None:
         """Refresh brokers and topics from the cluster metadata (``rd_kafka_metadata``)."""
         md = self._metadata()
         self._update_brokers(md.brokers)
@@ -273,11 +281,11 @@ class Cluster:
             delay = min(delay * 2, 1.0)
 
     @property
-    def controller_broker(self):
+    def controller_broker(self) -> Optional[Broker]:
         """The controller ``Broker`` (``rd_kafka_controllerid``), or None if unknown."""
         return self._brokers.get(self._handle.controller_id(self._timeout_ms))
 
-    def get_group_coordinator(self, consumer_group):
+    def get_group_coordinator(self, consumer_group: Union[str, bytes]) -> Broker:
         """The ``Broker`` coordinating ``consumer_group`` (``rd_kafka_DescribeConsumerGroups``)."""
         bm = admin.group_coordinator(self._handle, to_str(consumer_group, "consumer_group"),
                                      self._timeout_ms)
@@ -288,7 +296,7 @@ class Cluster:
 
     get_offset_manager = get_group_coordinator  # pykafka < 2.3 name
 
-    def create_topics(self, topic_reqs, timeout=0):
+    def create_topics(self, topic_reqs: Any, timeout: int = 0) -> None:
         """Create topics (``rd_kafka_CreateTopics``); raise the first error.
 
         :param topic_reqs: ``(name, num_partitions, replication_factor[, config])`` tuples, or
@@ -307,7 +315,7 @@ class Cluster:
         self._raise_first(results)
         self.update()
 
-    def delete_topics(self, topics, timeout=0):
+    def delete_topics(self, topics: Iterable[Union[str, bytes]], timeout: int = 0) -> None:
         """Delete topics by name (``rd_kafka_DeleteTopics``); raise the first error.
 
         :param topics: names (bytes or str) or ``Topic``s, or one
@@ -332,7 +340,8 @@ class Cluster:
                        "enable.auto.commit": False})
         return Handle("consumer", config, what="offsets of group %r" % consumer_group)
 
-    def commit_consumer_group_offsets(self, consumer_group, preqs):
+    def commit_consumer_group_offsets(self, consumer_group: Union[str, bytes],
+                                      preqs: Iterable[Any]) -> GroupOffsetsResponse:
         """Commit offsets for ``consumer_group`` (``rd_kafka_commit`` from outside the group,
         as pykafka's kafka-tools does); raise the first error.
 
@@ -347,7 +356,7 @@ class Cluster:
             check_int("the offset of %s [%s]" % (req.topic_name, req.partition_id), req.offset, 0)
             tps.append(TopicPartition(to_str(req.topic_name), check_int("partition_id", req.partition_id, 0),
                                       req.offset, metadata=_commit_metadata(getattr(req, "metadata", None))))
-        topics = {}
+        topics: dict[bytes, dict[int, Any]] = {}
         if tps:
             handle = self._group_handle(consumer_group)
             try:
@@ -358,7 +367,8 @@ class Cluster:
             topics.setdefault(tp.topic.encode(), {})[tp.partition] = OffsetCommitPartitionResponse(0)
         return GroupOffsetsResponse(topics)
 
-    def fetch_consumer_group_offsets(self, consumer_group, preqs):
+    def fetch_consumer_group_offsets(self, consumer_group: Union[str, bytes],
+                                     preqs: Iterable[Any]) -> GroupOffsetsResponse:
         """The offsets ``consumer_group`` committed (``rd_kafka_committed``).
 
         :param preqs: objects with pykafka's ``PartitionOffsetFetchRequest`` attributes
@@ -370,7 +380,7 @@ class Cluster:
         tps = [(to_str(req.topic_name), check_int("partition_id", req.partition_id, 0))
                for req in _list_of("fetch_consumer_group_offsets", preqs, "PartitionOffsetFetchRequests",
                                    one=hasattr(preqs, "topic_name"))]
-        topics = {}
+        topics: dict[bytes, dict[int, Any]] = {}
         if tps:
             handle = self._group_handle(consumer_group)
             try:
@@ -388,13 +398,13 @@ class Cluster:
             if exc is not None:
                 raise exc
 
-    def list_groups(self):
+    def list_groups(self) -> dict[bytes, Any]:
         """``{group_id (bytes): GroupListing(group_id, protocol_type)}`` (``rd_kafka_list_groups``)."""
         groups = admin.list_groups(self._handle, None, self._timeout_ms)
         return {g.group_id.encode(): GroupListing(g.group_id.encode(), (g.protocol_type or "").encode())
                 for g in groups}
 
-    def describe_groups(self, group_ids):
+    def describe_groups(self, group_ids: Iterable[Union[str, bytes]]) -> dict[bytes, Any]:
         """``{group_id (bytes): GroupInfo}`` with state, protocol and members
         (``rd_kafka_list_groups`` for each group)."""
         out = {}
@@ -405,24 +415,26 @@ class Cluster:
 
     # -- groups ----------------------------------------------------------------------------------
 
-    def list_consumer_groups(self):
+    def list_consumer_groups(self) -> list[Any]:
         """Every group the brokers coordinate, as ``GroupListing(group_id, is_simple, state)``
         (``rd_kafka_ListConsumerGroups``)."""
         return admin.list_consumer_groups(self._handle, self._timeout_ms)
 
-    def describe_consumer_groups(self, group_ids):
+    def describe_consumer_groups(self, group_ids: Iterable[Union[str, bytes]]) -> dict[str, Any]:
         """``{group_id (str): GroupDescription}``: state, assignor, coordinator and members with
         their assignments (``rd_kafka_DescribeConsumerGroups``)."""
         names = [to_str(g, "group id") for g in _list_of("describe_consumer_groups", group_ids, "group ids")]
         return admin.describe_consumer_groups(self._handle, names, self._timeout_ms) if names else {}
 
-    def delete_groups(self, group_ids):
+    def delete_groups(self, group_ids: Iterable[Union[str, bytes]]) -> None:
         """Delete consumer groups and their committed offsets (``rd_kafka_DeleteGroups``); the
         groups must have no members. Raises the first error."""
         names = [to_str(g, "group id") for g in _list_of("delete_groups", group_ids, "group ids")]
         self._raise_first(admin.delete_groups(self._handle, names, self._timeout_ms))
 
-    def list_consumer_group_offsets(self, consumer_group, partitions=None):
+    def list_consumer_group_offsets(self, consumer_group: Union[str, bytes],
+                                    partitions: Optional[Iterable[tuple[Union[str, bytes], int]]] = None
+                                    ) -> dict[tuple[str, int], int]:
         """``{(topic, partition): offset}`` that ``consumer_group`` committed (the next offset
         it will read; -1001 where it committed none), for ``(topic, partition)`` pairs or, with
         None, every partition it committed (``rd_kafka_ListConsumerGroupOffsets``)."""
@@ -433,14 +445,15 @@ class Cluster:
         return {(tp.topic, tp.partition): tp.offset
                 for tp in admin.list_group_offsets(self._handle, group, tps, self._timeout_ms)}
 
-    def alter_consumer_group_offsets(self, consumer_group, offsets):
+    def alter_consumer_group_offsets(self, consumer_group: Union[str, bytes],
+                                     offsets: dict[tuple[Union[str, bytes], int], int]) -> None:
         """Commit ``{(topic, partition): offset}`` (the next offset to read) for a group that is
         not running (``rd_kafka_AlterConsumerGroupOffsets``). A group with members raises
         ``NonEmptyGroupError`` before anything is written."""
         group = to_str(consumer_group, "consumer_group")
         items = sorted(dict(offsets).items())
         for (topic, partition), offset in items:
-            check_int("offset of %s [%s]" % (topic, partition), offset, 0)
+            check_int("offset of %s [%s]" % (to_str(topic), partition), offset, 0)
         description = self._group_description(group)
         if description is not None and (description.members or description.state in _ACTIVE_STATES):
             raise NonEmptyGroupError("group %r is running (state %s, %d member(s)): stop its members before "
@@ -458,7 +471,8 @@ class Cluster:
         except GroupIdNotFoundError:
             return None
 
-    def consumer_lag(self, consumer_group, topics=None):
+    def consumer_lag(self, consumer_group: Union[str, bytes], topics: Optional[Iterable[Union[str, bytes]]] = None
+                     ) -> dict[bytes, dict[int, PartitionLag]]:
         """``{topic (bytes): {partition id: PartitionLag}}`` of ``consumer_group``, without
         joining it: committed offset, log start and end, lag, owner (see :mod:`pyrdk.lag`).
         ``topics`` (names) limits it; None takes every topic the group has offsets, members or
@@ -472,14 +486,14 @@ class Cluster:
 
     # -- topics and records ------------------------------------------------------------------------
 
-    def list_topics(self, include_internal=False):
+    def list_topics(self, include_internal: bool = False) -> list[bytes]:
         """The names (bytes) of every topic, fresh from the metadata; internal ones (``__``...)
         only with ``include_internal``."""
         md = self._metadata()
         return sorted(name.encode() for name, tm in md.topics.items()
                       if not tm.error and (include_internal or not name.startswith("__")))
 
-    def create_partitions(self, topic_totals, timeout=0):
+    def create_partitions(self, topic_totals: Iterable[tuple[Union[str, bytes, Topic], int]], timeout: int = 0) -> None:
         """Grow topics to ``[(name, total partition count)]`` (``rd_kafka_CreatePartitions``);
         raise the first error."""
         reqs = []
@@ -489,13 +503,14 @@ class Cluster:
         self._raise_first(admin.create_partitions(self._handle, reqs, timeout or self._timeout_ms))
         self.update()
 
-    def delete_records(self, offsets, timeout=0):
+    def delete_records(self, offsets: dict[tuple[Union[str, bytes], int], int],
+                       timeout: int = 0) -> dict[tuple[str, int], int]:
         """Delete the records before ``{(topic, partition): offset}`` (``rd_kafka_DeleteRecords``);
         ``OffsetType.LATEST`` deletes all. Returns ``{(topic, partition): new log start}``."""
         tps = []
         for (topic, partition), offset in sorted(dict(offsets).items()):
             if offset != OffsetType.LATEST:
-                check_int("offset of %s [%s]" % (topic, partition), offset, 0)
+                check_int("offset of %s [%s]" % (to_str(topic), partition), offset, 0)
             tps.append((to_str(topic), partition, offset))
         if not tps:
             return {}
@@ -512,14 +527,16 @@ class Cluster:
             return "topic", to_str(topic.name if isinstance(topic, Topic) else topic)
         return "broker", str(check_int("broker", broker, 0))
 
-    def describe_configs(self, topic=None, broker=None):
+    def describe_configs(self, topic: Union[str, bytes, Topic, None] = None,
+                         broker: Optional[int] = None) -> dict[str, Any]:
         """``{name: ConfigEntry(name, value, source, is_default, is_read_only, is_sensitive)}``
         of one topic or broker (``rd_kafka_DescribeConfigs``)."""
         spec = self._resource(topic, broker)
         entries = admin.describe_configs(self._handle, [spec], self._timeout_ms)
         return {e.name: e for e in next(iter(entries.values()), [])}
 
-    def alter_configs(self, changes, topic=None, broker=None):
+    def alter_configs(self, changes: dict[str, Optional[str]], topic: Union[str, bytes, Topic, None] = None,
+                      broker: Optional[int] = None) -> None:
         """Change some configs of one topic or broker and leave the others as they are
         (``rd_kafka_IncrementalAlterConfigs``): ``changes`` maps names to new values, or to
         None to return to the default."""
@@ -541,7 +558,7 @@ class Cluster:
         return stats_callback or self.stats_callback
 
     @property
-    def timeout_ms(self):
+    def timeout_ms(self) -> int:
         """``socket_timeout_ms``: the bound on every request of the cluster."""
         return self._timeout_ms
 
@@ -556,11 +573,11 @@ class Cluster:
         finally:
             self._handle.poll(0)
 
-    def close(self):
+    def close(self) -> None:
         """Close the metadata handle."""
         self._handle.close()
 
-    def check_open(self):
+    def check_open(self) -> None:
         """Raise ``KafkaException`` once the client is closed: it makes no more producers
         or consumers."""
         if self._handle.closed:

@@ -3,13 +3,19 @@ pykafka's offset answers, and the check of int arguments.
 
 Pure Python: this module imports without the compiled extension.
 """
+from __future__ import annotations
+
 import abc
 import collections
 import datetime
 import enum
+import queue
+from typing import Any, Optional, TypeVar, Union
+
+_Int = TypeVar("_Int", bound=int)
 
 
-def check_int(name, value, minimum):
+def check_int(name: str, value: _Int, minimum: int) -> _Int:
     """``value`` if it is an int (not a bool) of at least ``minimum``, else TypeError."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise TypeError("%s must be an int >= %d, not %r" % (name, minimum, value))
@@ -31,7 +37,7 @@ class CompressionType(enum.IntEnum):
     ZSTD = 4
 
     @property
-    def codec(self):
+    def codec(self) -> str:
         """The librdkafka name of the codec."""
         return self.name.lower()
 
@@ -43,7 +49,7 @@ class TimestampType(enum.IntEnum):
     LOG_APPEND_TIME = 2
 
 
-def _int_field(name, value, bits):
+def _int_field(name: str, value: int, bits: int) -> int:
     """``value`` for an integer field of ``bits`` signed bits, else TypeError or OverflowError."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("Message.%s must be an int, not %s" % (name, type(value).__name__))
@@ -67,9 +73,11 @@ class Message(metaclass=abc.ABCMeta):
     __slots__ = ("value", "partition_key", "partition", "topic", "_partition_id", "_offset", "_timestamp",
                  "_timestamp_type", "_headers", "_compression_type", "_produce_attempt", "_delivery_report_q")
 
-    def __init__(self, value, partition_key=None, partition_id=-1, offset=-1, timestamp=None,
-                 headers=None, partition=None, topic=None, timestamp_type=0,
-                 compression_type=CompressionType.NONE, produce_attempt=0, delivery_report_q=None):
+    def __init__(self, value: Any, partition_key: Any = None, partition_id: int = -1, offset: int = -1,
+                 timestamp: Optional[int] = None, headers: Optional[list[tuple[str, Optional[bytes]]]] = None,
+                 partition: Any = None, topic: Optional[str] = None, timestamp_type: int = 0,
+                 compression_type: CompressionType = CompressionType.NONE, produce_attempt: int = 0,
+                 delivery_report_q: Optional[queue.Queue[Any]] = None) -> None:
         self.value = value
         self.partition_key = partition_key
         self.partition_id = partition_id
@@ -84,39 +92,39 @@ class Message(metaclass=abc.ABCMeta):
         self._delivery_report_q = delivery_report_q
 
     @property
-    def partition_id(self):
+    def partition_id(self) -> int:
         return self._partition_id
 
     @partition_id.setter
-    def partition_id(self, value):
+    def partition_id(self, value: int) -> None:
         self._partition_id = _int_field("partition_id", value, 32)
 
     @property
-    def offset(self):
+    def offset(self) -> int:
         return self._offset
 
     @offset.setter
-    def offset(self, value):
+    def offset(self, value: int) -> None:
         self._offset = _int_field("offset", value, 64)
 
     @property
-    def timestamp(self):
+    def timestamp(self) -> Optional[int]:
         return self._timestamp
 
     @timestamp.setter
-    def timestamp(self, value):
+    def timestamp(self, value: Optional[int]) -> None:
         self._timestamp = None if value is None else _int_field("timestamp", value, 64)
 
     @property
-    def timestamp_type(self):
+    def timestamp_type(self) -> int:
         return self._timestamp_type
 
     @timestamp_type.setter
-    def timestamp_type(self, value):
+    def timestamp_type(self, value: int) -> None:
         self._timestamp_type = _int_field("timestamp_type", value, 32)
 
     @property
-    def headers(self):
+    def headers(self) -> list[tuple[str, Optional[bytes]]]:
         """``[(name, value)]`` (an empty list, made on first use, when there are none)."""
         headers = self._headers
         if headers is None:
@@ -124,48 +132,48 @@ class Message(metaclass=abc.ABCMeta):
         return headers
 
     @headers.setter
-    def headers(self, value):
+    def headers(self, value: list[tuple[str, Optional[bytes]]]) -> None:
         self._headers = value
 
     @property
-    def compression_type(self):
+    def compression_type(self) -> CompressionType:
         """The producer's :class:`CompressionType`."""
         return self._compression_type
 
     @compression_type.setter
-    def compression_type(self, value):
+    def compression_type(self, value: CompressionType) -> None:
         self._compression_type = value
 
     @property
-    def produce_attempt(self):
+    def produce_attempt(self) -> int:
         return self._produce_attempt
 
     @produce_attempt.setter
-    def produce_attempt(self, value):
+    def produce_attempt(self, value: int) -> None:
         self._produce_attempt = value
 
     @property
-    def delivery_report_q(self):
+    def delivery_report_q(self) -> Optional[queue.Queue[Any]]:
         """The queue :meth:`Producer.get_delivery_report` reads this message's report from."""
         return self._delivery_report_q
 
     @delivery_report_q.setter
-    def delivery_report_q(self, value):
+    def delivery_report_q(self, value: Optional[queue.Queue[Any]]) -> None:
         self._delivery_report_q = value
 
     @property
-    def key(self):
+    def key(self) -> Any:
         """Alias of ``partition_key``."""
         return self.partition_key
 
     @property
-    def timestamp_dt(self):
+    def timestamp_dt(self) -> Optional[datetime.datetime]:
         """``timestamp`` as a UTC datetime (None when the message has none)."""
         if not self.timestamp or self.timestamp < 0:
             return None
         return datetime.datetime.fromtimestamp(self.timestamp / 1000.0, datetime.timezone.utc)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<pyrdk.Message topic=%r partition=%d offset=%d value=%r>" % (
             self.topic, self.partition_id, self.offset,
             self.value[:40] if isinstance(self.value, (bytes, str)) else self.value)
@@ -178,13 +186,14 @@ class SslConfig:
     ``ssl.certificate.location``, ``ssl.key.location`` and ``ssl.key.password``.
     """
 
-    def __init__(self, cafile, certfile=None, keyfile=None, password=None):
+    def __init__(self, cafile: str, certfile: Optional[str] = None, keyfile: Optional[str] = None,
+                 password: Optional[Union[str, bytes]] = None) -> None:
         self.cafile = cafile
         self.certfile = certfile
         self.keyfile = keyfile
         self.password = password
 
-    def rdkafka_config(self):
+    def rdkafka_config(self) -> dict[str, str]:
         """The librdkafka properties for these settings."""
         config = {"security.protocol": "ssl", "ssl.ca.location": self.cafile}
         for key, value in (("ssl.certificate.location", self.certfile),
@@ -199,7 +208,7 @@ class OffsetPartitionResponse(tuple):
     """pykafka's answer for one partition of an offset query: ``offset`` (a list) and ``err``."""
     __slots__ = ()
 
-    def __new__(cls, offset, err=0):
+    def __new__(cls, offset: list[int], err: int = 0) -> OffsetPartitionResponse:
         return tuple.__new__(cls, (offset, err))
 
     offset = property(lambda self: self[0])
@@ -220,7 +229,7 @@ class GroupOffsetsResponse:
     ``{topic name (bytes): {partition id: OffsetCommitPartitionResponse or
     OffsetFetchPartitionResponse}}``."""
 
-    def __init__(self, topics):
+    def __init__(self, topics: dict[bytes, dict[int, Any]]) -> None:
         self.topics = topics
 
     def __repr__(self):

@@ -25,12 +25,18 @@ Offsets follow pykafka 2.8 (its ``SimpleConsumer`` and ``OwnedPartition``):
 - Auto-commit runs on the consuming thread every ``auto_commit_interval_ms``, so it never
   commits a message not yet returned.
 """
+from __future__ import annotations
+
 import datetime
 import json
 import logging
 import socket
+import threading
 import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
+from pyrdk import common
 from pyrdk.common import OffsetFetchPartitionResponse, OffsetType, check_int
 from pyrdk.core import consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
@@ -40,6 +46,11 @@ from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 from pyrdk.rd.transaction import GroupMetadata
+
+if TYPE_CHECKING:
+    from pyrdk.topic import Topic
+
+_C = TypeVar("_C", bound="Consumer")
 
 log = logging.getLogger(__name__)
 
@@ -165,11 +176,11 @@ class Consumer:
         self._last_commit = time.monotonic()
 
     @property
-    def topic(self):
+    def topic(self) -> Topic:
         return self._topic
 
     @property
-    def partitions(self):
+    def partitions(self) -> dict[int, Partition]:
         """``{partition_id: Partition}`` this consumer reads."""
         return self._held
 
@@ -253,10 +264,18 @@ class Consumer:
     def _check_running(self):
         check_running(self._running)
 
-    def __enter__(self):
+    def start(self) -> None:
+        """Start consuming (each subclass's own)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stop consuming (each subclass's own)."""
+        raise NotImplementedError
+
+    def __enter__(self: _C) -> _C:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def __del__(self):
@@ -265,7 +284,7 @@ class Consumer:
 
     # -- consuming -----------------------------------------------------------------------------
 
-    def consume(self, block=True, unblock_event=None):
+    def consume(self, block: bool = True, unblock_event: Optional[threading.Event] = None) -> Optional[common.Message]:
         """The next message, or None: when ``block`` is False and none is ready, when
         ``consumer_timeout_ms`` passes without one, or when ``unblock_event`` is set."""
         self._check_running()
@@ -280,7 +299,7 @@ class Consumer:
         self._maybe_auto_commit()
         return msg
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[common.Message]:
         """The messages until ``consume()`` returns None. With neither a deserializer nor
         auto-commit to run, the core hands out the buffered messages directly (fetched a
         batch at a time) and calls ``consume()`` when it has none."""
@@ -291,7 +310,7 @@ class Consumer:
     def _consume_blocking(self):
         return self.consume(block=True)
 
-    def consume_batch(self, max_messages=BATCH, timeout_ms=1000):
+    def consume_batch(self, max_messages: int = BATCH, timeout_ms: int = 1000) -> list[common.Message]:
         """Up to ``max_messages`` messages, waiting at most ``timeout_ms`` for the first
         (one ``rd_kafka_consume_batch_queue`` call per batch)."""
         self._check_running()
@@ -396,7 +415,7 @@ class Consumer:
     # -- offsets -------------------------------------------------------------------------------
 
     @property
-    def held_offsets(self):
+    def held_offsets(self) -> dict[int, int]:
         """``{partition_id: last offset returned}``, as pykafka reports it: the offset before
         the start where nothing was returned yet, and ``OffsetType.EARLIEST`` (-2) where that
         is -1 (see :func:`held_offset`)."""
@@ -410,7 +429,7 @@ class Consumer:
         if auto_commit_due(self._auto_commit_enable, self._last_commit, self._auto_commit_interval_ms):
             self.commit_offsets()
 
-    def commit_offsets(self, partition_offsets=None):
+    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], int]]] = None) -> None:
         """Commit offsets for the consumer group (``rd_kafka_commit``), with pykafka's metadata
         (``{"consumer_id": ..., "hostname": ...}``, see :meth:`_commit_metadata`).
 
@@ -453,7 +472,7 @@ class Consumer:
                 log.warning("%s failed (%s), retrying in %d ms", what, exc,
                             (attempt + 1) * self._commit_backoff_ms)
 
-    def group_metadata(self):
+    def group_metadata(self) -> GroupMetadata:
         """The consumer's group metadata (``rd_kafka_consumer_group_metadata``), for a
         transactional producer's ``send_offsets_to_transaction(offsets, group_metadata)``;
         a group member's carries its generation, so that the offsets of a member the group
@@ -462,7 +481,7 @@ class Consumer:
         self._require_group("group_metadata")
         return GroupMetadata.of_consumer(self._handle, self._consumer_group.decode())
 
-    def fetch_offsets(self):
+    def fetch_offsets(self) -> list[tuple[int, OffsetFetchPartitionResponse]]:
         """The group's committed offsets (``rd_kafka_committed``) as pykafka's
         ``[(partition_id, OffsetFetchPartitionResponse(offset, metadata, err))]``, by
         partition; ``offset`` is -1 where none is committed, ``metadata`` the commit's (b""
@@ -496,7 +515,8 @@ class Consumer:
                 raise errors_exception(tp.error, "offset fetch of %s [%d]" % (tp.topic, tp.partition))
         return committed
 
-    def reset_offsets(self, partition_offsets=None):
+    def reset_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int],
+                                                                      Union[int, datetime.datetime]]]] = None) -> None:
         """Move partitions, as pykafka does: an int ``o`` makes ``o`` the last offset
         consumed (the next message is ``o + 1``; past the end of the log, the next fetch
         moves the partition to ``auto_offset_reset``); ``OffsetType.EARLIEST`` / ``LATEST``
@@ -590,7 +610,7 @@ class Consumer:
 
     # -- beyond pykafka ------------------------------------------------------------------------
 
-    def highwater(self, partition):
+    def highwater(self, partition: Union[Partition, int]) -> Optional[int]:
         """The partition's high watermark (the offset the next message produced will get) as
         the last fetch response for it said, or None before the first response
         (``rd_kafka_get_watermark_offsets``, no request; kafka-python's ``highwater``)."""
@@ -599,7 +619,7 @@ class Consumer:
         high = self._handle.get_watermark_offsets(self._topic_name, pid)[1]
         return high if high >= 0 else None
 
-    def seek(self, partition, offset):
+    def seek(self, partition: Union[Partition, int], offset: int) -> None:
         """Make ``offset`` the next offset returned for ``partition`` (``rd_kafka_seek_partitions``);
         ``offset`` may also be an ``OffsetType``, looked up with ListOffsets."""
         self._check_running()
@@ -610,7 +630,7 @@ class Consumer:
         else:
             self._move({pid: offset}, {pid: offset})
 
-    def pause(self, partitions=None):
+    def pause(self, partitions: Optional[Iterable[Union[Partition, int]]] = None) -> None:
         """Stop fetching from these partitions (default: all) (``rd_kafka_pause_partitions``).
         Messages already fetched for them are held back until ``resume()``."""
         self._check_running()
@@ -620,7 +640,7 @@ class Consumer:
         for msg in self._core.take_partitions(set(pids)):
             self._stash.setdefault(msg.partition_id, []).append(msg)
 
-    def resume(self, partitions=None):
+    def resume(self, partitions: Optional[Iterable[Union[Partition, int]]] = None) -> None:
         """Fetch again from paused partitions (``rd_kafka_resume_partitions``)."""
         self._check_running()
         pids = self._pids(partitions)
@@ -630,7 +650,7 @@ class Consumer:
             # Held-back messages come before anything fetched for the partition from now on.
             self._core.extend(self._stash.pop(pid, ()))
 
-    def stats(self):
+    def stats(self) -> Optional[dict[str, Any]]:
         """The last statistics snapshot librdkafka sent (a dict, parsed from its JSON), or None
         before the first or without ``statistics_interval_ms``."""
         return self._handle.stats if self._handle is not None else None

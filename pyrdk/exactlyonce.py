@@ -11,17 +11,27 @@ to a transactional :class:`pyrdk.producer.Producer`::
 :func:`commit_in_transaction` is the transaction itself, which
 :class:`pyrdk.spout.KafkaSpout` uses too when it writes outputs exactly once.
 """
+from __future__ import annotations
+
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import check_int
 from pyrdk.exceptions import KafkaException
 
+if TYPE_CHECKING:
+    from pyrdk import common
+    from pyrdk.producer import Producer
+    from pyrdk.rd.transaction import GroupMetadata
+    from pyrdk.topic import Topic
+
 log = logging.getLogger(__name__)
 
 
-def produce_output(producer, output):
+def produce_output(producer: Producer, output: Any) -> None:
     """Produce one output: a value (bytes) or a ``(value, partition_key)`` pair."""
     if isinstance(output, tuple):
         if len(output) != 2:
@@ -32,7 +42,8 @@ def produce_output(producer, output):
         producer.produce(output)
 
 
-def commit_in_transaction(producer, outputs, offsets, group_metadata, timeout=None):
+def commit_in_transaction(producer: Producer, outputs: Iterable[Any], offsets: list[tuple[str, int, int]],
+                          group_metadata: GroupMetadata, timeout: Optional[float] = None) -> None:
     """One transaction: produce ``outputs`` (values or ``(value, partition_key)`` pairs)
     and commit ``offsets`` (``(topic, partition_id, next offset)``) for the group of
     ``group_metadata``; both are written, or neither (the transaction is aborted and the
@@ -69,8 +80,10 @@ class Processor:
     ``transactional_id`` fenced this one: ``ProducerFenced`` is raised).
     """
 
-    def __init__(self, input_topic, output_topic, consumer_group, transactional_id, batch_size=1000,
-                 batch_timeout_ms=1000, consumer_kwargs=None, producer_kwargs=None):
+    def __init__(self, input_topic: Topic, output_topic: Topic, consumer_group: Union[str, bytes],
+                 transactional_id: str, batch_size: int = 1000, batch_timeout_ms: int = 1000,
+                 consumer_kwargs: Optional[dict[str, Any]] = None,
+                 producer_kwargs: Optional[dict[str, Any]] = None) -> None:
         self._batch_size = check_int("batch_size", batch_size, 1)
         self._batch_timeout_ms = check_int("batch_timeout_ms", batch_timeout_ms, 0)
         consumer_kwargs = dict(consumer_kwargs or {})
@@ -79,7 +92,7 @@ class Processor:
                 raise ValueError("%s: the Processor commits offsets in its transactions; leave it out" % name)
         consumer_kwargs.update(auto_commit_enable=False, pre_revoke_callback=self._on_revoke)
         self._topic_name = input_topic.name.decode()
-        self._batch = []
+        self._batch: list[common.Message] = []
         self._stopping = threading.Event()
         self.producer = output_topic.get_producer(transactional_id=transactional_id, **(producer_kwargs or {}))
         try:
@@ -96,7 +109,7 @@ class Processor:
         self._batch = [m for m in self._batch if m.partition_id not in revoked]
         return []
 
-    def process_batch(self, process):
+    def process_batch(self, process: Callable[[common.Message], Optional[Iterable[Any]]]) -> int:
         """Consume up to ``batch_size`` messages (waiting up to ``batch_timeout_ms``), call
         ``process(message)`` on each -- it returns an iterable of outputs, values or
         ``(value, partition_key)`` pairs -- and commit the outputs with the offsets after the
@@ -113,7 +126,8 @@ class Processor:
         batch, self._batch = self._batch, []
         if not batch:
             return 0
-        starts, nexts = {}, {}
+        starts: dict[int, int] = {}  # partition id -> the first offset of the batch
+        nexts: dict[int, int] = {}  # partition id -> the offset after the batch
         for message in batch:
             starts.setdefault(message.partition_id, message.offset)
             nexts[message.partition_id] = message.offset + 1
@@ -140,7 +154,8 @@ class Processor:
             if pid in held:
                 self.consumer.seek(pid, offset)
 
-    def run(self, process, max_batches=None):
+    def run(self, process: Callable[[common.Message], Optional[Iterable[Any]]],
+            max_batches: Optional[int] = None) -> int:
         """Call :meth:`process_batch` until :meth:`stop` (or ``max_batches`` batches);
         returns how many messages were committed."""
         total = batches = 0
@@ -150,20 +165,20 @@ class Processor:
             batches += 1
         return total
 
-    def stop(self):
+    def stop(self) -> None:
         """Make :meth:`run` return after its current batch (from another thread, or from
         ``process``)."""
         self._stopping.set()
 
-    def close(self):
+    def close(self) -> None:
         """Stop the consumer (leaving the group) and the producer."""
         try:
             self.consumer.stop()
         finally:
             self.producer.stop()
 
-    def __enter__(self):
+    def __enter__(self) -> Processor:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -9,27 +9,37 @@ code still gets a class. :class:`CallState` carries an exception raised where it
 cannot see it (a librdkafka callback, a background thread) back to the caller. Pure Python:
 this module imports without the extension.
 """
-import threading
+from __future__ import annotations
 
-_BY_CODE = {}
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from pyrdk.common import Message
+
+_BY_CODE: dict[int, type[KafkaException]] = {}
 
 
 class KafkaException(Exception):
     """Generic exception type. The base of all pyrdk exception types."""
-    code = None
-    name = None
-    retriable = False
-    fatal = False
-    txn_requires_abort = False
+    code: Optional[int] = None
+    name: Optional[str] = None
+    retriable: bool = False
+    fatal: bool = False
+    txn_requires_abort: bool = False
+    produced: int  # produce_batch()'s errors only: the messages queued before the error
 
-    def __init_subclass__(cls, codes=(), **kwargs):
+    def __init_subclass__(cls, codes: tuple[int, ...] = (), **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for code in codes:
             _BY_CODE[code] = cls
         if codes:
             cls.code = codes[0]
 
-    def __init__(self, *args, code=None, name=None, retriable=None, fatal=None, txn_requires_abort=None):
+    def __init__(self, *args: object, code: Optional[int] = None, name: Optional[str] = None,
+                 retriable: Optional[bool] = None, fatal: Optional[bool] = None,
+                 txn_requires_abort: Optional[bool] = None) -> None:
         super().__init__(*args)
         if code is not None:
             self.code = code
@@ -43,7 +53,7 @@ class KafkaException(Exception):
             self.txn_requires_abort = txn_requires_abort
 
 
-def for_code(code):
+def for_code(code: int) -> type[KafkaException]:
     """The exception class for a librdkafka / Kafka error code (never raises)."""
     cls = _BY_CODE.get(code)
     if cls is not None:
@@ -85,6 +95,7 @@ class LeaderNotFoundError(KafkaException):
 
 class ProduceFailureError(KafkaException):
     """A message could not be delivered."""
+    failed: list[tuple[Optional[Message], BaseException]]  # each message and its error, when many failed
 
 
 class ConsumerStoppedException(KafkaException):
@@ -115,7 +126,7 @@ class OffsetRequestFailedError(KafkaException):
 class PartitionOwnedError(KafkaException):
     """A partition is still owned by another consumer in ZooKeeper."""
 
-    def __init__(self, partition, *args, **kwargs):
+    def __init__(self, partition: Any, *args: object, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.partition = partition
 
@@ -342,22 +353,22 @@ class CallState:
     """
     __slots__ = ("_pending", "_lock")
 
-    def __init__(self):
-        self._pending = []
+    def __init__(self) -> None:
+        self._pending: list[tuple[Any, BaseException]] = []
         self._lock = threading.Lock()
 
-    def crash(self, exc, item=None):
+    def crash(self, exc: BaseException, item: Any = None) -> None:
         """Keep ``exc`` (about ``item``) for the caller's next :meth:`check`."""
         with self._lock:
             self._pending.append((item, exc))
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self._pending)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._pending)
 
-    def check(self, combine=None):
+    def check(self, combine: Optional[Callable[[list[tuple[Any, BaseException]]], BaseException]] = None) -> None:
         """Raise what was kept: the oldest exception (the others wait for the next call), or
         ``combine(pairs)`` for all the ``(item, exception)`` pairs kept."""
         if not self._pending:
@@ -372,12 +383,12 @@ class CallState:
                 exc = combine(pending)
         raise exc
 
-    def discard(self, cls):
+    def discard(self, cls: type[BaseException]) -> None:
         """Forget the kept exceptions of class ``cls``: what they said no longer holds."""
         with self._lock:
             self._pending = [(item, exc) for item, exc in self._pending if not isinstance(exc, cls)]
 
-    def take(self):
+    def take(self) -> list[tuple[Any, BaseException]]:
         """Every ``(item, exception)`` pair kept, no longer kept."""
         with self._lock:
             pending, self._pending = self._pending, []

@@ -7,18 +7,33 @@ that old fleets committed to ZooKeeper fill in the partitions the broker has non
 the owner of each partition is read from pykafka's ownership znodes. Log starts and ends are
 ListOffsets answers (``rd_kafka_offsets_for_times``).
 """
+from __future__ import annotations
+
 import collections
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple, Optional, Union
 
 from pyrdk.common import OffsetType
 from pyrdk.exceptions import GroupIdNotFoundError, UnknownTopicOrPartition, for_code
 
-PartitionLag = collections.namedtuple("PartitionLag",
-                                      "topic partition committed log_start log_end lag owner source")
-PartitionLag.__doc__ = """The lag of one partition: ``committed`` is the next offset the group
-will read (None if it committed none), ``lag`` the messages between it and ``log_end`` (from
-``log_start`` when nothing is committed, as a group starting at the earliest offset would
-read), ``owner`` the member holding the partition (None if none), ``source`` where the
-committed offset came from (``"kafka"``, ``"zookeeper"`` or None)."""
+if TYPE_CHECKING:
+    from pyrdk.cluster import Cluster
+
+
+class PartitionLag(NamedTuple):
+    """The lag of one partition: ``committed`` is the next offset the group
+    will read (None if it committed none), ``lag`` the messages between it and ``log_end`` (from
+    ``log_start`` when nothing is committed, as a group starting at the earliest offset would
+    read), ``owner`` the member holding the partition (None if none), ``source`` where the
+    committed offset came from (``"kafka"``, ``"zookeeper"`` or None)."""
+    topic: str
+    partition: int
+    committed: Optional[int]
+    log_start: int
+    log_end: int
+    lag: int
+    owner: Optional[str]
+    source: Optional[str]
 
 
 def _owners_from_description(description):
@@ -29,7 +44,8 @@ def _owners_from_description(description):
     return owners
 
 
-def consumer_lag(cluster, group, topics=None, zookeeper_hosts=None):
+def consumer_lag(cluster: Cluster, group: str, topics: Optional[Iterable[Union[str, bytes]]] = None,
+                 zookeeper_hosts: Optional[str] = None) -> dict[bytes, dict[int, PartitionLag]]:
     """``{topic (bytes): {partition id: PartitionLag}}`` for ``group`` (str), over ``topics``
     (names) or, with None, every topic it committed offsets for, is assigned, or has znodes for."""
     try:
@@ -55,7 +71,7 @@ def consumer_lag(cluster, group, topics=None, zookeeper_hosts=None):
                     owners.setdefault((topic, pid), member)
     if names is None:
         names = sorted({t for t, _ in committed} | {t for t, _ in owners} | zk_topics)
-    tps = []
+    tps: list[tuple[str, int]] = []
     for name in names:
         try:
             topic = cluster.topics[name]
@@ -66,7 +82,7 @@ def consumer_lag(cluster, group, topics=None, zookeeper_hosts=None):
         tps.extend((name, pid) for pid in sorted(topic.partitions))
     starts = _offsets(cluster, tps, OffsetType.EARLIEST)
     ends = _offsets(cluster, tps, OffsetType.LATEST)
-    out = collections.OrderedDict()
+    out: dict[bytes, dict[int, PartitionLag]] = collections.OrderedDict()
     for tp in tps:
         offset, source = committed.get(tp, (None, None))
         start, end = starts[tp], ends[tp]

@@ -19,7 +19,11 @@ consumer does not raise then: librdkafka rejoins the group by itself, and the re
 offsets become the start offsets (and are committed) if the member gets those partitions
 back; otherwise their next owner starts from the last commit that succeeded (at least once).
 """
+from __future__ import annotations
+
 import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import OffsetType
 from pyrdk.consumer import Consumer, check_isolation_level, commit_metadata, held_offset, logical
@@ -29,6 +33,11 @@ from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle
 from pyrdk.rd.partitions import OFFSET_INVALID
+
+if TYPE_CHECKING:
+    from pyrdk.cluster import Cluster
+    from pyrdk.partition import Partition
+    from pyrdk.topic import Topic
 
 log = logging.getLogger(__name__)
 
@@ -119,18 +128,25 @@ class ManagedBalancedConsumer(Consumer):
     The group is joined in the background: ``partitions`` fills in during ``consume()``.
     """
 
-    def __init__(self, topic, cluster, consumer_group, fetch_message_max_bytes=1024 * 1024,
-                 num_consumer_fetchers=1, auto_commit_enable=False, auto_commit_interval_ms=60 * 1000,
-                 queued_max_messages=2000, fetch_min_bytes=1, fetch_error_backoff_ms=500,
-                 fetch_wait_max_ms=100, offsets_channel_backoff_ms=1000, offsets_commit_max_retries=5,
-                 auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=-1,
-                 rebalance_max_retries=5, rebalance_backoff_ms=2 * 1000, auto_start=True,
-                 reset_offset_on_start=False, post_rebalance_callback=None, use_rdkafka=False,
-                 compacted_topic=True, heartbeat_interval_ms=3000, membership_protocol=RangeProtocol,
-                 deserializer=None, reset_offset_on_fetch=True, session_timeout_ms=30000,
-                 max_poll_interval_ms=300000, group_instance_id=None, listener=None,
-                 isolation_level="read_committed", pre_revoke_callback=None, rdkafka_config=None,
-                 statistics_interval_ms=None, stats_callback=None, group_protocol="classic", **kwargs):
+    def __init__(self, topic: Topic, cluster: Cluster, consumer_group: Union[str, bytes],
+                 fetch_message_max_bytes: int = 1024 * 1024, num_consumer_fetchers: int = 1,
+                 auto_commit_enable: bool = False, auto_commit_interval_ms: int = 60 * 1000,
+                 queued_max_messages: int = 2000, fetch_min_bytes: int = 1, fetch_error_backoff_ms: int = 500,
+                 fetch_wait_max_ms: int = 100, offsets_channel_backoff_ms: int = 1000,
+                 offsets_commit_max_retries: int = 5, auto_offset_reset: OffsetType = OffsetType.EARLIEST,
+                 consumer_timeout_ms: int = -1, rebalance_max_retries: int = 5, rebalance_backoff_ms: int = 2 * 1000,
+                 auto_start: bool = True, reset_offset_on_start: bool = False,
+                 post_rebalance_callback: Optional[Callable[[Any, dict[int, int], dict[int, int]], Any]] = None,
+                 use_rdkafka: Any = False, compacted_topic: bool = True, heartbeat_interval_ms: int = 3000,
+                 membership_protocol: GroupMembershipProtocol = RangeProtocol,
+                 deserializer: Optional[Callable[[Any, Any], tuple[Any, Any]]] = None,
+                 reset_offset_on_fetch: bool = True, session_timeout_ms: int = 30000,
+                 max_poll_interval_ms: int = 300000, group_instance_id: Optional[str] = None, listener: Any = None,
+                 isolation_level: str = "read_committed",
+                 pre_revoke_callback: Optional[Callable[[Any, list[int]], Iterable[tuple[int, int]]]] = None,
+                 rdkafka_config: Optional[dict[str, Any]] = None, statistics_interval_ms: Optional[int] = None,
+                 stats_callback: Optional[Callable[[dict[str, Any]], None]] = None, group_protocol: str = "classic",
+                 **kwargs: Any) -> None:
         zookeeper = sorted(k for k in kwargs if k in ZOOKEEPER_ONLY)
         if zookeeper:
             raise ValueError("%s: ZooKeeper options do not apply to the managed consumer "
@@ -180,19 +196,19 @@ class ManagedBalancedConsumer(Consumer):
         self._post_rebalance_callback = post_rebalance_callback
         self._pre_revoke_callback = pre_revoke_callback
         self._listener = listener
-        self._started = set()  # partitions assigned since start(): reset_offset_on_start is done
-        self._refused = {}  # partition id -> next offset whose commit the group refused
-        self._revoked = set()  # partitions revoked during the current fetch
-        self._before = None  # held_offsets when the current rebalance began
-        self._assigned = []  # assigned partitions whose listener call is due
+        self._started: set[int] = set()  # partitions assigned since start(): reset_offset_on_start is done
+        self._refused: dict[int, int] = {}  # partition id -> next offset whose commit the group refused
+        self._revoked: set[int] = set()  # partitions revoked during the current fetch
+        self._before: Optional[dict[int, int]] = None  # held_offsets when the current rebalance began
+        self._assigned: list[Partition] = []  # assigned partitions whose listener call is due
         self._commit_due = False  # refused offsets became start offsets: commit them
-        self._metadata = None  # (member id, commit metadata naming it)
+        self._metadata: Optional[tuple[str, bytes]] = None  # (member id, commit metadata naming it)
         if auto_start:
             self.start()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def start(self):
+    def start(self) -> None:
         """Create the librdkafka consumer and join the group (``rd_kafka_subscribe``)."""
         if self._running:
             return
@@ -210,7 +226,7 @@ class ManagedBalancedConsumer(Consumer):
         self._started.clear()
         self._open(handle)
 
-    def stop(self):
+    def stop(self) -> None:
         """Commit held offsets if auto-commit is on (as SimpleConsumer does), then leave the
         group and close the consumer (``rd_kafka_consumer_close``; with
         ``group_instance_id`` the member stays in the group until its session times out)."""
@@ -232,7 +248,7 @@ class ManagedBalancedConsumer(Consumer):
         return self._metadata[1]
 
     @property
-    def member_id(self):
+    def member_id(self) -> Optional[str]:
         """This member's id in the group (``rd_kafka_memberid``); None before it joined."""
         self._check_running()
         return self._handle.memberid() or None
@@ -379,7 +395,7 @@ class ManagedBalancedConsumer(Consumer):
 
     # -- offsets -------------------------------------------------------------------------------
 
-    def commit_offsets(self, partition_offsets=None):
+    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], int]]] = None) -> None:
         """Commit offsets for the group (``rd_kafka_commit``), as SimpleConsumer does. A
         commit the group refuses because it is rebalancing is kept for after the rejoin
         (see the module's documentation) instead of raised."""
@@ -424,6 +440,6 @@ class ManagedBalancedConsumer(Consumer):
             self._refused[getattr(p, "id", p)] = offset
         log.warning("commit refused while the group rebalances (%s); kept for after the rejoin", exc)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<pyrdk.managedbalancedconsumer.ManagedBalancedConsumer at %#x (topic=%s, " \
                "consumer_group=%s)>" % (id(self), self._topic_name, self._consumer_group)

@@ -1,10 +1,17 @@
 """Partition: one partition of a topic, its leader and replicas (pykafka's ``Partition``)."""
+from __future__ import annotations
+
 import datetime
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetType
+from pyrdk.common import OffsetPartitionResponse, OffsetType
+
+if TYPE_CHECKING:
+    from pyrdk.broker import Broker
+    from pyrdk.topic import Topic
 
 
-def to_timestamp_ms(value):
+def to_timestamp_ms(value: Union[int, datetime.datetime]) -> int:
     """An ``OffsetType``, a ms timestamp or a ``datetime`` as the int ListOffsets takes."""
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
@@ -20,7 +27,8 @@ def to_timestamp_ms(value):
 class Partition:
     """A topic partition: ``id``, ``leader``, ``replicas``, ``isr``, ``topic``."""
 
-    def __init__(self, topic, id_, leader, replicas, isr):
+    def __init__(self, topic: Topic, id_: int, leader: Optional[Broker], replicas: list[Broker],
+                 isr: list[Broker]) -> None:
         self._topic = topic
         self._id = id_
         self._leader = leader
@@ -28,48 +36,49 @@ class Partition:
         self._isr = isr
 
     @property
-    def id(self):
+    def id(self) -> int:
         return self._id
 
     @property
-    def topic(self):
+    def topic(self) -> Topic:
         return self._topic
 
     @property
-    def leader(self):
+    def leader(self) -> Optional[Broker]:
         """The leader ``Broker`` (None during an election)."""
         return self._leader
 
     @property
-    def replicas(self):
+    def replicas(self) -> list[Broker]:
         return self._replicas
 
     @property
-    def isr(self):
+    def isr(self) -> list[Broker]:
         """The in-sync replicas, a list of ``Broker``."""
         return self._isr
 
-    def fetch_offset_limit(self, offsets_before, max_offsets=1):
+    def fetch_offset_limit(self, offsets_before: Union[int, datetime.datetime],
+                           max_offsets: int = 1) -> OffsetPartitionResponse:
         """The ``OffsetPartitionResponse`` of ``Topic.fetch_offset_limits`` for this partition."""
         return self._topic.fetch_offset_limits(offsets_before, max_offsets, partitions=[self._id])[self._id]
 
-    def earliest_available_offset(self):
+    def earliest_available_offset(self) -> int:
         """The first offset still in the log (``rd_kafka_offsets_for_times`` with -2)."""
         return self.fetch_offset_limit(OffsetType.EARLIEST).offset[0]
 
-    def latest_available_offset(self):
+    def latest_available_offset(self) -> int:
         """The offset the next message will get (``rd_kafka_offsets_for_times`` with -1)."""
         return self.fetch_offset_limit(OffsetType.LATEST).offset[0]
 
-    def update(self, brokers, metadata):
+    def update(self, brokers: dict[int, Broker], metadata: Any) -> None:
         """Take leader, replicas and ISR from a fresh ``PartitionMetadata``."""
         self._leader = brokers.get(metadata.leader)
         self._replicas = [brokers[b] for b in metadata.replicas if b in brokers]
         self._isr = [brokers[b] for b in metadata.isrs if b in brokers]
 
-    def __lt__(self, other):
+    def __lt__(self, other: Partition) -> bool:
         return self._id < other._id
 
-    def __repr__(self):
-        return "<pyrdk.partition.Partition at %#x (topic=%s, id=%d)>" % (
+    def __repr__(self) -> str:
+        return "<pyrdk.partition.Partition at %#x (topic=%r, id=%d)>" % (
             id(self), self._topic.name, self._id)

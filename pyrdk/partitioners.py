@@ -4,11 +4,18 @@
 a pykafka producer put them; ``Murmur2Partitioner`` places keys where the Java client and
 librdkafka's ``murmur2`` partitioner do (``rd_kafka_msg_partitioner_murmur2``).
 """
+from __future__ import annotations
+
 import hashlib
 import itertools
 import random
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
 from pyrdk.rd.topic import murmur2_partition
+
+if TYPE_CHECKING:
+    from pyrdk.partition import Partition
 
 __all__ = ["BasePartitioner", "RandomPartitioner", "random_partitioner", "HashingPartitioner",
            "hashing_partitioner", "GroupHashingPartitioner", "Murmur2Partitioner",
@@ -32,7 +39,7 @@ def _require_key(key):
 class BasePartitioner:
     """Base class for class-based partitioners."""
 
-    def __call__(self, partitions, key=None):
+    def __call__(self, partitions: Sequence[Partition], key: Any = None) -> Partition:
         raise NotImplementedError("subclasses must define their own partitioner")
 
 
@@ -40,10 +47,10 @@ class RandomPartitioner(BasePartitioner):
     """Spread messages over all partitions, ignoring the key (a counter, not random, to
     save cycles; the starting point is random so producers do not move in lockstep)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._counter = itertools.count(random.randrange(1 << 16))
 
-    def __call__(self, partitions, key=None):
+    def __call__(self, partitions: Sequence[Partition], key: Any = None) -> Partition:
         _require_partitions(partitions)
         return partitions[next(self._counter) % len(partitions)]
 
@@ -58,10 +65,10 @@ class HashingPartitioner(BasePartitioner):
         and is pykafka's, unlike Python's salted ``hash``.
     """
 
-    def __init__(self, hash_func=None):
+    def __init__(self, hash_func: Optional[Callable[[Any], int]] = None) -> None:
         self.hash_func = hash_func if hash_func is not None else _sha1_hash
 
-    def __call__(self, partitions, key):
+    def __call__(self, partitions: Sequence[Partition], key: Any) -> Partition:  # type: ignore[override]  # a key is required
         _require_key(key)
         _require_partitions(partitions)
         partitions = sorted(partitions)
@@ -78,7 +85,7 @@ class GroupHashingPartitioner(BasePartitioner):
     :param group_size: how many partitions share a key, between 1 and the partition count
     """
 
-    def __init__(self, hash_func, group_size=1):
+    def __init__(self, hash_func: Callable[[Any], int], group_size: int = 1) -> None:
         if hash_func is None:
             raise ValueError("hash_func must be specified when using GroupHashingPartitioner")
         if group_size < 1:
@@ -86,7 +93,7 @@ class GroupHashingPartitioner(BasePartitioner):
         self.hash_func = hash_func
         self.group_size = group_size
 
-    def __call__(self, partitions, key):
+    def __call__(self, partitions: Sequence[Partition], key: Any) -> Partition:  # type: ignore[override]  # a key is required
         _require_key(key)
         if self.group_size > len(partitions):
             raise ValueError("group_size cannot be > available partitions")
@@ -98,10 +105,10 @@ class Murmur2Partitioner(BasePartitioner):
     """Place keys as the Java client does (murmur2, ``toPositive(hash) % count``);
     messages without a key are spread like ``RandomPartitioner``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._random = RandomPartitioner()
 
-    def __call__(self, partitions, key=None):
+    def __call__(self, partitions: Sequence[Partition], key: Any = None) -> Partition:
         if key is None:
             return self._random(partitions)
         _require_partitions(partitions)

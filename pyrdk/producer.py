@@ -19,6 +19,8 @@ With a ``transactional_id`` the producer is transactional (librdkafka's transact
 in librdkafka's hands -- and so in the open transaction -- when ``produce()`` returns, and
 nothing the core could still hold slips into the next transaction.
 """
+from __future__ import annotations
+
 import atexit
 import contextlib
 import datetime
@@ -27,9 +29,12 @@ import queue
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Optional, Union
 
+from pyrdk import common
 from pyrdk.common import CompressionType, check_int
-from pyrdk.core import Message, producer_core
+from pyrdk.core import Message, ProducerCore, producer_core
 from pyrdk.exceptions import (CallState, KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
                               ProduceFailureError, ProducerQueueFullError, ProducerStoppedException,
                               TransactionStateError)
@@ -41,9 +46,14 @@ from pyrdk.rd.errors import PURGE_INFLIGHT, PURGE_QUEUE, QUEUE_FULL
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
 
+if TYPE_CHECKING:
+    from pyrdk.cluster import Cluster
+    from pyrdk.topic import Topic
+
 log = logging.getLogger(__name__)
 
-_unstopped = weakref.WeakSet()  # started and not stopped: stopped at exit, so nothing queued is lost
+# Started and not stopped: stopped at exit, so nothing queued is lost.
+_unstopped: weakref.WeakSet[Producer] = weakref.WeakSet()
 
 POLL_MS = 100
 QUEUE_FULL_WAIT_MS = 10
@@ -109,14 +119,19 @@ class Producer:
     usual. :meth:`produce_batch` makes no ``Message``.
     """
 
-    def __init__(self, cluster, topic, partitioner=None, compression=CompressionType.NONE,
-                 max_retries=3, retry_backoff_ms=100, required_acks=1, ack_timeout_ms=10 * 1000,
-                 max_queued_messages=100000, min_queued_messages=70000, linger_ms=5 * 1000,
-                 queue_empty_timeout_ms=0, block_on_queue_full=True, max_request_size=1000012,
-                 sync=False, delivery_reports=False, pending_timeout_ms=5 * 1000, auto_start=True,
-                 serializer=None, enable_idempotence=False, transactional_id=None,
-                 transaction_timeout_ms=60 * 1000, rdkafka_config=None, use_rdkafka=None,
-                 statistics_interval_ms=None, stats_callback=None):
+    def __init__(self, cluster: Cluster, topic: Topic,
+                 partitioner: Optional[Callable[[list[Partition], Any], Partition]] = None,
+                 compression: CompressionType = CompressionType.NONE, max_retries: int = 3,
+                 retry_backoff_ms: int = 100, required_acks: int = 1, ack_timeout_ms: int = 10 * 1000,
+                 max_queued_messages: int = 100000, min_queued_messages: int = 70000, linger_ms: int = 5 * 1000,
+                 queue_empty_timeout_ms: int = 0, block_on_queue_full: bool = True,
+                 max_request_size: int = 1000012, sync: bool = False, delivery_reports: bool = False,
+                 pending_timeout_ms: int = 5 * 1000, auto_start: bool = True,
+                 serializer: Optional[Callable[[Any, Any], tuple[Optional[bytes], Optional[bytes]]]] = None,
+                 enable_idempotence: bool = False, transactional_id: Optional[str] = None,
+                 transaction_timeout_ms: int = 60 * 1000, rdkafka_config: Optional[dict[str, Any]] = None,
+                 use_rdkafka: Any = None, statistics_interval_ms: Optional[int] = None,
+                 stats_callback: Optional[Callable[[dict[str, Any]], None]] = None) -> None:
         self._cluster = cluster
         self._topic = topic
         self._topic_name = topic.name.decode()
@@ -137,7 +152,7 @@ class Producer:
         self._transaction_timeout_ms = check_int("transaction_timeout_ms", transaction_timeout_ms, 1)
         self._txn_ready = False  # init_transactions() done
         self._in_transaction = False
-        self._txn_fatal = None  # the fatal error a transactional call raised
+        self._txn_fatal: Optional[KafkaException] = None  # the fatal error a transactional call raised
         self._aborting = False  # purged messages of an aborted transaction are not failures to tell
         self._config = dict(cluster.rdkafka_config)
         self._config.update({
@@ -168,23 +183,23 @@ class Producer:
         # or refused at once, or must be in librdkafka's hands inside its transaction.
         self._general_only = sync or self._delivery_reports or serializer is not None or \
             not block_on_queue_full or self._transactional_id is not None
-        self._handle = None
-        self._core = None
+        self._handle: Optional[Handle] = None
+        self._core: Optional[ProducerCore] = None
         self._running = False
         self._failures = CallState()  # failed deliveries nobody else was told about
         self._errors = CallState()  # errors of the poller thread and callbacks, raised as they are
-        self._waiting = {}  # Message -> _Delivery, for the messages of a sync produce()
+        self._waiting: dict[common.Message, _Delivery] = {}  # for the messages of a sync produce()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._entering = 0  # general-path produce() calls handing a message to librdkafka
         self._entered = threading.Condition(self._lock)  # notified when _entering drops to 0
-        self._poller = None
+        self._poller: Optional[threading.Thread] = None
         if auto_start:
             self.start()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def start(self):
+    def start(self) -> None:
         """Create the librdkafka producer (``rd_kafka_new``), its core and the poller thread."""
         with self._lock:
             if self._running:
@@ -227,7 +242,7 @@ class Producer:
             if self._errors or self._failures:
                 core.divert = True
 
-    def stop(self):
+    def stop(self) -> None:
         """Deliver what is queued (waiting up to ``pending_timeout_ms``), report what could
         not be delivered, and close the producer. Raises ``ProduceFailureError`` for failed
         deliveries nobody else was told about."""
@@ -235,7 +250,8 @@ class Producer:
             if not self._running:
                 return
             self._running = False
-        handle, core = self._handle, self._core
+        handle, core, poller = self._handle, self._core, self._poller
+        assert handle is not None and core is not None and poller is not None  # start() made them
         core.close()  # produce() now raises ProducerStoppedException
         try:
             self._wait_entered(self._pending_timeout_ms)
@@ -252,7 +268,7 @@ class Producer:
                 handle.flush(STOP_PURGE_WAIT_MS)  # serve the purged messages' reports
         finally:
             handle.close()
-            self._poller.join()
+            poller.join()
             # Messages whose report never came (only if librdkafka was cut short), and those
             # never handed over: report them.
             for msg in core.take_all():
@@ -274,11 +290,12 @@ class Producer:
                 self._entered.wait(QUEUE_FULL_WAIT_MS / 1000.0)
                 waited += QUEUE_FULL_WAIT_MS
 
-    def __enter__(self):
+    def __enter__(self) -> Producer:
         self.start()
         return self
 
-    def __exit__(self, exc_type, exc_value, traceback):
+    def __exit__(self, exc_type: Optional[type[BaseException]], exc_value: Optional[BaseException],
+                 traceback: Any) -> None:
         try:
             self.stop()
         except Exception:
@@ -292,7 +309,10 @@ class Producer:
 
     # -- producing -----------------------------------------------------------------------------
 
-    def produce(self, message, partition_key=None, timestamp=None, headers=None):
+    def produce(self, message: Any, partition_key: Any = None,
+                timestamp: Union[int, datetime.datetime, None] = None,
+                headers: Union[list[tuple[str, Optional[bytes]]], dict[str, Optional[bytes]], None] = None
+                ) -> common.Message:
         """Send ``message`` to a partition chosen by the partitioner; returns the ``Message``.
 
         Its ``offset`` (and ``timestamp``) are filled in when its delivery report arrives.
@@ -412,7 +432,7 @@ class Producer:
                 self._core.partitions = [(p.id, p) for p in self._partition_list]
         return self._partition_list
 
-    def produce_batch(self, messages):
+    def produce_batch(self, messages: Iterable[Any]) -> int:  # bytes or pairs; anything a serializer takes
         """Send many messages in one call; returns how many were queued.
 
         :param messages: a list (or any iterable) of values (bytes), or of ``(value,
@@ -441,23 +461,25 @@ class Producer:
         self._check()
         if self._general_only or self._partitioner is not random_partitioner:
             return self._produce_each(messages)
+        core, handle = self._core, self._handle
+        assert core is not None and handle is not None  # start() made them
         self._hand_off()
         total = 0
         while True:
-            result = self._core.produce_batch(messages, POLL_MS)
+            result = core.produce_batch(messages, POLL_MS)
             if result is None:
                 return self._produce_each(messages)
             sent, err = result
             total += sent
             if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
                 messages = messages[sent:]
-                self._handle.dispatch_reports()
+                handle.dispatch_reports()
                 if self._outage.since is not None:
-                    self._outage.check(self._handle)
+                    self._outage.check(handle)
                 continue
             if err:
                 try:
-                    self._handle.raise_produce_error(err, self._topic_name, -1)
+                    handle.raise_produce_error(err, self._topic_name, -1)
                 except MessageSizeTooLarge:
                     item = messages[sent]
                     exc = self._too_large(*(item if isinstance(item, tuple) else (item, None)))
@@ -581,7 +603,8 @@ class Producer:
             q = self._local.queue = queue.Queue()
         return q
 
-    def get_delivery_report(self, block=True, timeout=None):
+    def get_delivery_report(self, block: bool = True,
+                            timeout: Optional[float] = None) -> tuple[common.Message, Optional[BaseException]]:
         """The next ``(Message, exception or None)`` for a message produced on this thread.
 
         Raises ``queue.Empty`` when none is ready (after ``timeout`` seconds if blocking).
@@ -589,11 +612,11 @@ class Producer:
         if not self._delivery_reports:
             raise KafkaException("Delivery-reporting is disabled")
         q = self._report_queue()
-        if q.empty() and self._running:
+        if q.empty() and self._running and self._handle is not None:
             self._handle.dispatch_reports()
         return q.get(block, timeout)
 
-    def flush(self, timeout=None):
+    def flush(self, timeout: Optional[float] = None) -> int:
         """Wait until every queued message is delivered or reported (``rd_kafka_flush``).
 
         :param timeout: seconds (None: for ever)
@@ -601,11 +624,13 @@ class Producer:
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped")
+        handle = self._handle
+        assert handle is not None  # start() made it
         timeout_ms = -1 if timeout is None else int(timeout * 1000)
         self._hand_off(timeout_ms)
-        self._handle.flush(timeout_ms)
+        handle.flush(timeout_ms)
         self._raise_failures()
-        return self._handle.outq_len()
+        return handle.outq_len()
 
     # -- pykafka's private names, for programs that use them -----------------------------------
 
@@ -626,7 +651,7 @@ class Producer:
         brokers = {p.leader.id: p.leader for p in self._topic.partitions.values() if p.leader is not None}
         return {broker_id: OwnedBroker(self, broker) for broker_id, broker in sorted(brokers.items())}
 
-    def stats(self):
+    def stats(self) -> Optional[dict[str, Any]]:
         """The last statistics snapshot librdkafka sent (a dict, parsed from its JSON), or None
         before the first or without ``statistics_interval_ms``."""
         return self._handle.stats if self._handle is not None else None
@@ -655,7 +680,7 @@ class Producer:
     def _timeout_ms(self, timeout):
         return self._transaction_timeout_ms if timeout is None else int(timeout * 1000)
 
-    def init_transactions(self, timeout=None):
+    def init_transactions(self, timeout: Optional[float] = None) -> None:
         """Register the ``transactional_id`` with its coordinator
         (``rd_kafka_init_transactions``), fencing an older producer of the same id and
         completing (aborting) the transaction it left open. Called by the first
@@ -668,7 +693,7 @@ class Producer:
             self._txn(transaction.init_transactions, handle, self._timeout_ms(timeout))
             self._txn_ready = True
 
-    def begin_transaction(self):
+    def begin_transaction(self) -> None:
         """Begin a transaction (``rd_kafka_begin_transaction``): what is produced from now on
         is written by :meth:`commit_transaction`, or not at all."""
         handle = self._transactional("begin_transaction()")
@@ -676,7 +701,9 @@ class Producer:
         self._txn(transaction.begin_transaction, handle)
         self._in_transaction = True
 
-    def send_offsets_to_transaction(self, consumer_or_offsets, group_metadata=None, timeout=None):
+    def send_offsets_to_transaction(self, consumer_or_offsets: Any,
+                                    group_metadata: Optional[transaction.GroupMetadata] = None,
+                                    timeout: Optional[float] = None) -> None:
         """Commit consumer offsets as part of the transaction
         (``rd_kafka_send_offsets_to_transaction``): they count only if it commits.
 
@@ -705,7 +732,7 @@ class Producer:
         if offsets:
             self._txn(transaction.send_offsets, handle, offsets, group_metadata, self._timeout_ms(timeout))
 
-    def commit_transaction(self, timeout=None):
+    def commit_transaction(self, timeout: Optional[float] = None) -> None:
         """Commit the transaction (``rd_kafka_commit_transaction``): deliver what it
         produced, then make it and its offsets visible together.
 
@@ -719,10 +746,10 @@ class Producer:
         self._hand_off()  # nothing is queued in the core of a transactional producer; never leave any
         self._txn(transaction.commit_transaction, handle, self._timeout_ms(timeout))
         self._in_transaction = False
-        self._handle.dispatch_reports()
+        handle.dispatch_reports()
         self._raise_failures()
 
-    def abort_transaction(self, timeout=None):
+    def abort_transaction(self, timeout: Optional[float] = None) -> None:
         """Abort the transaction (``rd_kafka_abort_transaction``): what it produced is
         purged or marked aborted, and its offsets are not committed. The purged messages are
         not reported as failed deliveries (with ``delivery_reports=True`` they are, with
@@ -744,7 +771,7 @@ class Producer:
             self._aborting = False
 
     @contextlib.contextmanager
-    def transaction(self, timeout=None):
+    def transaction(self, timeout: Optional[float] = None) -> Iterator[Producer]:
         """``with producer.transaction():`` begins a transaction, commits it when the block
         ends, and aborts it when the block raises (the exception then goes on). A commit
         that fails with ``txn_requires_abort`` is aborted and raised; a ``retriable`` one is

@@ -14,10 +14,13 @@ attributes (no ``get_bytes``), taken by pyrdk's admin and offset calls where pyk
 ``Message`` is the type of every message pyrdk's producers and consumers hand out
 (``isinstance(message, Message)`` holds for them, as in pykafka), with pykafka's constructor.
 """
+from __future__ import annotations
+
 import abc
-import collections
 import datetime
+import queue
 import time
+from typing import Any, NamedTuple, Optional, Union
 
 from pyrdk import common
 from pyrdk.common import (CompressionType, OffsetCommitPartitionResponse, OffsetFetchPartitionResponse,
@@ -27,28 +30,42 @@ __all__ = ["CreateTopicRequest", "CreateTopicsRequest", "DeleteTopicsRequest", "
            "OffsetCommitPartitionResponse", "OffsetFetchPartitionResponse", "OffsetPartitionResponse",
            "PartitionOffsetCommitRequest", "PartitionOffsetFetchRequest"]
 
-CreateTopicRequest = collections.namedtuple(
-    "CreateTopicRequest", "topic_name num_partitions replication_factor replica_assignment config_entries")
-CreateTopicRequest.__doc__ = """One topic to create: ``topic_name`` (bytes or str),
-``num_partitions``, ``replication_factor``, ``replica_assignment`` (must be empty: pyrdk lets
-the brokers place replicas) and ``config_entries`` (``[(name, value)]``)."""
 
-PartitionOffsetCommitRequest = collections.namedtuple(
-    "PartitionOffsetCommitRequest", "topic_name partition_id offset timestamp metadata")
-PartitionOffsetCommitRequest.__doc__ = """The offset to commit for one partition: ``topic_name``,
-``partition_id``, ``offset`` (the next offset the group reads), ``timestamp`` (kept for pykafka
-programs; Kafka keeps the commit's own time) and ``metadata`` (bytes or str, written into the
-commit and returned with the offset by ``fetch_consumer_group_offsets``)."""
 
-PartitionOffsetFetchRequest = collections.namedtuple("PartitionOffsetFetchRequest", "topic_name partition_id")
-PartitionOffsetFetchRequest.__doc__ = """One partition whose committed offset to fetch."""
+class CreateTopicRequest(NamedTuple):
+    """One topic to create: ``topic_name`` (bytes or str), ``num_partitions``,
+    ``replication_factor``, ``replica_assignment`` (must be empty: pyrdk lets the brokers place
+    replicas) and ``config_entries`` (``[(name, value)]``)."""
+    topic_name: Union[str, bytes]
+    num_partitions: int
+    replication_factor: int
+    replica_assignment: list[Any]
+    config_entries: list[tuple[str, str]]
+
+
+class PartitionOffsetCommitRequest(NamedTuple):
+    """The offset to commit for one partition: ``topic_name``, ``partition_id``, ``offset``
+    (the next offset the group reads), ``timestamp`` (kept for pykafka programs; Kafka keeps
+    the commit's own time) and ``metadata`` (bytes or str, written into the commit and
+    returned with the offset by ``fetch_consumer_group_offsets``)."""
+    topic_name: Union[str, bytes]
+    partition_id: int
+    offset: int
+    timestamp: int
+    metadata: Union[bytes, str, None]
+
+
+class PartitionOffsetFetchRequest(NamedTuple):
+    """One partition whose committed offset to fetch."""
+    topic_name: Union[str, bytes]
+    partition_id: int
 
 
 class CreateTopicsRequest:
     """Topics to create: ``topic_requests`` (``CreateTopicRequest``s) and ``timeout`` (ms);
     ``cluster.create_topics(request)`` takes it."""
 
-    def __init__(self, topic_requests, timeout=0):
+    def __init__(self, topic_requests: list[CreateTopicRequest], timeout: int = 0) -> None:
         self.topic_requests = topic_requests
         self.timeout = timeout
 
@@ -60,7 +77,7 @@ class DeleteTopicsRequest:
     """Topics to delete: ``topics`` (names) and ``timeout`` (ms);
     ``cluster.delete_topics(request)`` takes it."""
 
-    def __init__(self, topics, timeout=0):
+    def __init__(self, topics: list[Union[str, bytes]], timeout: int = 0) -> None:
         self.topics = topics
         self.timeout = timeout
 
@@ -84,7 +101,7 @@ class _MessageType(abc.ABCMeta):
 _EPOCH = datetime.datetime(1970, 1, 1)
 
 
-def _timestamp_ms(timestamp, protocol_version):
+def _timestamp_ms(timestamp: Union[int, float, datetime.datetime, None], protocol_version: int) -> Optional[int]:
     if timestamp is None:
         if protocol_version > 0:  # pykafka: a v1 message made without a time is made now
             return int(time.time() * 1000)
@@ -94,7 +111,7 @@ def _timestamp_ms(timestamp, protocol_version):
             return int(timestamp.timestamp() * 1000)
         return int((timestamp - _EPOCH).total_seconds() * 1000)  # naive: UTC, as pykafka
     if isinstance(timestamp, (int, float)) and not isinstance(timestamp, bool):
-        return timestamp
+        return int(timestamp)  # a Message's timestamp is an int
     raise TypeError("timestamp must be ms since the epoch, a datetime or None, not %r" % (timestamp,))
 
 
@@ -103,9 +120,10 @@ class Message(common.Message, metaclass=_MessageType):
     1; a v1 message without ``timestamp`` gets the current time)."""
     __slots__ = ("protocol_version",)
 
-    def __init__(self, value, partition_key=None, compression_type=CompressionType.NONE, offset=-1,
-                 partition_id=-1, produce_attempt=0, protocol_version=0, timestamp=None,
-                 delivery_report_q=None):
+    def __init__(self, value: Any, partition_key: Any = None, compression_type: CompressionType = CompressionType.NONE,
+                 offset: int = -1, partition_id: int = -1, produce_attempt: int = 0, protocol_version: int = 0,
+                 timestamp: Union[int, float, datetime.datetime, None] = None,
+                 delivery_report_q: Optional[queue.Queue[Any]] = None) -> None:
         if protocol_version not in (0, 1):
             raise ValueError("protocol_version must be 0 or 1, not %r" % (protocol_version,))
         super().__init__(value, partition_key=partition_key, partition_id=partition_id, offset=offset,

@@ -8,9 +8,13 @@ and keeps pykafka's offsets).
 :class:`OwnedPartition` is a compatibility shim: pykafka's per-partition state, as programs
 written for pykafka read it from ``consumer._partitions``.
 """
+from __future__ import annotations
+
 import logging
 import uuid
 import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import OffsetType
 from pyrdk.consumer import Consumer, check_isolation_level, commit_metadata
@@ -18,6 +22,10 @@ from pyrdk.exceptions import ConsumerStoppedException, KafkaException
 from pyrdk.partition import Partition
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle
+
+if TYPE_CHECKING:
+    from pyrdk.cluster import Cluster
+    from pyrdk.topic import Topic
 
 __all__ = ["OwnedPartition", "SimpleConsumer"]
 
@@ -66,16 +74,20 @@ class SimpleConsumer(Consumer):
     commit metadata).
     """
 
-    def __init__(self, topic, cluster, consumer_group=None, partitions=None,
-                 fetch_message_max_bytes=1024 * 1024, num_consumer_fetchers=1,
-                 auto_commit_enable=False, auto_commit_interval_ms=60 * 1000,
-                 queued_max_messages=100000, fetch_min_bytes=1, fetch_error_backoff_ms=500,
-                 fetch_wait_max_ms=100, offsets_channel_backoff_ms=1000, offsets_commit_max_retries=5,
-                 auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=-1, auto_start=True,
-                 reset_offset_on_start=False, compacted_topic=False, generation_id=-1,
-                 consumer_id=b"", deserializer=None, reset_offset_on_fetch=True,
-                 isolation_level="read_committed", rdkafka_config=None, use_rdkafka=None,
-                 statistics_interval_ms=None, stats_callback=None):
+    def __init__(self, topic: Topic, cluster: Cluster, consumer_group: Union[str, bytes, None] = None,
+                 partitions: Optional[Iterable[Union[Partition, int]]] = None,
+                 fetch_message_max_bytes: int = 1024 * 1024, num_consumer_fetchers: int = 1,
+                 auto_commit_enable: bool = False, auto_commit_interval_ms: int = 60 * 1000,
+                 queued_max_messages: int = 100000, fetch_min_bytes: int = 1, fetch_error_backoff_ms: int = 500,
+                 fetch_wait_max_ms: int = 100, offsets_channel_backoff_ms: int = 1000,
+                 offsets_commit_max_retries: int = 5, auto_offset_reset: OffsetType = OffsetType.EARLIEST,
+                 consumer_timeout_ms: int = -1, auto_start: bool = True, reset_offset_on_start: bool = False,
+                 compacted_topic: bool = False, generation_id: int = -1, consumer_id: bytes = b"",
+                 deserializer: Optional[Callable[[Any, Any], tuple[Any, Any]]] = None,
+                 reset_offset_on_fetch: bool = True, isolation_level: str = "read_committed",
+                 rdkafka_config: Optional[dict[str, Any]] = None, use_rdkafka: Any = None,
+                 statistics_interval_ms: Optional[int] = None,
+                 stats_callback: Optional[Callable[[dict[str, Any]], None]] = None) -> None:
         if consumer_group is not None and not isinstance(consumer_group, (bytes, str)):
             raise TypeError("consumer_group must be bytes or str, not %s" % type(consumer_group).__name__)
         if isinstance(consumer_group, str):
@@ -93,30 +105,30 @@ class SimpleConsumer(Consumer):
         self._generation_id = -1  # pykafka 2.8 ignores both arguments (deprecated since 2.7)
         self._consumer_id = b""
         self._metadata = commit_metadata(self._consumer_id)
-        self._owned_partitions = {}  # partition id -> OwnedPartition, for _partitions
+        self._owned_partitions: dict[int, OwnedPartition] = {}  # for _partitions
         self._set_partitions(self._select_partitions(partitions))
         if auto_start:
             self.start()
 
     @property
-    def consumer_id(self):
+    def consumer_id(self) -> bytes:
         """The id written into the metadata of each commit (pykafka's; b"" unless set, as a
         balanced consumer sets it for the consumer of its partitions)."""
         return self._consumer_id
 
     @consumer_id.setter
-    def consumer_id(self, value):
+    def consumer_id(self, value: bytes) -> None:
         self._consumer_id = value
         self._metadata = commit_metadata(value)
 
     @property
-    def generation_id(self):
+    def generation_id(self) -> int:
         """pykafka's generation id of group requests (kept, not sent: librdkafka commits as a
         consumer outside the group's generations)."""
         return self._generation_id
 
     @generation_id.setter
-    def generation_id(self, value):
+    def generation_id(self, value: int) -> None:
         self._generation_id = value
 
     def _commit_metadata(self):
@@ -161,7 +173,7 @@ class SimpleConsumer(Consumer):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def start(self):
+    def start(self) -> None:
         """Create the librdkafka consumer and assign the partitions at their start offsets,
         as pykafka's start does: the committed offset; else, after a ``stop()``, the offset
         after the last one returned; else (and always with ``reset_offset_on_start``)
@@ -187,7 +199,7 @@ class SimpleConsumer(Consumer):
         except KafkaException as exc:  # as pykafka: the consumer starts all the same
             log.warning("could not commit the start offsets %s: %s", commit, exc)
 
-    def stop(self):
+    def stop(self) -> None:
         """Commit held offsets if auto-commit is on, then close the consumer
         (``rd_kafka_consumer_close``, ``rd_kafka_destroy``)."""
         if not self._running:
@@ -198,7 +210,7 @@ class SimpleConsumer(Consumer):
         finally:
             self._close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<pyrdk.simpleconsumer.SimpleConsumer at %#x (topic=%s, consumer_group=%s)>" % (
             id(self), self._topic_name, self._consumer_group)
 
@@ -217,18 +229,18 @@ class OwnedPartition:
     To move a partition, use ``consumer.reset_offsets`` (pykafka's recipes do).
     """
 
-    def __init__(self, partition, consumer):
+    def __init__(self, partition: Partition, consumer: SimpleConsumer) -> None:
         self.partition = partition
         self._consumer = weakref.ref(consumer)
 
     @property
-    def last_offset_consumed(self):
+    def last_offset_consumed(self) -> int:
         consumer = self._consumer()
         nxt = consumer._positions().get(self.partition.id) if consumer is not None else None
         return -1 if nxt is None else nxt - 1
 
     @property
-    def next_offset(self):
+    def next_offset(self) -> int:
         return self.last_offset_consumed + 1
 
     def __repr__(self):

@@ -1,31 +1,44 @@
 """Topic: a topic's partitions, offset queries and the producer/consumer factories
 (pykafka's ``Topic``)."""
+from __future__ import annotations
+
+import datetime
 import warnings
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import OffsetPartitionResponse, OffsetType
 from pyrdk.exceptions import OffsetRequestFailedError
 from pyrdk.partition import Partition, to_timestamp_ms
 
+if TYPE_CHECKING:
+    from pyrdk.balancedconsumer import BalancedConsumer
+    from pyrdk.cluster import Cluster
+    from pyrdk.lag import PartitionLag
+    from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
+    from pyrdk.producer import Producer
+    from pyrdk.simpleconsumer import SimpleConsumer
+
 
 class Topic:
     """A Kafka topic: ``name`` (bytes, as in pykafka) and ``partitions`` ({id: Partition})."""
 
-    def __init__(self, cluster, topic_metadata):
+    def __init__(self, cluster: Cluster, topic_metadata: Any) -> None:
         self._cluster = cluster
         self._name = topic_metadata.name.encode()
-        self._partitions = {}
+        self._partitions: dict[int, Partition] = {}
         self.update(topic_metadata)
 
     @property
-    def name(self):
+    def name(self) -> bytes:
         return self._name
 
     @property
-    def partitions(self):
+    def partitions(self) -> dict[int, Partition]:
         """``{partition_id: Partition}``."""
         return self._partitions
 
-    def update(self, metadata):
+    def update(self, metadata: Any) -> None:
         """Take partitions, leaders and replicas from a fresh ``TopicMetadata``."""
         brokers = self._cluster.brokers
         for pm in metadata.partitions:
@@ -36,24 +49,26 @@ class Topic:
 
     # -- factories -----------------------------------------------------------------------------
 
-    def get_producer(self, use_rdkafka=None, **kwargs):
+    def get_producer(self, use_rdkafka: Any = None, **kwargs: Any) -> Producer:
         """A :class:`pyrdk.producer.Producer` for this topic (``use_rdkafka`` is ignored)."""
         from pyrdk.producer import Producer
         self._cluster.check_open()
         return Producer(self._cluster, self, **kwargs)
 
-    def get_sync_producer(self, use_rdkafka=None, **kwargs):
+    def get_sync_producer(self, use_rdkafka: Any = None, **kwargs: Any) -> Producer:
         """A Producer whose ``produce`` waits for each message's delivery (``sync=True``)."""
         kwargs["sync"] = True
         return self.get_producer(**kwargs)
 
-    def get_simple_consumer(self, consumer_group=None, use_rdkafka=None, **kwargs):
+    def get_simple_consumer(self, consumer_group: Optional[Union[str, bytes]] = None, use_rdkafka: Any = None,
+                            **kwargs: Any) -> SimpleConsumer:
         """A :class:`pyrdk.simpleconsumer.SimpleConsumer` for this topic."""
         from pyrdk.simpleconsumer import SimpleConsumer
         self._cluster.check_open()
         return SimpleConsumer(self, self._cluster, consumer_group=consumer_group, **kwargs)
 
-    def get_balanced_consumer(self, consumer_group, managed=False, **kwargs):
+    def get_balanced_consumer(self, consumer_group: Union[str, bytes], managed: bool = False,
+                              **kwargs: Any) -> Union[BalancedConsumer, ManagedBalancedConsumer]:
         """A balanced consumer: a :class:`pyrdk.balancedconsumer.BalancedConsumer`
         coordinated through ZooKeeper (by default at the client's ``zookeeper_hosts``;
         ``zookeeper_connect``, pykafka's deprecated name, is taken as ``zookeeper_hosts``
@@ -77,7 +92,8 @@ class Topic:
 
     # -- offsets -------------------------------------------------------------------------------
 
-    def fetch_offset_limits(self, offsets_before, max_offsets=1, partitions=None):
+    def fetch_offset_limits(self, offsets_before: Union[int, datetime.datetime], max_offsets: int = 1,
+                            partitions: Optional[Iterable[int]] = None) -> dict[int, OffsetPartitionResponse]:
         """Offsets per partition for ``offsets_before``: ``OffsetType.EARLIEST``, ``LATEST``,
         or a timestamp (ms or datetime; the first offset at or after it).
 
@@ -96,19 +112,19 @@ class Topic:
             out[tp.partition] = OffsetPartitionResponse([tp.offset], 0)
         return out
 
-    def earliest_available_offsets(self):
+    def earliest_available_offsets(self) -> dict[int, OffsetPartitionResponse]:
         """``{partition_id: OffsetPartitionResponse}`` of the first offset in each partition."""
         return self.fetch_offset_limits(OffsetType.EARLIEST)
 
-    def latest_available_offsets(self):
+    def latest_available_offsets(self) -> dict[int, OffsetPartitionResponse]:
         """``{partition_id: OffsetPartitionResponse}`` of the next offset in each partition."""
         return self.fetch_offset_limits(OffsetType.LATEST)
 
-    def consumer_lag(self, consumer_group):
+    def consumer_lag(self, consumer_group: Union[str, bytes]) -> dict[int, PartitionLag]:
         """``{partition id: PartitionLag}`` of ``consumer_group`` on this topic, without joining
         the group: committed offset, log start and end, lag and owner
         (see :meth:`pyrdk.cluster.Cluster.consumer_lag`)."""
         return self._cluster.consumer_lag(consumer_group, [self._name]).get(self._name, {})
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<pyrdk.topic.Topic at %#x (name=%s)>" % (id(self), self._name)

@@ -29,6 +29,7 @@ def test_message_has_pykafkas_constructor_and_attributes():
     assert Message(b"v", timestamp=datetime.datetime(1970, 1, 1, 0, 0, 1)).timestamp == 1000  # naive: UTC
     aware = datetime.datetime(1970, 1, 1, 1, 0, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=1)))
     assert Message(b"v", timestamp=aware).timestamp == 1000
+    assert Message(b"v", timestamp=1500.7).timestamp == 1500  # ms as a float: the int field takes its whole ms
     assert Message(b"v", protocol_version=1).timestamp > 0  # a v1 message without a time is made now
     with pytest.raises(ValueError, match="protocol_version must be 0 or 1"):
         Message(b"v", protocol_version=2)

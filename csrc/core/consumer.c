@@ -203,7 +203,8 @@ static PyObject *topic_of(consumer_t *self, const rd_kafka_message_t *m) {
 }
 
 PyDoc_STRVAR(add_doc,
-             "add(pointers) -> (count, error_positions)\n--\n\n"
+             "add($self, pointers, /)\n--\n\n"
+             "-> (count, error_positions)\n"
              "A batch from ``rd_kafka_consume_batch_queue`` (a memoryview of ``rd_kafka_message_t *``)\n"
              "becomes Messages at the end of the buffer; the positions of the error events are for the\n"
              "caller.");
@@ -535,17 +536,17 @@ static PyMethodDef consumer_methods[] = {
         {"take", (PyCFunction)consumer_take, METH_O,
          "take(max_messages) -> [message]\n--\n\nUp to max_messages buffered messages, counted."},
         {"iterator", (PyCFunction)consumer_iterator, METH_O,
-         "iterator(refill)\n--\n\nThe buffered messages, counted, then refill() when the buffer is empty;\n"
+         "iterator($self, refill, /)\n--\n\nThe buffered messages, counted, then refill() when the buffer is empty;\n"
          "the iteration ends when refill() returns None."},
         {"next_offsets", (PyCFunction)consumer_next_offsets, METH_NOARGS,
          "next_offsets() -> {partition id: next offset or None}\n--\n\nThe partitions held."},
         {"set_next", (PyCFunction)(void (*)(void))consumer_set_next, METH_FASTCALL,
-         "set_next(pid, offset)\n--\n\nThe next offset of a partition (None: not known yet)."},
-        {"forget", (PyCFunction)consumer_forget, METH_O, "forget(pid)\n--\n\nA partition no longer held."},
+         "set_next($self, pid, offset, /)\n--\n\nThe next offset of a partition (None: not known yet)."},
+        {"forget", (PyCFunction)consumer_forget, METH_O, "forget($self, pid, /)\n--\n\nA partition no longer held."},
         {"take_partitions", (PyCFunction)consumer_take_partitions, METH_O,
          "take_partitions(pids) -> [message]\n--\n\nThe buffered messages of pids, out of the buffer, in order."},
-        {"extend", (PyCFunction)consumer_extend, METH_O, "extend(messages)\n--\n\nMessages at the end of the buffer."},
-        {"clear", (PyCFunction)consumer_clear_py, METH_NOARGS, "clear()\n--\n\nEmpty the buffer."},
+        {"extend", (PyCFunction)consumer_extend, METH_O, "extend($self, messages, /)\n--\n\nMessages at the end of the buffer."},
+        {"clear", (PyCFunction)consumer_clear_py, METH_NOARGS, "clear($self, /)\n--\n\nEmpty the buffer."},
         {NULL, NULL, 0, NULL},
 };
 

@@ -46,7 +46,7 @@ int core_read_column(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const 
 }
 
 PyDoc_STRVAR(setup_doc,
-             "setup(default_compression)\n--\n\n"
+             "setup($module, default_compression, /)\n--\n\n"
              "What the core takes from pyrdk at import: ``CompressionType.NONE``, the ``compression_type``\n"
              "of a Message made without one.");
 

@@ -1064,7 +1064,7 @@ static PyMethodDef producer_methods[] = {
          "Messages, in runs per partition."},
         {"take_all", (PyCFunction)producer_take_all, METH_NOARGS,
          "take_all() -> [message]\n--\n\nEvery Message still kept, no longer kept."},
-        {"close", (PyCFunction)producer_close, METH_NOARGS, "close()\n--\n\nHand nothing more over but when stopping."},
+        {"close", (PyCFunction)producer_close, METH_NOARGS, "close($self, /)\n--\n\nHand nothing more over but when stopping."},
         {NULL, NULL, 0, NULL},
 };
 

@@ -64,18 +64,31 @@ the GIL (a call lets other threads in only where it calls Python code -- the par
 general path, ``refill`` -- or waits in ``produce_batch``, which copies the list first), and
 refuses to import on a free-threaded Python.
 """
+from __future__ import annotations
+
 import os
 import random
 import warnings
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk import _loader, common
 from pyrdk.core import pure
+from pyrdk.core.pure import _Partition
 from pyrdk.rd import handle as rd_handle
+
+if TYPE_CHECKING:
+    from pyrdk import _core
+
+# The two implementations of each core (the interface: this module's docs, and pyrdk/_core.pyi).
+ProducerCore = Union["_core.ProducerCore", pure.ProducerCore]
+ConsumerCore = Union["_core.ConsumerCore", pure.ConsumerCore]
 
 _CHOICES = ("c", "python")
 
 
-def _choose():
+def _choose() -> tuple[str, Optional[ModuleType]]:
     """The implementation ``PYRDK_IMPL`` asks for, and its module (None for ``python``)."""
     wanted = os.environ.get("PYRDK_IMPL", "").strip().lower() or None
     if wanted is not None and wanted not in _CHOICES:
@@ -103,19 +116,22 @@ def _choose():
 implementation, _c = _choose()
 """``"c"`` or ``"python"``: the core in use."""
 
-Message = _c.Message if _c is not None else pure.Message
+Message: type[common.Message] = _c.Message if _c is not None else pure.Message
 """The class of the messages the core makes."""
 if Message is not common.Message:
     common.Message.register(Message)  # isinstance(msg, pyrdk.Message) holds for both
 
 
-def librdkafka_version():
+def librdkafka_version() -> rd_handle.LibrdkafkaVersion:
     """The running and the built-against librdkafka, where the running one came from, and
     the core that runs (``implementation``)."""
     return rd_handle.librdkafka_version(implementation)
 
 
-def producer_core(handle, topic, partitions, partitioner, compression, max_size, batch, report_all, general):
+def producer_core(handle: rd_handle.Handle, topic: str, partitions: list[tuple[int, _Partition]],
+                  partitioner: Optional[Callable[[list[_Partition], Any], _Partition]],
+                  compression: common.CompressionType, max_size: int, batch: int, report_all: bool,
+                  general: Callable[..., common.Message]) -> ProducerCore:
     """A new producer core for ``topic`` on the producer ``Handle`` (see the module's docs); its
     round robin starts at a random partition."""
     start = random.randrange(1 << 16)
@@ -126,7 +142,7 @@ def producer_core(handle, topic, partitions, partitioner, compression, max_size,
                              report_all, general, start)
 
 
-def consumer_core(partitions):
+def consumer_core(partitions: dict[int, _Partition]) -> ConsumerCore:
     """A new consumer core, its Messages naming ``partitions[id]`` (a dict) as their partition."""
     if _c is not None:
         return _c.ConsumerCore(partitions)

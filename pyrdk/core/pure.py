@@ -6,14 +6,26 @@ does; every producer and consumer test runs against both. A lock makes each prod
 atomic, as the GIL makes the C core's (they run no Python code but the partitioner's and the
 general path's).
 """
+from __future__ import annotations
+
 import collections
 import itertools
 import threading
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Optional
 
 from pyrdk.common import Message
 from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors
 from pyrdk.rd.message import messages_of
+
+if TYPE_CHECKING:
+    from pyrdk.common import CompressionType
+    from pyrdk.rd.handle import Handle
+
+# A pyrdk.partition.Partition: the core holds it for its Messages and never looks inside
+# (nor may it import that module: tests/test_layering.py).
+_Partition = Any
 
 BATCH_AT_ONCE = 256  # the most messages handed to one rd_kafka_produce_batch call
 # More than librdkafka's record overhead (RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD, 36 bytes): a
@@ -24,19 +36,20 @@ FULL_WAIT_MS = 10  # produce_batch's wait for room in a full queue, at a time
 POLL_EVERY = 1024  # produce_batch serves librdkafka's events every this many messages
 
 
-def _size(data):
+def _size(data: Optional[bytes]) -> int:
     return 0 if data is None else len(data)
 
 
-def _bytes_or_none(data):
+def _bytes_or_none(data: Any) -> bool:
     return data is None or type(data) is bytes
 
 
 class ProducerCore:
     """The producer's core (see :mod:`pyrdk.core`)."""
 
-    def __init__(self, handle, topic, partitions, partitioner, compression, max_size, batch, report_all,
-                 general, start):
+    def __init__(self, handle: Handle, topic: str, partitions: Iterable[tuple[int, _Partition]],
+                 partitioner: Optional[Callable[[list[_Partition], Any], _Partition]], compression: CompressionType,
+                 max_size: int, batch: int, report_all: bool, general: Callable[..., Message], start: int) -> None:
         self._handle = handle
         self._topic = topic
         self.partitions = partitions
@@ -49,38 +62,39 @@ class ProducerCore:
         self._counter = start  # the round robin's next step
         self.divert = False
         self._closed = False
-        self._kept = {}  # id -> Message, until its delivery report
+        self._kept: dict[int, Message] = {}  # id -> Message, until its delivery report
         self._ids = itertools.count(1)
-        self._queues = {}  # partition id -> [(value, key, id)] waiting for librdkafka
-        self._refused = []  # (Message, err) refused at hand-off, for the next deliver()
+        # partition id -> [(value, key, id)] waiting for librdkafka
+        self._queues: dict[int, list[tuple[Optional[bytes], Optional[bytes], int]]] = {}
+        self._refused: list[tuple[Message, int]] = []  # refused at hand-off, for the next deliver()
         self.batch_sent = 0
         self._lock = threading.RLock()
 
     @property
-    def partitions(self):
+    def partitions(self) -> list[tuple[int, _Partition]]:
         """``[(id, Partition)]``, by id."""
         return self._partitions
 
     @partitions.setter
-    def partitions(self, pairs):
+    def partitions(self, pairs: Iterable[tuple[int, _Partition]]) -> None:
         self._partitions = list(pairs)
         self._pid_of = {partition: pid for pid, partition in self._partitions}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._kept)
 
     @property
-    def queued(self):
+    def queued(self) -> int:
         return sum(len(q) for q in self._queues.values())
 
-    def _next_step(self):
+    def _next_step(self) -> int:
         step = self._counter
         self._counter += 1
         return step
 
     # -- produce() -----------------------------------------------------------------------------
 
-    def produce(self, value, key=None, timestamp=None, headers=None):
+    def produce(self, value: Any, key: Any = None, timestamp: Any = None, headers: Any = None) -> Message:
         if self.divert or timestamp is not None or headers is not None or not _bytes_or_none(value) \
                 or not _bytes_or_none(key) or _size(value) + _size(key) + SIZE_MARGIN > self._max_size \
                 or not self._partitions or not self._handle.usable:
@@ -89,9 +103,10 @@ class ProducerCore:
             pid, partition = self._partitions[self._next_step() % len(self._partitions)]
         else:
             partition = self._partitioner([p for _, p in self._partitions], key)
-            pid = self._pid_of.get(partition)
-            if pid is None:  # not one of the topic's Partitions: the general path says what it is
+            # Not one of the topic's Partitions: the general path says what it is.
+            if partition not in self._pid_of:
                 return self._general(value, key, timestamp, headers, partition)
+            pid = self._pid_of[partition]
         with self._lock:
             queue = self._queues.setdefault(pid, [])
             if len(queue) < self._batch and not self.divert:
@@ -106,24 +121,24 @@ class ProducerCore:
         # librdkafka's queue was full at the last hand-off (or the producer stopped meanwhile).
         return self._general(value, key, timestamp, headers, partition)
 
-    def track(self, msg):
+    def track(self, msg: Message) -> int:
         with self._lock:
             msg_id = next(self._ids)
             self._kept[msg_id] = msg
             return msg_id
 
-    def untrack(self, msg_id):
+    def untrack(self, msg_id: int) -> Optional[Message]:
         with self._lock:
             return self._kept.pop(msg_id, None)
 
-    def hand_off(self, stopping=False):
+    def hand_off(self, stopping: bool = False) -> int:
         with self._lock:
             if not self._closed or stopping:
                 for pid in list(self._queues):
                     self._hand_off(pid)
             return self.queued
 
-    def _hand_off(self, pid):
+    def _hand_off(self, pid: int) -> None:
         """Hand partition ``pid``'s queue to librdkafka, BATCH_AT_ONCE at a time. What a full
         queue refuses stays; another refusal fails the message (reported by deliver())."""
         queue = self._queues[pid]
@@ -137,19 +152,20 @@ class ProducerCore:
                 self._refused.append((self._kept.pop(msg_id), err))
                 self.divert = True  # the producer raises it from the general path
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             self._closed = True
             self.divert = True
 
     # -- delivery reports ----------------------------------------------------------------------
 
-    def refused(self):
+    def refused(self) -> list[tuple[Message, int]]:
         with self._lock:
             out, self._refused = self._refused, []
             return out
 
-    def deliver(self, ids, errs, partitions, offsets, timestamps):
+    def deliver(self, ids: memoryview, errs: memoryview, partitions: memoryview, offsets: memoryview,
+                timestamps: memoryview) -> list[tuple[Message, int]]:
         with self._lock:
             out = []
             for msg_id, err, partition, offset, timestamp in zip(ids, errs, partitions, offsets, timestamps):
@@ -170,7 +186,7 @@ class ProducerCore:
                     out.append((msg, 0))
             return out
 
-    def take_all(self):
+    def take_all(self) -> list[Message]:
         with self._lock:
             self._queues.clear()
             kept, self._kept = self._kept, {}
@@ -179,7 +195,7 @@ class ProducerCore:
 
     # -- produce_batch() -----------------------------------------------------------------------
 
-    def produce_batch(self, messages, block_ms):
+    def produce_batch(self, messages: Iterable[Any], block_ms: int) -> Optional[tuple[int, int]]:
         items = []
         for item in messages:
             if type(item) is tuple and len(item) == 2 and type(item[0]) is bytes and _bytes_or_none(item[1]):
@@ -225,44 +241,47 @@ class ProducerCore:
                     break
             return sent, err
 
-    def _produce_alone(self, pid, value, key):
+    def _produce_alone(self, pid: int, value: Optional[bytes], key: Optional[bytes]) -> tuple[int, int]:
         try:
             self._handle.produce(self._topic, pid, value, key, 0, None, 0)
-        except KafkaException as exc:
-            return 0, exc.code
+        except KafkaException as exc:  # Handle.produce() raises with librdkafka's code; else UNKNOWN (-1)
+            return 0, exc.code if exc.code is not None else -1
         return 1, 0
 
 
 class ConsumerCore:
     """The consumer's core (see :mod:`pyrdk.core`)."""
 
-    def __init__(self, partitions):
+    def __init__(self, partitions: dict[int, _Partition]) -> None:
         self.partitions = partitions
-        self._buffer = collections.deque()
-        self._next = {}  # partition id -> the next offset to hand out (None: not known yet)
+        self._buffer: collections.deque[Message] = collections.deque()
+        self._next: dict[int, Optional[int]] = {}  # partition id -> the next offset to hand out (None: not known yet)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._buffer)
 
-    def add(self, pointers):
+    def add(self, pointers: memoryview) -> tuple[int, list[int]]:
         made, positions = messages_of(pointers, self.partitions)
         self._buffer.extend(made)
         return len(made), positions
 
-    def next(self):
+    def next(self) -> Optional[Message]:
         if not self._buffer:
             return None
         msg = self._buffer.popleft()
         self._next[msg.partition_id] = msg.offset + 1
         return msg
 
-    def take(self, max_messages):
-        out = []
-        while self._buffer and len(out) < max_messages:
-            out.append(self.next())
+    def take(self, max_messages: int) -> list[Message]:
+        out: list[Message] = []
+        while len(out) < max_messages:
+            msg = self.next()
+            if msg is None:
+                break
+            out.append(msg)
         return out
 
-    def iterator(self, refill):
+    def iterator(self, refill: Callable[[], Optional[Message]]) -> Iterator[Message]:
         while True:
             msg = self.next()
             if msg is None:
@@ -271,16 +290,16 @@ class ConsumerCore:
                     return
             yield msg
 
-    def next_offsets(self):
+    def next_offsets(self) -> dict[int, Optional[int]]:
         return dict(self._next)
 
-    def set_next(self, pid, offset):
+    def set_next(self, pid: int, offset: Optional[int]) -> None:
         self._next[pid] = offset
 
-    def forget(self, pid):
+    def forget(self, pid: int) -> None:
         self._next.pop(pid, None)
 
-    def take_partitions(self, pids):
+    def take_partitions(self, pids: Collection[int]) -> list[Message]:
         taken = [m for m in self._buffer if m.partition_id in pids]
         if taken:
             kept = [m for m in self._buffer if m.partition_id not in pids]
@@ -288,8 +307,8 @@ class ConsumerCore:
             self._buffer.extend(kept)
         return taken
 
-    def extend(self, messages):
+    def extend(self, messages: Iterable[Message]) -> None:
         self._buffer.extend(messages)
 
-    def clear(self):
+    def clear(self) -> None:
         self._buffer.clear()

@@ -19,6 +19,8 @@
    A TLS or authentication failure is stored like a fatal error and raised by the next
    call, rather than retried for ever.
 """
+from __future__ import annotations
+
 import itertools
 import logging
 import re
@@ -31,7 +33,7 @@ from pyrdk.rd import errors, partitions
 
 log = logging.getLogger("pyrdk.librdkafka")
 
-_registry = {}
+_registry: dict[int, Callbacks] = {}
 _ids = itertools.count(1)
 _lock = threading.Lock()
 

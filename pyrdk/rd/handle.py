@@ -6,6 +6,8 @@ for calls in flight in others instead of freeing memory under them; after ``clos
 every call raises the exception class given at construction. Long waits are sliced
 (``SLICE_MS``) so Ctrl-C and ``close()`` get through.
 """
+from __future__ import annotations
+
 import atexit
 import collections
 import itertools
@@ -15,6 +17,7 @@ import os
 import threading
 import time
 import weakref
+from typing import Literal
 
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import ConfigurationError, KafkaException
@@ -28,10 +31,10 @@ log = logging.getLogger(__name__)
 SLICE_MS = 100
 _SIZE_MAX = 2 ** 64 - 1
 # A memoryview of pointers: unsigned ints of a pointer's size.
-_POINTER_FORMAT = "L" if ffi.sizeof("void *") == ffi.sizeof("unsigned long") else "Q"
+_POINTER_FORMAT: Literal["L", "Q"] = "L" if ffi.sizeof("void *") == ffi.sizeof("unsigned long") else "Q"
 _NO_POINTERS = memoryview(b"").cast(_POINTER_FORMAT)
 
-_live = weakref.WeakSet()
+_live: weakref.WeakSet[Handle] = weakref.WeakSet()
 _order = itertools.count()
 
 BrokerMetadata = collections.namedtuple("BrokerMetadata", "id host port")

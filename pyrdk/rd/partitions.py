@@ -4,12 +4,20 @@
 ``metadata`` field, in memory from librdkafka's allocator (``rd_kafka_mem_malloc``), which the
 list frees with it; read back from what ``rd_kafka_committed`` filled in.
 """
-import collections
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
 
 from pyrdk._ffi import ffi, lib, string
 
-TopicPartition = collections.namedtuple("TopicPartition", "topic partition offset error metadata")
-TopicPartition.__new__.__defaults__ = (lib.RD_KAFKA_OFFSET_INVALID, 0, None)
+
+class TopicPartition(NamedTuple):
+    """One entry of a partition list (``rd_kafka_topic_partition_t``)."""
+    topic: str
+    partition: int
+    offset: int = lib.RD_KAFKA_OFFSET_INVALID
+    error: int = 0
+    metadata: Optional[bytes] = None
 
 OFFSET_BEGINNING = lib.RD_KAFKA_OFFSET_BEGINNING
 OFFSET_END = lib.RD_KAFKA_OFFSET_END

@@ -23,7 +23,7 @@ from pyrdk.spark.produce import check_schema, write_rows
 try:  # Spark >= 4.2: Trigger.AvailableNow may then honour maxOffsetsPerTrigger
     from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 except ImportError:
-    SupportsTriggerAvailableNow = object
+    SupportsTriggerAvailableNow = object  # type: ignore[misc,assignment]  # the mix-in of Spark >= 4.2 only
 
 log = logging.getLogger(__name__)
 

@@ -15,26 +15,44 @@ Storm does). The consumer's ``pre_revoke_callback`` may run in another (the ZooK
 consumer's coordinator); the spout's state is guarded by a lock that is never held while
 the consumer is called.
 """
+from __future__ import annotations
+
 import collections
 import heapq
 import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 
+from pyrdk import common
 from pyrdk.common import check_int
 from pyrdk.exactlyonce import commit_in_transaction
 from pyrdk.exceptions import KafkaException
-from pyrdk.spout.offsets import ACKED, PENDING, PartitionOffsets
+from pyrdk.spout.offsets import ACKED, PENDING, Entry, PartitionOffsets
 
 log = logging.getLogger(__name__)
 
-TupleId = collections.namedtuple("TupleId", "topic partition offset")
-TupleId.__doc__ = "A tuple's id: where its message is. JSON-serializable (as a list)."
+if TYPE_CHECKING:
+    from pyrdk.producer import Producer
+    from pyrdk.topic import Topic
 
-SpoutTuple = collections.namedtuple("SpoutTuple", "id message failures")
-SpoutTuple.__doc__ = ("What :meth:`KafkaSpout.next_tuple` hands out: the tuple id, the pyrdk "
-                      "``Message``, and how many times it failed before (0: its first emission).")
+
+class TupleId(NamedTuple):
+    """A tuple's id: where its message is. JSON-serializable (as a list)."""
+    topic: str
+    partition: int
+    offset: int
+
+
+class SpoutTuple(NamedTuple):
+    """What :meth:`KafkaSpout.next_tuple` hands out: the tuple id, the pyrdk ``Message``, and
+    how many times it failed before (0: its first emission)."""
+    id: TupleId
+    message: common.Message
+    failures: int
+
 
 CONSUMERS = ("managed", "zookeeper", "simple")
 DEAD_LETTER_HEADERS = ("spout.topic", "spout.partition", "spout.offset", "spout.failures")
@@ -81,10 +99,14 @@ class KafkaSpout:
         the spout commits
     """
 
-    def __init__(self, topic, consumer_group, consumer="managed", max_spout_pending=1000,
-                 max_uncommitted_offsets=None, max_retries=5, retry_backoff_ms=100, max_retry_backoff_ms=10000,
-                 dead_letter_topic=None, on_give_up=None, commit_interval_ms=1000, output_topic=None,
-                 transactional_id=None, outputs=None, producer_kwargs=None, **consumer_kwargs):
+    def __init__(self, topic: Topic, consumer_group: Union[str, bytes], consumer: str = "managed",
+                 max_spout_pending: int = 1000, max_uncommitted_offsets: Optional[int] = None,
+                 max_retries: Optional[int] = 5, retry_backoff_ms: int = 100, max_retry_backoff_ms: int = 10000,
+                 dead_letter_topic: Optional[Topic] = None,
+                 on_give_up: Optional[Callable[[common.Message, int], Any]] = None, commit_interval_ms: int = 1000,
+                 output_topic: Optional[Topic] = None, transactional_id: Optional[str] = None,
+                 outputs: Optional[Callable[[common.Message], Iterable[Any]]] = None,
+                 producer_kwargs: Optional[dict[str, Any]] = None, **consumer_kwargs: Any) -> None:
         if consumer not in CONSUMERS:
             raise ValueError("consumer must be one of %s, not %r" % (", ".join(CONSUMERS), consumer))
         if consumer_kwargs.get("auto_commit_enable") or "pre_revoke_callback" in consumer_kwargs:
@@ -111,14 +133,16 @@ class KafkaSpout:
         self._outputs = outputs
         self._topic_name = topic.name.decode()
         self._lock = threading.RLock()
-        self._partitions = {}  # partition id -> PartitionOffsets
-        self._retries = []  # heap of (retry_at, seq, partition id, Entry)
+        self._partitions: dict[int, PartitionOffsets] = {}
+        self._retries: list[tuple[float, int, int, Entry]] = []  # a heap of (retry_at, seq, partition id, Entry)
         self._seq = itertools.count()
         self._revocations = 0  # pre_revoke_callback calls so far
         self._last_commit = time.monotonic()
         self._closed = False
-        self.stats = collections.Counter()  # emitted, replayed, acked, failed, dead_lettered, skipped...
-        self._producer = self._dead_letters = None
+        # emitted, replayed, acked, failed, dead_lettered, skipped...
+        self.stats: collections.Counter[str] = collections.Counter()
+        self._producer: Optional[Producer] = None
+        self._dead_letters: Optional[Producer] = None
         try:
             if output_topic is not None:
                 self._producer = output_topic.get_producer(transactional_id=transactional_id,
@@ -140,7 +164,7 @@ class KafkaSpout:
 
     # -- what Storm calls ------------------------------------------------------------------------
 
-    def next_tuple(self):
+    def next_tuple(self) -> Optional[SpoutTuple]:
         """The next tuple to emit, or None; never waits. A failed tuple whose backoff is over
         comes first (the same id again); a new message only while fewer than
         ``max_spout_pending`` tuples are unacked and fewer than ``max_uncommitted_offsets``
@@ -200,7 +224,7 @@ class KafkaSpout:
         self.stats["emitted"] += 1
         return SpoutTuple(TupleId(self._topic_name, pid, message.offset), message, 0)
 
-    def ack(self, tuple_id, outputs=None):
+    def ack(self, tuple_id: Union[TupleId, Iterable[Any]], outputs: Optional[Iterable[Any]] = None) -> bool:
         """The topology is done with the tuple. ``outputs`` (exactly-once spouts): values or
         ``(value, partition_key)`` pairs to write when its offset is committed. An id the
         spout does not track (acked already, or of a partition revoked since) is ignored;
@@ -223,7 +247,7 @@ class KafkaSpout:
         self._maybe_commit()
         return True
 
-    def fail(self, tuple_id):
+    def fail(self, tuple_id: Union[TupleId, Iterable[Any]]) -> bool:
         """The tuple failed (or timed out): emit it again after a backoff, or, after
         ``max_retries`` failures, write it to the dead-letter topic or report and skip it.
         Returns whether the fail counted (an unknown or acked id is ignored)."""
@@ -293,16 +317,16 @@ class KafkaSpout:
     # -- committing -----------------------------------------------------------------------------
 
     @property
-    def pending(self):
+    def pending(self) -> int:
         """Tuples emitted and not acked (in flight, or waiting to be emitted again)."""
         return sum(part.unacked for part in self._partitions.values())
 
     @property
-    def uncommitted(self):
+    def uncommitted(self) -> int:
         """Tuples tracked: not acked, or acked and not yet committed."""
         return sum(len(part) for part in self._partitions.values())
 
-    def positions(self):
+    def positions(self) -> dict[int, int]:
         """``{partition id: the offset the acked prefix reaches}``: what :meth:`commit` commits."""
         with self._lock:
             return {pid: pos for pid, pos in ((pid, part.position()) for pid, part in self._partitions.items())
@@ -312,14 +336,14 @@ class KafkaSpout:
         if (time.monotonic() - self._last_commit) * 1000 >= self._commit_interval_ms:
             self.commit()
 
-    def commit(self):
+    def commit(self) -> dict[int, int]:
         """Commit, for each partition, the end of its contiguous acked prefix (the first
         offset not acked), where it moved. Returns the offsets committed,
         ``{partition id: offset}``; a failed commit is logged and tried again later."""
         self._last_commit = time.monotonic()
         held = set(self.consumer.partitions)
         with self._lock:
-            due = {}
+            due: dict[int, tuple[PartitionOffsets, int, list[Any]]] = {}
             for pid, part in self._partitions.items():
                 pos = part.position()
                 if pid in held and pos is not None and (part.committed is None or pos > part.committed):
@@ -389,7 +413,7 @@ class KafkaSpout:
         if self._closed:
             raise KafkaException("the spout is closed")
 
-    def close(self):
+    def close(self) -> None:
         """Commit the acked prefix, then stop the consumer (leaving its group) and the
         producers. Unacked tuples are emitted again by whoever reads their partitions next."""
         if self._closed:

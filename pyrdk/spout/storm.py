@@ -20,6 +20,10 @@ Each setting is a class attribute; the topology configuration may override it un
 ``pyrdk.<name>`` (``pyrdk.hosts``, ``pyrdk.topic``, ``pyrdk.consumer_group``...). The
 consumer group defaults to the component's name.
 """
+from __future__ import annotations
+
+from typing import Any
+
 try:
     import pystorm
 except ImportError as exc:
@@ -55,9 +59,9 @@ class StormKafkaSpout(pystorm.Spout):
     topic = None
     consumer_group = None
     consumer = "managed"
-    spout_options = {}
-    consumer_options = {}
-    client_options = {}
+    spout_options: dict[str, Any] = {}
+    consumer_options: dict[str, Any] = {}
+    client_options: dict[str, Any] = {}
 
     def initialize(self, storm_conf, context):
         """Connect and start the :class:`KafkaSpout` (after Storm's handshake)."""
