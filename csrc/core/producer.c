@@ -611,7 +611,15 @@ static PyObject *producer_produce(producer_t *self, PyObject *const *args, size_
         msg->topic = Py_NewRef(self->topic);
         msg->compression = Py_NewRef(self->compression);
         msg->partition_id = pid;
-        /* again: the allocations may have run a collection, and finalizers */
+        /* Making the Message may have run a collection, and finalizers, and so let another
+         * thread in: if stop() closed the core meanwhile, its hand-off has passed, and a
+         * message queued now would get no delivery report. Nothing below runs Python code. */
+        if (self->divert) {
+                PyObject *result = call_general(self, a, partition);
+
+                Py_DECREF(msg);
+                return result;
+        }
         if (!(id = kept_put_weak(self, msg)) || !(q = queue_of(self, pid)) || queue_push(self, q, value, key, id) < 0) {
                 if (id)
                         Py_XDECREF(kept_take(self, id, 0));
