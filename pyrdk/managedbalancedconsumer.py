@@ -119,6 +119,8 @@ class ManagedBalancedConsumer(Consumer):
     The group is joined in the background: ``partitions`` fills in during ``consume()``.
     """
 
+    _columns_ok = False  # a rebalance during a fetch may make some of the batch stale: _fetch drops them
+
     def __init__(self, topic, cluster, consumer_group, fetch_message_max_bytes=1024 * 1024,
                  num_consumer_fetchers=1, auto_commit_enable=False, auto_commit_interval_ms=60 * 1000,
                  queued_max_messages=2000, fetch_min_bytes=1, fetch_error_backoff_ms=500,
