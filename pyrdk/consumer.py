@@ -33,8 +33,8 @@ import time
 
 from pyrdk.common import OffsetFetchPartitionResponse, OffsetType, check_int
 from pyrdk.core import arrow, consumer_core
-from pyrdk.exceptions import (CallState, ConfigurationError, ConsumerStoppedException, KafkaException,
-                              KafkaTimeoutError, OffsetOutOfRangeError, OffsetRequestFailedError)
+from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
+                              OffsetOutOfRangeError, OffsetRequestFailedError)
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
@@ -335,13 +335,8 @@ class Consumer:
         buffered by ``consume()``, paused partitions, or a rebalancing group, it goes through
         Messages. Needs pyarrow (``pip install 'pyrdk[arrow]'``), and a consumer without a
         deserializer (the columns hold the bytes as they came)."""
-        arrow.pyarrow()
+        arrow.check_call(self._deserializer, headers)
         self._check_batch(max_messages, timeout_ms)
-        if self._deserializer is not None:
-            raise ConfigurationError("consume_arrow returns the records' bytes and this consumer has a "
-                                     "deserializer: use consume_batch, or a consumer without one")
-        if not isinstance(headers, bool):
-            raise TypeError("headers must be True or False, not %r" % (headers,))
         if headers or len(self._core) or self._paused or not self._columns_ok:
             if not len(self._core):
                 self._fetch(max_messages, timeout_ms)

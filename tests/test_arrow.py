@@ -10,7 +10,7 @@ import pytest
 
 from pyrdk.common import OffsetType
 from pyrdk.exceptions import ConfigurationError
-from tests.fix_kafka import make_topic
+from tests.fix_kafka import MANAGED, group_offsets, make_topic
 from tests.test_simpleconsumer import produce, to_partition
 
 PATIENCE = 200  # calls of consume_arrow / consume_batch before giving up; never asserted on
@@ -108,6 +108,17 @@ def test_buffered_messages_come_first_and_auto_commit_counts_the_batch(filled, c
     assert held == {0: 19, 1: 19}
     with filled.get_simple_consumer(consumer_group=group) as again:
         assert {pid: r.offset for pid, r in again.fetch_offsets()} == {0: 20, 1: 20}
+
+
+def test_a_managed_group_member_reads_the_same_through_messages(filled):
+    """A broker-balanced member takes its batches through Messages (a rebalance during a fetch
+    may make some stale), to the same records and commits."""
+    group = b"arrow-managed-" + filled.name[-8:]
+    with filled.get_balanced_consumer(group, auto_offset_reset=OffsetType.EARLIEST, **MANAGED) as member:
+        batches = read_all(lambda: member.consume_arrow(1000, 200), 40)
+        member.commit_offsets()
+    assert sorted(pa.Table.from_batches(batches).column("offset").to_pylist()) == sorted(list(range(20)) * 2)
+    assert group_offsets(filled, group) == {0: 20, 1: 20}
 
 
 def test_an_empty_topic_gives_an_empty_batch_at_the_timeout(client, topic_name):

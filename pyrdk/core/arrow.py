@@ -17,6 +17,7 @@ batch from them with ``pa.array``.
 pyarrow is optional (``pip install 'pyrdk[arrow]'``): :func:`pyarrow` raises ImportError
 naming the extra when it is missing.
 """
+from pyrdk.exceptions import ConfigurationError
 
 
 def pyarrow():
@@ -26,6 +27,17 @@ def pyarrow():
     except ImportError as exc:
         raise ImportError("consume_arrow needs pyarrow: pip install 'pyrdk[arrow]' (%s)" % exc) from exc
     return pa
+
+
+def check_call(deserializer, headers):
+    """What every ``consume_arrow`` checks first: pyarrow is there, the consumer has no
+    deserializer (the columns hold the bytes as they came), ``headers`` is a bool."""
+    pyarrow()
+    if deserializer is not None:
+        raise ConfigurationError("consume_arrow returns the records' bytes and this consumer has a "
+                                 "deserializer: use consume_batch, or a consumer without one")
+    if not isinstance(headers, bool):
+        raise TypeError("headers must be True or False, not %r" % (headers,))
 
 
 def schema(headers=False, wide=False):
