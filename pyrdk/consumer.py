@@ -332,8 +332,8 @@ class Consumer:
         ``pyarrow.RecordBatch`` (its columns: :mod:`pyrdk.core.arrow`), with the same offsets,
         auto-commit and errors. A batch fetched from librdkafka goes into the columns with no
         Python object per record; with ``headers`` (a ``headers`` column), messages already
-        buffered by ``consume()``, paused partitions, or a rebalancing group, it goes through
-        Messages. Needs pyarrow (``pip install 'pyrdk[arrow]'``), and a consumer without a
+        buffered by ``consume()``, paused partitions, or a broker-balanced group member (whose
+        fetch may drop what a rebalance made stale), it goes through Messages. Needs pyarrow (``pip install 'pyrdk[arrow]'``), and a consumer without a
         deserializer (the columns hold the bytes as they came)."""
         arrow.check_call(self._deserializer, headers)
         self._check_batch(max_messages, timeout_ms)
