@@ -333,8 +333,9 @@ class Consumer:
         auto-commit and errors. A batch fetched from librdkafka goes into the columns with no
         Python object per record; with ``headers`` (a ``headers`` column), messages already
         buffered by ``consume()``, paused partitions, or a broker-balanced group member (whose
-        fetch may drop what a rebalance made stale), it goes through Messages. Needs pyarrow (``pip install 'pyrdk[arrow]'``), and a consumer without a
-        deserializer (the columns hold the bytes as they came)."""
+        fetch may drop what a rebalance made stale), it goes through Messages. Needs pyarrow
+        (``pip install 'pyrdk[arrow]'``), and a consumer without a deserializer (the columns
+        hold the bytes as they came)."""
         arrow.check_call(self._deserializer, headers)
         self._check_batch(max_messages, timeout_ms)
         if headers or len(self._core) or self._paused or not self._columns_ok:

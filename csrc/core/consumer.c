@@ -202,6 +202,25 @@ static PyObject *topic_of(consumer_t *self, const rd_kafka_message_t *m) {
         return self->topic;
 }
 
+/* Is message i of a batch an error event? 1 (its position appended to positions), 0, or -1
+ * with an exception (a NULL pointer: what names the method). */
+static int error_event(const rd_kafka_message_t *m, Py_ssize_t i, PyObject *positions, const char *what) {
+        PyObject *pos;
+        int ret;
+
+        if (!m) {
+                PyErr_Format(PyExc_ValueError, "%s's pointers hold NULL at position %zd", what, i);
+                return -1;
+        }
+        if (!m->err)
+                return 0;
+        if (!(pos = PyLong_FromSsize_t(i)))
+                return -1;
+        ret = PyList_Append(positions, pos) < 0 ? -1 : 1;
+        Py_DECREF(pos);
+        return ret;
+}
+
 PyDoc_STRVAR(add_doc,
              "add(pointers) -> (count, error_positions)\n--\n\n"
              "A batch from ``rd_kafka_consume_batch_queue`` (a memoryview of ``rd_kafka_message_t *``)\n"
@@ -229,18 +248,10 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
                 rd_kafka_message_t *m = msgs[i];
                 PyObject *msg;
 
-                if (!m) {
-                        PyErr_Format(PyExc_ValueError, "add()'s pointers hold NULL at position %zd", i);
+                switch (error_event(m, i, positions, "add()")) {
+                case -1:
                         goto done;
-                }
-                if (m->err) {
-                        PyObject *pos = PyLong_FromSsize_t(i);
-
-                        if (!pos || PyList_Append(positions, pos) < 0) {
-                                Py_XDECREF(pos);
-                                goto done;
-                        }
-                        Py_DECREF(pos);
+                case 1:
                         continue;
                 }
                 if (!topic_known || m->rkt != rkt) {
@@ -337,18 +348,10 @@ static PyObject *consumer_add_columns(consumer_t *self, PyObject *pointers) {
         for (Py_ssize_t i = 0; i < n; i++) {
                 const rd_kafka_message_t *m = msgs[i];
 
-                if (!m) {
-                        PyErr_Format(PyExc_ValueError, "add_columns()'s pointers hold NULL at position %zd", i);
+                switch (error_event(m, i, positions, "add_columns()")) {
+                case -1:
                         goto done;
-                }
-                if (m->err) {
-                        PyObject *pos = PyLong_FromSsize_t(i);
-
-                        if (!pos || PyList_Append(positions, pos) < 0) {
-                                Py_XDECREF(pos);
-                                goto done;
-                        }
-                        Py_DECREF(pos);
+                case 1:
                         continue;
                 }
                 if (m->rkt != rkt || !rows) {

@@ -5,7 +5,11 @@ Columns: ``value`` (string or binary, required), ``key`` (string or binary), ``t
 partitioner choose: murmur2 of the key as the Java client does, random without a key) and
 ``headers`` (``array<struct<key: string, value: binary>>``). Other columns are ignored.
 
-Each task produces with an idempotent producer per topic, then waits for every delivery;
+Spark hands a task Arrow record batches (or Rows, on a PySpark without Arrow writers): a
+batch of values alone to one topic goes to ``produce_batch`` in one call, other rows are
+produced one by one from the batch's column lists (``to_pylist``).
+
+Each task produces with idempotent producers per topic, then waits for every delivery;
 a failed delivery fails the task, and Spark runs it again: rows are written at least
 once, and a retried task may write some twice.
 """
