@@ -75,18 +75,20 @@ CASES = [
     ("aiokafka.consume.tuned", "consume", "tuned", SLOW),
 ]
 # More cases go here, as rows like those above, with their function registered in worker.py
-# under the same name. The Spark batch read counts rows/s through the pyrdk source (PySpark's
-# Python workers on local[2], so its RSS column is the driver's alone).
+# under the same name. The Spark batch read and write count rows/s through the pyrdk source and
+# sink (PySpark's Python workers on local[2], so their RSS column is the driver's alone).
 EXTRA_CASES = [
     ("pyrdk.spark.read", "consume", "defaults", FULL),
+    ("pyrdk.spark.write", "produce", "defaults", FULL),
     ("pyrdk.spout.storm", "consume", "defaults", SLOW),
 ]
-# Cases that run once, none of them a row the targets compare: the Spark read starts a JVM
-# each run (about 25 s); the spout's tuples go through Storm's multi-lang protocol (a tenth of
-# the count); the pure-Python core's rows say what the fallback costs,
-# at full count so that they last long enough, once to keep the run short.
-RUN_ONCE = {"pyrdk.spark.read", "pyrdk.spout.storm", "pyrdk-py.produce", "pyrdk-py.produce_batch", "pyrdk-py.consume",
-            "pyrdk-py.consume_batch"}
+# Cases that run once, none of them a row the targets compare: the Spark read and write start
+# a JVM each run (about 25 s) and time 3 warm queries after a cold one; the spout's tuples go
+# through Storm's multi-lang protocol (a tenth of the count); the pure-Python core's rows say
+# what the fallback costs, at full count so that they last long enough, once to keep the run
+# short.
+RUN_ONCE = {"pyrdk.spark.read", "pyrdk.spark.write", "pyrdk.spout.storm", "pyrdk-py.produce", "pyrdk-py.produce_batch",
+            "pyrdk-py.consume", "pyrdk-py.consume_batch"}
 
 BASELINE = {"produce": "confluent.produce.tuned", "consume": "confluent.consume.tuned"}
 NATIVE_CASE = {"produce": "native.produce", "consume": "native.consume"}
@@ -264,7 +266,7 @@ def _row(name, kind, settings, size, count, runs, errors):
     gives no rate (MIN_TIMED_S)."""
     row = dict(case=name, kind=kind, settings=settings, size=size, count=count, runs=len(runs),
                errors=errors, msgs_per_s=None, mb_per_s=None, broker_cores=None, cpu_us_per_msg=None,
-               too_short=None, implementation=None, cold=False)
+               too_short=None, implementation=None, cold=False, note=None)
     if not runs:
         return row
     secs = statistics.median(r["seconds"] for r in runs)
@@ -275,7 +277,7 @@ def _row(name, kind, settings, size, count, runs, errors):
                cpu_us_per_msg=None if None in cpus else statistics.median(cpus),
                all_cpu_seconds=[r.get("cpu_seconds") for r in runs],
                too_short=too_short(shortest), implementation=runs[0].get("implementation"),
-               cold=bool(runs[0].get("cold")))
+               cold=bool(runs[0].get("cold")), note=runs[0].get("note"))
     if row["too_short"] is None:
         row.update(msgs_per_s=count / secs, mb_per_s=count * size / secs / 1e6,
                    broker_cores=statistics.median(r["broker_cpu_s"] / r["seconds"] for r in runs))
@@ -445,12 +447,14 @@ def _core(implementation):
 
 
 def _settings(r):
-    """The settings cell: pyrdk's rows also name the core that ran, Spark's read that it is cold."""
+    """The settings cell: pyrdk's rows also name the core that ran, and the Spark rows' notes."""
     notes = [r["settings"]]
     if r.get("implementation"):
         notes.append(_core(r["implementation"]))
     if r.get("cold"):
         notes.append("cold")
+    if r.get("note"):
+        notes.append(r["note"])
     return ", ".join(notes)
 
 

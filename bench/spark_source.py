@@ -1,46 +1,161 @@
-"""Rows per second of a Spark batch read through the ``pyrdk`` source.
+"""Rows per second through the ``pyrdk`` Spark source and sink, beside their ceilings.
 
-    python -m bench.spark_source                      # a DevCluster, 1,000,000 records
-    python -m bench.spark_source --hosts h:9092 --topic t --count 1000000
+    python -m bench.spark_source                     # a DevCluster; 100 B, 1 KB and 10 KB
+    python -m bench.spark_source --scale 0.1         # ten times fewer records
+    python -m bench.spark_source --hosts h:9092 --sizes 100
 
-Creates a topic (4 partitions), produces ``count`` records of 100-byte values to it, then
-times ``spark.read.format("pyrdk")...load()`` aggregated in Spark
-(``count`` and ``sum(length(value))``, so every row crosses from the Python workers to
-the JVM), once the Python workers are running.
+In one Spark session (``local[2]``), for each value size:
+
+- reads: a topic (4 partitions) filled with the records, read with
+  ``spark.read.format("pyrdk")`` and aggregated in Spark (``count`` and
+  ``sum(length(value))``, so every row crosses from the Python workers to the JVM): the
+  first, cold query, then the median of 3 warm ones; and the same for ``MemorySource``, a
+  trivial Python data source of the same schema, partitions and sizes that yields ready-made
+  Arrow record batches: the ceiling of Spark's Python data source path on this machine.
+- writes: ``spark.range(n)`` as values of that size written with
+  ``df.write.format("pyrdk")`` (cold, then the median of 3 warm), beside pyrdk's own
+  ``produce_batch`` of the same values from this process (median of 3).
 """
 import argparse
 import os
+import statistics
 import sys
 import time
 
-VALUE_SIZE = 100
+PARTITIONS = 4
+COUNTS = {100: 1000000, 1024: 300000, 10240: 50000}  # records per size at --scale 1
+WARM_RUNS = 3
+ARROW_ROWS = 10000  # rows per record batch, as the pyrdk source yields them
 
 
-def fill(hosts, topic_name, count, partitions=4):
-    """Create ``topic_name`` and produce ``count`` records of ``VALUE_SIZE`` bytes to it."""
+def fill(hosts, topic_name, count, size, partitions=PARTITIONS):
+    """Create ``topic_name`` and produce ``count`` records of ``size`` bytes to it, keys
+    spreading them over the partitions."""
     import pyrdk
     with pyrdk.KafkaClient(hosts=hosts) as client:
         client.cluster.create_topics([(topic_name, partitions, 1)])
         topic = client.topics[topic_name]
-        value = b"x" * VALUE_SIZE
+        value = b"x" * size
         with topic.get_producer(linger_ms=20, partitioner=pyrdk.partitioners.hashing_partitioner) as producer:
             for i in range(count):
                 producer.produce(value, partition_key=b"%d" % (i % 1024))
 
 
-def measure(spark, bootstrap_servers, topic, count, value_size=VALUE_SIZE):
-    """Seconds and rows/s of one batch read of ``topic``, which must hold ``count`` records
-    of ``value_size`` bytes."""
+def memory_source():
+    """``MemorySource``, the ``pyrdk_bench_memory`` format: ``rows`` records of ``size``-byte
+    values over ``partitions`` input partitions, in the pyrdk source's schema, as Arrow batches
+    made once per Python worker and yielded again on every read."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from pyrdk.spark.source import SCHEMA
+
+    class MemoryReader(DataSourceReader):
+        def __init__(self, options):
+            self.rows, self.size = int(options["rows"]), int(options["size"])
+            self.partitions_ = int(options.get("partitions", PARTITIONS))
+
+        def partitions(self):
+            share = -(-self.rows // self.partitions_)
+            return [InputPartition((i, min(share, self.rows - i * share))) for i in range(self.partitions_)]
+
+        def read(self, partition):
+            pid, rows = partition.value
+            batch = _ready_batch(self.size, pid)
+            while rows > 0:
+                yield batch.slice(0, min(rows, batch.num_rows))
+                rows -= batch.num_rows
+
+    class MemorySource(DataSource):
+        @classmethod
+        def name(cls):
+            return "pyrdk_bench_memory"
+
+        def schema(self):
+            return SCHEMA
+
+        def reader(self, schema):
+            return MemoryReader(self.options)
+
+    return MemorySource
+
+
+_READY = {}
+
+
+def _ready_batch(size, pid):
+    """ARROW_ROWS rows of ``size``-byte values in the source's Arrow schema (made once)."""
+    if (size, pid) not in _READY:
+        import pyarrow as pa
+
+        from pyrdk.spark.fetch import arrow_schema
+        n = ARROW_ROWS
+        _READY[size, pid] = pa.RecordBatch.from_arrays(
+            [pa.array([b"%d" % (i % 1024) for i in range(n)], pa.binary()), pa.array([b"x" * size] * n, pa.binary()),
+             pa.array(["memory"] * n, pa.string()), pa.array([pid] * n, pa.int32()), pa.array(range(n), pa.int64()),
+             pa.array([1700000000000000] * n, pa.timestamp("us", tz="UTC")), pa.array([0] * n, pa.int32())],
+            schema=arrow_schema(False))
+    return _READY[size, pid]
+
+
+def _timed_read(df, count, size):
     from pyspark.sql import functions as F
-    df = (spark.read.format("pyrdk").option("kafka.bootstrap.servers", bootstrap_servers)
-          .option("subscribe", topic).load())
-    spark.sparkContext.parallelize(range(2), 2).map(lambda x: x).count()  # start the Python workers
     start = time.monotonic()
     row = df.agg(F.count("*").alias("rows"), F.sum(F.length("value")).alias("bytes")).collect()[0]
     seconds = time.monotonic() - start
-    if row.rows != count or row.bytes != count * value_size:
-        raise RuntimeError("read %d rows (%d bytes), expected %d" % (row.rows, row.bytes, count))
-    return {"rows": row.rows, "bytes": row.bytes, "seconds": seconds, "rows_per_s": row.rows / seconds}
+    if row.rows != count or row.bytes != count * size:
+        raise RuntimeError("read %d rows (%d bytes), expected %d of %d bytes" % (row.rows, row.bytes, count, size))
+    return count / seconds
+
+
+def cold_and_warm(run):
+    """``run()`` once (cold), then WARM_RUNS times: (cold, median of the warm ones)."""
+    cold = run()
+    return cold, statistics.median(run() for _ in range(WARM_RUNS))
+
+
+def measure(spark, bootstrap_servers, topic, count, value_size=100):
+    """Rows/s of batch reads of ``topic`` (``count`` records of ``value_size`` bytes) through
+    pyrdk and through MemorySource: ``{"cold", "warm", "memory_cold", "memory_warm"}``."""
+    spark.sparkContext.parallelize(range(2), 2).map(lambda x: x).count()  # start the Python workers
+    df = (spark.read.format("pyrdk").option("kafka.bootstrap.servers", bootstrap_servers)
+          .option("subscribe", topic).load())
+    cold, warm = cold_and_warm(lambda: _timed_read(df, count, value_size))
+    memory = (spark.read.format("pyrdk_bench_memory").option("rows", count).option("size", value_size).load())
+    memory_cold, memory_warm = cold_and_warm(lambda: _timed_read(memory, count, value_size))
+    return {"rows": count, "bytes": count * value_size, "cold": cold, "warm": warm, "memory_cold": memory_cold,
+            "memory_warm": memory_warm}
+
+
+def measure_writes(spark, hosts, count, size):
+    """Rows/s of batch writes of ``count`` values of ``size`` bytes through the pyrdk sink
+    (cold, median of the warm) and of pyrdk's ``produce_batch`` of the same values."""
+    import pyrdk
+    from pyspark.sql import functions as F
+    topic = "bench-spark-write-%d-%d" % (size, time.time())
+    with pyrdk.KafkaClient(hosts=hosts) as client:
+        client.cluster.create_topics([(topic, PARTITIONS, 1)])
+        df = (spark.range(count, numPartitions=2)
+              .select(F.expr("cast(repeat('x', %d) AS binary)" % size).alias("value")))
+
+        def write():
+            start = time.monotonic()
+            df.write.format("pyrdk").mode("append").option("kafka.bootstrap.servers", hosts) \
+                .option("topic", topic).save()
+            return count / (time.monotonic() - start)
+
+        cold, warm = cold_and_warm(write)
+        values = [b"x" * size] * count
+
+        def produce_batch():
+            with client.topics[topic].get_producer() as producer:
+                start = time.monotonic()
+                for i in range(0, count, ARROW_ROWS):
+                    producer.produce_batch(values[i:i + ARROW_ROWS])
+                producer.stop()  # every delivery
+                return count / (time.monotonic() - start)
+
+        batch = statistics.median(produce_batch() for _ in range(WARM_RUNS))
+    return {"cold": cold, "warm": warm, "produce_batch": batch}
 
 
 def session(master="local[2]"):
@@ -55,38 +170,61 @@ def session(master="local[2]"):
     spark.sparkContext.setLogLevel("ERROR")
     import pyrdk.spark
     pyrdk.spark.register(spark)
+    spark.dataSource.register(memory_source())
     return spark
 
 
-def run(hosts, topic, count, master):
-    t = time.monotonic()
-    fill(hosts, topic, count)
-    print("filled %s with %d records of %d bytes in %.1f s" % (topic, count, VALUE_SIZE, time.monotonic() - t))
+def run(hosts, sizes, scale, master, writes=True):
     spark = session(master)
+    lines = []
     try:
-        result = measure(spark, hosts, topic, count)
+        for size in sizes:
+            count = max(ARROW_ROWS, int(COUNTS.get(size, 100000) * scale))
+            topic = "bench-spark-%d-%d" % (size, time.time())
+            t = time.monotonic()
+            fill(hosts, topic, count, size)
+            print("filled %s with %d records of %d bytes in %.1f s" % (topic, count, size, time.monotonic() - t))
+            r = measure(spark, hosts, topic, count, size)
+            lines.append("| read | %d B | %d | %s | %s | %s | %s | %.2f |" % (
+                size, count, _n(r["cold"]), _n(r["warm"]), _n(r["memory_cold"]), _n(r["memory_warm"]),
+                r["warm"] / r["memory_warm"]))
+            print(lines[-1], flush=True)
+            if writes:
+                w = measure_writes(spark, hosts, count, size)
+                lines.append("| write | %d B | %d | %s | %s | produce_batch | %s | %.2f |" % (
+                    size, count, _n(w["cold"]), _n(w["warm"]), _n(w["produce_batch"]),
+                    w["warm"] / w["produce_batch"]))
+                print(lines[-1], flush=True)
     finally:
         spark.stop()
-    print("spark batch read via pyrdk (%s): %d rows in %.2f s: %.0f rows/s"
-          % (master, result["rows"], result["seconds"], result["rows_per_s"]))
-    return result
+    print("\nrows/s on %s, in one Spark session; warm: the median of %d queries after the first (cold)\n"
+          % (master, WARM_RUNS))
+    print("| path | size | rows | pyrdk cold | pyrdk warm | ceiling cold | ceiling warm | warm ÷ ceiling |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(lines))
+    return lines
+
+
+def _n(x):
+    return "{:,.0f}".format(x)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", help="bootstrap servers (default: start a DevCluster)")
-    parser.add_argument("--topic", help="a new topic to fill (default: bench-spark-<time>)")
-    parser.add_argument("--count", type=int, default=1000000)
+    parser.add_argument("--sizes", default="100,1024,10240", help="value sizes in bytes, comma-separated")
+    parser.add_argument("--scale", type=float, default=1.0, help="a multiple of the record counts %s" % COUNTS)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--no-writes", action="store_true")
     args = parser.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    args.topic = args.topic or "bench-spark-%d" % time.time()
+    sizes = [int(s) for s in args.sizes.split(",")]
     if args.hosts:
-        run(args.hosts, args.topic, args.count, args.master)
+        run(args.hosts, sizes, args.scale, args.master, not args.no_writes)
         return 0
     from pyrdk.testing import DevCluster
     with DevCluster() as cluster:
-        run(cluster.hosts, args.topic, args.count, args.master)
+        run(cluster.hosts, sizes, args.scale, args.master, not args.no_writes)
     return 0
 
 

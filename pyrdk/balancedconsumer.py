@@ -67,6 +67,7 @@ except ImportError as exc:
 
 from pyrdk.common import OffsetType, check_int
 from pyrdk.consumer import BATCH, MAX_BATCH, auto_commit_due, check_auto_offset_reset, check_running
+from pyrdk.core import arrow
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, PartitionOwnedError,
                               UnicodeException)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
@@ -429,6 +430,14 @@ class BalancedConsumer:
             raise ValueError("max_messages=%d is more than one call can take (at most %d)"
                              % (max_messages, MAX_BATCH))
         return self._consume(max_messages, True, check_int("timeout_ms", timeout_ms, -1))
+
+    def consume_arrow(self, max_messages=BATCH, timeout_ms=1000, headers=False):
+        """``consume_batch(max_messages, timeout_ms)`` as one ``pyarrow.RecordBatch`` (the
+        columns of :mod:`pyrdk.core.arrow`), built from its Messages; needs pyarrow and a
+        consumer without a deserializer, as
+        :meth:`pyrdk.simpleconsumer.SimpleConsumer.consume_arrow`."""
+        arrow.check_call(self._simple_kwargs["deserializer"], headers)
+        return arrow.from_messages(self.consume_batch(max_messages, timeout_ms), headers)
 
     def _consume(self, max_messages, block, timeout_ms):
         self._check_running()

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from pyrdk import common
 from pyrdk.common import OffsetFetchPartitionResponse, OffsetType, check_int
-from pyrdk.core import consumer_core
+from pyrdk.core import arrow, consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
                               OffsetOutOfRangeError, OffsetRequestFailedError)
 from pyrdk.partition import Partition, to_timestamp_ms
@@ -124,6 +124,8 @@ class Consumer:
     with :meth:`_drop_buffered` and forget it with :meth:`_forget`. The parameters are
     :class:`pyrdk.simpleconsumer.SimpleConsumer`'s.
     """
+
+    _columns_ok = True  # consume_arrow may take a fetched batch into columns (see _fetch)
 
     def __init__(self, topic, cluster, consumer_group, fetch_message_max_bytes, auto_commit_enable,
                  auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,
@@ -310,9 +312,7 @@ class Consumer:
     def _consume_blocking(self):
         return self.consume(block=True)
 
-    def consume_batch(self, max_messages: int = BATCH, timeout_ms: int = 1000) -> list[common.Message]:
-        """Up to ``max_messages`` messages, waiting at most ``timeout_ms`` for the first
-        (one ``rd_kafka_consume_batch_queue`` call per batch)."""
+    def _check_batch(self, max_messages: int, timeout_ms: int) -> None:
         self._check_running()
         check_int("max_messages", max_messages, 1)
         if max_messages > MAX_BATCH:
@@ -320,6 +320,11 @@ class Consumer:
                              % (max_messages, MAX_BATCH))
         check_int("timeout_ms", timeout_ms, -1)
         self._calls.check()
+
+    def consume_batch(self, max_messages: int = BATCH, timeout_ms: int = 1000) -> list[common.Message]:
+        """Up to ``max_messages`` messages, waiting at most ``timeout_ms`` for the first
+        (one ``rd_kafka_consume_batch_queue`` call per batch)."""
+        self._check_batch(max_messages, timeout_ms)
         if not len(self._core):
             self._fetch(max_messages, timeout_ms)
         if self._deserializer is None:  # the short way: nothing per message can fail
@@ -341,6 +346,26 @@ class Consumer:
         self._maybe_auto_commit()
         return out
 
+    def consume_arrow(self, max_messages: int = BATCH, timeout_ms: int = 1000, headers: bool = False) -> Any:
+        """What ``consume_batch(max_messages, timeout_ms)`` returns, as one
+        ``pyarrow.RecordBatch`` (its columns: :mod:`pyrdk.core.arrow`), with the same offsets,
+        auto-commit and errors. A batch fetched from librdkafka goes into the columns with no
+        Python object per record; with ``headers`` (a ``headers`` column), messages already
+        buffered by ``consume()``, paused partitions, or a broker-balanced group member (whose
+        fetch may drop what a rebalance made stale), it goes through Messages. Needs pyarrow
+        (``pip install 'pyrdk[arrow]'``), and a consumer without a deserializer (the columns
+        hold the bytes as they came)."""
+        arrow.check_call(self._deserializer, headers)
+        self._check_batch(max_messages, timeout_ms)
+        if headers or len(self._core) or self._paused or not self._columns_ok:
+            if not len(self._core):
+                self._fetch(max_messages, timeout_ms)
+            batch = arrow.from_messages(self._core.take(max_messages), headers)
+        else:
+            batch = arrow.record_batch(self._fetch(max_messages, timeout_ms, self._core.add_columns))
+        self._maybe_auto_commit()
+        return batch
+
     def _fill(self, block, unblock_event):
         if not block:
             self._fetch(BATCH, 0)
@@ -355,23 +380,34 @@ class Consumer:
                 return
             self._fetch(BATCH, min(SLICE_MS, max(remaining, 0)))
 
-    def _fetch(self, max_messages, timeout_ms):
+    def _fetch(self, max_messages, timeout_ms, columns=None):
         """One batch from librdkafka into the core's buffer (a paused partition's messages
-        wait in the stash); error events are raised, retriable ones logged."""
-        count, errs = self._handle.consume_batch(max_messages, timeout_ms, self._core.add)
+        wait in the stash); error events are raised, retriable ones logged. With ``columns``
+        (the core's ``add_columns``), the batch goes into columns instead, returned; an error
+        that comes with some records is kept for the next call, so that they are not lost."""
+        made, errs = self._handle.consume_batch(max_messages, timeout_ms, columns or self._core.add)
+        count = arrow.rows(made) if columns else made
         if count:
             self._outage.since = None
-            if self._paused:
+            if self._paused and not columns:
                 for msg in self._core.take_partitions(self._paused):
                     self._stash.setdefault(msg.partition_id, []).append(msg)
         for exc in errs:  # error events, then an exception a callback raised
             if isinstance(exc, KafkaException) and exc.retriable and not exc.fatal:
                 log.warning("%s (librdkafka retries by itself)", exc)
+            elif columns and count:
+                self._calls.crash(exc)
             else:
                 raise exc
-        self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
-        if self._unverified:
-            self._check_out_of_range()
+        try:
+            self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
+            if self._unverified:
+                self._check_out_of_range()
+        except Exception as exc:
+            if not (columns and count):
+                raise
+            self._calls.crash(exc)
+        return made
 
     def _check_out_of_range(self):
         """Brokers answer a fetch past the end of a partition with OFFSET_OUT_OF_RANGE, and

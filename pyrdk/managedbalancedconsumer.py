@@ -128,6 +128,8 @@ class ManagedBalancedConsumer(Consumer):
     The group is joined in the background: ``partitions`` fills in during ``consume()``.
     """
 
+    _columns_ok = False  # a rebalance during a fetch may make some of the batch stale: _fetch drops them
+
     def __init__(self, topic: Topic, cluster: Cluster, consumer_group: Union[str, bytes],
                  fetch_message_max_bytes: int = 1024 * 1024, num_consumer_fetchers: int = 1,
                  auto_commit_enable: bool = False, auto_commit_interval_ms: int = 60 * 1000,

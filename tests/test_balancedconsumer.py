@@ -707,3 +707,16 @@ def test_zookeeper_restart_does_not_stop_the_fleet(kafka_hosts, zk_client, topic
             zk.close()
     assert {k for _, _, k, _ in processed} == {"k%d" % i for i in range(6000)}
     assert fleet.violations == [] and sampler.doubles == []
+
+
+def test_consume_arrow_gives_consume_batchs_messages_as_columns(zk_client, topic_name, group_name):
+    topic = make_topic(zk_client, topic_name, 2)
+    produce(topic, 100)
+    values = []
+    with topic.get_balanced_consumer(group_name, **FAST) as consumer:
+        deadline = time.monotonic() + 60
+        while len(values) < 100 and time.monotonic() < deadline:
+            values += consumer.consume_arrow(50, 200).column("value").to_pylist()
+        consumer.commit_offsets()
+    assert sorted(int(v) for v in values) == list(range(100))
+    assert sum(_committed(topic, group_name).values()) == 100  # each partition's next offset: its count

@@ -202,6 +202,25 @@ static PyObject *topic_of(consumer_t *self, const rd_kafka_message_t *m) {
         return self->topic;
 }
 
+/* Is message i of a batch an error event? 1 (its position appended to positions), 0, or -1
+ * with an exception (a NULL pointer: what names the method). */
+static int error_event(const rd_kafka_message_t *m, Py_ssize_t i, PyObject *positions, const char *what) {
+        PyObject *pos;
+        int ret;
+
+        if (!m) {
+                PyErr_Format(PyExc_ValueError, "%s's pointers hold NULL at position %zd", what, i);
+                return -1;
+        }
+        if (!m->err)
+                return 0;
+        if (!(pos = PyLong_FromSsize_t(i)))
+                return -1;
+        ret = PyList_Append(positions, pos) < 0 ? -1 : 1;
+        Py_DECREF(pos);
+        return ret;
+}
+
 PyDoc_STRVAR(add_doc,
              "add($self, pointers, /)\n--\n\n"
              "-> (count, error_positions)\n"
@@ -230,18 +249,10 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
                 rd_kafka_message_t *m = msgs[i];
                 PyObject *msg;
 
-                if (!m) {
-                        PyErr_Format(PyExc_ValueError, "add()'s pointers hold NULL at position %zd", i);
+                switch (error_event(m, i, positions, "add()")) {
+                case -1:
                         goto done;
-                }
-                if (m->err) {
-                        PyObject *pos = PyLong_FromSsize_t(i);
-
-                        if (!pos || PyList_Append(positions, pos) < 0) {
-                                Py_XDECREF(pos);
-                                goto done;
-                        }
-                        Py_DECREF(pos);
+                case 1:
                         continue;
                 }
                 if (!topic_known || m->rkt != rkt) {
@@ -271,6 +282,149 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
         result = Py_BuildValue("(nO)", count, positions);
 done:
         Py_XDECREF(partition);
+        Py_XDECREF(positions);
+        PyBuffer_Release(&view);
+        return result;
+}
+
+/* -- add_columns: a batch as Arrow columns ---------------------------------------------------- */
+
+PyDoc_STRVAR(add_columns_doc,
+             "add_columns($self, pointers, /)\n--\n\n"
+             "-> (columns, error_positions)\n"
+             "A batch from ``rd_kafka_consume_batch_queue`` as the buffers of Arrow columns (see\n"
+             "pyrdk.core.arrow), each message counted as handed out, none buffered; the positions of the\n"
+             "error events are for the caller.");
+
+/* A new bytes object of size bytes to fill (NULL with an exception). */
+static PyObject *column(size_t size) {
+        if (size > PY_SSIZE_T_MAX)
+                return PyErr_NoMemory();
+        return PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+}
+
+/* An Arrow validity bitmap of n bits, all set (NULL with an exception). */
+static PyObject *bitmap(Py_ssize_t n) {
+        PyObject *out = column(((size_t)n + 7) / 8);
+
+        if (out)
+                memset(PyBytes_AS_STRING(out), 0xff, PyBytes_GET_SIZE(out));
+        return out;
+}
+
+static void put_offset(char *offsets, int wide, Py_ssize_t i, size_t value) {
+        if (wide)
+                ((int64_t *)offsets)[i] = (int64_t)value;
+        else
+                ((int32_t *)offsets)[i] = (int32_t)value;
+}
+
+/* Copy size bytes of data (NULL: a null) as item i of a variable-size column. */
+static void put_item(char *data, char *offsets, char *valid, int wide, Py_ssize_t i, size_t *at, const void *item,
+                     size_t size) {
+        if (item) {
+                memcpy(data + *at, item, size);
+                *at += size;
+        } else if (valid)
+                valid[i / 8] &= (char)~(1 << (i % 8));
+        put_offset(offsets, wide, i + 1, *at);
+}
+
+static PyObject *consumer_add_columns(consumer_t *self, PyObject *pointers) {
+        PyObject *positions = NULL, *result = NULL, *cols[12] = {NULL};
+        size_t key_size = 0, value_size = 0, topic_size = 0, topic_len = 0, key_at = 0, value_at = 0, topic_at = 0;
+        Py_ssize_t n, rows = 0, key_nulls = 0, value_nulls = 0, row;
+        const rd_kafka_topic_t *rkt = NULL;
+        const char *topic = "";
+        rd_kafka_message_t **msgs;
+        int wide, ncols = (int)(sizeof(cols) / sizeof(cols[0]));
+        Py_buffer view;
+
+        if (core_read_column(pointers, &view, (Py_ssize_t)sizeof(void *), "LQ", "add_columns()'s pointers") < 0)
+                return NULL;
+        n = view.len / (Py_ssize_t)sizeof(void *);
+        msgs = view.buf;
+        if (!(positions = PyList_New(0)))
+                goto done;
+        /* First the sizes, then each column at once at its size. */
+        for (Py_ssize_t i = 0; i < n; i++) {
+                const rd_kafka_message_t *m = msgs[i];
+
+                switch (error_event(m, i, positions, "add_columns()")) {
+                case -1:
+                        goto done;
+                case 1:
+                        continue;
+                }
+                if (m->rkt != rkt || !rows) {
+                        rkt = m->rkt;
+                        topic = rd_kafka_topic_name(rkt);
+                        topic_len = topic ? strlen(topic) : 0;
+                }
+                rows++;
+                key_size += m->key ? m->key_len : 0;
+                key_nulls += !m->key;
+                value_size += m->payload ? m->len : 0;
+                value_nulls += !m->payload;
+                topic_size += topic_len;
+        }
+        wide = key_size > INT32_MAX || value_size > INT32_MAX || topic_size > INT32_MAX;
+        {
+                size_t osize = (size_t)(rows + 1) * (wide ? 8 : 4);
+
+                if (!(cols[0] = key_nulls ? bitmap(rows) : Py_NewRef(Py_None)) || !(cols[1] = column(osize)) ||
+                    !(cols[2] = column(key_size)) || !(cols[3] = value_nulls ? bitmap(rows) : Py_NewRef(Py_None)) ||
+                    !(cols[4] = column(osize)) || !(cols[5] = column(value_size)) || !(cols[6] = column(osize)) ||
+                    !(cols[7] = column(topic_size)) || !(cols[8] = column((size_t)rows * 4)) ||
+                    !(cols[9] = column((size_t)rows * 8)) || !(cols[10] = column((size_t)rows * 8)) ||
+                    !(cols[11] = column((size_t)rows * 4)))
+                        goto done;
+        }
+        {
+                char *key_valid = cols[0] == Py_None ? NULL : PyBytes_AS_STRING(cols[0]);
+                char *key_offsets = PyBytes_AS_STRING(cols[1]), *key_data = PyBytes_AS_STRING(cols[2]);
+                char *value_valid = cols[3] == Py_None ? NULL : PyBytes_AS_STRING(cols[3]);
+                char *value_offsets = PyBytes_AS_STRING(cols[4]), *value_data = PyBytes_AS_STRING(cols[5]);
+                char *topic_offsets = PyBytes_AS_STRING(cols[6]), *topic_data = PyBytes_AS_STRING(cols[7]);
+                int32_t *partitions = (int32_t *)PyBytes_AS_STRING(cols[8]);
+                int64_t *offsets = (int64_t *)PyBytes_AS_STRING(cols[9]);
+                int64_t *timestamps = (int64_t *)PyBytes_AS_STRING(cols[10]);
+                int32_t *types = (int32_t *)PyBytes_AS_STRING(cols[11]);
+
+                put_offset(key_offsets, wide, 0, 0);
+                put_offset(value_offsets, wide, 0, 0);
+                put_offset(topic_offsets, wide, 0, 0);
+                rkt = NULL;
+                row = 0;
+                for (Py_ssize_t i = 0; i < n; i++) {
+                        const rd_kafka_message_t *m = msgs[i];
+                        rd_kafka_timestamp_type_t tstype;
+
+                        if (m->err)
+                                continue;
+                        if (m->rkt != rkt || !row) {
+                                rkt = m->rkt;
+                                topic = rd_kafka_topic_name(rkt);
+                                topic_len = topic ? strlen(topic) : 0;
+                        }
+                        put_item(key_data, key_offsets, key_valid, wide, row, &key_at, m->key, m->key_len);
+                        put_item(value_data, value_offsets, value_valid, wide, row, &value_at, m->payload, m->len);
+                        put_item(topic_data, topic_offsets, NULL, wide, row, &topic_at, topic, topic_len);
+                        partitions[row] = m->partition;
+                        offsets[row] = m->offset;
+                        timestamps[row] = rd_kafka_message_timestamp(m, &tstype);
+                        types[row] = (int32_t)tstype;
+                        if (next_set(self, m->partition, m->offset + 1) < 0) /* counted, as take() counts */
+                                goto done;
+                        row++;
+                }
+        }
+        result = Py_BuildValue("((nOnOOOnOOOOOOOOO)O)", rows, wide ? Py_True : Py_False, key_nulls, cols[0], cols[1],
+                               cols[2], value_nulls, cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+                               cols[10], cols[11], positions);
+done:
+        for (int i = 0; i < ncols; i++)
+                Py_XDECREF(cols[i]);
         Py_XDECREF(positions);
         PyBuffer_Release(&view);
         return result;
@@ -531,6 +685,7 @@ static void consumer_dealloc(consumer_t *self) {
 
 static PyMethodDef consumer_methods[] = {
         {"add", (PyCFunction)consumer_add, METH_O, add_doc},
+        {"add_columns", (PyCFunction)consumer_add_columns, METH_O, add_columns_doc},
         {"next", (PyCFunction)consumer_next, METH_NOARGS,
          "next() -> message or None\n--\n\nThe first buffered message, counted as handed out."},
         {"take", (PyCFunction)consumer_take, METH_O,

@@ -47,6 +47,10 @@ The consumer's core (:func:`consumer_core`), one per consumer:
 - ``add(pointers) -> (count, error_positions)``: a batch from ``rd_kafka_consume_batch_queue``
   (a memoryview of ``rd_kafka_message_t *``) becomes Messages at the end of the buffer; the
   positions of the error events are for the caller.
+- ``add_columns(pointers) -> (columns, error_positions)``: the same batch, each message counted
+  as handed out and none buffered, as what :func:`pyrdk.core.arrow.record_batch` makes a
+  ``pyarrow.RecordBatch`` of: the C core fills each column's buffers with no Python object per
+  message, the reference makes a list of Messages.
 - ``next() -> message or None``, ``take(max_messages) -> [message]``: the first buffered
   messages, each counted as handed out (its partition's next offset is its offset + 1).
 - ``iterator(refill)``: the buffered messages, counted, then ``refill()`` when the buffer is

@@ -265,6 +265,12 @@ class ConsumerCore:
         self._buffer.extend(made)
         return len(made), positions
 
+    def add_columns(self, pointers: memoryview) -> tuple[list[Message], list[int]]:
+        made, positions = messages_of(pointers, self.partitions)
+        for msg in made:  # counted as handed out, none buffered
+            self._next[msg.partition_id] = msg.offset + 1
+        return made, positions
+
     def next(self) -> Optional[Message]:
         if not self._buffer:
             return None

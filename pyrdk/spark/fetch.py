@@ -28,47 +28,31 @@ def arrow_schema(include_headers):
     return pa.schema(fields)
 
 
-class _Columns:
-    """Column lists of the rows read so far, turned into a ``RecordBatch`` on demand."""
+WIDE_SLICE = 1000  # rows of a batch of more than 2 GiB cast to 32-bit offsets at a time
 
-    def __init__(self, topic, partition, schema):
-        self.topic, self.partition, self.schema = topic, partition, schema
-        self.headers = "headers" in schema.names
-        self.clear()
 
-    def clear(self):
-        self.keys, self.values, self.offsets = [], [], []
-        self.timestamps, self.types, self.header_lists = [], [], []
-
-    def __len__(self):
-        return len(self.offsets)
-
-    def add(self, messages):
-        self.keys.extend([m.partition_key for m in messages])
-        self.values.extend([m.value for m in messages])
-        self.offsets.extend([m.offset for m in messages])
-        # Kafka timestamps are ms; Spark's are µs. An untimed record (-1 ms) stays -1 ms, as
-        # Spark shows it.
-        self.timestamps.extend([m.timestamp * 1000 for m in messages])
-        # librdkafka numbers timestamp types 0 (none), 1 (create), 2 (log append); Kafka's
-        # Java client, and so Spark, -1, 0, 1.
-        self.types.extend([m.timestamp_type - 1 for m in messages])
-        if self.headers:
-            self.header_lists.extend([[{"key": k, "value": v} for k, v in m.headers] if m.headers else None
-                                      for m in messages])
-
-    def batch(self):
-        import pyarrow as pa
-        n = len(self.offsets)
-        columns = [pa.array(self.keys, pa.binary()), pa.array(self.values, pa.binary()),
-                   pa.array([self.topic] * n, pa.string()), pa.array([self.partition] * n, pa.int32()),
-                   pa.array(self.offsets, pa.int64()),
-                   pa.array(self.timestamps, pa.timestamp("us", tz="UTC")),
-                   pa.array(self.types, pa.int32())]
-        if self.headers:
-            columns.append(pa.array(self.header_lists, self.schema.field("headers").type))
-        self.clear()
-        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+def to_spark(batch, schema):
+    """A ``consume_arrow`` batch in Spark's schema (a list of batches): Kafka's ms timestamps
+    as Spark's µs (an untimed record's -1 ms stays -1 ms, as Spark shows it), librdkafka's
+    timestamp types (0 none, 1 create, 2 log append) as the Java client's (-1, 0, 1), and
+    binary columns of 32-bit offsets."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    if batch.schema.field("value").type == pa.binary():
+        parts = [(batch, batch.columns[:3])]
+    else:  # more than 2 GiB in one batch: Spark's binary columns take less
+        parts = [(part, [part.column(0).cast(pa.binary()), part.column(1).cast(pa.binary()),
+                         part.column(2).cast(pa.string())])
+                 for part in (batch.slice(i, WIDE_SLICE) for i in range(0, batch.num_rows, WIDE_SLICE))]
+    out = []
+    for part, columns in parts:
+        columns = list(columns) + [part.column(3), part.column(4),
+                                   part.column(5).cast(pa.timestamp("us", tz="UTC")),
+                                   pc.subtract(part.column(6), pa.scalar(1, pa.int32()))]
+        if "headers" in schema.names:
+            columns.append(part.column("headers"))
+        out.append(pa.RecordBatch.from_arrays(columns, schema=schema))
+    return out
 
 
 def read_range(opts, offset_range):
@@ -92,13 +76,14 @@ def read_range(opts, offset_range):
 
 
 def _read(opts, topic, consumer, offset_range):
+    import pyarrow.compute as pc
     topic_name, pid, start, end = offset_range
-    columns = _Columns(topic_name, pid, arrow_schema(opts.include_headers))
+    schema = arrow_schema(opts.include_headers)
     wanted = start  # the next offset to read
     idle_since = time.monotonic()
     while wanted < end:
-        messages = consumer.consume_batch(ROWS_PER_BATCH, POLL_MS)
-        if not messages:
+        batch = consumer.consume_arrow(ROWS_PER_BATCH, POLL_MS, headers=opts.include_headers)
+        if not batch.num_rows:
             high = consumer.highwater(pid)
             if high is not None and wanted >= high:
                 report_data_loss(opts, "%s [%d]: offsets %d to %d are not in the partition any more "
@@ -110,24 +95,23 @@ def _read(opts, topic, consumer, offset_range):
                                         % (topic_name, pid, wanted, opts.poll_timeout_ms, end))
             continue
         idle_since = time.monotonic()
-        if messages[0].offset < wanted:  # fetched before the seek took effect
-            messages = [m for m in messages if m.offset >= wanted]
-            if not messages:
+        offsets = batch.column("offset")  # ascending: one partition's
+        if offsets[0].as_py() < wanted:  # fetched before the seek took effect
+            batch = batch.slice(pc.sum(pc.less(offsets, wanted)).as_py())
+            if not batch.num_rows:
                 continue
-        if wanted == start and messages[0].offset > start:
+            offsets = batch.column("offset")
+        first = offsets[0].as_py()
+        if wanted == start and first > start:
             # Reading started after the requested offset: an out-of-range start (the log
             # begins later now) moved the consumer to the start of the log.
-            first = topic.partitions[pid].earliest_available_offset()
-            if first > start:
+            earliest = topic.partitions[pid].earliest_available_offset()
+            if earliest > start:
                 report_data_loss(opts, "%s [%d]: offsets %d to %d were deleted (the log starts at %d now)"
-                                 % (topic_name, pid, start, min(first, end), first))
-        if messages[-1].offset >= end:
-            messages = [m for m in messages if m.offset < end]
+                                 % (topic_name, pid, start, min(earliest, end), earliest))
+        if offsets[-1].as_py() >= end:
+            batch = batch.slice(0, pc.sum(pc.less(offsets, end)).as_py())
             wanted = end
-        if messages:
-            columns.add(messages)
-            wanted = max(wanted, messages[-1].offset + 1)
-        if len(columns) >= ROWS_PER_BATCH:
-            yield columns.batch()
-    if len(columns):
-        yield columns.batch()
+        if batch.num_rows:
+            wanted = max(wanted, batch.column("offset")[-1].as_py() + 1)
+            yield from to_spark(batch, schema)

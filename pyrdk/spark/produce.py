@@ -5,7 +5,11 @@ Columns: ``value`` (string or binary, required), ``key`` (string or binary), ``t
 partitioner choose: murmur2 of the key as the Java client does, random without a key) and
 ``headers`` (``array<struct<key: string, value: binary>>``). Other columns are ignored.
 
-Each task produces with an idempotent producer per topic, then waits for every delivery;
+Spark hands a task Arrow record batches (or Rows, on a PySpark without Arrow writers): a
+batch of values alone to one topic goes to ``produce_batch`` in one call, other rows are
+produced one by one from the batch's column lists (``to_pylist``).
+
+Each task produces with idempotent producers per topic, then waits for every delivery;
 a failed delivery fails the task, and Spark runs it again: rows are written at least
 once, and a retried task may write some twice.
 """
@@ -64,39 +68,107 @@ class _RowPartitioner:
                                  % (self.partition, sorted(p.id for p in partitions)))
 
 
-def write_rows(opts, rows):
-    """Produce ``rows`` (Spark ``Row``s), wait for every delivery; the number written.
-    Raises (failing the task) if a row could not be delivered."""
-    client = KafkaClient(hosts=opts.hosts, rdkafka_config=opts.rdkafka_config)
-    producers = {}
-    partitioner = _RowPartitioner()
-    count = 0
-    try:
-        for row in rows:
-            fields = row.asDict()
-            topic_name = opts.topic or fields.get("topic")
-            if not topic_name:
-                raise ConfigurationError("a row has a null 'topic' and the option 'topic' is not set")
-            producer = producers.get(topic_name)
-            if producer is None:
-                producer = producers[topic_name] = client.topics[topic_name].get_producer(
-                    partitioner=partitioner, enable_idempotence=True, linger_ms=5,
-                    pending_timeout_ms=-1,  # librdkafka's message.timeout.ms bounds each delivery
-                    rdkafka_config=opts.rdkafka_config)
-            headers = fields.get("headers")
-            partitioner.partition = fields.get("partition")
-            producer.produce(_bytes(fields["value"], "value"), partition_key=_bytes(fields.get("key"), "key"),
-                             headers=[(h["key"], _bytes(h["value"], "headers.value")) for h in headers]
-                             if headers else None)
-            count += 1
-        # Stopping waits for every delivery and raises ProduceFailureError for any failed one.
-        while producers:
-            producers.popitem()[1].stop()
-    finally:
-        for producer in producers.values():
+class _Sink:
+    """One write task's producers (one per topic, idempotent) and the rows it queued."""
+
+    def __init__(self, opts):
+        self.opts = opts
+        self.client = KafkaClient(hosts=opts.hosts, rdkafka_config=opts.rdkafka_config)
+        self.producers = {}
+        self.partitioner = _RowPartitioner()
+        self.count = 0
+
+    def producer(self, topic_name, spread=False):
+        """The producer for ``topic_name``: by the ``partition`` column, else murmur2 of the
+        key; ``spread``: the default partitioner's, for ``produce_batch``."""
+        producer = self.producers.get((topic_name, spread))
+        if producer is None:
+            options = {} if spread else {"partitioner": self.partitioner}
+            producer = self.producers[topic_name, spread] = self.client.topics[topic_name].get_producer(
+                enable_idempotence=True, linger_ms=5,
+                pending_timeout_ms=-1,  # librdkafka's message.timeout.ms bounds each delivery
+                rdkafka_config=self.opts.rdkafka_config, **options)
+        return producer
+
+    def row(self, value, key, topic_name, partition, headers):
+        topic_name = self.opts.topic or topic_name
+        if not topic_name:
+            raise ConfigurationError("a row has a null 'topic' and the option 'topic' is not set")
+        self.partitioner.partition = partition
+        self.producer(topic_name).produce(
+            _bytes(value, "value"), partition_key=_bytes(key, "key"),
+            headers=[(h["key"], _bytes(h["value"], "headers.value")) for h in headers] if headers else None)
+        self.count += 1
+
+    def batch(self, batch):
+        """A ``pyarrow.RecordBatch`` of the DataFrame: its values in one ``produce_batch``
+        call when no row has a key, partition or headers and all go to one topic (no Python
+        object per row but each value's bytes); else row by row from the columns' lists."""
+        import pyarrow.compute as pc
+        n = batch.num_rows
+        columns = {name: _column(batch, name) for name in ("value", "key", "topic", "partition", "headers")}
+        topic = columns["topic"]
+        single = self.opts.topic or (topic is not None and not topic.null_count and pc.count_distinct(topic).as_py()
+                                     == 1 and topic[0].as_py())
+        if n and single and columns["value"] is not None and not columns["value"].null_count and \
+                all(columns[name] is None for name in ("key", "partition", "headers")):
+            self.count += self.producer(single, spread=True).produce_batch(columns["value"].to_pylist())
+            return
+        lists = [columns[name].to_pylist() if columns[name] is not None else [None] * n
+                 for name in ("value", "key", "topic", "partition", "headers")]
+        for value, key, topic_name, partition, headers in zip(*lists):
+            self.row(value, key, topic_name, partition, headers)
+
+    def finish(self):
+        """Wait for every delivery: ``ProduceFailureError`` for any failed one."""
+        while self.producers:
+            self.producers.popitem()[1].stop()
+
+    def close(self):
+        for producer in self.producers.values():
             try:
                 producer.stop()
             except Exception:  # already failing; the first error is the one to report
                 pass
-        client.close()
-    return count
+        self.client.close()
+
+
+def _column(batch, name):
+    """Column ``name`` of ``batch`` (strings as binary), or None: absent, or null in every row."""
+    import pyarrow as pa
+    if name not in batch.schema.names:
+        return None
+    column = batch.column(name)
+    if column.null_count == len(column) and name != "value":
+        return None
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return column.cast(pa.large_binary()) if name in ("value", "key") else column
+    return column
+
+
+def write_rows(opts, rows):
+    """Produce ``rows`` (Spark ``Row``s), wait for every delivery; the number written.
+    Raises (failing the task) if a row could not be delivered."""
+    sink = _Sink(opts)
+    try:
+        for row in rows:
+            fields = row.asDict()
+            sink.row(fields["value"], fields.get("key"), fields.get("topic"), fields.get("partition"),
+                     fields.get("headers"))
+        sink.finish()
+    finally:
+        sink.close()
+    return sink.count
+
+
+def write_batches(opts, batches):
+    """Produce the rows of ``batches`` (``pyarrow.RecordBatch``es), wait for every delivery;
+    the number written. Raises (failing the task) if a row could not be delivered."""
+    sink = _Sink(opts)
+    try:
+        for batch in batches:
+            sink.batch(batch)
+        sink.finish()
+    finally:
+        sink.close()
+    return sink.count

@@ -18,8 +18,16 @@ from pyrdk.exceptions import ConfigurationError
 from pyrdk.spark import offsets
 from pyrdk.spark.fetch import read_range
 from pyrdk.spark.options import ReadOptions, WriteOptions
-from pyrdk.spark.produce import check_schema, write_rows
+from pyrdk.spark.produce import check_schema, write_batches, write_rows
 
+try:  # Spark hands these writers Arrow record batches instead of Rows
+    from pyspark.sql.datasource import DataSourceArrowWriter
+except ImportError:
+    DataSourceArrowWriter = DataSourceWriter  # type: ignore[misc,assignment]  # Spark without Arrow writers
+try:
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter
+except ImportError:
+    DataSourceStreamArrowWriter = DataSourceStreamWriter  # type: ignore[misc,assignment]  # Spark without Arrow writers
 try:  # Spark >= 4.2: Trigger.AvailableNow may then honour maxOffsetsPerTrigger
     from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 except ImportError:
@@ -204,18 +212,21 @@ class Written(WriterCommitMessage):
         self.count = count
 
 
-def _write(opts, rows):
-    return Written(write_rows(opts, rows))
+def _write(opts, iterator, arrow):
+    """Arrow record batches where this Spark hands them (its Arrow writer classes), else Rows."""
+    return Written((write_batches if arrow else write_rows)(opts, iterator))
 
 
-class KafkaBatchWriter(DataSourceWriter):
+class KafkaBatchWriter(DataSourceArrowWriter):
     """A batch write (``df.write.format("pyrdk")``, append only)."""
+
+    _arrow = DataSourceArrowWriter is not DataSourceWriter
 
     def __init__(self, opts):
         self._opts = opts
 
     def write(self, iterator):
-        return _write(self._opts, iterator)
+        return _write(self._opts, iterator, self._arrow)
 
     def commit(self, messages):
         log.info("wrote %d rows to Kafka", sum(m.count for m in messages if m is not None))
@@ -225,15 +236,17 @@ class KafkaBatchWriter(DataSourceWriter):
                     sum(m.count for m in messages if m is not None))
 
 
-class KafkaStreamWriter(DataSourceStreamWriter):
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """A streaming write (``df.writeStream.format("pyrdk")``): every micro-batch as a batch
     write; a micro-batch that Spark runs again after a failure is written again."""
+
+    _arrow = DataSourceStreamArrowWriter is not DataSourceStreamWriter
 
     def __init__(self, opts):
         self._opts = opts
 
     def write(self, iterator):
-        return _write(self._opts, iterator)
+        return _write(self._opts, iterator, self._arrow)
 
     def commit(self, messages, batchId):
         log.info("micro-batch %d: wrote %d rows to Kafka", batchId,

@@ -209,3 +209,38 @@ def test_no_reference_is_kept_behind_by_any_method():
         the_core.partitions = partitions
     assert [sys.getrefcount(o) for o in (partition, partitions, refill)] == before
     assert len({sys.getrefcount(m) for m in msgs}) == 1  # each held by the list only
+
+
+def test_add_columns_fills_arrow_columns_and_counts_each_partitions_next_offset(mock_cluster, handles):
+    """``add_columns``: a batch straight into the columns of a RecordBatch (no Message kept in
+    the buffer), null keys and values as nulls, every record counted as handed out."""
+    import pyarrow as pa
+    from pyrdk.core import arrow
+    topic = "core-" + uuid.uuid4().hex[:10]
+    mock_cluster.create_topic(topic, 2, 1)
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers})
+    items = [(i % 2, None if i == 3 else b"v" * i, None if i % 3 == 0 else b"k%d" % i, 1700000000000 + i, None)
+             for i in range(12)]
+    util.produce(producer, topic, items)
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic,
+                                    "enable.partition.eof": False})
+    consumer.assign([(topic, 0, 0), (topic, 1, 0)])
+    the_core = core.consumer_core({0: "p0", 1: "p1"})
+    batches = []
+
+    def step():
+        made, errs = consumer.consume_batch(1000, 100, the_core.add_columns)
+        assert not errs
+        batches.append(arrow.record_batch(made))
+    util.wait_until(lambda: sum(b.num_rows for b in batches) >= len(items), "the messages", step=step)
+    assert len(the_core) == 0
+    assert the_core.next_offsets() == {0: 6, 1: 6}
+    table = pa.Table.from_batches(batches)
+    assert table.schema == arrow.schema()
+    got = sorted(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(),
+                     table.column("value").to_pylist(), table.column("key").to_pylist(),
+                     table.column("timestamp").cast(pa.int64()).to_pylist(), table.column("topic").to_pylist(),
+                     table.column("timestamp_type").to_pylist()))
+    assert got == sorted((p, i // 2, v, k, ts, topic, int(TimestampType.CREATE_TIME)) for i, (p, v, k, ts, _)
+                         in enumerate(items))
+    assert table.column("key").null_count == 4 and table.column("value").null_count == 1

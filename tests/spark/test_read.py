@@ -121,3 +121,28 @@ def test_offsets_json_must_cover_every_partition(spark, kafka_hosts, filled):
         df.collect()
     assert "option 'startingOffsets' must give every partition" in str(info.value)
     assert "missing: %s [1]" % filled in str(info.value)
+
+
+def test_a_batch_of_64_bit_offsets_reaches_spark_in_32_bit_parts():
+    """consume_arrow makes a batch of more than 2 GiB large_binary; Spark's columns are binary.
+    (Made here small, with the large types, rather than with 2 GiB of records.)"""
+    import pyarrow as pa
+
+    from pyrdk.core import arrow
+    from pyrdk.spark.fetch import WIDE_SLICE, arrow_schema, to_spark
+    n = WIDE_SLICE + 5
+    wide = arrow.schema(wide=True)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([None] + [b"k"] * (n - 1), pa.large_binary()), pa.array([b"v%d" % i for i in range(n)],
+                                                                           pa.large_binary()),
+         pa.array(["t"] * n, pa.large_string()), pa.array([1] * n, pa.int32()), pa.array(range(n), pa.int64()),
+         pa.array([-1] + [T0] * (n - 1), pa.timestamp("ms", tz="UTC")), pa.array([0] + [1] * (n - 1), pa.int32())],
+        schema=wide)
+    parts = to_spark(batch, arrow_schema(False))
+    assert [p.num_rows for p in parts] == [WIDE_SLICE, 5]
+    table = pa.Table.from_batches(parts)
+    assert table.schema == arrow_schema(False)
+    assert table.column("value").to_pylist() == [b"v%d" % i for i in range(n)]
+    assert table.column("key")[0].as_py() is None
+    assert table.column("timestamp").cast(pa.int64()).to_pylist()[:2] == [-1000, T0 * 1000]
+    assert table.column("timestampType").to_pylist()[:2] == [-1, 0]

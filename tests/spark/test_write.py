@@ -80,3 +80,52 @@ def test_bad_writes_name_what_to_fix(spark, kafka_hosts, client):
     with pytest.raises(Exception, match="column 'partition' holds 7, but the topic has partitions \\[0\\]"):
         writer(df.selectExpr("value", "7 AS partition"), kafka_hosts, topic=name).save()
     assert read_back(spark, kafka_hosts, name) == []
+
+
+def test_values_alone_go_in_batches_and_a_failed_one_fails_the_write(spark, kafka_hosts, client):
+    """A DataFrame of values alone, to one topic: each Arrow batch Spark hands the writer goes
+    to Kafka in one produce_batch call."""
+    name = unique_name("sink")
+    make_topic(client, name, 2)
+    df = spark.createDataFrame([("v%d" % i,) for i in range(300)], "value string")
+    writer(df.repartition(2), kafka_hosts, topic=name).save()
+    rows = read_back(spark, kafka_hosts, name)
+    assert sorted(r[3] for r in rows) == sorted(b"v%d" % i for i in range(300))
+    assert {r[0] for r in rows} == {0, 1} and {r[2] for r in rows} == {None}
+    too_big = spark.createDataFrame([(b"x" * 2000000,)], "value binary")
+    with pytest.raises(Exception, match="(?i)too large|max_request_size|message.max.bytes"):
+        writer(too_big, kafka_hosts, topic=name).save()
+    assert len(read_back(spark, kafka_hosts, name)) == 300
+
+
+def test_arrow_batches_of_values_take_the_batch_path_others_go_row_by_row(kafka_hosts, client):
+    """The writer's two paths, without Spark: values alone to one topic through
+    ``produce_batch`` (the default partitioner's producer), keyed rows through ``produce``
+    (murmur2 of the key); every row delivered once."""
+    import pyarrow as pa
+
+    from pyrdk.common import OffsetType
+    from pyrdk.spark.options import WriteOptions
+    from pyrdk.spark.produce import _Sink
+    name = unique_name("sink")
+    topic = make_topic(client, name, 2)
+    sink = _Sink(WriteOptions({"kafka.bootstrap.servers": kafka_hosts}))
+    try:
+        sink.batch(pa.record_batch({"topic": [name] * 50, "value": [b"v%d" % i for i in range(50)]}))
+        assert list(sink.producers) == [(name, True)]
+        sink.batch(pa.record_batch({"topic": [name] * 10, "value": ["w%d" % i for i in range(10)],
+                                    "key": [b"same"] * 10}))
+        assert list(sink.producers) == [(name, True), (name, False)]
+        sink.finish()
+    finally:
+        sink.close()
+    assert sink.count == 60
+    with topic.get_simple_consumer(auto_offset_reset=OffsetType.EARLIEST) as consumer:
+        batches = []
+        while sum(b.num_rows for b in batches) < 60 and len(batches) < 100:
+            batches.append(consumer.consume_arrow(100, 200))
+    table = pa.Table.from_batches(batches)
+    assert sorted(table.column("value").to_pylist()) == sorted([b"v%d" % i for i in range(50)] +
+                                                               [b"w%d" % i for i in range(10)])
+    keyed = table.filter(pa.compute.equal(table.column("key"), b"same"))
+    assert keyed.num_rows == 10 and len(set(keyed.column("partition").to_pylist())) == 1

@@ -1,0 +1,152 @@
+"""``consume_arrow``: a consumed batch as a ``pyarrow.RecordBatch``, against the session's real
+broker (Tansu). The records and offsets must be those ``consume_batch`` gives on the same data,
+on either core (the C one fills the columns from librdkafka's messages, the reference builds
+them from Messages)."""
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+from pyrdk.common import OffsetType
+from pyrdk.exceptions import ConfigurationError
+from tests.fix_kafka import MANAGED, group_offsets, make_topic
+from tests.test_simpleconsumer import produce, to_partition
+
+PATIENCE = 200  # calls of consume_arrow / consume_batch before giving up; never asserted on
+
+
+def read_all(consume, count):
+    """Call ``consume()`` until ``count`` records came; the list of what it returned."""
+    out, got = [], 0
+    for _ in range(PATIENCE):
+        batch = consume()
+        got += batch.num_rows if isinstance(batch, pa.RecordBatch) else len(batch)
+        out.append(batch)
+        if got >= count:
+            return out
+    raise AssertionError("only %d of %d records came" % (got, count))
+
+
+def rows_of(messages):
+    return [(m.partition_key, m.value, m.topic, m.partition_id, m.offset, m.timestamp, m.timestamp_type)
+            for m in messages]
+
+
+def rows_of_table(batches):
+    table = pa.Table.from_batches(batches)
+    columns = ["key", "value", "topic", "partition", "offset", "timestamp", "timestamp_type"]
+    data = [table.column(c).cast(pa.int64()).to_pylist() if c == "timestamp" else table.column(c).to_pylist()
+            for c in columns]
+    return list(zip(*data))
+
+
+@pytest.fixture
+def filled(client, topic_name):
+    """A 2-partition topic holding 40 records: keys null on every third, a null value (a
+    tombstone) on the fifth, values of 0 to 39 bytes."""
+    topic = make_topic(client, topic_name, 2)
+    for pid in (0, 1):
+        values = [b"v" * i if i != 5 else None for i in range(pid, 40, 2)]
+        keys = [None if i % 3 == 0 else b"k%d" % i for i in range(pid, 40, 2)]
+        with topic.get_producer(linger_ms=20, partitioner=to_partition(pid)) as producer:
+            for value, key in zip(values, keys):
+                producer.produce(value, partition_key=key)
+    return topic
+
+
+def consumer(topic, **kwargs):
+    kwargs.setdefault("auto_offset_reset", OffsetType.EARLIEST)
+    return topic.get_simple_consumer(**kwargs)
+
+
+def test_same_records_and_offsets_as_consume_batch(filled):
+    with consumer(filled) as arrow_reader, consumer(filled) as list_reader:
+        batches = read_all(lambda: arrow_reader.consume_arrow(1000, 200), 40)
+        lists = read_all(lambda: list_reader.consume_batch(1000, 200), 40)
+        got = sorted(rows_of_table(batches), key=lambda r: (r[3], r[4]))
+        want = sorted(rows_of([m for batch in lists for m in batch]), key=lambda r: (r[3], r[4]))
+        assert got == want
+        assert len(got) == 40
+        assert arrow_reader.held_offsets == list_reader.held_offsets == {0: 19, 1: 19}
+        assert batches[0].schema.names == ["key", "value", "topic", "partition", "offset", "timestamp",
+                                           "timestamp_type"]
+        assert batches[0].schema.field("timestamp").type == pa.timestamp("ms", tz="UTC")
+        table = pa.Table.from_batches(batches)
+        assert table.column("key").null_count == 14  # i % 3 == 0 for i in 0..39
+        assert table.column("value").null_count == 1
+        assert table.column("topic").to_pylist() == [filled.name.decode()] * 40
+        # what comes after the last record: an empty batch of the same schema, at the timeout
+        empty = arrow_reader.consume_arrow(10, 0)
+        assert empty.num_rows == 0 and empty.schema == batches[0].schema
+
+
+def test_headers_column(client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    produce(topic, [b"a", b"b"], partition=0, headers=[("h1", b"x"), ("h2", None)])
+    produce(topic, [b"c"], partition=0)
+    with consumer(topic) as reader:
+        batches = read_all(lambda: reader.consume_arrow(10, 200, headers=True), 3)
+    table = pa.Table.from_batches(batches)
+    assert table.column("value").to_pylist() == [b"a", b"b", b"c"]
+    assert table.column("headers").to_pylist() == [
+        [{"key": "h1", "value": b"x"}, {"key": "h2", "value": None}],
+        [{"key": "h1", "value": b"x"}, {"key": "h2", "value": None}], None]
+
+
+def test_buffered_messages_come_first_and_auto_commit_counts_the_batch(filled, client):
+    group = b"arrow-group-" + filled.name[-8:]
+    with consumer(filled, consumer_group=group, auto_commit_enable=True, auto_commit_interval_ms=0) as reader:
+        first = reader.consume()  # the rest of its fetched batch stays buffered in the core
+        assert first is not None
+        batches = [reader.consume_arrow(1000, 200)]
+        assert batches[0].num_rows >= 1
+        assert batches[0].column("offset")[0].as_py() == first.offset + 1
+        batches += read_all(lambda: reader.consume_arrow(1000, 200), 39 - batches[0].num_rows)
+        assert sum(b.num_rows for b in batches) == 39
+        held = reader.held_offsets
+    assert held == {0: 19, 1: 19}
+    with filled.get_simple_consumer(consumer_group=group) as again:
+        assert {pid: r.offset for pid, r in again.fetch_offsets()} == {0: 20, 1: 20}
+
+
+def test_a_managed_group_member_reads_the_same_through_messages(filled):
+    """A broker-balanced member takes its batches through Messages (a rebalance during a fetch
+    may make some stale), to the same records and commits."""
+    group = b"arrow-managed-" + filled.name[-8:]
+    with filled.get_balanced_consumer(group, auto_offset_reset=OffsetType.EARLIEST, **MANAGED) as member:
+        batches = read_all(lambda: member.consume_arrow(1000, 200), 40)
+        member.commit_offsets()
+    assert sorted(pa.Table.from_batches(batches).column("offset").to_pylist()) == sorted(list(range(20)) * 2)
+    assert group_offsets(filled, group) == {0: 20, 1: 20}
+
+
+def test_an_empty_topic_gives_an_empty_batch_at_the_timeout(client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    with consumer(topic) as reader:
+        batch = reader.consume_arrow(100, 300)
+    assert batch.num_rows == 0
+    assert batch.schema.names[:2] == ["key", "value"]
+
+
+def test_bad_arguments(filled):
+    with consumer(filled) as reader:
+        with pytest.raises(TypeError, match="max_messages"):
+            reader.consume_arrow(0)
+        with pytest.raises(ValueError, match="max_messages"):
+            reader.consume_arrow(10 ** 9)
+        with pytest.raises(TypeError, match="timeout_ms"):
+            reader.consume_arrow(10, "soon")
+        with pytest.raises(TypeError, match="headers"):
+            reader.consume_arrow(10, 0, headers="yes")
+    with consumer(filled, deserializer=lambda value, key: (value, key)) as reader:
+        with pytest.raises(ConfigurationError, match="deserializer"):
+            reader.consume_arrow(10, 0)
+
+
+def test_without_pyarrow_the_error_names_the_extra():
+    code = ("import sys; sys.modules['pyarrow'] = None\n"
+            "from pyrdk.core import arrow\n"
+            "try:\n    arrow.pyarrow()\nexcept ImportError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pip install 'pyrdk[arrow]'" in out
