@@ -301,6 +301,10 @@ def _pyrdk_stats_cb(rk, json, json_len, opaque):
     return 0  # librdkafka frees the JSON
 
 
+DEFERRED = object()
+"""What an ``on_rebalance`` handler returns to assign or revoke later itself (eager protocol)."""
+
+
 @ffi.def_extern()
 def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
     """Tell the handler, then assign or revoke (``rd_kafka_assign`` or the incremental pair).
@@ -308,7 +312,9 @@ def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
     The handler runs first, while revoked partitions are still assigned (so it can commit
     their offsets); for an assignment it may return the same partitions as
     ``(topic, partition, offset)`` entries to assign at those start offsets. The assignment
-    or revocation happens even when the handler raises."""
+    or revocation happens even when the handler raises. Under the eager protocol the handler
+    may return :data:`DEFERRED`: it will call ``rd_kafka_assign`` itself later (librdkafka's
+    group waits for that call), as an asyncio consumer does after awaiting its listener."""
     cbs = _lookup(opaque)
     cooperative = string(lib.rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
     assign = err == errors.ASSIGN_PARTITIONS
@@ -319,6 +325,10 @@ def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
         except BaseException as exc:
             cbs.store(exc)
             chosen = None
+    if chosen is DEFERRED and not cooperative:
+        return
+    if chosen is DEFERRED:
+        chosen = None
     try:
         c_list = c_partitions if chosen is None or not assign else partitions.to_c(chosen)
         if assign:

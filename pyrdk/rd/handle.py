@@ -97,6 +97,7 @@ class Handle:
         self._closing = False
         self._topics = {}
         self._queue = None
+        self._main = None  # the main queue, once watch() asks for a producer's events
         self._woken = False
         self.before_destroy = []  # callables run just before rd_kafka_destroy (e.g. mock cluster)
         self._pid = os.getpid()
@@ -198,8 +199,10 @@ class Handle:
         try:
             for hook in self.before_destroy:
                 hook()
-            if self._queue is not None:
-                self._queue.destroy()
+            for queue in (self._queue, self._main):
+                if queue is not None:
+                    queue.io_event_enable(-1)
+                    queue.destroy()
             for topic in self._topics.values():
                 topic.destroy()
             self._topics.clear()
@@ -241,6 +244,22 @@ class Handle:
         if dispatch:
             self.dispatch_reports()
         return served
+
+    def watch(self, fd):
+        """Have librdkafka write to ``fd`` when an event waits to be served
+        (``rd_kafka_queue_io_event_enable``): on a consumer's queue (messages, rebalances,
+        errors), on a producer's main queue (delivery reports, errors); -1 stops it. An event
+        loop watches ``fd`` instead of a thread blocking in a poll."""
+        with self.use() as rk:
+            if self.kind == "consumer":
+                queue = self._queue
+                if queue is None:
+                    raise ValueError("this consumer has no group.id, so no consumer queue to watch")
+            else:
+                if self._main is None:
+                    self._main = Queue(rk, main=True)
+                queue = self._main
+            queue.io_event_enable(fd)
 
     def dispatch_reports(self):
         """Hand the buffered delivery reports to ``on_delivery`` in this thread."""
@@ -474,6 +493,13 @@ class Handle:
         for tp in partitions.from_c(c_list):
             errors.check(tp.error, "commit offset for %s [%d]" % (tp.topic, tp.partition))
 
+    def offsets_store(self, tps):
+        """``rd_kafka_offsets_store``: the offsets (the next to read) that auto-commit commits,
+        for a consumer with ``enable.auto.offset.store=false``."""
+        c_list = partitions.to_c(tps)
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_offsets_store(rk, c_list), "store offsets")
+
     def committed(self, tps, timeout_ms=10000):
         """``rd_kafka_committed``: ``TopicPartition`` list with the committed offsets (-1001 if none)."""
         return self._query(lib.rd_kafka_committed, tps, timeout_ms, "fetch committed offsets")
@@ -486,11 +512,14 @@ class Handle:
         return partitions.from_c(c_list)
 
     def seek(self, tps, timeout_ms=10000):
-        """``rd_kafka_seek_partitions`` to ``(topic, partition, offset)``."""
+        """``rd_kafka_seek_partitions`` to ``(topic, partition, offset)``; ``timeout_ms`` 0
+        starts the seeks without waiting for them (their ``_IN_PROGRESS`` is no error)."""
         c_list = partitions.to_c(tps)
         with self.use() as rk:
             errors.raise_for_error(lib.rd_kafka_seek_partitions(rk, c_list, timeout_ms), "seek")
         for tp in partitions.from_c(c_list):
+            if timeout_ms == 0 and tp.error == errors.IN_PROGRESS:
+                continue
             errors.check(tp.error, "seek %s [%d] to %d" % (tp.topic, tp.partition, tp.offset))
 
     def pause(self, tps):

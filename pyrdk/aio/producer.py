@@ -1,0 +1,297 @@
+"""AIOKafkaProducer: aiokafka's producer on a librdkafka producer.
+
+``send()`` hands the record to librdkafka at once (``rd_kafka_producev``, copied) and returns
+a future; librdkafka's delivery reports land in the main queue, which signals a pipe the
+event loop watches (:class:`pyrdk.aio.wakeup.Wakeup`), and the loop's callback serves them
+(``rd_kafka_poll`` with a zero timeout) and resolves the futures. The record's partition is
+librdkafka's ``murmur2_random``: aiokafka's (and Java's) default partitioner, murmur2 of the
+key, a random partition for records without one.
+"""
+import asyncio
+import itertools
+import logging
+
+from pyrdk.aio import conf
+from pyrdk.aio.errors import KafkaTimeoutError, ProducerClosed
+from pyrdk.aio.structs import RecordMetadata, TopicPartition
+from pyrdk.aio.wakeup import Wakeup
+from pyrdk.exceptions import NotSupportedError, ProducerQueueFullError
+from pyrdk.rd.callbacks import Callbacks
+from pyrdk.rd.errors import exception as error_for
+from pyrdk.rd.handle import Handle
+
+log = logging.getLogger(__name__)
+
+_missing = object()
+_ids = itertools.count(1)
+_numbers = itertools.count(1)
+COMPRESSION = {None: "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
+PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: its partitioner chooses
+
+
+def _acks(acks, enable_idempotence):
+    """librdkafka's ``acks`` for aiokafka's ``acks`` (default 1, or all with idempotence)."""
+    if acks is _missing:
+        return -1 if enable_idempotence else 1
+    if acks == "all":
+        acks = -1
+    if acks not in (0, 1, -1) or isinstance(acks, bool):
+        raise ValueError("acks must be 0, 1 or 'all' (or -1), not %r" % (acks,))
+    if enable_idempotence and acks != -1:
+        raise ValueError("enable_idempotence requires acks='all', not %r" % (acks,))
+    return acks
+
+
+def _check_bytes(what, data):
+    if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError("the %s must be bytes (or set %s_serializer), not %s"
+                        % (what, what, type(data).__name__))
+    return data
+
+
+class AIOKafkaProducer:
+    """aiokafka's ``AIOKafkaProducer``: its arguments and defaults, mapped to librdkafka
+    properties (``rdkafka_config`` adds or overrides any). ``partitioner`` must be left at its
+    default (librdkafka's ``murmur2_random`` partitions as aiokafka's default does);
+    ``ssl_context`` and ``sasl_oauth_token_provider`` are not supported (see the README)."""
+
+    def __init__(self, *, loop=None, bootstrap_servers="localhost", client_id=None,
+                 metadata_max_age_ms=300000, request_timeout_ms=40000, api_version="auto",
+                 acks=_missing, key_serializer=None, value_serializer=None, compression_type=None,
+                 max_batch_size=16384, partitioner=None, max_request_size=1048576, linger_ms=0,
+                 send_backoff_ms=100, retry_backoff_ms=100, security_protocol="PLAINTEXT",
+                 ssl_context=None, connections_max_idle_ms=540000, enable_idempotence=False,
+                 transactional_id=None, transaction_timeout_ms=60000, sasl_mechanism="PLAIN",
+                 sasl_plain_password=None, sasl_plain_username=None, sasl_kerberos_service_name="kafka",
+                 sasl_kerberos_domain_name=None, sasl_oauth_token_provider=None, rdkafka_config=None):
+        if partitioner is not None:
+            raise NotSupportedError("partitioner: only aiokafka's default (murmur2 of the key) is "
+                                    "supported, by librdkafka's murmur2_random; leave it unset, or pass "
+                                    "partition= to send()")
+        for name, fn in (("key_serializer", key_serializer), ("value_serializer", value_serializer)):
+            if fn is not None and not callable(fn):
+                raise TypeError("%s must be callable, not %r" % (name, fn))
+        if compression_type not in COMPRESSION:
+            raise ValueError("compression_type must be one of gzip, snappy, lz4, zstd or None, not %r"
+                             % (compression_type,))
+        if transactional_id is not None:
+            enable_idempotence = True
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self._request_timeout_ms = request_timeout_ms
+        self._config = conf.common(bootstrap_servers, client_id or "aiokafka-producer-%d" % next(_numbers),
+                                   metadata_max_age_ms, request_timeout_ms, retry_backoff_ms,
+                                   security_protocol, ssl_context, connections_max_idle_ms, sasl_mechanism,
+                                   sasl_plain_username, sasl_plain_password, sasl_kerberos_service_name,
+                                   sasl_oauth_token_provider)
+        self._config.update({
+            "acks": _acks(acks, enable_idempotence),
+            "enable.idempotence": bool(enable_idempotence),
+            "compression.codec": COMPRESSION[compression_type],
+            "batch.size": max_batch_size,
+            "message.max.bytes": max(max_request_size, 1000),
+            "linger.ms": linger_ms,
+            "partitioner": "murmur2_random",
+            "request.timeout.ms": request_timeout_ms,
+            "message.timeout.ms": request_timeout_ms,
+        })
+        if transactional_id is not None:
+            self._config.update({"transactional.id": transactional_id,
+                                 "transaction.timeout.ms": transaction_timeout_ms})
+        self._config.update(rdkafka_config or {})
+        self._transactional = self._config.get("transactional.id") is not None
+        self._handle = None
+        self._wakeup = None
+        self._loop = None
+        self._pending = {}  # msg_id -> (future, topic, timestamp_ms)
+        self._room = None  # set when deliveries free queue room
+        self._drained = None  # set when nothing is pending
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self):
+        """Create the librdkafka producer (``rd_kafka_new``) and watch its main queue; with
+        a ``transactional_id``, ``rd_kafka_init_transactions`` too."""
+        if self._handle is not None:
+            return
+        if self._closed:
+            raise ProducerClosed("the producer is stopped; make a new one")
+        self._loop = asyncio.get_running_loop()
+        self._room = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        handle = Handle("producer", self._config, Callbacks(on_deliveries=self._on_deliveries),
+                        closed_exc=ProducerClosed, what="producer")
+        try:
+            self._wakeup = Wakeup(self._loop, handle, self._serve)
+        except BaseException:
+            handle.close()
+            raise
+        self._handle = handle
+        if self._transactional:
+            from pyrdk.rd import transaction
+            await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
+
+    async def stop(self):
+        """Flush what is pending (up to ``request_timeout_ms``: librdkafka fails each record
+        still undelivered then), then ``rd_kafka_destroy``."""
+        if self._handle is None or self._closed:
+            self._closed = True
+            return
+        try:
+            await asyncio.wait_for(self.flush(), self._request_timeout_ms / 1000.0 + 5)
+        except asyncio.TimeoutError:
+            self._handle.purge(in_flight=True)
+            self._serve()
+        finally:
+            self._closed = True
+            self._wakeup.close()
+            self._handle.close()
+            for fut, _, _ in self._pending.values():
+                if not fut.done():
+                    fut.set_exception(ProducerClosed("the producer stopped before the record was delivered"))
+            self._pending.clear()
+
+    async def __aenter__(self):
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info):
+        await self.stop()
+
+    def _check_running(self):
+        if self._closed:
+            raise ProducerClosed("the producer is stopped")
+        if self._handle is None:
+            raise ProducerClosed("the producer is not started: await start() first (or use async with)")
+
+    async def _blocking(self, fn, *args):
+        """Run one of librdkafka's blocking control calls (metadata, transactions) on the loop's
+        default executor; the data path never does."""
+        return await self._loop.run_in_executor(None, fn, *args)
+
+    # -- sending -------------------------------------------------------------------------------
+
+    async def send(self, topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None):
+        """Hand the record to librdkafka (``rd_kafka_producev``); a future of its
+        :class:`RecordMetadata`. A full queue is waited on for up to ``request_timeout_ms``
+        (``KafkaTimeoutError``); cancelling this coroutine while it waits sends nothing."""
+        self._check_running()
+        if not isinstance(topic, str) or not topic:
+            raise TypeError("topic must be a non-empty str, not %r" % (topic,))
+        if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool)
+                                      or partition < 0):
+            raise TypeError("partition must be an int >= 0 or None, not %r" % (partition,))
+        if timestamp_ms is not None and (not isinstance(timestamp_ms, int) or timestamp_ms < 0):
+            raise TypeError("timestamp_ms must be an int >= 0 (ms since the epoch) or None, not %r"
+                            % (timestamp_ms,))
+        if self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if self._value_serializer is not None:
+            value = self._value_serializer(value)
+        _check_bytes("key", key)
+        _check_bytes("value", value)
+        if headers is not None:
+            headers = list(headers)
+            for item in headers:
+                if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                        and (item[1] is None or isinstance(item[1], bytes))):
+                    raise TypeError("headers must be (str, bytes) pairs, not %r" % (item,))
+        msg_id = next(_ids)
+        fut = self._loop.create_future()
+        self._pending[msg_id] = (fut, topic, timestamp_ms)
+        self._drained.clear()
+        try:
+            await self._produce(topic, PARTITION_UA if partition is None else partition, value, key,
+                                timestamp_ms, headers, msg_id)
+        except BaseException:
+            self._pending.pop(msg_id, None)
+            self._check_drained()
+            raise
+        return fut
+
+    async def _produce(self, topic, partition, value, key, timestamp_ms, headers, msg_id):
+        deadline = None
+        while True:
+            try:
+                self._handle.produce(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                return
+            except ProducerQueueFullError:
+                if deadline is None:
+                    deadline = self._loop.time() + self._request_timeout_ms / 1000.0
+                remaining = deadline - self._loop.time()
+                if remaining <= 0:
+                    raise KafkaTimeoutError("librdkafka's queue stayed full for request_timeout_ms (%d ms)"
+                                            % self._request_timeout_ms) from None
+                self._room.clear()
+                self._serve()  # reports may be waiting
+                try:
+                    await asyncio.wait_for(self._room.wait(), remaining)
+                except asyncio.TimeoutError:
+                    pass
+
+    async def send_and_wait(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
+                            headers=None):
+        """``send()``, then wait for the delivery: the :class:`RecordMetadata`."""
+        fut = await self.send(topic, value, key, partition, timestamp_ms, headers)
+        return await fut
+
+    async def flush(self):
+        """Wait until every record sent so far is delivered or failed (``rd_kafka_flush`` with
+        a zero timeout first, so that lingering batches go now)."""
+        self._check_running()
+        self._handle.flush(0)
+        await self._drained.wait()
+
+    async def partitions_for(self, topic):
+        """The partition ids of ``topic`` (``rd_kafka_metadata``, on the default executor)."""
+        self._check_running()
+        md = await self._blocking(self._handle.metadata, topic, self._request_timeout_ms, False)
+        t = md.topics.get(topic)
+        if t is None or t.error:
+            raise error_for(t.error if t is not None else 3, "metadata of %s" % topic)
+        return {p.id for p in t.partitions}
+
+    # -- delivery reports ----------------------------------------------------------------------
+
+    def _serve(self):
+        """The pipe said events wait: serve them (``rd_kafka_poll(rk, 0)``), which resolves
+        the futures of the delivery reports."""
+        if self._handle is None or not self._handle.usable:
+            return
+        try:
+            self._handle.poll(0)
+        except Exception as exc:  # a fatal error: every pending send learns it
+            log.error("producer error: %s", exc)
+            for fut, _, _ in list(self._pending.values()):
+                if not fut.done():
+                    fut.set_exception(exc)
+            self._pending.clear()
+            self._check_drained()
+
+    def _on_deliveries(self, ids, errs, partitions, offsets, timestamps):
+        pending = self._pending
+        for i in range(len(ids)):
+            entry = pending.pop(ids[i], None)
+            if entry is None:
+                continue
+            fut, topic, timestamp_ms = entry
+            if fut.done():  # cancelled by the program: nothing to tell
+                continue
+            err = errs[i]
+            if err:
+                fut.set_exception(error_for(err, "deliver to %s" % topic))
+            else:
+                part = partitions[i]
+                fut.set_result(RecordMetadata(topic, part, TopicPartition(topic, part), offsets[i],
+                                              timestamps[i] if timestamp_ms is None else timestamp_ms,
+                                              0, None))
+        self._room.set()
+        self._check_drained()
+
+    def _check_drained(self):
+        if not self._pending:
+            self._drained.set()
+
+
