@@ -130,6 +130,8 @@ class AIOKafkaConsumer:
         self._buffer = collections.deque()  # ConsumerRecords fetched, not yet returned
         self._positions = {}  # TopicPartition -> next offset, for the records returned
         self._paused = set()
+        self._assigned = []  # the TopicPartitions last given to rd_kafka_assign
+        self._fresh = set()  # assigned, nothing returned yet: a seek restarts them by assign
         self._waiters = set()
         self._subscribed = False
         self._subscription_names = []
@@ -259,6 +261,7 @@ class AIOKafkaConsumer:
         self._buffer.clear()
         self._positions.clear()
         self._paused.clear()
+        self._assigned, self._fresh = [], set()
 
     def assign(self, partitions):
         """Read ``partitions`` (TopicPartitions), from the committed offsets or
@@ -268,6 +271,7 @@ class AIOKafkaConsumer:
             raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
         tps = [_tp(tp) for tp in partitions]
         self._handle.assign([(tp.topic, tp.partition) for tp in tps])
+        self._assigned, self._fresh = tps, set(tps)
         self._manual = True
         kept = set(tps)
         self._drop(lambda tp: tp not in kept)
@@ -318,12 +322,14 @@ class AIOKafkaConsumer:
                     await _call(listener.on_partitions_revoked, set(tps))
                 if self._handle.usable:
                     self._handle.assign(None)
+                self._assigned, self._fresh = [], set()
                 for tp in tps:
                     self._positions.pop(tp, None)
                     self._paused.discard(tp)
             else:
                 if self._handle.usable:
                     self._handle.assign([(tp.topic, tp.partition) for tp in tps])
+                self._assigned, self._fresh = tps, set(tps)
                 if listener is not None:
                     await _call(listener.on_partitions_assigned, set(tps))
         self._wake()
@@ -400,6 +406,7 @@ class AIOKafkaConsumer:
         if out:
             stored = []
             for tp, records in out.items():
+                self._fresh.discard(tp)
                 nxt = records[-1].offset + 1
                 self._positions[tp] = nxt
                 stored.append((tp.topic, tp.partition, nxt))
@@ -421,6 +428,7 @@ class AIOKafkaConsumer:
                 raise self._errors.popleft()
             out = self._take(partitions, max_records)
             if out:
+                await asyncio.sleep(0)  # a loop of getmany() calls must let other tasks run
                 return out
             if self._fill():
                 continue
@@ -534,12 +542,20 @@ class AIOKafkaConsumer:
         self._positions[tp] = offset
 
     def _seek(self, tps, offset):
+        """``rd_kafka_seek_partitions``, not waited on; a partition assigned and not read yet
+        is assigned again at ``offset`` instead (librdkafka's start at the committed offset
+        would override a seek made before it)."""
         self._check_assigned(tps)
         chosen = set(tps)
         self._drop(lambda tp: tp in chosen)
-        self._handle.seek([(tp.topic, tp.partition, offset) for tp in tps], 0)
         for tp in tps:
             self._positions.pop(tp, None)
+        if chosen & self._fresh:
+            self._buffer.clear()  # every partition restarts at its position (or its start)
+            self._handle.assign([(tp.topic, tp.partition, offset if tp in chosen else self._positions.get(tp))
+                                 for tp in self._assigned])
+        else:
+            self._handle.seek([(tp.topic, tp.partition, offset) for tp in tps], 0)
 
     def _chosen(self, partitions):
         tps = [_tp(tp) for tp in partitions] if partitions else sorted(self.assignment())

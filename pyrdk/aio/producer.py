@@ -26,6 +26,7 @@ _missing = object()
 _ids = itertools.count(1)
 _numbers = itertools.count(1)
 COMPRESSION = {None: "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
+YIELD_EVERY = 64  # send() lets the loop run other tasks once per this many calls
 PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: its partitioner chooses
 
 
@@ -135,7 +136,8 @@ class AIOKafkaProducer:
 
     async def stop(self):
         """Flush what is pending (up to ``request_timeout_ms``: librdkafka fails each record
-        still undelivered then), then ``rd_kafka_destroy``."""
+        still undelivered then), then ``rd_kafka_destroy`` (on the default executor: it joins
+        librdkafka's threads)."""
         if self._handle is None or self._closed:
             self._closed = True
             return
@@ -147,7 +149,8 @@ class AIOKafkaProducer:
         finally:
             self._closed = True
             self._wakeup.close()
-            self._handle.close()
+            # rd_kafka_destroy joins librdkafka's threads: off the loop
+            await self._blocking(self._handle.close)
             for fut, _, _ in self._pending.values():
                 if not fut.done():
                     fut.set_exception(ProducerClosed("the producer stopped before the record was delivered"))
@@ -199,6 +202,8 @@ class AIOKafkaProducer:
                         and (item[1] is None or isinstance(item[1], bytes))):
                     raise TypeError("headers must be (str, bytes) pairs, not %r" % (item,))
         msg_id = next(_ids)
+        if msg_id % YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
         fut = self._loop.create_future()
         self._pending[msg_id] = (fut, topic, timestamp_ms)
         self._drained.clear()
