@@ -13,6 +13,7 @@ The few blocking librdkafka calls of the control path (commit, committed, offset
 metadata, ``rd_kafka_consumer_close``) run on the loop's default executor.
 """
 import asyncio
+import functools
 import collections
 import itertools
 import logging
@@ -29,17 +30,18 @@ from pyrdk.core import consumer_core
 from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, OffsetOutOfRangeError, RebalanceInProgress,
                               UnknownMemberId)
 from pyrdk.rd.callbacks import DEFERRED, Callbacks
-from pyrdk.rd.handle import Handle
+from pyrdk.rd.handle import Handle, librdkafka_runtime_version
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END
 
 log = logging.getLogger(__name__)
 
-BATCH = 4096  # records taken from librdkafka per rd_kafka_consume_batch_queue call
+BATCH = 2048  # records taken from librdkafka per rd_kafka_consume_batch_queue call
 _numbers = itertools.count(1)
 ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssignor": "range",
              "StickyPartitionAssignor": "cooperative-sticky", "roundrobin": "roundrobin", "range": "range"}
 RESETS = {"earliest": "earliest", "latest": "latest", "none": "error"}
-_TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}  # librdkafka's -> aiokafka's (0 CreateTime, 1 LogAppendTime)
+# librdkafka's timestamp types (0 none, 1 CreateTime, 2 LogAppendTime) less one are aiokafka's.
+_record = functools.partial(tuple.__new__, ConsumerRecord)
 
 
 def _assignor(strategy):
@@ -121,13 +123,18 @@ class AIOKafkaConsumer:
             "isolation.level": isolation_level,
             "partition.assignment.strategy": _assignor(partition_assignment_strategy),
         })
+        if librdkafka_runtime_version() >= 0x02010000:
+            # librdkafka's default (1000 ms, since 2.1.0) stalls a consumer that empties its
+            # prefetch queue faster than the broker fills it, as getmany() does.
+            self._config["fetch.queue.backoff.ms"] = 10
         self._config.update(rdkafka_config or {})
         self._initial_topics = topics
         self._handle = None
         self._wakeup = None
         self._loop = None
         self._core = None
-        self._buffer = collections.deque()  # ConsumerRecords fetched, not yet returned
+        self._buffer = collections.deque()  # [TopicPartition, [ConsumerRecord]] runs, not yet returned
+        self._buffered = 0  # records in the buffer
         self._positions = {}  # TopicPartition -> next offset, for the records returned
         self._paused = set()
         self._assigned = []  # the TopicPartitions last given to rd_kafka_assign
@@ -188,7 +195,7 @@ class AIOKafkaConsumer:
         except asyncio.TimeoutError:
             log.warning("rd_kafka_consumer_close took longer than request_timeout_ms; it goes on "
                         "in the background")
-        self._buffer.clear()
+        self._clear()
 
     async def __aenter__(self):
         await self.start()
@@ -258,7 +265,7 @@ class AIOKafkaConsumer:
         elif self._subscribed:
             self._handle.unsubscribe()
             self._subscribed = False
-        self._buffer.clear()
+        self._clear()
         self._positions.clear()
         self._paused.clear()
         self._assigned, self._fresh = [], set()
@@ -293,9 +300,13 @@ class AIOKafkaConsumer:
     def _drop(self, chosen):
         """Drop the buffered records of the partitions ``chosen(tp)`` picks."""
         if self._buffer:
-            kept = [r for r in self._buffer if not chosen(TopicPartition(r.topic, r.partition))]
-            self._buffer.clear()
-            self._buffer.extend(kept)
+            kept = [run for run in self._buffer if not chosen(run[0])]
+            self._buffer = collections.deque(kept)
+            self._buffered = sum(len(run[1]) for run in kept)
+
+    def _clear(self):
+        self._buffer.clear()
+        self._buffered = 0
 
     # -- rebalances ----------------------------------------------------------------------------
 
@@ -342,7 +353,7 @@ class AIOKafkaConsumer:
         buffer, up to a bound."""
         if self._waiters:
             self._wake()
-        elif len(self._buffer) < BATCH:
+        elif self._buffered < BATCH:
             self._fill()
 
     def _wake(self):
@@ -364,14 +375,26 @@ class AIOKafkaConsumer:
         if not count:
             return False
         kd, vd = self._key_deserializer, self._value_deserializer
-        types = _TIMESTAMP_TYPES
-        append = self._buffer.append
+        make = _record
+        runs = self._buffer
+        last = None
+        records = None
+        plain = kd is None and vd is None
         for m in self._core.take(count):
             key, value = m.partition_key, m.value
-            append(ConsumerRecord(m.topic, m.partition_id, m.offset, m.timestamp, types.get(m.timestamp_type, -1),
-                                  kd(key) if kd is not None else key, vd(value) if vd is not None else value,
-                                  None, len(key) if key is not None else -1,
-                                  len(value) if value is not None else -1, m.headers))
+            topic, partition, tstype = m.topic, m.partition_id, m.timestamp_type
+            if last is None or last[1] != partition or last[0] != topic:
+                last = TopicPartition(topic, partition)
+                records = []
+                runs.append([last, records])
+            key_size = len(key) if key is not None else -1
+            value_size = len(value) if value is not None else -1
+            if not plain:
+                key = kd(key) if kd is not None else key
+                value = vd(value) if vd is not None else value
+            records.append(make((topic, partition, m.offset, m.timestamp, tstype - 1 if tstype else -1,
+                                 key, value, None, key_size, value_size, m.headers or ())))
+        self._buffered += count
         return True
 
     def _take(self, partitions, max_records):
@@ -382,27 +405,29 @@ class AIOKafkaConsumer:
             return out
         wanted = set(partitions) if partitions else None
         paused = self._paused
-        taken = 0
-        if wanted is None and not paused:
-            buf = self._buffer
-            while buf and taken < max_records:
-                r = buf.popleft()
-                tp = TopicPartition(r.topic, r.partition)
-                records = out.get(tp)
-                if records is None:
-                    records = out[tp] = []
-                records.append(r)
-                taken += 1
-        else:
-            kept = collections.deque()
-            for r in self._buffer:
-                tp = TopicPartition(r.topic, r.partition)
-                if taken < max_records and (wanted is None or tp in wanted) and tp not in paused:
-                    out.setdefault(tp, []).append(r)
-                    taken += 1
-                else:
-                    kept.append(r)
+        room = max_records
+        kept = collections.deque()
+        runs = self._buffer
+        while runs and room > 0:
+            run = runs.popleft()
+            tp, records = run
+            if (wanted is not None and tp not in wanted) or tp in paused:
+                kept.append(run)
+                continue
+            if len(records) > room:
+                run[1] = records[room:]
+                records = records[:room]
+                kept.append(run)
+            room -= len(records)
+            have = out.get(tp)
+            if have is None:
+                out[tp] = records
+            else:
+                have.extend(records)
+        if kept:
+            kept.extend(runs)
             self._buffer = kept
+        self._buffered -= max_records - room
         if out:
             stored = []
             for tp, records in out.items():
@@ -518,9 +543,9 @@ class AIOKafkaConsumer:
         self._check_assigned([tp])
         if tp in self._positions:
             return self._positions[tp]
-        for r in self._buffer:
-            if r.topic == tp.topic and r.partition == tp.partition:
-                return r.offset
+        for run_tp, records in self._buffer:
+            if run_tp == tp:
+                return records[0].offset
         pos = self._handle.position([(tp.topic, tp.partition)])[0].offset
         if pos >= 0:
             return pos
@@ -551,7 +576,7 @@ class AIOKafkaConsumer:
         for tp in tps:
             self._positions.pop(tp, None)
         if chosen & self._fresh:
-            self._buffer.clear()  # every partition restarts at its position (or its start)
+            self._clear()  # every partition restarts at its position (or its start)
             self._handle.assign([(tp.topic, tp.partition, offset if tp in chosen else self._positions.get(tp))
                                  for tp in self._assigned])
         else:

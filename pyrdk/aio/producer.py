@@ -8,6 +8,7 @@ librdkafka's ``murmur2_random``: aiokafka's (and Java's) default partitioner, mu
 key, a random partition for records without one.
 """
 import asyncio
+import functools
 import itertools
 import logging
 
@@ -16,7 +17,7 @@ from pyrdk.aio.errors import KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
 from pyrdk.exceptions import NotSupportedError, ProducerQueueFullError
-from pyrdk.rd.callbacks import Callbacks
+from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
 from pyrdk.rd.errors import exception as error_for
 from pyrdk.rd.handle import Handle
 
@@ -28,6 +29,7 @@ _numbers = itertools.count(1)
 COMPRESSION = {None: "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 YIELD_EVERY = 64  # send() lets the loop run other tasks once per this many calls
 PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: its partitioner chooses
+_metadata = functools.partial(tuple.__new__, RecordMetadata)  # RecordMetadata._make, faster
 
 
 def _acks(acks, enable_idempotence):
@@ -44,10 +46,12 @@ def _acks(acks, enable_idempotence):
 
 
 def _check_bytes(what, data):
-    if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError("the %s must be bytes (or set %s_serializer), not %s"
-                        % (what, what, type(data).__name__))
-    return data
+    """``data`` as bytes (or None); TypeError for anything else."""
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError("the %s must be bytes (or set %s_serializer), not %s" % (what, what, type(data).__name__))
 
 
 class AIOKafkaProducer:
@@ -105,6 +109,7 @@ class AIOKafkaProducer:
         self._wakeup = None
         self._loop = None
         self._pending = {}  # msg_id -> (future, topic, timestamp_ms)
+        self._tps = {}  # (topic, partition) -> TopicPartition, made once
         self._room = None  # set when deliveries free queue room
         self._drained = None  # set when nothing is pending
         self._closed = False
@@ -193,8 +198,10 @@ class AIOKafkaProducer:
             key = self._key_serializer(key)
         if self._value_serializer is not None:
             value = self._value_serializer(value)
-        _check_bytes("key", key)
-        _check_bytes("value", value)
+        if value.__class__ is not bytes:
+            value = _check_bytes("value", value)
+        if key is not None and key.__class__ is not bytes:
+            key = _check_bytes("key", key)
         if headers is not None:
             headers = list(headers)
             for item in headers:
@@ -220,7 +227,7 @@ class AIOKafkaProducer:
         deadline = None
         while True:
             try:
-                self._handle.produce(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
                 return
             except ProducerQueueFullError:
                 if deadline is None:
@@ -243,10 +250,9 @@ class AIOKafkaProducer:
         return await fut
 
     async def flush(self):
-        """Wait until every record sent so far is delivered or failed (``rd_kafka_flush`` with
-        a zero timeout first, so that lingering batches go now)."""
+        """Wait until every record sent so far is delivered or failed."""
         self._check_running()
-        self._handle.flush(0)
+        self._serve()
         await self._drained.wait()
 
     async def partitions_for(self, topic):
@@ -266,17 +272,35 @@ class AIOKafkaProducer:
         if self._handle is None or not self._handle.usable:
             return
         try:
-            self._handle.poll(0)
-        except Exception as exc:  # a fatal error: every pending send learns it
-            log.error("producer error: %s", exc)
-            for fut, _, _ in list(self._pending.values()):
-                if not fut.done():
-                    fut.set_exception(exc)
-            self._pending.clear()
-            self._check_drained()
+            self._handle.poll(0, dispatch=False)
+            self._dispatch()
+        except Exception as exc:
+            self._fail_all(exc)
+
+    def _dispatch(self):
+        """Resolve the futures of one batch of delivery reports; if there may be more, come
+        back on the loop's next round, so that no callback holds the loop for long."""
+        if self._handle is None or not self._handle.usable:
+            return
+        try:
+            if self._handle.dispatch_reports(limit=1) == REPORT_BATCH:
+                self._loop.call_soon(self._dispatch)
+        except Exception as exc:
+            self._fail_all(exc)
+
+    def _fail_all(self, exc):
+        """A fatal error: every pending send learns it."""
+        log.error("producer error: %s", exc)
+        for fut, _, _ in list(self._pending.values()):
+            if not fut.done():
+                fut.set_exception(exc)
+        self._pending.clear()
+        self._check_drained()
 
     def _on_deliveries(self, ids, errs, partitions, offsets, timestamps):
         pending = self._pending
+        tps = self._tps
+        make = _metadata
         for i in range(len(ids)):
             entry = pending.pop(ids[i], None)
             if entry is None:
@@ -289,9 +313,11 @@ class AIOKafkaProducer:
                 fut.set_exception(error_for(err, "deliver to %s" % topic))
             else:
                 part = partitions[i]
-                fut.set_result(RecordMetadata(topic, part, TopicPartition(topic, part), offsets[i],
-                                              timestamps[i] if timestamp_ms is None else timestamp_ms,
-                                              0, None))
+                tp = tps.get((topic, part))
+                if tp is None:
+                    tp = tps[(topic, part)] = TopicPartition(topic, part)
+                fut.set_result(make((topic, part, tp, offsets[i],
+                                     timestamps[i] if timestamp_ms is None else timestamp_ms, 0, None)))
         self._room.set()
         self._check_drained()
 

@@ -85,19 +85,22 @@ class Callbacks:
         self._failed = ffi.new("pyrdk_failed_t *")
         self._dispatch_lock = threading.Lock()
 
-    def dispatch_reports(self):
+    def dispatch_reports(self, limit=None):
         """Hand every buffered delivery report to ``on_deliveries`` (a batch at a time) or
         ``on_delivery`` (one at a time), and every failure of a message produced without an
-        id to ``on_batch_failure``; the number handled."""
+        id to ``on_batch_failure``; the number handled. With ``limit``, stop after that many
+        batches of ``REPORT_BATCH`` reports (an event loop's callback stays short)."""
         handled = 0
         with self._dispatch_lock:  # one drain buffer per handle
-            while True:
+            batches = 0
+            while limit is None or batches < limit:
                 if self.opaque is None:  # unregistered: the handle is gone
                     return handled
                 n = self._drain()
                 if n == 0:
                     break
                 handled += n
+                batches += 1
             while self.opaque is not None and lib.pyrdk_failed_pop(self.opaque, self._failed):
                 handled += 1
                 f = self._failed

@@ -261,9 +261,10 @@ class Handle:
                 queue = self._main
             queue.io_event_enable(fd)
 
-    def dispatch_reports(self):
-        """Hand the buffered delivery reports to ``on_delivery`` in this thread."""
-        handled = self._cbs.dispatch_reports()
+    def dispatch_reports(self, limit=None):
+        """Hand the buffered delivery reports to ``on_delivery`` in this thread (at most
+        ``limit`` batches of ``callbacks.REPORT_BATCH``); the number handled."""
+        handled = self._cbs.dispatch_reports(limit)
         self._cbs.reraise()
         return handled
 
@@ -322,6 +323,24 @@ class Handle:
                                     ffi.NULL if key is None else key,
                                     0 if key is None else len(key),
                                     timestamp or 0, hdrs, msg_id, _SIZE_MAX)
+        if err:
+            self._raise_produce_error(err, topic, partition)
+
+    def produce_guarded(self, topic, partition, value, key, timestamp, headers, msg_id):
+        """:meth:`produce` without the Python use-guard: ``pyrdk_produce`` enters the C guard
+        itself, so a closed handle refuses the message there (for a caller on one thread,
+        such as an event loop, that serves callbacks and their errors itself)."""
+        rk = self._ptr
+        topic_handle = self._topics.get(topic)
+        if rk is None or topic_handle is None:
+            return self.produce(topic, partition, value, key, timestamp, headers, msg_id)
+        hdrs = message.headers_to_c(headers) if headers else ffi.NULL
+        err = lib.pyrdk_produce(self._guard, rk, topic_handle._ptr, partition,
+                                ffi.NULL if value is None else value,
+                                0 if value is None else len(value),
+                                ffi.NULL if key is None else key,
+                                0 if key is None else len(key),
+                                timestamp or 0, hdrs, msg_id, _SIZE_MAX)
         if err:
             self._raise_produce_error(err, topic, partition)
 
