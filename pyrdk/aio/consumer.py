@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 BATCH = 2048  # records taken from librdkafka per rd_kafka_consume_batch_queue call
 _numbers = itertools.count(1)
 ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssignor": "range",
-             "StickyPartitionAssignor": "cooperative-sticky", "roundrobin": "roundrobin", "range": "range"}
+             "roundrobin": "roundrobin", "range": "range"}  # eager ones: the listener runs before the change
 RESETS = {"earliest": "earliest", "latest": "latest", "none": "error"}
 # librdkafka's timestamp types (0 none, 1 CreateTime, 2 LogAppendTime) less one are aiokafka's.
 _record = functools.partial(tuple.__new__, ConsumerRecord)

@@ -13,10 +13,11 @@ import itertools
 import logging
 
 from pyrdk.aio import conf
-from pyrdk.aio.errors import KafkaTimeoutError, ProducerClosed
-from pyrdk.aio.structs import RecordMetadata, TopicPartition
+from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
+from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
 from pyrdk.exceptions import NotSupportedError, ProducerQueueFullError
+from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
 from pyrdk.rd.errors import exception as error_for
 from pyrdk.rd.handle import Handle
@@ -136,7 +137,6 @@ class AIOKafkaProducer:
             raise
         self._handle = handle
         if self._transactional:
-            from pyrdk.rd import transaction
             await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
 
     async def stop(self):
@@ -264,6 +264,56 @@ class AIOKafkaProducer:
             raise error_for(t.error if t is not None else 3, "metadata of %s" % topic)
         return {p.id for p in t.partitions}
 
+    # -- transactions --------------------------------------------------------------------------
+
+    def _check_transactional(self):
+        self._check_running()
+        if not self._transactional:
+            raise IllegalOperation("transactions need a transactional_id")
+
+    def begin_transaction(self):
+        """``rd_kafka_begin_transaction`` (local: no request)."""
+        self._check_transactional()
+        transaction.begin_transaction(self._handle)
+
+    async def commit_transaction(self):
+        """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
+        executor)."""
+        self._check_transactional()
+        try:
+            await self._blocking(transaction.commit_transaction, self._handle, self._request_timeout_ms)
+        finally:
+            self._serve()
+
+    async def abort_transaction(self):
+        """``rd_kafka_abort_transaction``: the records sent in the transaction fail."""
+        self._check_transactional()
+        try:
+            await self._blocking(transaction.abort_transaction, self._handle, self._request_timeout_ms)
+        finally:
+            self._serve()
+
+    async def send_offsets_to_transaction(self, offsets, group_id):
+        """Commit ``offsets`` (``{TopicPartition: offset or OffsetAndMetadata}``, the next
+        offsets to read) for ``group_id`` with the transaction
+        (``rd_kafka_send_offsets_to_transaction``)."""
+        self._check_transactional()
+        entries = []
+        for tp, value in offsets.items():
+            if isinstance(value, OffsetAndMetadata):
+                value = value.offset
+            if not isinstance(value, int) or value < 0:
+                raise ValueError("the offset for %r must be an int >= 0, not %r" % (tp, value))
+            entries.append((tp[0], tp[1], value))
+        metadata = transaction.GroupMetadata.for_group(group_id)
+        await self._blocking(transaction.send_offsets, self._handle, entries, metadata,
+                             self._request_timeout_ms)
+
+    def transaction(self):
+        """``async with producer.transaction():`` begins a transaction, commits it when the
+        block ends, aborts it when the block raises."""
+        return _Transaction(self)
+
     # -- delivery reports ----------------------------------------------------------------------
 
     def _serve(self):
@@ -326,3 +376,19 @@ class AIOKafkaProducer:
             self._drained.set()
 
 
+class _Transaction:
+    """The context manager of :meth:`AIOKafkaProducer.transaction`."""
+
+    def __init__(self, producer):
+        self._producer = producer
+
+    async def __aenter__(self):
+        self._producer.begin_transaction()
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            await self._producer.commit_transaction()
+        else:
+            await self._producer.abort_transaction()
+        return False

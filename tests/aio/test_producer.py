@@ -120,3 +120,31 @@ async def test_cancelled_send_future_leaves_the_producer_usable(kafka_hosts, new
         md = await producer.send_and_wait(topic, b"second")
         assert md.offset == 1  # the cancelled future's record was still sent, as in aiokafka
         await asyncio.wait_for(producer.flush(), 10)
+
+
+@pytest.mark.asyncio
+async def test_transactions_commit_and_abort(kafka_hosts, new_topic):
+    from tests.aio.test_consumer import assigned_consumer, drain
+    topic = new_topic(1)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, transactional_id="tx-" + topic)
+    async with producer:
+        async with producer.transaction():
+            kept = await producer.send(topic, b"kept")
+        assert (await kept).offset >= 0
+        with pytest.raises(RuntimeError, match="boom"):
+            async with producer.transaction():
+                lost = await producer.send(topic, b"aborted")
+                raise RuntimeError("boom")
+        with pytest.raises(Exception):
+            await lost
+        async with producer.transaction():
+            await producer.send(topic, b"kept too")
+    plain = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts)
+    async with plain:
+        with pytest.raises(aiokafka.errors.IllegalOperation, match="transactional_id"):
+            plain.begin_transaction()
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1, isolation_level="read_committed")
+    async with consumer:
+        consumer.assign(tps)
+        got = await drain(consumer, 2, timeout_s=15)
+    assert [r.value for r in got] == [b"kept", b"kept too"]
