@@ -284,3 +284,58 @@ async def test_the_loop_stays_free_while_100000_records_go_through(kafka_hosts, 
           % (total, produced - started, consumed - produced, len(gaps), worst * 1000, at))
     print("gaps over 20 ms (length, when): %s" % [("%.0f ms" % (g * 1000), "%.2f s" % t)
                                                     for g, t in gaps if g > 0.02])
+
+
+class Timeline(aiokafka.ConsumerRebalanceListener):
+    """Records ``(name, event, partitions)`` into a shared list, in the order they happen."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    async def on_partitions_revoked(self, revoked):
+        await asyncio.sleep(0.05)  # the group waits for an awaited listener
+        self.log.append((self.name, "revoked", frozenset(revoked)))
+
+    def on_partitions_assigned(self, assigned):  # a plain function is taken too
+        self.log.append((self.name, "assigned", frozenset(assigned)))
+
+
+@pytest.mark.asyncio
+async def test_rebalance_listener_order_with_two_consumers(kafka_hosts, new_topic):
+    topic = new_topic(4)
+    group = "g-" + topic
+    log = []
+    everything = frozenset(TopicPartition(topic, p) for p in range(4))
+    a = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id=group, **FAST_GROUP)
+    b = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id=group, **FAST_GROUP)
+    stop = asyncio.Event()
+
+    async def poll(consumer):
+        while not stop.is_set():
+            await consumer.getmany(timeout_ms=100)
+
+    async def until(condition, timeout_s=30):
+        deadline = time.monotonic() + timeout_s
+        while not condition() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return condition()
+
+    async with a, b:
+        a.subscribe([topic], listener=Timeline("a", log))
+        polling = [asyncio.ensure_future(poll(a))]
+        assert await until(lambda: ("a", "assigned", everything) in log)
+        b.subscribe([topic], listener=Timeline("b", log))
+        polling.append(asyncio.ensure_future(poll(b)))
+        assert await until(lambda: any(e[:2] == ("b", "assigned") and e[2] for e in log)
+                           and a.assignment() and b.assignment())
+        stop.set()
+        await asyncio.gather(*polling)
+        a_now, b_now = a.assignment(), b.assignment()
+    print("\n" + "\n".join("%s %s %s" % (n, e, sorted(tp.partition for tp in p)) for n, e, p in log))
+    assert log[0] == ("a", "assigned", everything)
+    revoked = log.index(("a", "revoked", everything))
+    b_assigned = next(i for i, e in enumerate(log) if e[:2] == ("b", "assigned") and e[2])
+    a_again = next(i for i, e in enumerate(log) if i > revoked and e[:2] == ("a", "assigned"))
+    assert revoked < b_assigned and revoked < a_again  # a gave everything up before anyone got it back
+    assert a_now | b_now == everything and not a_now & b_now
+    assert log[a_again][2] == a_now and log[b_assigned][2] == b_now
