@@ -21,6 +21,7 @@ import re
 import uuid
 
 from pyrdk.aio import conf
+from pyrdk.aio.client import Client
 from pyrdk.aio.abc import ConsumerRebalanceListener
 from pyrdk.aio.errors import (CommitFailedError, ConsumerStoppedError, IllegalOperation, IllegalStateError,
                               KafkaError)
@@ -63,7 +64,7 @@ def _tp(tp, what="partition"):
     return tp
 
 
-class AIOKafkaConsumer:
+class AIOKafkaConsumer(Client):
     """aiokafka's ``AIOKafkaConsumer``: its arguments and defaults, mapped to librdkafka
     properties (``rdkafka_config`` adds or overrides any). Without a ``group_id`` the consumer
     uses a private group of its own (librdkafka needs one for its queue) and refuses commits,
@@ -197,13 +198,6 @@ class AIOKafkaConsumer:
                         "in the background")
         self._clear()
 
-    async def __aenter__(self):
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info):
-        await self.stop()
-
     def __aiter__(self):
         return self
 
@@ -218,10 +212,6 @@ class AIOKafkaConsumer:
             raise ConsumerStoppedError("the consumer is stopped")
         if self._handle is None:
             raise ConsumerStoppedError("the consumer is not started: await start() first (or use async with)")
-
-    async def _blocking(self, fn, *args):
-        """One of librdkafka's blocking control calls, on the loop's default executor."""
-        return await self._loop.run_in_executor(None, fn, *args)
 
     # -- subscription and assignment -----------------------------------------------------------
 

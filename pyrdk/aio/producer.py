@@ -13,6 +13,7 @@ import itertools
 import logging
 
 from pyrdk.aio import conf
+from pyrdk.aio.client import Client
 from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
@@ -55,7 +56,7 @@ def _check_bytes(what, data):
     raise TypeError("the %s must be bytes (or set %s_serializer), not %s" % (what, what, type(data).__name__))
 
 
-class AIOKafkaProducer:
+class AIOKafkaProducer(Client):
     """aiokafka's ``AIOKafkaProducer``: its arguments and defaults, mapped to librdkafka
     properties (``rdkafka_config`` adds or overrides any). ``partitioner`` must be left at its
     default (librdkafka's ``murmur2_random`` partitions as aiokafka's default does);
@@ -161,23 +162,11 @@ class AIOKafkaProducer:
                     fut.set_exception(ProducerClosed("the producer stopped before the record was delivered"))
             self._pending.clear()
 
-    async def __aenter__(self):
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info):
-        await self.stop()
-
     def _check_running(self):
         if self._closed:
             raise ProducerClosed("the producer is stopped")
         if self._handle is None:
             raise ProducerClosed("the producer is not started: await start() first (or use async with)")
-
-    async def _blocking(self, fn, *args):
-        """Run one of librdkafka's blocking control calls (metadata, transactions) on the loop's
-        default executor; the data path never does."""
-        return await self._loop.run_in_executor(None, fn, *args)
 
     # -- sending -------------------------------------------------------------------------------
 

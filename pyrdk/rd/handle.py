@@ -316,15 +316,7 @@ class Handle:
         in the delivery report."""
         rkt = self.topic(topic)._ptr
         with self.use() as rk:
-            hdrs = message.headers_to_c(headers)  # pyrdk_produce owns them from here
-            err = lib.pyrdk_produce(self._guard, rk, rkt, partition,
-                                    ffi.NULL if value is None else value,
-                                    0 if value is None else len(value),
-                                    ffi.NULL if key is None else key,
-                                    0 if key is None else len(key),
-                                    timestamp or 0, hdrs, msg_id, _SIZE_MAX)
-        if err:
-            self._raise_produce_error(err, topic, partition)
+            self._produce(rk, rkt, topic, partition, value, key, timestamp, headers, msg_id)
 
     def produce_guarded(self, topic, partition, value, key, timestamp, headers, msg_id):
         """:meth:`produce` without the Python use-guard: ``pyrdk_produce`` enters the C guard
@@ -334,8 +326,11 @@ class Handle:
         topic_handle = self._topics.get(topic)
         if rk is None or topic_handle is None:
             return self.produce(topic, partition, value, key, timestamp, headers, msg_id)
-        hdrs = message.headers_to_c(headers) if headers else ffi.NULL
-        err = lib.pyrdk_produce(self._guard, rk, topic_handle._ptr, partition,
+        self._produce(rk, topic_handle._ptr, topic, partition, value, key, timestamp, headers, msg_id)
+
+    def _produce(self, rk, rkt, topic, partition, value, key, timestamp, headers, msg_id):
+        hdrs = message.headers_to_c(headers)  # pyrdk_produce owns them from here
+        err = lib.pyrdk_produce(self._guard, rk, rkt, partition,
                                 ffi.NULL if value is None else value,
                                 0 if value is None else len(value),
                                 ffi.NULL if key is None else key,
