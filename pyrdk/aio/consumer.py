@@ -184,8 +184,13 @@ class AIOKafkaConsumer(Client):
             return
         self._stopping = True
         self._closed = True
-        if self._rebalancing is not None:
+        if self._rebalancing is not None and not self._rebalancing.done():
             self._rebalancing.cancel()
+            self._rebalances.clear()
+            try:  # the group waits for the assignment the listener's task was to make
+                self._handle.assign(None)
+            except KafkaError as exc:
+                log.debug("unassign at stop: %s", exc)
         self._wakeup.close()
         for fut in self._waiters:
             if not fut.done():
@@ -320,7 +325,7 @@ class AIOKafkaConsumer(Client):
             listener = self._listener
             if kind == "revoke":
                 if listener is not None:
-                    await _call(listener.on_partitions_revoked, set(tps))
+                    await _call(listener.on_partitions_revoked, set(tps), "on_partitions_revoked")
                 if self._handle.usable:
                     self._handle.assign(None)
                 self._assigned, self._fresh = [], set()
@@ -332,7 +337,7 @@ class AIOKafkaConsumer(Client):
                     self._handle.assign([(tp.topic, tp.partition) for tp in tps])
                 self._assigned, self._fresh = tps, set(tps)
                 if listener is not None:
-                    await _call(listener.on_partitions_assigned, set(tps))
+                    await _call(listener.on_partitions_assigned, set(tps), "on_partitions_assigned")
         self._wake()
 
     # -- fetching ------------------------------------------------------------------------------
@@ -682,10 +687,17 @@ class AIOKafkaConsumer(Client):
         return self._metadata.get(topic)
 
 
-async def _call(fn, arg):
-    result = fn(arg)
-    if asyncio.iscoroutine(result):
-        await result
+async def _call(fn, arg, what):
+    """Call a listener's method (awaited when it is a coroutine function); what it raises is
+    logged, as aiokafka does, so that the rebalance goes on."""
+    try:
+        result = fn(arg)
+        if asyncio.iscoroutine(result):
+            await result
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("the rebalance listener's %s raised", what)
 
 
 __all__ = ["AIOKafkaConsumer"]

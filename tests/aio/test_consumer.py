@@ -339,3 +339,25 @@ async def test_rebalance_listener_order_with_two_consumers(kafka_hosts, new_topi
     assert revoked < b_assigned and revoked < a_again  # a gave everything up before anyone got it back
     assert a_now | b_now == everything and not a_now & b_now
     assert log[a_again][2] == a_now and log[b_assigned][2] == b_now
+
+
+class Failing(aiokafka.ConsumerRebalanceListener):
+    def on_partitions_revoked(self, revoked):
+        raise RuntimeError("listener bug")
+
+    async def on_partitions_assigned(self, assigned):
+        raise RuntimeError("listener bug")
+
+
+@pytest.mark.asyncio
+async def test_a_failing_listener_is_logged_and_the_rebalance_goes_on(kafka_hosts, new_topic, caplog):
+    topic = new_topic(1)
+    await produce(kafka_hosts, topic, 3)
+    consumer = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    async with consumer:
+        consumer.unsubscribe()
+        consumer.subscribe([topic], listener=Failing())
+        got = await drain(consumer, 3, timeout_s=30)
+        assert [r.offset for r in got] == [0, 1, 2]
+    assert "on_partitions_assigned raised" in caplog.text
