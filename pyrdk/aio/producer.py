@@ -174,11 +174,13 @@ class AIOKafkaProducer(Client):
         """Hand the record to librdkafka (``rd_kafka_producev``); a future of its
         :class:`RecordMetadata`. A full queue is waited on for up to ``request_timeout_ms``
         (``KafkaTimeoutError``); cancelling this coroutine while it waits sends nothing."""
-        self._check_running()
-        if not isinstance(topic, str) or not topic:
+        if self._closed or self._handle is None:
+            self._check_running()
+        if topic.__class__ is not str or not topic:
             raise TypeError("topic must be a non-empty str, not %r" % (topic,))
-        if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool)
-                                      or partition < 0):
+        if partition is None:
+            partition = PARTITION_UA
+        elif not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
             raise TypeError("partition must be an int >= 0 or None, not %r" % (partition,))
         if timestamp_ms is not None and (not isinstance(timestamp_ms, int) or timestamp_ms < 0):
             raise TypeError("timestamp_ms must be an int >= 0 (ms since the epoch) or None, not %r"
@@ -204,23 +206,25 @@ class AIOKafkaProducer(Client):
         self._pending[msg_id] = (fut, topic, timestamp_ms)
         self._drained.clear()
         try:
-            await self._produce(topic, PARTITION_UA if partition is None else partition, value, key,
-                                timestamp_ms, headers, msg_id)
+            try:
+                self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
+            except ProducerQueueFullError:
+                await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
         except BaseException:
             self._pending.pop(msg_id, None)
             self._check_drained()
             raise
         return fut
 
-    async def _produce(self, topic, partition, value, key, timestamp_ms, headers, msg_id):
-        deadline = None
+    async def _produce_when_room(self, topic, partition, value, key, timestamp_ms, headers, msg_id):
+        """librdkafka's queue is full: wait for delivery reports to make room, and try again,
+        for up to ``request_timeout_ms``."""
+        deadline = self._loop.time() + self._request_timeout_ms / 1000.0
         while True:
             try:
                 self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
                 return
             except ProducerQueueFullError:
-                if deadline is None:
-                    deadline = self._loop.time() + self._request_timeout_ms / 1000.0
                 remaining = deadline - self._loop.time()
                 if remaining <= 0:
                     raise KafkaTimeoutError("librdkafka's queue stayed full for request_timeout_ms (%d ms)"

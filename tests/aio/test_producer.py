@@ -148,3 +148,25 @@ async def test_transactions_commit_and_abort(kafka_hosts, new_topic):
         consumer.assign(tps)
         got = await drain(consumer, 2, timeout_s=15)
     assert [r.value for r in got] == [b"kept", b"kept too"]
+
+
+@pytest.mark.asyncio
+async def test_a_full_queue_is_waited_on(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    config = {"queue.buffering.max.messages": 10}
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, linger_ms=20, rdkafka_config=config) as producer:
+        futs = [await producer.send(topic, b"%d" % i) for i in range(300)]
+        await producer.flush()
+    assert [f.result().offset for f in futs] == list(range(300))
+
+
+@pytest.mark.asyncio
+async def test_records_for_an_unreachable_broker_fail_with_a_timeout():
+    from pyrdk.aio.errors import KafkaTimeoutError
+    config = {"queue.buffering.max.messages": 5}
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", request_timeout_ms=1000,
+                                         rdkafka_config=config)
+    async with producer:
+        futs = [await producer.send("nowhere", b"%d" % i) for i in range(8)]  # the last 3 wait for room
+        results = await asyncio.gather(*futs, return_exceptions=True)
+    assert all(isinstance(r, KafkaTimeoutError) for r in results), results
