@@ -154,7 +154,8 @@ async def test_transactions_commit_and_abort(kafka_hosts, new_topic):
 async def test_a_full_queue_is_waited_on(kafka_hosts, new_topic):
     topic = new_topic(1)
     config = {"queue.buffering.max.messages": 10}
-    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, linger_ms=20, rdkafka_config=config) as producer:
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, linger_ms=20, rdkafka_config=config)
+    async with producer:
         futs = [await producer.send(topic, b"%d" % i) for i in range(300)]
         await producer.flush()
     assert [f.result().offset for f in futs] == list(range(300))
