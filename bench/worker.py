@@ -232,10 +232,7 @@ def kafka_python_consume(brokers, topic, count, size, partitions, **_):
 
 # -- aiokafka -------------------------------------------------------------------------------------------
 
-@case("aiokafka.produce.tuned")
-def aiokafka_produce(brokers, topic, count, size, **_):
-    import aiokafka
-
+def _aio_produce(aiokafka, brokers, topic, count, size):
     async def run():
         producer = aiokafka.AIOKafkaProducer(bootstrap_servers=brokers, **TUNED["aiokafka.produce"])
         await producer.start()
@@ -252,10 +249,7 @@ def aiokafka_produce(brokers, topic, count, size, **_):
     return asyncio.run(run())
 
 
-@case("aiokafka.consume.tuned")
-def aiokafka_consume(brokers, topic, count, size, partitions, **_):
-    import aiokafka
-
+def _aio_consume(aiokafka, brokers, topic, count, partitions):
     async def run():
         consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
                                              **TUNED["aiokafka.consume"])
@@ -276,6 +270,31 @@ def aiokafka_consume(brokers, topic, count, size, partitions, **_):
         await consumer.stop()
         return _result(got, nbytes, span)
     return asyncio.run(run())
+
+
+@case("aiokafka.produce.tuned")
+def aiokafka_produce(brokers, topic, count, size, **_):
+    import aiokafka
+    return _aio_produce(aiokafka, brokers, topic, count, size)
+
+
+@case("aiokafka.consume.tuned")
+def aiokafka_consume(brokers, topic, count, size, partitions, **_):
+    import aiokafka
+    return _aio_consume(aiokafka, brokers, topic, count, partitions)
+
+
+# The same programs with ``import pyrdk.aio as aiokafka``, the same settings.
+@case("pyrdk-aio.produce.tuned")
+def pyrdk_aio_produce(brokers, topic, count, size, **_):
+    import pyrdk.aio as aiokafka
+    return _aio_produce(aiokafka, brokers, topic, count, size)
+
+
+@case("pyrdk-aio.consume.tuned")
+def pyrdk_aio_consume(brokers, topic, count, size, partitions, **_):
+    import pyrdk.aio as aiokafka
+    return _aio_consume(aiokafka, brokers, topic, count, partitions)
 
 
 # -- Spark ------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ imported).
 |       | ``testing/``, ``__main__``, pykafka's            |                                         |
 |       | ``connection``, ``protocol``, ``utils/``         |                                         |
 
-Level 3 also holds ``consumer`` (what the consumers share), ``exactlyonce`` (consume-process-
+Level 3 also holds ``aio/`` (aiokafka's API: its producer, consumer and names),
+``consumer`` (what the consumers share), ``exactlyonce`` (consume-process-
 produce in transactions), ``handlers`` (pykafka's name; ``Cluster.handler`` is one), ``lag``,
 and ``zookeeper`` (what Kafka and pykafka wrote in ZooKeeper: registered brokers, group members,
 owners and offsets).
@@ -65,7 +66,7 @@ def layer(name):
         return 2
     if _within(name, "pyrdk.core"):
         return "core"
-    if name in LEVEL3:
+    if name in LEVEL3 or _within(name, "pyrdk.aio"):
         return 3
     if any(_within(name, top) for top in LEVEL4):
         return 4

@@ -87,19 +87,22 @@ class Callbacks:
         self._failed = ffi.new("pyrdk_failed_t *")
         self._dispatch_lock = threading.Lock()
 
-    def dispatch_reports(self):
+    def dispatch_reports(self, limit=None):
         """Hand every buffered delivery report to ``on_deliveries`` (a batch at a time) or
         ``on_delivery`` (one at a time), and every failure of a message produced without an
-        id to ``on_batch_failure``; the number handled."""
+        id to ``on_batch_failure``; the number handled. With ``limit``, stop after that many
+        batches of ``REPORT_BATCH`` reports (an event loop's callback stays short)."""
         handled = 0
         with self._dispatch_lock:  # one drain buffer per handle
-            while True:
+            batches = 0
+            while limit is None or batches < limit:
                 if self.opaque is None:  # unregistered: the handle is gone
                     return handled
                 n = self._drain()
                 if n == 0:
                     break
                 handled += n
+                batches += 1
             while self.opaque is not None and lib.pyrdk_failed_pop(self.opaque, self._failed):
                 handled += 1
                 f = self._failed
@@ -303,6 +306,10 @@ def _pyrdk_stats_cb(rk, json, json_len, opaque):
     return 0  # librdkafka frees the JSON
 
 
+DEFERRED = object()
+"""What an ``on_rebalance`` handler returns to assign or revoke later itself (eager protocol)."""
+
+
 @ffi.def_extern()
 def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
     """Tell the handler, then assign or revoke (``rd_kafka_assign`` or the incremental pair).
@@ -310,7 +317,9 @@ def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
     The handler runs first, while revoked partitions are still assigned (so it can commit
     their offsets); for an assignment it may return the same partitions as
     ``(topic, partition, offset)`` entries to assign at those start offsets. The assignment
-    or revocation happens even when the handler raises."""
+    or revocation happens even when the handler raises. Under the eager protocol the handler
+    may return :data:`DEFERRED`: it will call ``rd_kafka_assign`` itself later (librdkafka's
+    group waits for that call), as an asyncio consumer does after awaiting its listener."""
     cbs = _lookup(opaque)
     cooperative = string(lib.rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
     assign = err == errors.ASSIGN_PARTITIONS
@@ -321,6 +330,10 @@ def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
         except BaseException as exc:
             cbs.store(exc)
             chosen = None
+    if chosen is DEFERRED and not cooperative:
+        return
+    if chosen is DEFERRED:
+        chosen = None
     try:
         c_list = c_partitions if chosen is None or not assign else partitions.to_c(chosen)
         if assign:

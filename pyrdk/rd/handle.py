@@ -100,6 +100,7 @@ class Handle:
         self._closing = False
         self._topics = {}
         self._queue = None
+        self._main = None  # the main queue, once watch() asks for a producer's events
         self._woken = False
         self.before_destroy = []  # callables run just before rd_kafka_destroy (e.g. mock cluster)
         self._pid = os.getpid()
@@ -201,8 +202,10 @@ class Handle:
         try:
             for hook in self.before_destroy:
                 hook()
-            if self._queue is not None:
-                self._queue.destroy()
+            for queue in (self._queue, self._main):
+                if queue is not None:
+                    queue.io_event_enable(-1)
+                    queue.destroy()
             for topic in self._topics.values():
                 topic.destroy()
             self._topics.clear()
@@ -245,9 +248,26 @@ class Handle:
             self.dispatch_reports()
         return served
 
-    def dispatch_reports(self):
-        """Hand the buffered delivery reports to ``on_delivery`` in this thread."""
-        handled = self._cbs.dispatch_reports()
+    def watch(self, fd):
+        """Have librdkafka write to ``fd`` when an event waits to be served
+        (``rd_kafka_queue_io_event_enable``): on a consumer's queue (messages, rebalances,
+        errors), on a producer's main queue (delivery reports, errors); -1 stops it. An event
+        loop watches ``fd`` instead of a thread blocking in a poll."""
+        with self.use() as rk:
+            if self.kind == "consumer":
+                queue = self._queue
+                if queue is None:
+                    raise ValueError("this consumer has no group.id, so no consumer queue to watch")
+            else:
+                if self._main is None:
+                    self._main = Queue(rk, main=True)
+                queue = self._main
+            queue.io_event_enable(fd)
+
+    def dispatch_reports(self, limit=None):
+        """Hand the buffered delivery reports to ``on_delivery`` in this thread (at most
+        ``limit`` batches of ``callbacks.REPORT_BATCH``); the number handled."""
+        handled = self._cbs.dispatch_reports(limit)
         self._cbs.reraise()
         return handled
 
@@ -299,13 +319,26 @@ class Handle:
         in the delivery report."""
         rkt = self.topic(topic)._ptr
         with self.use() as rk:
-            hdrs = message.headers_to_c(headers)  # pyrdk_produce owns them from here
-            err = lib.pyrdk_produce(self._guard, rk, rkt, partition,
-                                    ffi.NULL if value is None else value,
-                                    0 if value is None else len(value),
-                                    ffi.NULL if key is None else key,
-                                    0 if key is None else len(key),
-                                    timestamp or 0, hdrs, msg_id, _SIZE_MAX)
+            self._produce(rk, rkt, topic, partition, value, key, timestamp, headers, msg_id)
+
+    def produce_guarded(self, topic, partition, value, key, timestamp, headers, msg_id):
+        """:meth:`produce` without the Python use-guard: ``pyrdk_produce`` enters the C guard
+        itself, so a closed handle refuses the message there (for a caller on one thread,
+        such as an event loop, that serves callbacks and their errors itself)."""
+        rk = self._ptr
+        topic_handle = self._topics.get(topic)
+        if rk is None or topic_handle is None:
+            return self.produce(topic, partition, value, key, timestamp, headers, msg_id)
+        self._produce(rk, topic_handle._ptr, topic, partition, value, key, timestamp, headers, msg_id)
+
+    def _produce(self, rk, rkt, topic, partition, value, key, timestamp, headers, msg_id):
+        hdrs = message.headers_to_c(headers)  # pyrdk_produce owns them from here
+        err = lib.pyrdk_produce(self._guard, rk, rkt, partition,
+                                ffi.NULL if value is None else value,
+                                0 if value is None else len(value),
+                                ffi.NULL if key is None else key,
+                                0 if key is None else len(key),
+                                timestamp or 0, hdrs, msg_id, _SIZE_MAX)
         if err:
             self._raise_produce_error(err, topic, partition)
 
@@ -477,6 +510,13 @@ class Handle:
         for tp in partitions.from_c(c_list):
             errors.check(tp.error, "commit offset for %s [%d]" % (tp.topic, tp.partition))
 
+    def offsets_store(self, tps):
+        """``rd_kafka_offsets_store``: the offsets (the next to read) that auto-commit commits,
+        for a consumer with ``enable.auto.offset.store=false``."""
+        c_list = partitions.to_c(tps)
+        with self.use() as rk:
+            errors.check(lib.rd_kafka_offsets_store(rk, c_list), "store offsets")
+
     def committed(self, tps, timeout_ms=10000):
         """``rd_kafka_committed``: ``TopicPartition`` list with the committed offsets (-1001 if none)."""
         return self._query(lib.rd_kafka_committed, tps, timeout_ms, "fetch committed offsets")
@@ -489,11 +529,14 @@ class Handle:
         return partitions.from_c(c_list)
 
     def seek(self, tps, timeout_ms=10000):
-        """``rd_kafka_seek_partitions`` to ``(topic, partition, offset)``."""
+        """``rd_kafka_seek_partitions`` to ``(topic, partition, offset)``; ``timeout_ms`` 0
+        starts the seeks without waiting for them (their ``_IN_PROGRESS`` is no error)."""
         c_list = partitions.to_c(tps)
         with self.use() as rk:
             errors.raise_for_error(lib.rd_kafka_seek_partitions(rk, c_list, timeout_ms), "seek")
         for tp in partitions.from_c(c_list):
+            if timeout_ms == 0 and tp.error == errors.IN_PROGRESS:
+                continue
             errors.check(tp.error, "seek %s [%d] to %d" % (tp.topic, tp.partition, tp.offset))
 
     def pause(self, tps):

@@ -1,12 +1,15 @@
-"""Queue: an owned ``rd_kafka_queue_t`` (``rd_kafka_queue_new`` / ``_get_consumer``)."""
+"""Queue: an owned ``rd_kafka_queue_t`` (``rd_kafka_queue_new`` / ``_get_consumer`` / ``_get_main``)."""
 from pyrdk._ffi import ffi, lib
 
 
 class Queue:
     """A librdkafka queue; ``poll_event`` returns an event the caller must destroy."""
 
-    def __init__(self, rk, consumer=False):
-        ptr = lib.rd_kafka_queue_get_consumer(rk) if consumer else lib.rd_kafka_queue_new(rk)
+    def __init__(self, rk, consumer=False, main=False):
+        if main:
+            ptr = lib.rd_kafka_queue_get_main(rk)
+        else:
+            ptr = lib.rd_kafka_queue_get_consumer(rk) if consumer else lib.rd_kafka_queue_new(rk)
         # A consumer without group.id has no consumer queue: NULL.
         self._ptr = None if ptr == ffi.NULL else ptr
 
@@ -27,6 +30,14 @@ class Queue:
         """``rd_kafka_queue_yield``: wake a thread blocked on this queue."""
         if self._ptr is not None:
             lib.rd_kafka_queue_yield(self._ptr)
+
+    def io_event_enable(self, fd, payload=b"1"):
+        """``rd_kafka_queue_io_event_enable``: librdkafka writes ``payload`` to the file
+        descriptor ``fd`` when an event is added to the queue (and not again until the queue is
+        served); ``fd`` -1 stops it."""
+        if self._ptr is not None:
+            self._payload = payload  # alive while librdkafka may write it
+            lib.rd_kafka_queue_io_event_enable(self._ptr, fd, payload, len(payload))
 
     def destroy(self):
         """``rd_kafka_queue_destroy``."""

@@ -1,0 +1,55 @@
+"""What aiokafka's producer and consumer options share, as librdkafka properties."""
+from pyrdk.exceptions import ConfigurationError, NotSupportedError
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+def bootstrap(servers):
+    """``bootstrap.servers`` from aiokafka's ``bootstrap_servers`` (a str or a list of str);
+    a host without a port gets 9092, as in aiokafka."""
+    if isinstance(servers, str):
+        servers = servers.split(",")
+    if not isinstance(servers, (list, tuple)) or not servers or \
+            not all(isinstance(s, str) and s.strip() for s in servers):
+        raise ConfigurationError("bootstrap_servers must be 'host[:port]' or a list of them, not %r" % (servers,))
+    return ",".join(s.strip() if ":" in s else s.strip() + ":9092" for s in servers)
+
+
+def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms, retry_backoff_ms,
+           security_protocol, ssl_context, connections_max_idle_ms, sasl_mechanism, sasl_plain_username,
+           sasl_plain_password, sasl_kerberos_service_name, sasl_oauth_token_provider):
+    """The librdkafka properties of the options both clients take."""
+    if security_protocol not in SECURITY_PROTOCOLS:
+        raise ConfigurationError("security_protocol must be one of %s, not %r"
+                                 % (", ".join(SECURITY_PROTOCOLS), security_protocol))
+    if ssl_context is not None:
+        raise NotSupportedError("ssl_context: librdkafka does its own TLS and cannot use a Python "
+                                "ssl.SSLContext; pass rdkafka_config={'ssl.ca.location': ..., "
+                                "'ssl.certificate.location': ..., 'ssl.key.location': ...} instead")
+    if sasl_oauth_token_provider is not None:
+        raise NotSupportedError("sasl_oauth_token_provider is not supported; pass "
+                                "rdkafka_config={'oauth_cb': callable} (pyrdk's OAUTHBEARER hook) instead")
+    config = {
+        "bootstrap.servers": bootstrap(bootstrap_servers),
+        "client.id": client_id,
+        "metadata.max.age.ms": metadata_max_age_ms,
+        "socket.timeout.ms": request_timeout_ms,
+        "retry.backoff.ms": retry_backoff_ms,
+        "security.protocol": security_protocol.lower(),
+    }
+    if connections_max_idle_ms is not None:
+        config["connections.max.idle.ms"] = connections_max_idle_ms
+    if security_protocol.startswith("SASL"):
+        if sasl_mechanism not in SASL_MECHANISMS:
+            raise ConfigurationError("sasl_mechanism must be one of %s, not %r"
+                                     % (", ".join(SASL_MECHANISMS), sasl_mechanism))
+        config["sasl.mechanism"] = sasl_mechanism
+        if sasl_plain_username is not None:
+            config["sasl.username"] = sasl_plain_username
+        if sasl_plain_password is not None:
+            config["sasl.password"] = sasl_plain_password
+        if sasl_mechanism == "GSSAPI":
+            config["sasl.kerberos.service.name"] = sasl_kerberos_service_name
+    return config
+

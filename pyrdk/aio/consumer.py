@@ -1,0 +1,703 @@
+"""AIOKafkaConsumer: aiokafka's consumer on a librdkafka consumer.
+
+librdkafka fetches on its own threads into the consumer queue, which signals a pipe the event
+loop watches (:class:`pyrdk.aio.wakeup.Wakeup`); the loop's callback wakes ``getmany()``, which
+takes a batch without blocking (``rd_kafka_consume_batch_queue`` with a zero timeout, through
+:mod:`pyrdk.core`). Rebalances are served the same way: under the eager protocol the
+consumer leaves the assignment to itself (:data:`pyrdk.rd.callbacks.DEFERRED`), awaits the
+listener's ``on_partitions_revoked``, unassigns, assigns, then awaits
+``on_partitions_assigned``. Offsets are stored (``rd_kafka_offsets_store``) only for records
+handed to the program, so auto-commit never commits a record not returned.
+
+The few blocking librdkafka calls of the control path (commit, committed, offset lookups,
+metadata, ``rd_kafka_consumer_close``) run on the loop's default executor.
+"""
+import asyncio
+import functools
+import collections
+import itertools
+import logging
+import re
+import uuid
+
+from pyrdk.aio import conf
+from pyrdk.aio.client import Client
+from pyrdk.aio.abc import ConsumerRebalanceListener
+from pyrdk.aio.errors import (CommitFailedError, ConsumerStoppedError, IllegalOperation, IllegalStateError,
+                              KafkaError)
+from pyrdk.aio.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from pyrdk.aio.wakeup import Wakeup
+from pyrdk.core import consumer_core
+from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, OffsetOutOfRangeError, RebalanceInProgress,
+                              UnknownMemberId)
+from pyrdk.rd.callbacks import DEFERRED, Callbacks
+from pyrdk.rd.handle import Handle, librdkafka_runtime_version
+from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END
+
+log = logging.getLogger(__name__)
+
+BATCH = 2048  # records taken from librdkafka per rd_kafka_consume_batch_queue call
+_numbers = itertools.count(1)
+ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssignor": "range",
+             "roundrobin": "roundrobin", "range": "range"}  # eager ones: the listener runs before the change
+RESETS = {"earliest": "earliest", "latest": "latest", "none": "error"}
+# librdkafka's timestamp types (0 none, 1 CreateTime, 2 LogAppendTime) less one are aiokafka's.
+_record = functools.partial(tuple.__new__, ConsumerRecord)
+
+
+def _assignor(strategy):
+    names = []
+    for item in strategy if isinstance(strategy, (list, tuple)) else (strategy,):
+        name = item if isinstance(item, str) else getattr(item, "name", None) or getattr(item, "__name__", "")
+        if name not in ASSIGNORS:
+            raise ConfigurationError("partition_assignment_strategy: %r is not one librdkafka has "
+                                     "(RoundRobinPartitionAssignor, RangePartitionAssignor)" % (item,))
+        names.append(ASSIGNORS[name])
+    return ",".join(names)
+
+
+def _tp(tp, what="partition"):
+    if not isinstance(tp, TopicPartition):
+        if isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str) and isinstance(tp[1], int):
+            return TopicPartition(*tp)
+        raise TypeError("%s must be a TopicPartition, not %r" % (what, tp))
+    return tp
+
+
+class AIOKafkaConsumer(Client):
+    """aiokafka's ``AIOKafkaConsumer``: its arguments and defaults, mapped to librdkafka
+    properties (``rdkafka_config`` adds or overrides any). Without a ``group_id`` the consumer
+    uses a private group of its own (librdkafka needs one for its queue) and refuses commits,
+    as aiokafka does."""
+
+    def __init__(self, *topics, loop=None, bootstrap_servers="localhost", client_id="aiokafka-0.8.0",
+                 group_id=None, key_deserializer=None, value_deserializer=None, fetch_max_wait_ms=500,
+                 fetch_max_bytes=52428800, fetch_min_bytes=1, max_partition_fetch_bytes=1048576,
+                 request_timeout_ms=40000, retry_backoff_ms=100, auto_offset_reset="latest",
+                 enable_auto_commit=True, auto_commit_interval_ms=5000, check_crcs=True,
+                 metadata_max_age_ms=300000, partition_assignment_strategy=("RoundRobinPartitionAssignor",),
+                 max_poll_interval_ms=300000, rebalance_timeout_ms=None, session_timeout_ms=10000,
+                 heartbeat_interval_ms=3000, consumer_timeout_ms=200, max_poll_records=None,
+                 ssl_context=None, security_protocol="PLAINTEXT", api_version="auto",
+                 exclude_internal_topics=True, connections_max_idle_ms=540000,
+                 isolation_level="read_uncommitted", sasl_mechanism="PLAIN", sasl_plain_password=None,
+                 sasl_plain_username=None, sasl_kerberos_service_name="kafka", sasl_kerberos_domain_name=None,
+                 sasl_oauth_token_provider=None, rdkafka_config=None):
+        if auto_offset_reset not in RESETS:
+            raise ValueError("auto_offset_reset must be 'earliest', 'latest' or 'none', not %r"
+                             % (auto_offset_reset,))
+        if isolation_level not in ("read_uncommitted", "read_committed"):
+            raise ValueError("isolation_level must be 'read_uncommitted' or 'read_committed', not %r"
+                             % (isolation_level,))
+        if max_poll_records is not None and (not isinstance(max_poll_records, int) or max_poll_records < 1):
+            raise ValueError("max_poll_records must be an int >= 1 or None, not %r" % (max_poll_records,))
+        if group_id is not None and (not isinstance(group_id, str) or not group_id):
+            raise TypeError("group_id must be a non-empty str or None, not %r" % (group_id,))
+        for name, fn in (("key_deserializer", key_deserializer), ("value_deserializer", value_deserializer)):
+            if fn is not None and not callable(fn):
+                raise TypeError("%s must be callable, not %r" % (name, fn))
+        self._group_id = group_id
+        self._key_deserializer = key_deserializer
+        self._value_deserializer = value_deserializer
+        self._max_poll_records = max_poll_records
+        self._request_timeout_ms = request_timeout_ms
+        self._auto_offset_reset = auto_offset_reset
+        self._auto_commit = enable_auto_commit and group_id is not None
+        self._config = conf.common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms,
+                                   retry_backoff_ms, security_protocol, ssl_context, connections_max_idle_ms,
+                                   sasl_mechanism, sasl_plain_username, sasl_plain_password,
+                                   sasl_kerberos_service_name, sasl_oauth_token_provider)
+        self._config.update({
+            "group.id": group_id or "pyrdk-aio-%s" % uuid.uuid4().hex,
+            "auto.offset.reset": RESETS[auto_offset_reset],
+            "enable.auto.commit": self._auto_commit,
+            "auto.commit.interval.ms": auto_commit_interval_ms,
+            "enable.auto.offset.store": False,
+            "fetch.wait.max.ms": fetch_max_wait_ms,
+            "fetch.max.bytes": fetch_max_bytes,
+            "fetch.min.bytes": fetch_min_bytes,
+            "max.partition.fetch.bytes": max_partition_fetch_bytes,
+            "check.crcs": bool(check_crcs),
+            "session.timeout.ms": session_timeout_ms,
+            "heartbeat.interval.ms": heartbeat_interval_ms,
+            "max.poll.interval.ms": max_poll_interval_ms,
+            "isolation.level": isolation_level,
+            "partition.assignment.strategy": _assignor(partition_assignment_strategy),
+        })
+        if librdkafka_runtime_version() >= 0x02010000:
+            # librdkafka's default (1000 ms, since 2.1.0) stalls a consumer that empties its
+            # prefetch queue faster than the broker fills it, as getmany() does.
+            self._config["fetch.queue.backoff.ms"] = 10
+        self._config.update(rdkafka_config or {})
+        self._initial_topics = topics
+        self._handle = None
+        self._wakeup = None
+        self._loop = None
+        self._core = None
+        self._buffer = collections.deque()  # [TopicPartition, [ConsumerRecord]] runs, not yet returned
+        self._buffered = 0  # records in the buffer
+        self._positions = {}  # TopicPartition -> next offset, for the records returned
+        self._paused = set()
+        self._assigned = []  # the TopicPartitions last given to rd_kafka_assign
+        self._fresh = set()  # assigned, nothing returned yet: a seek restarts them by assign
+        self._waiters = set()
+        self._subscribed = False
+        self._subscription_names = []
+        self._manual = False
+        self._listener = None
+        self._rebalances = collections.deque()  # ("assign"|"revoke", [TopicPartition])
+        self._rebalancing = None  # the task running the listener
+        self._errors = collections.deque()
+        self._closed = False
+        self._stopping = False
+        self._metadata = {}  # topic -> set of partition ids, from the last metadata request
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self):
+        """Create the librdkafka consumer (``rd_kafka_new``), watch its queue, load the
+        cluster's metadata, and subscribe to the topics given to the constructor."""
+        if self._handle is not None:
+            return
+        if self._closed:
+            raise ConsumerStoppedError("the consumer is stopped; make a new one")
+        self._loop = asyncio.get_running_loop()
+        self._core = consumer_core({})
+        handle = Handle("consumer", self._config, Callbacks(on_rebalance=self._on_rebalance),
+                        closed_exc=ConsumerStoppedError, what="consumer")
+        try:
+            self._wakeup = Wakeup(self._loop, handle, self._on_ready)
+        except BaseException:
+            handle.close(consumer_close=False)
+            raise
+        self._handle = handle
+        await self._refresh_metadata()
+        if self._initial_topics:
+            self.subscribe(topics=list(self._initial_topics))
+
+    async def stop(self):
+        """Leave the group and close (``rd_kafka_consumer_close``, which commits the offsets
+        of the records returned when auto-commit is on, then ``rd_kafka_destroy``). Waits at
+        most ``request_timeout_ms``; a pending ``getmany()`` raises ``ConsumerStoppedError``."""
+        if self._handle is None or self._closed:
+            self._closed = True
+            return
+        self._stopping = True
+        self._closed = True
+        if self._rebalancing is not None and not self._rebalancing.done():
+            self._rebalancing.cancel()
+            self._rebalances.clear()
+            try:  # the group waits for the assignment the listener's task was to make
+                self._handle.assign(None)
+            except KafkaError as exc:
+                log.debug("unassign at stop: %s", exc)
+        self._wakeup.close()
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(None)
+        close = self._loop.run_in_executor(None, self._handle.close)
+        try:
+            await asyncio.wait_for(asyncio.shield(close), self._request_timeout_ms / 1000.0)
+        except asyncio.TimeoutError:
+            log.warning("rd_kafka_consumer_close took longer than request_timeout_ms; it goes on "
+                        "in the background")
+        self._clear()
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        try:
+            return await self.getone()
+        except ConsumerStoppedError:
+            raise StopAsyncIteration from None
+
+    def _check_running(self):
+        if self._closed:
+            raise ConsumerStoppedError("the consumer is stopped")
+        if self._handle is None:
+            raise ConsumerStoppedError("the consumer is not started: await start() first (or use async with)")
+
+    # -- subscription and assignment -----------------------------------------------------------
+
+    def subscribe(self, topics=(), pattern=None, listener=None):
+        """Join the group for ``topics`` (a list of str) or a regex ``pattern``
+        (``rd_kafka_subscribe``); ``listener`` is told of each rebalance."""
+        self._check_running()
+        if self._manual:
+            raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
+        if bool(topics) == bool(pattern):
+            raise IllegalStateError("subscribe() takes topics or a pattern (one of them)")
+        if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
+            raise TypeError("listener must be a ConsumerRebalanceListener, not %r" % (listener,))
+        if pattern is not None:
+            if not isinstance(pattern, str):
+                pattern = pattern.pattern
+            re.compile(pattern)
+            names = [pattern if pattern.startswith("^") else "^" + pattern]
+        else:
+            if isinstance(topics, str):
+                raise TypeError("topics must be a list of str, not a str: subscribe(topics=[%r])" % topics)
+            names = list(topics)
+            for name in names:
+                if not isinstance(name, str) or not name:
+                    raise TypeError("topic names must be non-empty str, not %r" % (name,))
+        self._listener = listener
+        self._handle.subscribe(names)
+        self._subscription_names = names
+        self._subscribed = True
+
+    def subscription(self):
+        """The topics subscribed to (``rd_kafka_subscription``'s, as a set)."""
+        return set(self._subscription_names) if self._subscribed else set()
+
+    def unsubscribe(self):
+        """Leave the group's assignment (``rd_kafka_unsubscribe``) or drop the manual one."""
+        self._check_running()
+        if self._manual:
+            self._handle.assign(None)
+            self._manual = False
+        elif self._subscribed:
+            self._handle.unsubscribe()
+            self._subscribed = False
+        self._clear()
+        self._positions.clear()
+        self._paused.clear()
+        self._assigned, self._fresh = [], set()
+
+    def assign(self, partitions):
+        """Read ``partitions`` (TopicPartitions), from the committed offsets or
+        ``auto_offset_reset`` (``rd_kafka_assign``); replaces the previous assignment."""
+        self._check_running()
+        if self._subscribed:
+            raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
+        tps = [_tp(tp) for tp in partitions]
+        self._handle.assign([(tp.topic, tp.partition) for tp in tps])
+        self._assigned, self._fresh = tps, set(tps)
+        self._manual = True
+        kept = set(tps)
+        self._drop(lambda tp: tp not in kept)
+        for tp in list(self._positions):
+            if tp not in kept:
+                del self._positions[tp]
+
+    def assignment(self):
+        """The set of TopicPartitions assigned (``rd_kafka_assignment``)."""
+        self._check_running()
+        return {TopicPartition(tp.topic, tp.partition) for tp in self._handle.assignment()}
+
+    def _check_assigned(self, tps):
+        assigned = self.assignment()
+        for tp in tps:
+            if tp not in assigned:
+                raise IllegalStateError("%s [%d] is not assigned to this consumer" % (tp.topic, tp.partition))
+
+    def _drop(self, chosen):
+        """Drop the buffered records of the partitions ``chosen(tp)`` picks."""
+        if self._buffer:
+            kept = [run for run in self._buffer if not chosen(run[0])]
+            self._buffer = collections.deque(kept)
+            self._buffered = sum(len(run[1]) for run in kept)
+
+    def _clear(self):
+        self._buffer.clear()
+        self._buffered = 0
+
+    # -- rebalances ----------------------------------------------------------------------------
+
+    def _on_rebalance(self, kind, tps):
+        """librdkafka's rebalance callback, from a consume call on the loop: record it, and
+        (eager protocol) leave the assignment to :meth:`_run_rebalances`."""
+        if self._stopping:
+            return None  # closing: librdkafka assigns (unassigns) in the callback itself
+        tps = [TopicPartition(tp.topic, tp.partition) for tp in tps]
+        if kind == "revoke":
+            gone = set(tps)
+            self._drop(lambda tp: tp in gone)
+        self._rebalances.append((kind, tps))
+        if self._rebalancing is None or self._rebalancing.done():
+            self._rebalancing = self._loop.create_task(self._run_rebalances())
+        return DEFERRED
+
+    async def _run_rebalances(self):
+        while self._rebalances:
+            kind, tps = self._rebalances.popleft()
+            listener = self._listener
+            if kind == "revoke":
+                if listener is not None:
+                    await _call(listener.on_partitions_revoked, set(tps), "on_partitions_revoked")
+                if self._handle.usable:
+                    self._handle.assign(None)
+                self._assigned, self._fresh = [], set()
+                for tp in tps:
+                    self._positions.pop(tp, None)
+                    self._paused.discard(tp)
+            else:
+                if self._handle.usable:
+                    self._handle.assign([(tp.topic, tp.partition) for tp in tps])
+                self._assigned, self._fresh = tps, set(tps)
+                if listener is not None:
+                    await _call(listener.on_partitions_assigned, set(tps), "on_partitions_assigned")
+        self._wake()
+
+    # -- fetching ------------------------------------------------------------------------------
+
+    def _on_ready(self):
+        """The pipe said the consumer queue has events: wake the getmany() calls waiting, or,
+        when none waits, serve the queue (so that rebalances and errors are served) into the
+        buffer, up to a bound."""
+        if self._waiters:
+            self._wake()
+        elif self._buffered < BATCH:
+            self._fill()
+
+    def _wake(self):
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _fill(self):
+        """Take what librdkafka has (``rd_kafka_consume_batch_queue``, zero timeout) into the
+        buffer, as ConsumerRecords; True if anything came."""
+        if not self._handle.usable:
+            return False
+        count, errs = self._handle.consume_batch(BATCH, 0, self._core.add)
+        for exc in errs:
+            if isinstance(exc, OffsetOutOfRangeError) or getattr(exc, "fatal", False):
+                self._errors.append(exc)
+            else:
+                log.warning("consumer: %s", exc)
+        if not count:
+            return False
+        kd, vd = self._key_deserializer, self._value_deserializer
+        make = _record
+        runs = self._buffer
+        last = None
+        records = None
+        plain = kd is None and vd is None
+        for m in self._core.take(count):
+            key, value = m.partition_key, m.value
+            topic, partition, tstype = m.topic, m.partition_id, m.timestamp_type
+            if last is None or last[1] != partition or last[0] != topic:
+                last = TopicPartition(topic, partition)
+                records = []
+                runs.append([last, records])
+            key_size = len(key) if key is not None else -1
+            value_size = len(value) if value is not None else -1
+            if not plain:
+                key = kd(key) if kd is not None else key
+                value = vd(value) if vd is not None else value
+            records.append(make((topic, partition, m.offset, m.timestamp, tstype - 1 if tstype else -1,
+                                 key, value, None, key_size, value_size, m.headers or ())))
+        self._buffered += count
+        return True
+
+    def _take(self, partitions, max_records):
+        """Up to ``max_records`` buffered records of ``partitions`` (all when empty), not
+        paused, grouped by partition; their positions advanced and stored for commit."""
+        out = {}
+        if not self._buffer:
+            return out
+        wanted = set(partitions) if partitions else None
+        paused = self._paused
+        room = max_records
+        kept = collections.deque()
+        runs = self._buffer
+        while runs and room > 0:
+            run = runs.popleft()
+            tp, records = run
+            if (wanted is not None and tp not in wanted) or tp in paused:
+                kept.append(run)
+                continue
+            if len(records) > room:
+                run[1] = records[room:]
+                records = records[:room]
+                kept.append(run)
+            room -= len(records)
+            have = out.get(tp)
+            if have is None:
+                out[tp] = records
+            else:
+                have.extend(records)
+        if kept:
+            kept.extend(runs)
+            self._buffer = kept
+        self._buffered -= max_records - room
+        if out:
+            stored = []
+            for tp, records in out.items():
+                self._fresh.discard(tp)
+                nxt = records[-1].offset + 1
+                self._positions[tp] = nxt
+                stored.append((tp.topic, tp.partition, nxt))
+            if self._auto_commit:
+                try:
+                    self._handle.offsets_store(stored)
+                except KafkaError as exc:  # a partition revoked meanwhile: not ours to commit
+                    log.debug("offsets_store: %s", exc)
+        return out
+
+    async def _get(self, partitions, timeout_ms, max_records):
+        self._check_running()
+        partitions = [_tp(tp) for tp in partitions]
+        deadline = None if timeout_ms is None else self._loop.time() + timeout_ms / 1000.0
+        while True:
+            if self._rebalancing is not None and not self._rebalancing.done():
+                await asyncio.shield(self._rebalancing)
+            if self._errors:
+                raise self._errors.popleft()
+            out = self._take(partitions, max_records)
+            if out:
+                await asyncio.sleep(0)  # a loop of getmany() calls must let other tasks run
+                return out
+            if self._fill():
+                continue
+            self._check_running()
+            remaining = None if deadline is None else deadline - self._loop.time()
+            if remaining is not None and remaining <= 0:
+                return {}
+            fut = self._loop.create_future()
+            self._waiters.add(fut)
+            try:
+                await asyncio.wait((fut,), timeout=remaining)
+            finally:
+                self._waiters.discard(fut)
+            self._check_running()
+
+    async def getmany(self, *partitions, timeout_ms=0, max_records=None):
+        """``{TopicPartition: [ConsumerRecord]}``: what is fetched, waiting up to ``timeout_ms``
+        for something when nothing is; at most ``max_records`` (default ``max_poll_records``).
+        Cancelling it loses nothing: records leave the buffer only when it returns them."""
+        if not isinstance(timeout_ms, (int, float)) or timeout_ms < 0:
+            raise ValueError("timeout_ms must be a number >= 0, not %r" % (timeout_ms,))
+        if max_records is None:
+            max_records = self._max_poll_records or (1 << 62)
+        elif not isinstance(max_records, int) or max_records < 1:
+            raise ValueError("max_records must be an int >= 1 or None, not %r" % (max_records,))
+        return await self._get(partitions, timeout_ms, max_records)
+
+    async def getone(self, *partitions):
+        """The next record (of ``partitions``, if given), waiting for one."""
+        out = await self._get(partitions, None, 1)
+        return next(iter(out.values()))[0]
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    async def commit(self, offsets=None):
+        """Commit ``offsets`` (``{TopicPartition: offset or (offset, metadata)}``, the next
+        offsets to read), by default the positions of the records returned
+        (``rd_kafka_commit``)."""
+        self._check_running()
+        if self._group_id is None:
+            raise IllegalOperation("commit() needs a group_id")
+        if offsets is None:
+            assigned = self.assignment()
+            entries = [(tp.topic, tp.partition, off, 0, None)
+                       for tp, off in self._positions.items() if tp in assigned]
+        else:
+            if not isinstance(offsets, dict):
+                raise ValueError("offsets must be a dict {TopicPartition: offset or (offset, metadata)}, "
+                                 "not %r" % (offsets,))
+            entries = []
+            for tp, value in offsets.items():
+                tp = _tp(tp, "an offsets key")
+                meta = ""
+                if isinstance(value, tuple):
+                    if len(value) != 2:
+                        raise ValueError("offsets values must be offset or (offset, metadata), not %r" % (value,))
+                    value, meta = value
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ValueError("offset for %s [%d] must be an int >= 0, not %r"
+                                     % (tp.topic, tp.partition, value))
+                if not isinstance(meta, str):
+                    raise ValueError("commit metadata must be a str, not %r" % (meta,))
+                entries.append((tp.topic, tp.partition, value, 0, meta.encode() or None))
+            if self._subscribed:
+                self._check_assigned([TopicPartition(t, p) for t, p, *_ in entries])
+        if not entries:
+            return
+        try:
+            await self._blocking(self._handle.commit, entries)
+        except (IllegalGeneration, UnknownMemberId, RebalanceInProgress) as exc:
+            raise CommitFailedError("commit failed: the group rebalanced (%s)" % exc) from exc
+
+    async def committed(self, partition):
+        """The group's committed offset of ``partition`` (``rd_kafka_committed``), or None."""
+        self._check_running()
+        if self._group_id is None:
+            raise IllegalOperation("committed() needs a group_id")
+        tp = _tp(partition)
+        found = await self._blocking(self._handle.committed, [(tp.topic, tp.partition)], self._request_timeout_ms)
+        offset = found[0].offset
+        return offset if offset >= 0 else None
+
+    async def position(self, partition):
+        """The offset of the next record ``getmany()`` returns for ``partition``."""
+        self._check_running()
+        tp = _tp(partition)
+        self._check_assigned([tp])
+        if tp in self._positions:
+            return self._positions[tp]
+        for run_tp, records in self._buffer:
+            if run_tp == tp:
+                return records[0].offset
+        pos = self._handle.position([(tp.topic, tp.partition)])[0].offset
+        if pos >= 0:
+            return pos
+        if self._group_id is not None:
+            committed = await self.committed(tp)
+            if committed is not None:
+                return committed
+        low, high = await self._blocking(self._handle.query_watermark_offsets, tp.topic, tp.partition,
+                                         self._request_timeout_ms)
+        return low if self._auto_offset_reset == "earliest" else high
+
+    def seek(self, partition, offset):
+        """Read ``partition`` from ``offset`` next (``rd_kafka_seek_partitions``, not waited on)."""
+        self._check_running()
+        tp = _tp(partition)
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise ValueError("offset must be an int >= 0, not %r" % (offset,))
+        self._seek([tp], offset)
+        self._positions[tp] = offset
+
+    def _seek(self, tps, offset):
+        """``rd_kafka_seek_partitions``, not waited on; a partition assigned and not read yet
+        is assigned again at ``offset`` instead (librdkafka's start at the committed offset
+        would override a seek made before it)."""
+        self._check_assigned(tps)
+        chosen = set(tps)
+        self._drop(lambda tp: tp in chosen)
+        for tp in tps:
+            self._positions.pop(tp, None)
+        if chosen & self._fresh:
+            self._clear()  # every partition restarts at its position (or its start)
+            self._handle.assign([(tp.topic, tp.partition, offset if tp in chosen else self._positions.get(tp))
+                                 for tp in self._assigned])
+        else:
+            self._handle.seek([(tp.topic, tp.partition, offset) for tp in tps], 0)
+
+    def _chosen(self, partitions):
+        tps = [_tp(tp) for tp in partitions] if partitions else sorted(self.assignment())
+        return tps
+
+    async def seek_to_beginning(self, *partitions):
+        """Read from the oldest offset (of all assigned partitions by default)."""
+        self._check_running()
+        self._seek(self._chosen(partitions), OFFSET_BEGINNING)
+
+    async def seek_to_end(self, *partitions):
+        """Read from the end: only records produced from now on."""
+        self._check_running()
+        self._seek(self._chosen(partitions), OFFSET_END)
+
+    async def seek_to_committed(self, *partitions):
+        """Read from the committed offsets; ``{TopicPartition: committed offset or None}``."""
+        self._check_running()
+        if self._group_id is None:
+            raise IllegalOperation("seek_to_committed() needs a group_id")
+        tps = self._chosen(partitions)
+        self._check_assigned(tps)
+        out = {}
+        for tp in tps:
+            offset = await self.committed(tp)
+            out[tp] = offset
+            if offset is not None:
+                self.seek(tp, offset)
+        return out
+
+    def highwater(self, partition):
+        """The partition's end offset as the last fetch told it (``rd_kafka_get_watermark_offsets``),
+        or None before any fetch."""
+        self._check_running()
+        tp = _tp(partition)
+        high = self._handle.get_watermark_offsets(tp.topic, tp.partition)[1]
+        return high if high >= 0 else None
+
+    async def beginning_offsets(self, partitions):
+        """``{TopicPartition: first offset}`` (``rd_kafka_query_watermark_offsets``)."""
+        return await self._watermarks(partitions, 0)
+
+    async def end_offsets(self, partitions):
+        """``{TopicPartition: last offset + 1}`` (``rd_kafka_query_watermark_offsets``)."""
+        return await self._watermarks(partitions, 1)
+
+    async def _watermarks(self, partitions, which):
+        self._check_running()
+        out = {}
+        for tp in [_tp(tp) for tp in partitions]:
+            marks = await self._blocking(self._handle.query_watermark_offsets, tp.topic, tp.partition,
+                                         self._request_timeout_ms)
+            out[tp] = marks[which]
+        return out
+
+    async def offsets_for_times(self, timestamps):
+        """``{TopicPartition: OffsetAndTimestamp or None}``: the first offset at or after each
+        time (ms) (``rd_kafka_offsets_for_times``)."""
+        self._check_running()
+        entries = []
+        for tp, ts in timestamps.items():
+            tp = _tp(tp)
+            if not isinstance(ts, int) or ts < 0:
+                raise ValueError("the timestamp for %s [%d] must be an int >= 0 (ms), not %r"
+                                 % (tp.topic, tp.partition, ts))
+            entries.append((tp.topic, tp.partition, ts))
+        found = await self._blocking(self._handle.offsets_for_times, entries, self._request_timeout_ms)
+        wanted = dict(((t, p), ts) for t, p, ts in entries)
+        return {TopicPartition(f.topic, f.partition):
+                (OffsetAndTimestamp(f.offset, wanted[(f.topic, f.partition)]) if f.offset >= 0 else None)
+                for f in found}
+
+    # -- flow control and metadata -------------------------------------------------------------
+
+    def pause(self, *partitions):
+        """Stop fetching ``partitions`` (``rd_kafka_pause_partitions``); ``getmany()`` returns
+        none of their records until :meth:`resume`."""
+        self._check_running()
+        tps = [_tp(tp) for tp in partitions]
+        self._check_assigned(tps)
+        self._handle.pause([(tp.topic, tp.partition) for tp in tps])
+        self._paused.update(tps)
+
+    def resume(self, *partitions):
+        """Fetch ``partitions`` again (``rd_kafka_resume_partitions``)."""
+        self._check_running()
+        tps = [_tp(tp) for tp in partitions]
+        self._handle.resume([(tp.topic, tp.partition) for tp in tps])
+        self._paused.difference_update(tps)
+        self._wake()
+
+    def paused(self):
+        """The set of partitions paused."""
+        return set(self._paused)
+
+    async def _refresh_metadata(self):
+        md = await self._blocking(self._handle.metadata, None, self._request_timeout_ms)
+        self._metadata = {name: {p.id for p in t.partitions} for name, t in md.topics.items() if not t.error}
+        return self._metadata
+
+    async def topics(self):
+        """The names of the cluster's topics (``rd_kafka_metadata``)."""
+        self._check_running()
+        return set(await self._refresh_metadata())
+
+    def partitions_for_topic(self, topic):
+        """The partition ids of ``topic`` as the last metadata told them, or None."""
+        self._check_running()
+        return self._metadata.get(topic)
+
+
+async def _call(fn, arg, what):
+    """Call a listener's method (awaited when it is a coroutine function); what it raises is
+    logged, as aiokafka does, so that the rebalance goes on."""
+    try:
+        result = fn(arg)
+        if asyncio.iscoroutine(result):
+            await result
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("the rebalance listener's %s raised", what)
+
+
+__all__ = ["AIOKafkaConsumer"]

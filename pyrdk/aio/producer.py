@@ -1,0 +1,387 @@
+"""AIOKafkaProducer: aiokafka's producer on a librdkafka producer.
+
+``send()`` hands the record to librdkafka at once (``rd_kafka_producev``, copied) and returns
+a future; librdkafka's delivery reports land in the main queue, which signals a pipe the
+event loop watches (:class:`pyrdk.aio.wakeup.Wakeup`), and the loop's callback serves them
+(``rd_kafka_poll`` with a zero timeout) and resolves the futures. The record's partition is
+librdkafka's ``murmur2_random``: aiokafka's (and Java's) default partitioner, murmur2 of the
+key, a random partition for records without one.
+"""
+import asyncio
+import functools
+import itertools
+import logging
+
+from pyrdk.aio import conf
+from pyrdk.aio.client import Client
+from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
+from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+from pyrdk.aio.wakeup import Wakeup
+from pyrdk.exceptions import NotSupportedError, ProducerQueueFullError
+from pyrdk.rd import transaction
+from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
+from pyrdk.rd.errors import exception as error_for
+from pyrdk.rd.handle import Handle
+
+log = logging.getLogger(__name__)
+
+_missing = object()
+_ids = itertools.count(1)
+_numbers = itertools.count(1)
+COMPRESSION = {None: "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
+YIELD_EVERY = 64  # send() lets the loop run other tasks once per this many calls
+PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: its partitioner chooses
+_metadata = functools.partial(tuple.__new__, RecordMetadata)  # RecordMetadata._make, faster
+
+
+def _acks(acks, enable_idempotence):
+    """librdkafka's ``acks`` for aiokafka's ``acks`` (default 1, or all with idempotence)."""
+    if acks is _missing:
+        return -1 if enable_idempotence else 1
+    if acks == "all":
+        acks = -1
+    if acks not in (0, 1, -1) or isinstance(acks, bool):
+        raise ValueError("acks must be 0, 1 or 'all' (or -1), not %r" % (acks,))
+    if enable_idempotence and acks != -1:
+        raise ValueError("enable_idempotence requires acks='all', not %r" % (acks,))
+    return acks
+
+
+def _check_bytes(what, data):
+    """``data`` as bytes (or None); TypeError for anything else."""
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError("the %s must be bytes (or set %s_serializer), not %s" % (what, what, type(data).__name__))
+
+
+class AIOKafkaProducer(Client):
+    """aiokafka's ``AIOKafkaProducer``: its arguments and defaults, mapped to librdkafka
+    properties (``rdkafka_config`` adds or overrides any). ``partitioner`` must be left at its
+    default (librdkafka's ``murmur2_random`` partitions as aiokafka's default does);
+    ``ssl_context`` and ``sasl_oauth_token_provider`` are not supported (see the README)."""
+
+    def __init__(self, *, loop=None, bootstrap_servers="localhost", client_id=None,
+                 metadata_max_age_ms=300000, request_timeout_ms=40000, api_version="auto",
+                 acks=_missing, key_serializer=None, value_serializer=None, compression_type=None,
+                 max_batch_size=16384, partitioner=None, max_request_size=1048576, linger_ms=0,
+                 send_backoff_ms=100, retry_backoff_ms=100, security_protocol="PLAINTEXT",
+                 ssl_context=None, connections_max_idle_ms=540000, enable_idempotence=False,
+                 transactional_id=None, transaction_timeout_ms=60000, sasl_mechanism="PLAIN",
+                 sasl_plain_password=None, sasl_plain_username=None, sasl_kerberos_service_name="kafka",
+                 sasl_kerberos_domain_name=None, sasl_oauth_token_provider=None, rdkafka_config=None):
+        if partitioner is not None:
+            raise NotSupportedError("partitioner: only aiokafka's default (murmur2 of the key) is "
+                                    "supported, by librdkafka's murmur2_random; leave it unset, or pass "
+                                    "partition= to send()")
+        for name, fn in (("key_serializer", key_serializer), ("value_serializer", value_serializer)):
+            if fn is not None and not callable(fn):
+                raise TypeError("%s must be callable, not %r" % (name, fn))
+        if compression_type not in COMPRESSION:
+            raise ValueError("compression_type must be one of gzip, snappy, lz4, zstd or None, not %r"
+                             % (compression_type,))
+        if transactional_id is not None:
+            enable_idempotence = True
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self._request_timeout_ms = request_timeout_ms
+        self._config = conf.common(bootstrap_servers, client_id or "aiokafka-producer-%d" % next(_numbers),
+                                   metadata_max_age_ms, request_timeout_ms, retry_backoff_ms,
+                                   security_protocol, ssl_context, connections_max_idle_ms, sasl_mechanism,
+                                   sasl_plain_username, sasl_plain_password, sasl_kerberos_service_name,
+                                   sasl_oauth_token_provider)
+        self._config.update({
+            "acks": _acks(acks, enable_idempotence),
+            "enable.idempotence": bool(enable_idempotence),
+            "compression.codec": COMPRESSION[compression_type],
+            "batch.size": max_batch_size,
+            "message.max.bytes": max(max_request_size, 1000),
+            "linger.ms": linger_ms,
+            "partitioner": "murmur2_random",
+            "request.timeout.ms": request_timeout_ms,
+            "message.timeout.ms": request_timeout_ms,
+        })
+        if transactional_id is not None:
+            self._config.update({"transactional.id": transactional_id,
+                                 "transaction.timeout.ms": transaction_timeout_ms})
+        self._config.update(rdkafka_config or {})
+        self._transactional = self._config.get("transactional.id") is not None
+        self._handle = None
+        self._wakeup = None
+        self._loop = None
+        self._pending = {}  # msg_id -> (future, topic, timestamp_ms)
+        self._tps = {}  # (topic, partition) -> TopicPartition, made once
+        self._room = None  # set when deliveries free queue room
+        self._drained = None  # set when nothing is pending
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self):
+        """Create the librdkafka producer (``rd_kafka_new``) and watch its main queue; with
+        a ``transactional_id``, ``rd_kafka_init_transactions`` too."""
+        if self._handle is not None:
+            return
+        if self._closed:
+            raise ProducerClosed("the producer is stopped; make a new one")
+        self._loop = asyncio.get_running_loop()
+        self._room = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        handle = Handle("producer", self._config, Callbacks(on_deliveries=self._on_deliveries),
+                        closed_exc=ProducerClosed, what="producer")
+        try:
+            self._wakeup = Wakeup(self._loop, handle, self._serve)
+        except BaseException:
+            handle.close()
+            raise
+        self._handle = handle
+        if self._transactional:
+            await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
+
+    async def stop(self):
+        """Flush what is pending (up to ``request_timeout_ms``: librdkafka fails each record
+        still undelivered then), then ``rd_kafka_destroy`` (on the default executor: it joins
+        librdkafka's threads)."""
+        if self._handle is None or self._closed:
+            self._closed = True
+            return
+        try:
+            await asyncio.wait_for(self.flush(), self._request_timeout_ms / 1000.0 + 5)
+        except asyncio.TimeoutError:
+            self._handle.purge(in_flight=True)
+            self._serve()
+        finally:
+            self._closed = True
+            self._wakeup.close()
+            # rd_kafka_destroy joins librdkafka's threads: off the loop
+            await self._blocking(self._handle.close)
+            for fut, _, _ in self._pending.values():
+                if not fut.done():
+                    fut.set_exception(ProducerClosed("the producer stopped before the record was delivered"))
+            self._pending.clear()
+
+    def _check_running(self):
+        if self._closed:
+            raise ProducerClosed("the producer is stopped")
+        if self._handle is None:
+            raise ProducerClosed("the producer is not started: await start() first (or use async with)")
+
+    # -- sending -------------------------------------------------------------------------------
+
+    async def send(self, topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None):
+        """Hand the record to librdkafka (``rd_kafka_producev``); a future of its
+        :class:`RecordMetadata`. A full queue is waited on for up to ``request_timeout_ms``
+        (``KafkaTimeoutError``); cancelling this coroutine while it waits sends nothing."""
+        if self._closed or self._handle is None:
+            self._check_running()
+        if topic.__class__ is not str or not topic:
+            raise TypeError("topic must be a non-empty str, not %r" % (topic,))
+        if partition is None:
+            partition = PARTITION_UA
+        elif not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+            raise TypeError("partition must be an int >= 0 or None, not %r" % (partition,))
+        if timestamp_ms is not None and (not isinstance(timestamp_ms, int) or timestamp_ms < 0):
+            raise TypeError("timestamp_ms must be an int >= 0 (ms since the epoch) or None, not %r"
+                            % (timestamp_ms,))
+        if self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if self._value_serializer is not None:
+            value = self._value_serializer(value)
+        if value.__class__ is not bytes:
+            value = _check_bytes("value", value)
+        if key is not None and key.__class__ is not bytes:
+            key = _check_bytes("key", key)
+        if headers is not None:
+            headers = list(headers)
+            for item in headers:
+                if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                        and (item[1] is None or isinstance(item[1], bytes))):
+                    raise TypeError("headers must be (str, bytes) pairs, not %r" % (item,))
+        msg_id = next(_ids)
+        if msg_id % YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
+        fut = self._loop.create_future()
+        self._pending[msg_id] = (fut, topic, timestamp_ms)
+        self._drained.clear()
+        try:
+            try:
+                self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
+            except ProducerQueueFullError:
+                await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
+        except BaseException:
+            self._pending.pop(msg_id, None)
+            self._check_drained()
+            raise
+        return fut
+
+    async def _produce_when_room(self, topic, partition, value, key, timestamp_ms, headers, msg_id):
+        """librdkafka's queue is full: wait for delivery reports to make room, and try again,
+        for up to ``request_timeout_ms``."""
+        deadline = self._loop.time() + self._request_timeout_ms / 1000.0
+        while True:
+            try:
+                self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                return
+            except ProducerQueueFullError:
+                remaining = deadline - self._loop.time()
+                if remaining <= 0:
+                    raise KafkaTimeoutError("librdkafka's queue stayed full for request_timeout_ms (%d ms)"
+                                            % self._request_timeout_ms) from None
+                self._room.clear()
+                self._serve()  # reports may be waiting
+                try:
+                    await asyncio.wait_for(self._room.wait(), remaining)
+                except asyncio.TimeoutError:
+                    pass
+
+    async def send_and_wait(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
+                            headers=None):
+        """``send()``, then wait for the delivery: the :class:`RecordMetadata`."""
+        fut = await self.send(topic, value, key, partition, timestamp_ms, headers)
+        return await fut
+
+    async def flush(self):
+        """Wait until every record sent so far is delivered or failed."""
+        self._check_running()
+        self._serve()
+        await self._drained.wait()
+
+    async def partitions_for(self, topic):
+        """The partition ids of ``topic`` (``rd_kafka_metadata``, on the default executor)."""
+        self._check_running()
+        md = await self._blocking(self._handle.metadata, topic, self._request_timeout_ms, False)
+        t = md.topics.get(topic)
+        if t is None or t.error:
+            raise error_for(t.error if t is not None else 3, "metadata of %s" % topic)
+        return {p.id for p in t.partitions}
+
+    # -- transactions --------------------------------------------------------------------------
+
+    def _check_transactional(self):
+        self._check_running()
+        if not self._transactional:
+            raise IllegalOperation("transactions need a transactional_id")
+
+    def begin_transaction(self):
+        """``rd_kafka_begin_transaction`` (local: no request)."""
+        self._check_transactional()
+        transaction.begin_transaction(self._handle)
+
+    async def commit_transaction(self):
+        """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
+        executor)."""
+        self._check_transactional()
+        try:
+            await self._blocking(transaction.commit_transaction, self._handle, self._request_timeout_ms)
+        finally:
+            self._serve()
+
+    async def abort_transaction(self):
+        """``rd_kafka_abort_transaction``: the records sent in the transaction fail."""
+        self._check_transactional()
+        try:
+            await self._blocking(transaction.abort_transaction, self._handle, self._request_timeout_ms)
+        finally:
+            self._serve()
+
+    async def send_offsets_to_transaction(self, offsets, group_id):
+        """Commit ``offsets`` (``{TopicPartition: offset or OffsetAndMetadata}``, the next
+        offsets to read) for ``group_id`` with the transaction
+        (``rd_kafka_send_offsets_to_transaction``)."""
+        self._check_transactional()
+        entries = []
+        for tp, value in offsets.items():
+            if isinstance(value, OffsetAndMetadata):
+                value = value.offset
+            if not isinstance(value, int) or value < 0:
+                raise ValueError("the offset for %r must be an int >= 0, not %r" % (tp, value))
+            entries.append((tp[0], tp[1], value))
+        metadata = transaction.GroupMetadata.for_group(group_id)
+        await self._blocking(transaction.send_offsets, self._handle, entries, metadata,
+                             self._request_timeout_ms)
+
+    def transaction(self):
+        """``async with producer.transaction():`` begins a transaction, commits it when the
+        block ends, aborts it when the block raises."""
+        return _Transaction(self)
+
+    # -- delivery reports ----------------------------------------------------------------------
+
+    def _serve(self):
+        """The pipe said events wait: serve them (``rd_kafka_poll(rk, 0)``), which resolves
+        the futures of the delivery reports."""
+        if self._handle is None or not self._handle.usable:
+            return
+        try:
+            self._handle.poll(0, dispatch=False)
+            self._dispatch()
+        except Exception as exc:
+            self._fail_all(exc)
+
+    def _dispatch(self):
+        """Resolve the futures of one batch of delivery reports; if there may be more, come
+        back on the loop's next round, so that no callback holds the loop for long."""
+        if self._handle is None or not self._handle.usable:
+            return
+        try:
+            if self._handle.dispatch_reports(limit=1) == REPORT_BATCH:
+                self._loop.call_soon(self._dispatch)
+        except Exception as exc:
+            self._fail_all(exc)
+
+    def _fail_all(self, exc):
+        """A fatal error: every pending send learns it."""
+        log.error("producer error: %s", exc)
+        for fut, _, _ in list(self._pending.values()):
+            if not fut.done():
+                fut.set_exception(exc)
+        self._pending.clear()
+        self._check_drained()
+
+    def _on_deliveries(self, ids, errs, partitions, offsets, timestamps):
+        pending = self._pending
+        tps = self._tps
+        make = _metadata
+        for i in range(len(ids)):
+            entry = pending.pop(ids[i], None)
+            if entry is None:
+                continue
+            fut, topic, timestamp_ms = entry
+            if fut.done():  # cancelled by the program: nothing to tell
+                continue
+            err = errs[i]
+            if err:
+                fut.set_exception(error_for(err, "deliver to %s" % topic))
+            else:
+                part = partitions[i]
+                tp = tps.get((topic, part))
+                if tp is None:
+                    tp = tps[(topic, part)] = TopicPartition(topic, part)
+                fut.set_result(make((topic, part, tp, offsets[i],
+                                     timestamps[i] if timestamp_ms is None else timestamp_ms, 0, None)))
+        self._room.set()
+        self._check_drained()
+
+    def _check_drained(self):
+        if not self._pending:
+            self._drained.set()
+
+
+class _Transaction:
+    """The context manager of :meth:`AIOKafkaProducer.transaction`."""
+
+    def __init__(self, producer):
+        self._producer = producer
+
+    async def __aenter__(self):
+        self._producer.begin_transaction()
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            await self._producer.commit_transaction()
+        else:
+            await self._producer.abort_transaction()
+        return False

@@ -1,0 +1,47 @@
+"""Wakeup: librdkafka's queue signals a pipe (``rd_kafka_queue_io_event_enable``), the event
+loop watches the pipe (``loop.add_reader``). No thread, no polling timer: the loop wakes when
+librdkafka has something (delivery reports, fetched messages, a rebalance, an error) and the
+callback serves it without blocking (librdkafka calls with a zero timeout)."""
+import os
+
+
+class Wakeup:
+    """Call ``on_ready()`` on ``loop`` each time librdkafka adds an event to the queue of
+    ``handle`` (a producer's main queue, a consumer's queue) that was empty or served since
+    the last wakeup. ``on_ready`` must serve the queue (librdkafka writes again only then)."""
+
+    def __init__(self, loop, handle, on_ready):
+        self._loop = loop
+        self._handle = handle
+        self._on_ready = on_ready
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)  # librdkafka must never block writing to it
+        try:
+            handle.watch(self._write)
+            loop.add_reader(self._read, self._readable)
+        except BaseException:
+            self._close_fds()
+            raise
+
+    def _readable(self):
+        try:
+            while os.read(self._read, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        self._on_ready()
+
+    def close(self):
+        """Stop watching (``rd_kafka_queue_io_event_enable`` with -1) and close the pipe."""
+        if self._read is None:
+            return
+        self._loop.remove_reader(self._read)
+        if self._handle.usable:
+            self._handle.watch(-1)
+        self._close_fds()
+
+    def _close_fds(self):
+        for fd in (self._read, self._write):
+            os.close(fd)
+        self._read = self._write = None

@@ -1,0 +1,363 @@
+"""AIOKafkaConsumer against the test broker: round trip, offsets, seek and position,
+cancellation, bad input, a group with a rebalance listener, and the event loop kept free."""
+import asyncio
+import time
+
+import pytest
+
+import pyrdk.aio as aiokafka
+from pyrdk.aio.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
+from pyrdk.aio.structs import ConsumerRecord, TopicPartition
+from tests.aio.conftest import FAST_GROUP
+from tests.fix_kafka import tansu_gap
+
+pytestmark = pytest.mark.kafka
+
+
+async def produce(hosts, topic, count, partition=None, key=None):
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=hosts, linger_ms=5) as producer:
+        for i in range(count):
+            await producer.send(topic, b"m%d" % i, key=key, partition=partition)
+        await producer.flush()
+
+
+async def drain(consumer, count, timeout_s=20):
+    """Records until ``count`` came (or the timeout): ``[ConsumerRecord]``."""
+    out = []
+    deadline = time.monotonic() + timeout_s
+    while len(out) < count and time.monotonic() < deadline:
+        batch = await consumer.getmany(timeout_ms=1000)
+        for records in batch.values():
+            out.extend(records)
+    return out
+
+
+def assigned_consumer(hosts, topic, partitions, **kwargs):
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=hosts, auto_offset_reset="earliest", **kwargs)
+    return consumer, [TopicPartition(topic, p) for p in range(partitions)]
+
+
+@pytest.mark.asyncio
+async def test_round_trip_with_deserializers(kafka_hosts, new_topic):
+    topic = new_topic(4)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
+        sent = [await producer.send(topic, b"v%d" % i, key=b"k%d" % i, headers=[("h", b"x")]) for i in range(200)]
+        await producer.flush()
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 4, value_deserializer=bytes.decode,
+                                      key_deserializer=bytes.decode)
+    async with consumer:
+        consumer.assign(tps)
+        assert consumer.assignment() == set(tps)
+        got = await drain(consumer, 200)
+    assert sorted(r.value for r in got) == sorted("v%d" % i for i in range(200))
+    r = got[0]
+    assert isinstance(r, ConsumerRecord)
+    assert r.key == "k" + r.value[1:] and r.headers == [("h", b"x")]
+    assert r.timestamp_type == 0 and r.timestamp > 0
+    assert (r.serialized_key_size, r.serialized_value_size) == (len(r.key), len(r.value))
+    where = {(f.result().partition, f.result().offset) for f in sent}
+    assert {(x.partition, x.offset) for x in got} == where
+
+
+@pytest.mark.asyncio
+async def test_committed_is_none_then_the_commit(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    await produce(kafka_hosts, topic, 10)
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1, group_id="g-" + topic, enable_auto_commit=False)
+    async with consumer:
+        consumer.assign(tps)
+        assert await consumer.committed(tps[0]) is None
+        got = await consumer.getmany(timeout_ms=10000, max_records=4)
+        assert [r.offset for r in got[tps[0]]] == [0, 1, 2, 3]
+        await consumer.commit()
+        assert await consumer.committed(tps[0]) == 4
+        await consumer.commit({tps[0]: (7, "meta")})
+        assert await consumer.committed(tps[0]) == 7
+    # a new consumer of the group starts at the commit
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1, group_id="g-" + topic)
+    async with consumer:
+        consumer.assign(tps)
+        got = await drain(consumer, 3)
+        assert [r.offset for r in got] == [7, 8, 9]
+
+
+@pytest.mark.asyncio
+async def test_seek_and_position(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    await produce(kafka_hosts, topic, 20)
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1)
+    tp = tps[0]
+    async with consumer:
+        consumer.assign(tps)
+        assert await consumer.position(tp) == 0
+        got = await consumer.getmany(tp, timeout_ms=10000, max_records=5)
+        assert [r.offset for r in got[tp]] == [0, 1, 2, 3, 4]
+        assert await consumer.position(tp) == 5
+        consumer.seek(tp, 15)
+        assert await consumer.position(tp) == 15
+        got = await drain(consumer, 5)
+        assert [r.offset for r in got] == [15, 16, 17, 18, 19]
+        assert consumer.highwater(tp) == 20
+        await consumer.seek_to_beginning(tp)
+        got = await drain(consumer, 20)
+        assert [r.offset for r in got] == list(range(20))
+        assert await consumer.beginning_offsets([tp]) == {tp: 0}
+        assert consumer.partitions_for_topic(topic) == {0}
+        assert topic in await consumer.topics()
+
+
+@tansu_gap("ListOffsets misreports the log end after a batch of several records")
+@pytest.mark.asyncio
+async def test_end_offsets_after_a_batch(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    await produce(kafka_hosts, topic, 20)
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1)
+    async with consumer:
+        assert await consumer.end_offsets(tps) == {tps[0]: 20}
+
+
+@pytest.mark.asyncio
+async def test_cancelled_getmany_leaves_the_consumer_usable(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1)
+    async with consumer:
+        consumer.assign(tps)
+        for _ in range(3):
+            task = asyncio.ensure_future(consumer.getmany(timeout_ms=30000))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        await produce(kafka_hosts, topic, 5)
+        got = await drain(consumer, 5)
+        assert [r.value for r in got] == [b"m%d" % i for i in range(5)]
+        # a getone() waiting when the consumer stops raises, and stop() is bounded
+        waiting = asyncio.ensure_future(consumer.getone())
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        await consumer.stop()
+        print("stop() took %.3f s" % (time.monotonic() - started))
+        with pytest.raises(ConsumerStoppedError):
+            await asyncio.wait_for(waiting, 5)
+
+
+@pytest.mark.asyncio
+async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
+    with pytest.raises(ValueError, match="auto_offset_reset"):
+        aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, auto_offset_reset="oldest")
+    with pytest.raises(ValueError, match="isolation_level"):
+        aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, isolation_level="serializable")
+    topic = new_topic(2)
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts)
+    with pytest.raises(ConsumerStoppedError, match="start"):
+        await consumer.getmany()
+    async with consumer:
+        with pytest.raises(IllegalOperation, match="group_id"):
+            await consumer.commit({TopicPartition(topic, 0): 1})
+        with pytest.raises(IllegalOperation, match="group_id"):
+            await consumer.committed(TopicPartition(topic, 0))
+        with pytest.raises(IllegalStateError, match="not assigned"):
+            consumer.seek(TopicPartition(topic, 0), 3)
+        consumer.assign([TopicPartition(topic, 0)])
+        with pytest.raises(ValueError, match="offset"):
+            consumer.seek(TopicPartition(topic, 0), -5)
+        with pytest.raises(IllegalStateError, match="not assigned"):
+            await consumer.position(TopicPartition(topic, 1))
+        with pytest.raises(IllegalStateError, match="assign"):
+            consumer.subscribe([topic])
+        with pytest.raises(ValueError, match="timeout_ms"):
+            await consumer.getmany(timeout_ms=-1)
+        with pytest.raises(TypeError, match="TopicPartition"):
+            await consumer.getmany("not a partition")
+        consumer.unsubscribe()
+        with pytest.raises(IllegalStateError, match="topics or a pattern"):
+            consumer.subscribe([topic], pattern="^aio-.*")
+        with pytest.raises(TypeError, match="listener"):
+            consumer.subscribe([topic], listener=object())
+
+
+@pytest.mark.asyncio
+async def test_pause_and_resume(kafka_hosts, new_topic):
+    topic = new_topic(2)
+    await produce(kafka_hosts, topic, 5, partition=0)
+    await produce(kafka_hosts, topic, 5, partition=1)
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 2)
+    async with consumer:
+        consumer.assign(tps)
+        consumer.pause(tps[0])
+        assert consumer.paused() == {tps[0]}
+        got = await drain(consumer, 5)
+        assert {r.partition for r in got} == {1}
+        assert await consumer.getmany(timeout_ms=500) == {}
+        consumer.resume(tps[0])
+        got = await drain(consumer, 5)
+        assert [(r.partition, r.offset) for r in got] == [(0, i) for i in range(5)]
+
+
+class Recorder(aiokafka.ConsumerRebalanceListener):
+    def __init__(self, consumer):
+        self.consumer = consumer
+        self.events = []
+
+    async def on_partitions_revoked(self, revoked):
+        await asyncio.sleep(0.01)  # awaited: the consumer waits for it
+        self.events.append(("revoked", sorted(revoked)))
+
+    async def on_partitions_assigned(self, assigned):
+        self.events.append(("assigned", sorted(assigned)))
+        for tp in assigned:  # the listener may seek: from offset 2 on
+            self.consumer.seek(tp, 2)
+
+
+@pytest.mark.asyncio
+async def test_subscribe_with_listener_and_async_for(kafka_hosts, new_topic):
+    topic = new_topic(2)
+    await produce(kafka_hosts, topic, 4, partition=0)
+    await produce(kafka_hosts, topic, 4, partition=1)
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    listener = Recorder(consumer)
+    got = []
+    async with consumer:
+        consumer.subscribe([topic], listener=listener)
+        assert consumer.subscription() == {topic}
+
+        async def read():
+            async for record in consumer:
+                got.append((record.partition, record.offset))
+                if len(got) == 4:
+                    return
+        await asyncio.wait_for(read(), 30)
+        tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+        assert listener.events == [("assigned", tps)]
+        assert sorted(got) == [(0, 2), (0, 3), (1, 2), (1, 3)]
+        await consumer.commit()
+        assert await consumer.committed(tps[0]) == 4
+        consumer.unsubscribe()
+        deadline = time.monotonic() + 10
+        while len(listener.events) < 2 and time.monotonic() < deadline:
+            await consumer.getmany(timeout_ms=200)
+        assert listener.events[-1] == ("revoked", tps)
+
+
+@pytest.mark.asyncio
+async def test_the_loop_stays_free_while_100000_records_go_through(kafka_hosts, new_topic):
+    """A task ticking every millisecond records the longest gap between its ticks while
+    100,000 records are produced and consumed; the gap is printed, not asserted."""
+    topic = new_topic(4)
+    total = 100000
+    gaps = []
+    stop = asyncio.Event()
+
+    async def tick():
+        last = time.perf_counter()
+        while not stop.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append((now - last, now - started))
+            last = now
+
+    started = time.perf_counter()
+    ticker = asyncio.ensure_future(tick())
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, linger_ms=5) as producer:
+        for i in range(total):
+            fut = await producer.send(topic, b"%d" % i)
+        await producer.flush()
+        assert fut.result().offset >= 0
+    produced = time.perf_counter()
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 4)
+    async with consumer:
+        consumer.assign(tps)
+        seen = 0
+        values = 0
+        deadline = time.monotonic() + 60
+        while seen < total and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=1000, max_records=5000)).values():
+                seen += len(records)
+                values += sum(len(r.value) for r in records)
+    consumed = time.perf_counter()
+    stop.set()
+    await ticker
+    assert seen == total
+    worst, at = max(gaps)
+    print("\nproduced %d in %.2f s, consumed in %.2f s; %d ticks, worst loop gap %.1f ms (%.2f s in)"
+          % (total, produced - started, consumed - produced, len(gaps), worst * 1000, at))
+    print("gaps over 20 ms (length, when): %s" % [("%.0f ms" % (g * 1000), "%.2f s" % t)
+                                                    for g, t in gaps if g > 0.02])
+
+
+class Timeline(aiokafka.ConsumerRebalanceListener):
+    """Records ``(name, event, partitions)`` into a shared list, in the order they happen."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    async def on_partitions_revoked(self, revoked):
+        await asyncio.sleep(0.05)  # the group waits for an awaited listener
+        self.log.append((self.name, "revoked", frozenset(revoked)))
+
+    def on_partitions_assigned(self, assigned):  # a plain function is taken too
+        self.log.append((self.name, "assigned", frozenset(assigned)))
+
+
+@pytest.mark.asyncio
+async def test_rebalance_listener_order_with_two_consumers(kafka_hosts, new_topic):
+    topic = new_topic(4)
+    group = "g-" + topic
+    log = []
+    everything = frozenset(TopicPartition(topic, p) for p in range(4))
+    a = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id=group, **FAST_GROUP)
+    b = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id=group, **FAST_GROUP)
+    stop = asyncio.Event()
+
+    async def poll(consumer):
+        while not stop.is_set():
+            await consumer.getmany(timeout_ms=100)
+
+    async def until(condition, timeout_s=30):
+        deadline = time.monotonic() + timeout_s
+        while not condition() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return condition()
+
+    async with a, b:
+        a.subscribe([topic], listener=Timeline("a", log))
+        polling = [asyncio.ensure_future(poll(a))]
+        assert await until(lambda: ("a", "assigned", everything) in log)
+        b.subscribe([topic], listener=Timeline("b", log))
+        polling.append(asyncio.ensure_future(poll(b)))
+        assert await until(lambda: any(e[:2] == ("b", "assigned") and e[2] for e in log)
+                           and a.assignment() and b.assignment())
+        stop.set()
+        await asyncio.gather(*polling)
+        a_now, b_now = a.assignment(), b.assignment()
+    print("\n" + "\n".join("%s %s %s" % (n, e, sorted(tp.partition for tp in p)) for n, e, p in log))
+    assert log[0] == ("a", "assigned", everything)
+    revoked = log.index(("a", "revoked", everything))
+    b_assigned = next(i for i, e in enumerate(log) if e[:2] == ("b", "assigned") and e[2])
+    a_again = next(i for i, e in enumerate(log) if i > revoked and e[:2] == ("a", "assigned"))
+    assert revoked < b_assigned and revoked < a_again  # a gave everything up before anyone got it back
+    assert a_now | b_now == everything and not a_now & b_now
+    assert log[a_again][2] == a_now and log[b_assigned][2] == b_now
+
+
+class Failing(aiokafka.ConsumerRebalanceListener):
+    def on_partitions_revoked(self, revoked):
+        raise RuntimeError("listener bug")
+
+    async def on_partitions_assigned(self, assigned):
+        raise RuntimeError("listener bug")
+
+
+@pytest.mark.asyncio
+async def test_a_failing_listener_is_logged_and_the_rebalance_goes_on(kafka_hosts, new_topic, caplog):
+    topic = new_topic(1)
+    await produce(kafka_hosts, topic, 3)
+    consumer = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    async with consumer:
+        consumer.unsubscribe()
+        consumer.subscribe([topic], listener=Failing())
+        got = await drain(consumer, 3, timeout_s=30)
+        assert [r.offset for r in got] == [0, 1, 2]
+    assert "on_partitions_assigned raised" in caplog.text

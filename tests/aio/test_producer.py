@@ -1,0 +1,173 @@
+"""AIOKafkaProducer against the test broker: RecordMetadata, murmur2 placement, flush,
+bad input, cancellation."""
+import asyncio
+
+import pytest
+
+import pyrdk.aio as aiokafka
+from pyrdk.aio.errors import ProducerClosed
+from pyrdk.aio.structs import RecordMetadata, TopicPartition
+
+pytestmark = pytest.mark.kafka
+
+
+def java_murmur2(data):
+    """Kafka's (Java's) murmur2 of ``data``, written out here so the test does not lean on
+    librdkafka's own."""
+    m, r = 0x5bd1e995, 24
+    length = len(data)
+    h = (0x9747b28c ^ length) & 0xffffffff
+    for i in range(length // 4):
+        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+        k = (k * m) & 0xffffffff
+        k ^= k >> r
+        k = (k * m) & 0xffffffff
+        h = (h * m) & 0xffffffff
+        h ^= k
+    tail = length & ~3
+    extra = length % 4
+    if extra >= 3:
+        h ^= data[tail + 2] << 16
+    if extra >= 2:
+        h ^= data[tail + 1] << 8
+    if extra >= 1:
+        h ^= data[tail]
+        h = (h * m) & 0xffffffff
+    h ^= h >> 13
+    h = (h * m) & 0xffffffff
+    h ^= h >> 15
+    return h
+
+
+def test_java_murmur2_matches_kafkas_published_values():
+    # Kafka's UtilsTest.testMurmur2, as signed 32-bit ints.
+    cases = {b"21": -973932308, b"foobar": -790332482, b"a-little-bit-long-string": -985981536,
+             b"a-little-bit-longer-string": -1486304829, b"abc": 479470107}
+    for data, signed in cases.items():
+        assert java_murmur2(data) == signed & 0xffffffff, data
+
+
+@pytest.mark.asyncio
+async def test_send_and_wait_gives_record_metadata(kafka_hosts, new_topic):
+    topic = new_topic(4)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
+        md = await producer.send_and_wait(topic, b"v1", partition=2, timestamp_ms=1600000000000)
+        assert isinstance(md, RecordMetadata)
+        assert (md.topic, md.partition, md.topic_partition) == (topic, 2, TopicPartition(topic, 2))
+        assert md.offset == 0
+        assert (md.timestamp, md.timestamp_type) == (1600000000000, 0)
+        assert md.log_start_offset is None
+        fut = await producer.send(topic, b"v2", partition=2)
+        assert (await fut).offset == 1
+        assert await producer.partitions_for(topic) == {0, 1, 2, 3}
+
+
+@pytest.mark.asyncio
+async def test_keyed_records_land_on_the_murmur2_partition(kafka_hosts, new_topic):
+    topic = new_topic(4)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
+        keys = [b"key-%d" % i for i in range(40)]
+        futs = [await producer.send(topic, b"v", key=k) for k in keys]
+        await producer.flush()
+        placed = {k: f.result().partition for k, f in zip(keys, futs)}
+    expected = {k: (java_murmur2(k) & 0x7fffffff) % 4 for k in keys}
+    assert placed == expected
+    assert len(set(placed.values())) > 1
+
+
+@pytest.mark.asyncio
+async def test_serializers_and_flush(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, value_serializer=str.encode,
+                                         key_serializer=lambda k: k and k.encode(), linger_ms=50) as producer:
+        futs = [await producer.send(topic, "value %d" % i, key="k") for i in range(100)]
+        assert not all(f.done() for f in futs)
+        await producer.flush()
+        assert [f.result().offset for f in futs] == list(range(100))
+
+
+@pytest.mark.asyncio
+async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
+    with pytest.raises(ValueError, match="acks"):
+        aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, acks=2)
+    with pytest.raises(ValueError, match="compression_type"):
+        aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, compression_type="brotli")
+    with pytest.raises(ValueError, match="enable_idempotence"):
+        aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, enable_idempotence=True, acks=1)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts)
+    with pytest.raises(ProducerClosed, match="start"):
+        await producer.send("t", b"v")
+    topic = new_topic(1)
+    async with producer:
+        with pytest.raises(TypeError, match="value must be bytes"):
+            await producer.send(topic, "not bytes")
+        with pytest.raises(TypeError, match="partition"):
+            await producer.send(topic, b"v", partition=-3)
+        with pytest.raises(TypeError, match="headers"):
+            await producer.send(topic, b"v", headers=[(b"bytes-name", b"v")])
+        # nothing half-sent: the next record is the first in the log
+        assert (await producer.send_and_wait(topic, b"ok")).offset == 0
+    with pytest.raises(ProducerClosed, match="stopped"):
+        await producer.send(topic, b"v")
+
+
+@pytest.mark.asyncio
+async def test_cancelled_send_future_leaves_the_producer_usable(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
+        fut = await producer.send(topic, b"first")
+        fut.cancel()
+        md = await producer.send_and_wait(topic, b"second")
+        assert md.offset == 1  # the cancelled future's record was still sent, as in aiokafka
+        await asyncio.wait_for(producer.flush(), 10)
+
+
+@pytest.mark.asyncio
+async def test_transactions_commit_and_abort(kafka_hosts, new_topic):
+    from tests.aio.test_consumer import assigned_consumer, drain
+    topic = new_topic(1)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, transactional_id="tx-" + topic)
+    async with producer:
+        async with producer.transaction():
+            kept = await producer.send(topic, b"kept")
+        assert (await kept).offset >= 0
+        with pytest.raises(RuntimeError, match="boom"):
+            async with producer.transaction():
+                lost = await producer.send(topic, b"aborted")
+                raise RuntimeError("boom")
+        with pytest.raises(Exception):
+            await lost
+        async with producer.transaction():
+            await producer.send(topic, b"kept too")
+    plain = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts)
+    async with plain:
+        with pytest.raises(aiokafka.errors.IllegalOperation, match="transactional_id"):
+            plain.begin_transaction()
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1, isolation_level="read_committed")
+    async with consumer:
+        consumer.assign(tps)
+        got = await drain(consumer, 2, timeout_s=15)
+    assert [r.value for r in got] == [b"kept", b"kept too"]
+
+
+@pytest.mark.asyncio
+async def test_a_full_queue_is_waited_on(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    config = {"queue.buffering.max.messages": 10}
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, linger_ms=20, rdkafka_config=config)
+    async with producer:
+        futs = [await producer.send(topic, b"%d" % i) for i in range(300)]
+        await producer.flush()
+    assert [f.result().offset for f in futs] == list(range(300))
+
+
+@pytest.mark.asyncio
+async def test_records_for_an_unreachable_broker_fail_with_a_timeout():
+    from pyrdk.aio.errors import KafkaTimeoutError
+    config = {"queue.buffering.max.messages": 5}
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", request_timeout_ms=1000,
+                                         rdkafka_config=config)
+    async with producer:
+        futs = [await producer.send("nowhere", b"%d" % i) for i in range(8)]  # the last 3 wait for room
+        results = await asyncio.gather(*futs, return_exceptions=True)
+    assert all(isinstance(r, KafkaTimeoutError) for r in results), results
