@@ -64,7 +64,9 @@ class ProducerCore:
     @partitions.setter
     def partitions(self, pairs):
         self._partitions = list(pairs)
-        self._pid_of = {partition: pid for pid, partition in self._partitions}
+        # by identity, as the C core looks them up: only the topic's own Partition objects
+        # take the fast path (and a partitioner's unhashable answer is no TypeError here)
+        self._pid_of = {id(partition): pid for pid, partition in self._partitions}
 
     def __len__(self):
         return len(self._kept)
@@ -89,7 +91,7 @@ class ProducerCore:
             pid, partition = self._partitions[self._next_step() % len(self._partitions)]
         else:
             partition = self._partitioner([p for _, p in self._partitions], key)
-            pid = self._pid_of.get(partition)
+            pid = self._pid_of.get(id(partition))
             if pid is None:  # not one of the topic's Partitions: the general path says what it is
                 return self._general(value, key, timestamp, headers, partition)
         with self._lock:
