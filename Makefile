@@ -19,7 +19,7 @@ BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.
 # not a fall-back); the core's, producer and consumer suites run again on the pure-Python
 # core, which must behave the same.
 CORE_TESTS := tests/core tests/rd tests/test_producer.py tests/test_simpleconsumer.py \
-	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py
+	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py tests/reliability/test_fuzz_inputs.py
 
 test: venv
 	PYRDK_IMPL=c $(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"

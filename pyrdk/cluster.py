@@ -37,7 +37,10 @@ _TOPIC_PENDING = (3, 5)  # UNKNOWN_TOPIC_OR_PART, LEADER_NOT_AVAILABLE
 def to_str(name, what="topic name"):
     """A topic or group name given as bytes or str, as str."""
     if isinstance(name, bytes):
-        return name.decode()
+        try:
+            return name.decode()
+        except UnicodeDecodeError:
+            raise ValueError("%s %r is not UTF-8" % (what, name)) from None
     if isinstance(name, str):
         return name
     raise TypeError("%s must be bytes or str, not %s" % (what, type(name).__name__))

@@ -84,7 +84,7 @@ def check_config(name, value):
 def check_pair(name, result):
     """``result`` of the callable ``name`` (a serializer or deserializer) if it is a
     ``(value, partition_key)`` pair, else TypeError saying what it returned."""
-    if not isinstance(result, tuple) or len(result) != 2:
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise TypeError("the %s must return a (value, partition_key) pair, but returned %r" % (name, result))
     return result
 

@@ -201,6 +201,7 @@ TABLE = [
     ("create_topics('abc')", TE, "create_topics", lambda w: w.client.cluster.create_topics("abc")),
     ("create_topics([('bad/name', 1, 1)])", (VE, KE), "bad/name",
      lambda w: w.client.cluster.create_topics([("bad/name", 1, 1)])),
+    ("client.topics[b'\\xff']", (TE, VE), "topic name", lambda w: w.client.topics[b"\xff"]),
     ("delete_topics([5])", TE, "topic name", lambda w: w.client.cluster.delete_topics([5])),
     ("use after close: client.topics[...]", KE, "close", lambda w: w.closed_client().topics["anything"]),
     ("use after close: update_cluster()", KE, "close", lambda w: w.closed_client().update_cluster()),
