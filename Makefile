@@ -19,7 +19,8 @@ BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.
 # not a fall-back); the core's, producer and consumer suites run again on the pure-Python
 # core, which must behave the same.
 CORE_TESTS := tests/core tests/rd tests/test_producer.py tests/test_simpleconsumer.py \
-	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py tests/test_arrow.py
+	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py tests/test_arrow.py \
+	tests/reliability/test_fuzz_inputs.py
 
 # The types first (the settings are pyproject.toml's [tool.mypy]): the package, and the stubs of
 # the C core against the built module.

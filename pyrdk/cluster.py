@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.broker import Broker
 from pyrdk.common import (GroupOffsetsResponse, OffsetCommitPartitionResponse, OffsetFetchPartitionResponse,
-                          OffsetType, check_int)
+                          INT16_MAX, INT32_MAX, OffsetType, check_int, check_topic_name)
 from pyrdk.exceptions import (GroupIdNotFoundError, InternalTopicExcluded, KafkaException, KafkaTimeoutError,
                               NoBrokersAvailableError, NonEmptyGroupError, SocketDisconnectedError, UnknownMemberId,
                               for_code)
@@ -44,7 +44,10 @@ _TOPIC_PENDING = (3, 5)  # UNKNOWN_TOPIC_OR_PART, LEADER_NOT_AVAILABLE
 def to_str(name: Union[str, bytes], what: str = "topic name") -> str:
     """A topic or group name given as bytes or str, as str."""
     if isinstance(name, bytes):
-        return name.decode()
+        try:
+            return name.decode()
+        except UnicodeDecodeError:
+            raise ValueError("%s %r is not UTF-8" % (what, name)) from None
     if isinstance(name, str):
         return name
     raise TypeError("%s must be bytes or str, not %s" % (what, type(name).__name__))
@@ -94,10 +97,11 @@ def _topic_request(req):
         raise TypeError("a create_topics request is %s or has pykafka's topic_name, num_partitions "
                         "and replication_factor, not %r" % (_REQUEST_SHAPE, req))
     for field, value in (("num_partitions", num_partitions), ("replication_factor", replication_factor)):
-        check_int("%s of topic %r" % (field, name), value, -1)
+        check_int("%s of topic %r" % (field, name), value, -1, INT32_MAX if field == "num_partitions" else INT16_MAX)
         if value == 0:  # Kafka refuses 0 (INVALID_PARTITIONS), Tansu does not
             raise ValueError("%s of topic %r must be at least 1, or -1 for the broker's default, not 0"
                              % (field, name))
+    check_topic_name(to_str(name))
     if config is not None and not isinstance(config, dict):
         raise TypeError("the config of topic %r must be a dict {name: value}, not %r" % (name, config))
     return (to_str(name), num_partitions, replication_factor,

@@ -9,17 +9,89 @@ import abc
 import collections
 import datetime
 import enum
+import os
 import queue
 from typing import Any, Optional, TypeVar, Union
+
+INT16_MAX = (1 << 15) - 1
+INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
 
 _Int = TypeVar("_Int", bound=int)
 
 
-def check_int(name: str, value: _Int, minimum: int) -> _Int:
-    """``value`` if it is an int (not a bool) of at least ``minimum``, else TypeError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise TypeError("%s must be an int >= %d, not %r" % (name, minimum, value))
+def check_int(name: str, value: _Int, minimum: int, maximum: Optional[int] = None) -> _Int:
+    """``value`` if it is an int (not a bool) of at least ``minimum`` (and at most
+    ``maximum``), else TypeError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or \
+            (maximum is not None and value > maximum):
+        raise TypeError("%s must be an int >= %d%s, not %r"
+                        % (name, minimum, "" if maximum is None else " and <= %d" % maximum, value))
     return value
+
+
+def check_number(name, value, minimum):
+    """``value`` if it is an int or a float (not a bool, not NaN) of at least ``minimum``,
+    else TypeError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
+        raise TypeError("%s must be a number >= %s, not %r" % (name, minimum, value))
+    return value
+
+
+def check_topic_name(name):
+    """``name`` (str) if Kafka allows it as a topic name (1 to 249 of ``[a-zA-Z0-9._-]``,
+    not ``.`` or ``..``), else ValueError saying so."""
+    if not name or len(name) > 249 or name in (".", "..") or not set(name) <= _TOPIC_CHARS:
+        raise ValueError("invalid topic name %r: use 1 to 249 ASCII letters, digits, '.', '_' or '-' "
+                         "(and not '.' or '..')" % (name,))
+    return name
+
+
+_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def check_headers(headers):
+    """``headers`` if they are ``(name, value)`` pairs (a list, a tuple or a dict) with str or
+    bytes names and bytes, str or None values (str as UTF-8), else TypeError or ValueError
+    naming ``headers``."""
+    if headers is None:
+        return None
+    items = headers.items() if isinstance(headers, dict) else headers
+    if isinstance(headers, (str, bytes)) or not isinstance(items, (list, tuple, type({}.items()))):
+        raise TypeError("headers must be a list of (name, value) pairs or a dict {name: value}, not %r"
+                        % (headers,))
+    for item in items:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise TypeError("headers must be (name, value) pairs, but one is %r" % (item,))
+        name, value = item
+        if not isinstance(name, (str, bytes)) or not (value is None or isinstance(value, (str, bytes))):
+            raise TypeError("headers must be (str, bytes) pairs (a value may be None), got (%r, %r)"
+                            % (name, value))
+        for text in (name, value):
+            if isinstance(text, str):
+                try:
+                    text.encode()
+                except UnicodeEncodeError as exc:
+                    raise ValueError("headers: %r cannot be encoded as UTF-8 (%s)" % (text, exc.reason)) from None
+    return headers
+
+
+def check_config(name, value):
+    """``value`` (a dict of librdkafka properties) as a new dict, ``{}`` for None; else
+    TypeError naming ``name``."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError("%s must be a dict {librdkafka property: value}, not %s" % (name, type(value).__name__))
+    return dict(value)
+
+
+def check_pair(name, result):
+    """``result`` of the callable ``name`` (a serializer or deserializer) if it is a
+    ``(value, partition_key)`` pair, else TypeError saying what it returned."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise TypeError("the %s must return a (value, partition_key) pair, but returned %r" % (name, result))
+    return result
 
 
 class OffsetType(enum.IntEnum):
@@ -188,19 +260,26 @@ class SslConfig:
 
     def __init__(self, cafile: str, certfile: Optional[str] = None, keyfile: Optional[str] = None,
                  password: Optional[Union[str, bytes]] = None) -> None:
+        for name, value in (("cafile", cafile), ("certfile", certfile), ("keyfile", keyfile)):
+            if value is not None and not isinstance(value, (str, bytes, os.PathLike)):
+                raise TypeError("SslConfig's %s must be a file path, not %r" % (name, value))
+        if password is not None and not isinstance(password, (str, bytes)):
+            raise TypeError("SslConfig's password must be a str or bytes, not %r" % (password,))
         self.cafile = cafile
         self.certfile = certfile
         self.keyfile = keyfile
         self.password = password
 
     def rdkafka_config(self) -> dict[str, str]:
-        """The librdkafka properties for these settings."""
-        config = {"security.protocol": "ssl", "ssl.ca.location": self.cafile}
-        for key, value in (("ssl.certificate.location", self.certfile),
+        """The librdkafka properties for these settings (without ``cafile``, librdkafka
+        verifies with the system's CA certificates)."""
+        config = {"security.protocol": "ssl"}
+        for key, value in (("ssl.ca.location", self.cafile),
+                           ("ssl.certificate.location", self.certfile),
                            ("ssl.key.location", self.keyfile),
                            ("ssl.key.password", self.password)):
             if value is not None:
-                config[key] = value.decode() if isinstance(value, bytes) else value
+                config[key] = os.fsdecode(value)
         return config
 
 

@@ -37,11 +37,13 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from pyrdk import common
-from pyrdk.common import OffsetFetchPartitionResponse, OffsetType, check_int
+from pyrdk.common import (INT32_MAX, INT64_MAX, OffsetFetchPartitionResponse, OffsetType, check_config, check_int,
+                          check_pair)
 from pyrdk.core import arrow, consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
                               OffsetOutOfRangeError, OffsetRequestFailedError)
 from pyrdk.partition import Partition, to_timestamp_ms
+from pyrdk.rd import conf
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, TopicPartition
@@ -107,9 +109,41 @@ def commit_metadata(consumer_id):
     return json.dumps({"consumer_id": consumer_id, "hostname": socket.gethostname()}).encode()
 
 
+# The librdkafka property each constructor argument sets, to name the argument when
+# librdkafka refuses its value.
+_ARGUMENTS = {"fetch.message.max.bytes": "fetch_message_max_bytes", "queued.min.messages": "queued_max_messages",
+              "fetch.min.bytes": "fetch_min_bytes", "fetch.error.backoff.ms": "fetch_error_backoff_ms",
+              "fetch.wait.max.ms": "fetch_wait_max_ms", "statistics.interval.ms": "statistics_interval_ms"}
+
+
+def check_settings(rdkafka_config, **settings):
+    """Check the consumers' int ``settings`` (each an int from 0 to 2**31 - 1, else
+    TypeError naming it); returns ``rdkafka_config`` as a new dict (``{}`` for None), else
+    TypeError."""
+    for name, value in settings.items():
+        check_int(name, value, 0, INT32_MAX)
+    return check_config("rdkafka_config", rdkafka_config)
+
+
+def offset_pairs(method, partition_offsets):
+    """``partition_offsets`` as a list of ``(partition, offset)`` pairs, else TypeError
+    saying what ``method`` takes."""
+    what = "%s takes partition_offsets: a list of (partition, offset) pairs" % method
+    if isinstance(partition_offsets, (str, bytes, dict)):
+        raise TypeError("%s, not %r" % (what, partition_offsets))
+    try:
+        pairs = list(partition_offsets)
+    except TypeError:
+        raise TypeError("%s, not %s" % (what, type(partition_offsets).__name__)) from None
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError("%s, but one is %r" % (what, pair))
+    return pairs
+
+
 def check_offset(value, logical_ok=True):
     """An offset argument: an int >= 0, or (``logical_ok``) an ``OffsetType``; else ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int) or \
+    if isinstance(value, bool) or not isinstance(value, int) or value >= INT64_MAX or \
             (value < 0 and not (logical_ok and value in (-1, -2))):
         raise ValueError("invalid offset %r: use an int >= 0%s"
                          % (value, " or an OffsetType" if logical_ok else " (the next offset to read)"))
@@ -146,8 +180,13 @@ class Consumer:
         self._auto_commit_enable = auto_commit_enable
         self._reset_offset_on_start = reset_offset_on_start
         self._deserializer = deserializer
-        self._commit_retries = check_int("offsets_commit_max_retries", offsets_commit_max_retries, 0)
-        self._commit_backoff_ms = check_int("offsets_channel_backoff_ms", offsets_channel_backoff_ms, 0)
+        rdkafka_config = check_settings(
+            rdkafka_config, fetch_message_max_bytes=fetch_message_max_bytes, queued_max_messages=queued_max_messages,
+            fetch_min_bytes=fetch_min_bytes, fetch_error_backoff_ms=fetch_error_backoff_ms,
+            fetch_wait_max_ms=fetch_wait_max_ms, offsets_channel_backoff_ms=offsets_channel_backoff_ms,
+            offsets_commit_max_retries=offsets_commit_max_retries)
+        self._commit_retries = offsets_commit_max_retries
+        self._commit_backoff_ms = offsets_channel_backoff_ms
         self._config = dict(cluster.rdkafka_config)
         self._reset_offset_on_fetch = reset_offset_on_fetch
         self._config.update({
@@ -165,7 +204,8 @@ class Consumer:
         if librdkafka_runtime_version() >= 0x02010000:  # fetch.queue.backoff.ms: since 2.1.0
             self._config["fetch.queue.backoff.ms"] = 10
         self._stats_callback = cluster.statistics(self._config, statistics_interval_ms, stats_callback)
-        self._config.update(rdkafka_config or {})
+        self._config.update(rdkafka_config)
+        conf.check(self._config, _ARGUMENTS, rdkafka_config)
         self._handle = None
         self._outage = None
         self._running = False
@@ -297,7 +337,7 @@ class Consumer:
             msg = self._core.next()
         if msg is not None and self._deserializer is not None:
             # A deserializer error reaches the caller; the message counts as consumed.
-            msg.value, msg.partition_key = self._deserializer(msg.value, msg.partition_key)
+            msg.value, msg.partition_key = check_pair("deserializer", self._deserializer(msg.value, msg.partition_key))
         self._maybe_auto_commit()
         return msg
 
@@ -336,7 +376,8 @@ class Consumer:
                 if msg is None:
                     break
                 try:
-                    msg.value, msg.partition_key = self._deserializer(msg.value, msg.partition_key)
+                    msg.value, msg.partition_key = check_pair("deserializer",
+                                                              self._deserializer(msg.value, msg.partition_key))
                 except Exception as exc:
                     if not out:
                         raise
@@ -478,7 +519,8 @@ class Consumer:
         if partition_offsets is None:
             offsets = [(pid, nxt) for pid, nxt in sorted(self._core.next_offsets().items()) if nxt is not None]
         else:
-            offsets = [(self._partition_id(p), check_offset(o, logical_ok=False)) for p, o in partition_offsets]
+            offsets = [(self._partition_id(p), check_offset(o, logical_ok=False))
+                       for p, o in offset_pairs("commit_offsets", partition_offsets)]
         self._last_commit = time.monotonic()
         self._commit(self._handle, offsets)
 
@@ -569,13 +611,13 @@ class Consumer:
             partition_offsets = [(pid, self._auto_offset_reset) for pid in self._held]
         targets = {}  # partition id -> the next offset to read
         lookups = {}  # partition id -> ListOffsets timestamp (ms, or -2 / -1)
-        for p, value in partition_offsets:
+        for p, value in offset_pairs("reset_offsets", partition_offsets):
             pid = self._partition_id(p)
             if isinstance(value, datetime.datetime):
                 lookups[pid] = to_timestamp_ms(value)
             elif isinstance(value, int) and not isinstance(value, bool) and value in (-1, -2):
                 lookups[pid] = int(value)
-            elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value < INT64_MAX - 1:
                 targets[pid] = value + 1
                 lookups.pop(pid, None)
                 continue

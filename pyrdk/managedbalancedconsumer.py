@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetType
+from pyrdk.common import INT32_MAX, OffsetType, check_config, check_int
 from pyrdk.consumer import Consumer, check_isolation_level, commit_metadata, held_offset, logical
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
                               MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
@@ -169,7 +169,12 @@ class ManagedBalancedConsumer(Consumer):
             raise TypeError("pre_revoke_callback must be callable (consumer, partition_ids) -> offsets")
         if group_instance_id is not None and (not isinstance(group_instance_id, str) or not group_instance_id):
             raise TypeError("group_instance_id must be a non-empty str, not %r" % (group_instance_id,))
-        group_protocol = str((rdkafka_config or {}).get("group.protocol", group_protocol))
+        rdkafka_config = check_config("rdkafka_config", rdkafka_config)
+        for name, value in (("heartbeat_interval_ms", heartbeat_interval_ms),
+                            ("session_timeout_ms", session_timeout_ms),
+                            ("max_poll_interval_ms", max_poll_interval_ms)):
+            check_int(name, value, 1, INT32_MAX)
+        group_protocol = str(rdkafka_config.get("group.protocol", group_protocol))
         if group_protocol not in GROUP_PROTOCOLS:
             raise ValueError("group_protocol must be one of %s, not %r" % (GROUP_PROTOCOLS, group_protocol))
         strategy = _strategy(membership_protocol)
@@ -186,7 +191,7 @@ class ManagedBalancedConsumer(Consumer):
         config["isolation.level"] = check_isolation_level(isolation_level)
         if group_instance_id is not None:
             config["group.instance.id"] = group_instance_id
-        config.update(rdkafka_config or {})
+        config.update(rdkafka_config)
         if isinstance(consumer_group, str):
             consumer_group = consumer_group.encode()
         super().__init__(

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetPartitionResponse, OffsetType
+from pyrdk.common import INT64_MAX, OffsetPartitionResponse, OffsetType
 
 if TYPE_CHECKING:
     from pyrdk.broker import Broker
@@ -16,11 +16,16 @@ def to_timestamp_ms(value: Union[int, datetime.datetime]) -> int:
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=datetime.timezone.utc)
-        return int(round(value.timestamp() * 1000))
+        ms = int(round(value.timestamp() * 1000))
+        if ms < 0:
+            raise ValueError("the timestamp %r is before 1970: Kafka timestamps are ms since the epoch" % (value,))
+        return ms
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("expected an OffsetType, a timestamp in ms or a datetime, not %r" % (value,))
     if value < 0 and value not in (OffsetType.EARLIEST, OffsetType.LATEST):
         raise ValueError("%d is neither an OffsetType nor a timestamp" % value)
+    if value > INT64_MAX:
+        raise ValueError("the timestamp %d is too large: ms since the epoch fit in 64 bits" % value)
     return value
 
 

@@ -33,14 +33,15 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk import common
-from pyrdk.common import CompressionType, check_int
+from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_config, check_headers, check_int,
+                          check_number, check_pair)
 from pyrdk.core import Message, ProducerCore, producer_core
 from pyrdk.exceptions import (CallState, KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
                               ProduceFailureError, ProducerQueueFullError, ProducerStoppedException,
                               TransactionStateError)
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.partitioners import random_partitioner
-from pyrdk.rd import transaction
+from pyrdk.rd import conf, transaction
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.errors import PURGE_INFLIGHT, PURGE_QUEUE, QUEUE_FULL
 from pyrdk.rd.errors import exception as errors_exception
@@ -61,6 +62,24 @@ STOP_PURGE_WAIT_MS = 1000
 BATCH = 64  # produce()'s messages handed to librdkafka at once, per partition
 BATCH_MIN_LINGER_MS = 5  # below it, produce() hands each message over at once
 RECORD_OVERHEAD = 36  # librdkafka's RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD, counted against max_request_size
+
+
+# The librdkafka property each constructor argument sets, to name the argument when
+# librdkafka refuses its value.
+_ARGUMENTS = {"message.send.max.retries": "max_retries", "retry.backoff.ms": "retry_backoff_ms",
+              "request.required.acks": "required_acks", "request.timeout.ms": "ack_timeout_ms",
+              "queue.buffering.max.messages": "max_queued_messages", "batch.num.messages": "min_queued_messages",
+              "linger.ms": "linger_ms", "message.max.bytes": "max_request_size",
+              "transaction.timeout.ms": "transaction_timeout_ms", "statistics.interval.ms": "statistics_interval_ms"}
+
+
+def _compression(compression):
+    """``compression`` as a CompressionType, else ValueError naming the argument."""
+    try:
+        return CompressionType(compression)
+    except ValueError:
+        raise ValueError("compression must be a CompressionType (%s), not %r"
+                         % (", ".join(c.name for c in CompressionType), compression)) from None
 
 
 def _check_bytes(name, value):
@@ -141,7 +160,19 @@ class Producer:
         if serializer is not None and not callable(serializer):
             raise TypeError("serializer must be callable (value, partition_key) -> (value, key)")
         self._serializer = serializer
-        self._compression = CompressionType(compression)
+        self._compression = _compression(compression)
+        for name, value, low, high in (("max_retries", max_retries, 0, INT32_MAX),
+                                       ("retry_backoff_ms", retry_backoff_ms, 0, INT32_MAX),
+                                       ("ack_timeout_ms", ack_timeout_ms, 1, INT32_MAX),
+                                       ("max_queued_messages", max_queued_messages, 1, INT32_MAX),
+                                       ("min_queued_messages", min_queued_messages, 1, INT32_MAX),
+                                       ("queue_empty_timeout_ms", queue_empty_timeout_ms, -1, INT32_MAX)):
+            check_int(name, value, low, high)
+        if required_acks not in (-1, 0, 1) or isinstance(required_acks, bool):
+            raise ValueError("required_acks must be -1 (all in-sync replicas), 0 (none) or 1 (the leader), "
+                             "not %r" % (required_acks,))
+        check_number("linger_ms", linger_ms, 0)
+        rdkafka_config = check_config("rdkafka_config", rdkafka_config)
         self._block_on_queue_full = block_on_queue_full
         self._max_request_size = check_int("max_request_size", max_request_size, 1)
         self._sync = sync
@@ -171,10 +202,11 @@ class Producer:
             self._config.update({"transactional.id": transactional_id,
                                  "transaction.timeout.ms": transaction_timeout_ms})
         self._stats_callback = cluster.statistics(self._config, statistics_interval_ms, stats_callback)
-        self._config.update(rdkafka_config or {})
+        self._config.update(rdkafka_config)
+        conf.check(self._config, _ARGUMENTS, rdkafka_config)
         self._transactional_id = self._config.get("transactional.id") or None  # also from rdkafka_config
         if (_idempotent(self._config) or self._transactional_id is not None) and required_acks == 1 and \
-                not {"acks", "request.required.acks"} & set(rdkafka_config or {}):
+                not {"acks", "request.required.acks"} & set(rdkafka_config):
             # Idempotence needs acks=all, and librdkafka refuses an explicit acks=1 with it:
             # pykafka's default required_acks=1 becomes -1 (the stronger guarantee).
             self._config["request.required.acks"] = -1
@@ -355,7 +387,7 @@ class Producer:
                                         "inside 'with producer.transaction():'" % self._transactional_id)
         self._check()
         if self._serializer is not None:
-            message, partition_key = self._serializer(message, partition_key)
+            message, partition_key = check_pair("serializer", self._serializer(message, partition_key))
         _check_bytes("message", message)
         _check_bytes("partition_key", partition_key)
         size = len(message or b"") + len(partition_key or b"")
@@ -364,6 +396,7 @@ class Producer:
         if timestamp is not None:
             timestamp = to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime) \
                 else _check_timestamp(timestamp)
+        check_headers(headers)
         if partition is None:
             partition = self._partitioner(self._refresh_partitions(), partition_key)
         partition_id = self._partition_id(partition)
@@ -388,7 +421,8 @@ class Producer:
     def _partition_id(self, partition):
         """The id of the partitioner's choice, which must be one of the topic's partitions."""
         pid = getattr(partition, "id", None)
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._topic.partitions:
+        if not isinstance(partition, Partition) or partition.topic.name != self._topic.name or \
+                isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._topic.partitions:
             raise ValueError("the partitioner returned %r, not a Partition of topic %s (a partitioner "
                              "takes (partitions, key) and returns one of the partitions)"
                              % (partition, self._topic_name))
@@ -455,7 +489,14 @@ class Producer:
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
         if not isinstance(messages, list):
-            messages = list(messages)
+            if isinstance(messages, (str, bytes)):
+                raise TypeError("produce_batch takes a list of values or (value, partition_key) pairs, not %r"
+                                % (messages,))
+            try:
+                messages = list(messages)
+            except TypeError:
+                raise TypeError("produce_batch takes a list of values or (value, partition_key) pairs, not %s"
+                                % type(messages).__name__) from None
         if not messages:
             return 0
         self._check()
@@ -610,7 +651,8 @@ class Producer:
         Raises ``queue.Empty`` when none is ready (after ``timeout`` seconds if blocking).
         """
         if not self._delivery_reports:
-            raise KafkaException("Delivery-reporting is disabled")
+            raise KafkaException("Delivery-reporting is disabled: make the producer with "
+                                 "get_producer(delivery_reports=True)")
         q = self._report_queue()
         if q.empty() and self._running and self._handle is not None:
             self._handle.dispatch_reports()
@@ -626,7 +668,7 @@ class Producer:
             raise ProducerStoppedException("the producer is stopped")
         handle = self._handle
         assert handle is not None  # start() made it
-        timeout_ms = -1 if timeout is None else int(timeout * 1000)
+        timeout_ms = -1 if timeout is None else _seconds_ms("flush", timeout)
         self._hand_off(timeout_ms)
         handle.flush(timeout_ms)
         self._raise_failures()
@@ -678,7 +720,7 @@ class Producer:
             raise
 
     def _timeout_ms(self, timeout):
-        return self._transaction_timeout_ms if timeout is None else int(timeout * 1000)
+        return self._transaction_timeout_ms if timeout is None else _seconds_ms("the transaction call", timeout)
 
     def init_transactions(self, timeout: Optional[float] = None) -> None:
         """Register the ``transactional_id`` with its coordinator
@@ -902,8 +944,18 @@ def _idempotent(config):
     return value is True or (isinstance(value, (str, bytes)) and value.lower() in ("true", b"true"))
 
 
+def _seconds_ms(method, timeout):
+    """``timeout`` (seconds, an int or a float) as the ms librdkafka takes, else TypeError
+    naming ``method``'s argument."""
+    check_number("%s(timeout)" % method, timeout, 0)
+    if timeout * 1000 > INT32_MAX:
+        raise ValueError("%s(timeout=%r): at most %d seconds, or None to wait for ever"
+                         % (method, timeout, INT32_MAX // 1000))
+    return int(timeout * 1000)
+
+
 def _check_timestamp(value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
         raise TypeError("timestamp must be ms since the epoch (int >= 0) or a datetime, not %r" % (value,))
     return value
 

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetType
+from pyrdk.common import OffsetType, check_config
 from pyrdk.consumer import Consumer, check_isolation_level, commit_metadata
 from pyrdk.exceptions import ConsumerStoppedException, KafkaException
 from pyrdk.partition import Partition
@@ -95,7 +95,8 @@ class SimpleConsumer(Consumer):
         # Without a consumer group librdkafka still needs a group.id to assign; pyrdk never
         # commits under this one.
         group_id = (consumer_group or ("pyrdk-simple-%s" % uuid.uuid4().hex).encode()).decode()
-        rdkafka_config = dict({"isolation.level": check_isolation_level(isolation_level)}, **(rdkafka_config or {}))
+        rdkafka_config = dict({"isolation.level": check_isolation_level(isolation_level)},
+                              **check_config("rdkafka_config", rdkafka_config))
         super().__init__(
             topic, cluster, consumer_group, fetch_message_max_bytes, auto_commit_enable,
             auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,
@@ -158,6 +159,8 @@ class SimpleConsumer(Consumer):
         everything = self._topic.partitions
         if partitions is None:
             return dict(everything)
+        if isinstance(partitions, (str, bytes, Partition)) or not hasattr(partitions, "__iter__"):
+            raise TypeError("partitions must be a list of Partition objects or ids, not %r" % (partitions,))
         chosen = {}
         for p in partitions:
             pid = p.id if isinstance(p, Partition) else p

@@ -78,7 +78,9 @@ class ProducerCore:
     @partitions.setter
     def partitions(self, pairs: Iterable[tuple[int, _Partition]]) -> None:
         self._partitions = list(pairs)
-        self._pid_of = {partition: pid for pid, partition in self._partitions}
+        # by identity, as the C core looks them up: only the topic's own Partition objects
+        # take the fast path (and a partitioner's unhashable answer is no TypeError here)
+        self._pid_of = {id(partition): pid for pid, partition in self._partitions}
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -103,10 +105,10 @@ class ProducerCore:
             pid, partition = self._partitions[self._next_step() % len(self._partitions)]
         else:
             partition = self._partitioner([p for _, p in self._partitions], key)
-            # Not one of the topic's Partitions: the general path says what it is.
-            if partition not in self._pid_of:
+            chosen = self._pid_of.get(id(partition))
+            if chosen is None:  # not one of the topic's Partitions: the general path says what it is
                 return self._general(value, key, timestamp, headers, partition)
-            pid = self._pid_of[partition]
+            pid = chosen
         with self._lock:
             queue = self._queues.setdefault(pid, [])
             if len(queue) < self._batch and not self.divert:

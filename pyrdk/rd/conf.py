@@ -15,11 +15,28 @@ def to_str(key, value):
     if isinstance(value, (int, float, str)):
         return str(value)
     if isinstance(value, bytes):
-        return value.decode()
+        try:
+            return value.decode()
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError("rdkafka_config[%r]: the value %r is not UTF-8 (%s)"
+                                     % (key, value, exc.reason)) from None
     if isinstance(value, (list, tuple)):
         return ",".join(to_str(key, v) for v in value)
     raise TypeError("rdkafka_config[%r] must be a str, bytes, int, float or bool, not %s"
                     % (key, type(value).__name__))
+
+
+def _c_string(key, what, text):
+    """``text`` (the property name or value of ``key``) as the bytes of a C string, or
+    ConfigurationError saying why it cannot be one."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError as exc:
+        raise ConfigurationError("rdkafka_config[%r]: the %s %r cannot be encoded as UTF-8 (%s)"
+                                 % (key, what, text, exc.reason)) from None
+    if b"\0" in data:
+        raise ConfigurationError("rdkafka_config[%r]: the %s %r holds a NUL character" % (key, what, text))
+    return data
 
 
 class Conf:
@@ -33,10 +50,12 @@ class Conf:
     def set(self, key, value):
         """``rd_kafka_conf_set``; ConfigurationError names the key, the value and the reason."""
         if not isinstance(key, str):
-            raise TypeError("configuration keys must be str, not %s: %r" % (type(key).__name__, key))
+            raise TypeError("rdkafka_config keys must be str (librdkafka property names), not %s: %r"
+                            % (type(key).__name__, key))
         text = to_str(key, value)
         buf = errors.errstr()
-        res = lib.rd_kafka_conf_set(self._ptr, key.encode(), text.encode(), buf, errors.ERRSTR_SIZE)
+        res = lib.rd_kafka_conf_set(self._ptr, _c_string(key, "property name", key), _c_string(key, "value", text),
+                                    buf, errors.ERRSTR_SIZE)
         if res != lib.RD_KAFKA_CONF_OK:
             raise ConfigurationError("librdkafka refused %s=%r: %s" % (key, text, string(buf).strip()))
 
@@ -61,3 +80,24 @@ class Conf:
 
     def __del__(self):
         self.destroy()
+
+
+def check(config, arguments, given=()):
+    """Set ``config`` on a scratch ``rd_kafka_conf_t``, so that a property librdkafka refuses
+    is raised before any handle is made (``oauth_cb`` is not a property: ``Handle`` takes
+    it). The error names the key; a property set from a constructor argument
+    (``arguments``: ``{property: argument name}``) is named as that argument, unless the
+    program gave the property itself (``given``, its ``rdkafka_config``)."""
+    conf = Conf()
+    try:
+        for key, value in config.items():
+            if key == "oauth_cb":
+                continue
+            try:
+                conf.set(key, value)
+            except (ConfigurationError, TypeError) as exc:
+                if key not in arguments or key in given:
+                    raise
+                raise type(exc)("%s=%r: %s" % (arguments[key], value, exc)) from None
+    finally:
+        conf.destroy()
