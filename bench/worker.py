@@ -306,7 +306,7 @@ def pyrdk_spark_read(brokers, topic, count, size, **_):
     Python workers' start not counted; the cold rate and the in-memory Arrow source's (the
     ceiling of Spark's Python data source path) in its note. Its CPU time is spread over the
     JVM and Spark's Python workers, other processes than this one: not measured."""
-    import spark_source
+    from bench import spark_source  # by its package name, which Spark's Python workers import too
     spark = spark_source.session()
     try:
         r = spark_source.measure(spark, brokers, topic, count, value_size=size)
@@ -322,7 +322,7 @@ def pyrdk_spark_write(brokers, topic, count, size, **_):
     """A Spark batch write of ``count`` values through the ``pyrdk`` sink, local[2]: the median
     of 3 warm writes after the first (cold) one; the cold rate and pyrdk's own ``produce_batch``
     of the same values in its note. CPU time: not measured (other processes)."""
-    import spark_source
+    from bench import spark_source  # by its package name, which Spark's Python workers import too
     spark = spark_source.session()
     try:
         r = spark_source.measure_writes(spark, brokers, count, size)
