@@ -1,10 +1,25 @@
 """Writes through the ``pyrdk`` sink (Spark's Kafka sink contract), read back with the source."""
 import pytest
 
+from pyrdk.common import OffsetType
+
 from tests.fix_kafka import make_topic, unique_name
 from tests.fix_spark import reader
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+def consume_all(topic, count):
+    """Every record of ``topic`` as ``(partition, key, value)``, read by a consumer until
+    ``count`` came or nothing more does (5 s): the source plans its reads with the log end
+    offsets, which Tansu reports short after batched writes (README: Known gaps)."""
+    with topic.get_simple_consumer(auto_offset_reset=OffsetType.EARLIEST, consumer_timeout_ms=5000) as consumer:
+        out = []
+        for msg in consumer:
+            out.append((msg.partition_id, msg.partition_key, msg.value))
+            if len(out) >= count:
+                break
+        return out
 
 
 def writer(df, hosts, **options):
@@ -86,16 +101,16 @@ def test_values_alone_go_in_batches_and_a_failed_one_fails_the_write(spark, kafk
     """A DataFrame of values alone, to one topic: each Arrow batch Spark hands the writer goes
     to Kafka in one produce_batch call."""
     name = unique_name("sink")
-    make_topic(client, name, 2)
+    topic = make_topic(client, name, 2)
     df = spark.createDataFrame([("v%d" % i,) for i in range(300)], "value string")
     writer(df.repartition(2), kafka_hosts, topic=name).save()
-    rows = read_back(spark, kafka_hosts, name)
-    assert sorted(r[3] for r in rows) == sorted(b"v%d" % i for i in range(300))
-    assert {r[0] for r in rows} == {0, 1} and {r[2] for r in rows} == {None}
+    rows = consume_all(topic, 300)
+    assert sorted(r[2] for r in rows) == sorted(b"v%d" % i for i in range(300))
+    assert {r[0] for r in rows} == {0, 1} and {r[1] for r in rows} == {None}
     too_big = spark.createDataFrame([(b"x" * 2000000,)], "value binary")
     with pytest.raises(Exception, match="(?i)too large|max_request_size|message.max.bytes"):
         writer(too_big, kafka_hosts, topic=name).save()
-    assert len(read_back(spark, kafka_hosts, name)) == 300
+    assert len(consume_all(topic, 301)) == 300
 
 
 def test_arrow_batches_of_values_take_the_batch_path_others_go_row_by_row(kafka_hosts, client):
@@ -104,7 +119,6 @@ def test_arrow_batches_of_values_take_the_batch_path_others_go_row_by_row(kafka_
     (murmur2 of the key); every row delivered once."""
     import pyarrow as pa
 
-    from pyrdk.common import OffsetType
     from pyrdk.spark.options import WriteOptions
     from pyrdk.spark.produce import _Sink
     name = unique_name("sink")
