@@ -141,7 +141,7 @@ def producer_core(handle: rd_handle.Handle, topic: str, partitions: list[tuple[i
     start = random.randrange(1 << 16)
     if _c is not None:
         return _c.ProducerCore(handle, *handle.addresses(topic), topic, partitions, partitioner, compression,
-                               max_size, batch, report_all, general, start)
+                               max_size, batch, report_all, general, start, handle.keep)
     return pure.ProducerCore(handle, topic, partitions, partitioner, compression, max_size, batch,
                              report_all, general, start)
 

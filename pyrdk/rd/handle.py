@@ -103,6 +103,9 @@ class Handle:
         self._main = None  # the main queue, once watch() asks for a producer's events
         self._woken = False
         self.before_destroy = []  # callables run just before rd_kafka_destroy (e.g. mock cluster)
+        # What librdkafka may still read in place (the C producer core's values): let go once
+        # rd_kafka_destroy has returned.
+        self.keep = []
         self._pid = os.getpid()
         self._created = next(_order)
         # The C side of the use count: per-message calls enter it instead of use().
@@ -210,6 +213,7 @@ class Handle:
                 topic.destroy()
             self._topics.clear()
             lib.rd_kafka_destroy_flags(ptr, flags)
+            self.keep.clear()
         finally:
             self._cbs.unregister()
             callbacks.repeats.flush(self.name)

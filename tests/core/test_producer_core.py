@@ -257,3 +257,26 @@ def test_messages_the_program_let_go_of_are_still_reported(mock_cluster, handles
     taken = the_core.take_all()
     assert sorted(m.value for m in taken) == [b"w%d" % i for i in range(5)] and len(the_core) == 0
     assert {(m.partition_id, m.partition, m.offset) for m in taken} == {(0, "p0", -1)}
+
+
+@pytest.mark.mock
+def test_values_librdkafka_may_still_read_live_until_the_handle_is_destroyed(mock_cluster, handles):
+    """The C core hands its queues over without RD_KAFKA_MSG_F_COPY: a value let go of before
+    its delivery report waits on the Handle's keep list until rd_kafka_destroy has returned.
+    The pure core has librdkafka copy, and keeps nothing."""
+    topic = "pcore-" + uuid.uuid4().hex[:10]
+    mock_cluster.create_topic(topic, 1, 1)
+    handle = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 60000})
+    the_core = core.producer_core(handle, topic, [(0, "p0")], None, CompressionType.NONE, 1000, 1, False,
+                                  lambda *args: "general")
+    values = [bytes(bytearray(b"value %d" % i)) for i in range(10)]  # not shared with anything else
+    for value in values:
+        the_core.produce(value)
+    assert the_core.queued == 0 and len(the_core) == 10  # lingering in librdkafka's queue
+    the_core.close()
+    assert sorted(m.value for m in the_core.take_all()) == sorted(values)
+    assert sorted(handle.keep) == (sorted(values) if core.implementation == "c" else [])
+    before = [sys.getrefcount(v) for v in values]
+    handle.close()
+    assert handle.keep == []
+    assert [sys.getrefcount(v) for v in values] == [n - (core.implementation == "c") for n in before]
