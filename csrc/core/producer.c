@@ -1124,7 +1124,7 @@ static PyGetSetDef producer_getset[] = {
 
 static PyType_Slot producer_slots[] = {
         {Py_tp_doc, "ProducerCore(owner, rk, rkt, guard, topic, partitions, partitioner, compression, max_size, batch, "
-                    "report_all, general, start)\n--\n\nThe producer's core (see pyrdk.core)."},
+                    "report_all, general, start, keep=None)\n--\n\nThe producer's core (see pyrdk.core); with a keep list, values are handed over uncopied."},
         {Py_tp_new, producer_new},
         {Py_tp_dealloc, producer_dealloc},
         {Py_tp_traverse, producer_traverse},
