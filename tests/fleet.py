@@ -65,25 +65,28 @@ class _Member:
     def publish(self, partitions=None, status=None, error=None):
         """Replace the state file; append to the history when the partitions changed."""
         with self.lock:
-            if status is not None:
-                self.status = status
-            changed = partitions is not None and sorted(partitions) != self.held
-            if changed:
-                self.held = sorted(partitions)
-            self.version += 1
-            now = time.time()
-            state = {"version": self.version, "time": now, "status": self.status,
-                     "partitions": self.held, "processed": self.processed, "pid": os.getpid(),
-                     "member_id": self._member_id()}
-            if error is not None:
-                state["error"] = error
-            tmp = self._path("state.tmp")
-            with open(tmp, "w") as f:
-                json.dump(state, f)
-            os.replace(tmp, self._path("state"))
-            if changed:
-                self.history.write(json.dumps({"time": now, "partitions": self.held}) + "\n")
-                self.history.flush()
+            self._publish(partitions, status, error)
+
+    def _publish(self, partitions=None, status=None, error=None):
+        if status is not None:
+            self.status = status
+        changed = partitions is not None and sorted(partitions) != self.held
+        if changed:
+            self.held = sorted(partitions)
+        self.version += 1
+        now = time.time()
+        state = {"version": self.version, "time": now, "status": self.status,
+                 "partitions": self.held, "processed": self.processed, "pid": os.getpid(),
+                 "member_id": self._member_id()}
+        if error is not None:
+            state["error"] = error
+        tmp = self._path("state.tmp")
+        with open(tmp, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, self._path("state"))
+        if changed:
+            self.history.write(json.dumps({"time": now, "partitions": self.held}) + "\n")
+            self.history.flush()
 
     def _member_id(self):
         """The group member id, where the consumer has one (``member_id``)."""
@@ -111,12 +114,15 @@ class _Member:
         while not self.stopping.wait(0.01):
             consumer = self.consumer
             if consumer is not None:
-                try:
-                    held = sorted(consumer.partitions)
-                except RuntimeError:  # changed while read by this thread: read again
-                    continue
-                if held != self.held:
-                    self.publish(held)
+                # Read and publish under the lock, so that a listener's publish (revoked, on
+                # librdkafka's thread) can never be overwritten by an older read.
+                with self.lock:
+                    try:
+                        held = sorted(consumer.partitions)
+                    except RuntimeError:  # changed while read by this thread: read again
+                        continue
+                    if held != self.held:
+                        self._publish(held)
 
     def run(self):
         from pyrdk import KafkaClient, SslConfig, membershipprotocol
