@@ -6,8 +6,11 @@ partitioner choose: murmur2 of the key as the Java client does, random without a
 ``headers`` (``array<struct<key: string, value: binary>>``). Other columns are ignored.
 
 Spark hands a task Arrow record batches (or Rows, on a PySpark without Arrow writers): a
-batch of values alone to one topic goes to ``produce_batch`` in one call, other rows are
-produced one by one from the batch's column lists (``to_pylist``).
+batch to one topic without headers goes to ``Producer.produce_arrow`` in one call, whose C
+core reads the ``value``, ``key`` and ``partition`` columns' Arrow buffers and hands every row
+to ``rd_kafka_produce_batch`` with no Python object per row; rows with a ``topic`` column
+naming several topics, or with headers, are produced one by one from the batch's column lists
+(``to_pylist``).
 
 Each task produces with idempotent producers per topic, then waits for every delivery;
 a failed delivery fails the task, and Spark runs it again: rows are written at least
@@ -78,16 +81,16 @@ class _Sink:
         self.partitioner = _RowPartitioner()
         self.count = 0
 
-    def producer(self, topic_name, spread=False):
+    def producer(self, topic_name, arrow=False):
         """The producer for ``topic_name``: by the ``partition`` column, else murmur2 of the
-        key; ``spread``: the default partitioner's, for ``produce_batch``."""
-        producer = self.producers.get((topic_name, spread))
+        key; ``arrow``: the one ``produce_arrow`` uses (murmur2 in C, rows with neither spread)."""
+        producer = self.producers.get((topic_name, arrow))
         if producer is None:
-            options = {} if spread else {"partitioner": self.partitioner}
-            producer = self.producers[topic_name, spread] = self.client.topics[topic_name].get_producer(
+            producer = self.producers[topic_name, arrow] = self.client.topics[topic_name].get_producer(
                 enable_idempotence=True, linger_ms=5,
                 pending_timeout_ms=-1,  # librdkafka's message.timeout.ms bounds each delivery
-                rdkafka_config=self.opts.rdkafka_config, **options)
+                rdkafka_config=self.opts.rdkafka_config,
+                partitioner=murmur2_partitioner if arrow else self.partitioner)
         return producer
 
     def row(self, value, key, topic_name, partition, headers):
@@ -101,18 +104,21 @@ class _Sink:
         self.count += 1
 
     def batch(self, batch):
-        """A ``pyarrow.RecordBatch`` of the DataFrame: its values in one ``produce_batch``
-        call when no row has a key, partition or headers and all go to one topic (no Python
-        object per row but each value's bytes); else row by row from the columns' lists."""
+        """A ``pyarrow.RecordBatch`` of the DataFrame. Rows to one topic without headers: their
+        ``value``, ``key`` and ``partition`` columns in one ``produce_arrow`` call, which reads
+        the Arrow buffers in C (no Python object per row); else row by row from the columns'
+        lists."""
+        import pyarrow as pa
         import pyarrow.compute as pc
         n = batch.num_rows
         columns = {name: _column(batch, name) for name in ("value", "key", "topic", "partition", "headers")}
         topic = columns["topic"]
         single = self.opts.topic or (topic is not None and not topic.null_count and pc.count_distinct(topic).as_py()
                                      == 1 and topic[0].as_py())
-        if n and single and columns["value"] is not None and not columns["value"].null_count and \
-                all(columns[name] is None for name in ("key", "partition", "headers")):
-            self.count += self.producer(single, spread=True).produce_batch(columns["value"].to_pylist())
+        if n and single and columns["value"] is not None and columns["headers"] is None:
+            names = [name for name in ("value", "key", "partition") if columns[name] is not None]
+            self.count += self.producer(single, arrow=True).produce_arrow(
+                pa.RecordBatch.from_arrays([columns[name] for name in names], names))
             return
         lists = [columns[name].to_pylist() if columns[name] is not None else [None] * n
                  for name in ("value", "key", "topic", "partition", "headers")]
@@ -134,15 +140,12 @@ class _Sink:
 
 
 def _column(batch, name):
-    """Column ``name`` of ``batch`` (strings as binary), or None: absent, or null in every row."""
-    import pyarrow as pa
+    """Column ``name`` of ``batch``, or None: absent, or null in every row."""
     if name not in batch.schema.names:
         return None
     column = batch.column(name)
     if column.null_count == len(column) and name != "value":
         return None
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        return column.cast(pa.large_binary()) if name in ("value", "key") else column
     return column
 
 
