@@ -15,12 +15,27 @@ naming several topics, or with headers, are produced one by one from the batch's
 Each task produces with idempotent producers per topic, then waits for every delivery;
 a failed delivery fails the task, and Spark runs it again: rows are written at least
 once, and a retried task may write some twice.
+
+As Spark's Kafka sink caches its producers in the executor, a Python worker keeps its client
+and producers (one set per ``kafka.*`` options) for the next task it runs: a new idempotent
+producer waits about half a second for its producer id (librdkafka asks again 500 ms after a
+first try without a connected broker), which was most of a task's time. A task that fails
+closes them; a set unused for ``IDLE_SECONDS`` is closed by the next task.
 """
+import atexit
+import os
+import time
+from typing import Any
+
 from pyrdk.client import KafkaClient
 from pyrdk.exceptions import ConfigurationError
 from pyrdk.partitioners import murmur2_partitioner
 
 STRING_OR_BINARY = ("string", "binary")
+IDLE_SECONDS = 60
+
+# (process id, bootstrap servers, rdkafka config) -> [(client, producers, partitioner, last used)]
+_cached: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
 
 
 def check_schema(schema, opts):
@@ -76,10 +91,13 @@ class _Sink:
 
     def __init__(self, opts):
         self.opts = opts
-        self.client = KafkaClient(hosts=opts.hosts, rdkafka_config=opts.rdkafka_config)
-        self.producers = {}
-        self.partitioner = _RowPartitioner()
+        self.key = (os.getpid(), opts.hosts, repr(sorted((opts.rdkafka_config or {}).items())))
+        kept = _take(self.key)
+        if kept is None:
+            kept = KafkaClient(hosts=opts.hosts, rdkafka_config=opts.rdkafka_config), {}, _RowPartitioner()
+        self.client, self.producers, self.partitioner = kept
         self.count = 0
+        self.finished = False
 
     def producer(self, topic_name, arrow=False):
         """The producer for ``topic_name``: by the ``partition`` column, else murmur2 of the
@@ -126,17 +144,48 @@ class _Sink:
             self.row(value, key, topic_name, partition, headers)
 
     def finish(self):
-        """Wait for every delivery: ``ProduceFailureError`` for any failed one."""
-        while self.producers:
-            self.producers.popitem()[1].stop()
+        """Wait for every delivery (``Producer.flush``): ``ProduceFailureError`` for any failed one."""
+        for producer in self.producers.values():
+            producer.flush()
+        self.finished = True
 
     def close(self):
-        for producer in self.producers.values():
-            try:
-                producer.stop()
-            except Exception:  # already failing; the first error is the one to report
-                pass
-        self.client.close()
+        """Keep the client and producers for the next task once finished, else close them."""
+        if self.finished:
+            _cached.setdefault(self.key, []).append((self.client, self.producers, self.partitioner, time.monotonic()))
+            return
+        _close(self.client, self.producers)
+
+
+def _take(key):
+    """A kept ``(client, producers, partitioner)`` for ``key``, or None; closes those idle
+    for ``IDLE_SECONDS``."""
+    now = time.monotonic()
+    for k in list(_cached):
+        kept = _cached[k]
+        while kept and now - kept[0][3] > IDLE_SECONDS:
+            _close(*kept.pop(0)[:2])
+        if not kept:
+            del _cached[k]
+    kept = _cached.get(key)
+    return kept.pop()[:3] if kept else None
+
+
+@atexit.register
+def close_kept():
+    """Close every kept client and its producers."""
+    while _cached:
+        for kept in _cached.popitem()[1]:
+            _close(*kept[:2])
+
+
+def _close(client, producers):
+    for producer in producers.values():
+        try:
+            producer.stop()
+        except Exception:  # already failing; the first error is the one to report
+            pass
+    client.close()
 
 
 def _column(batch, name):

@@ -122,7 +122,7 @@ def test_arrow_batches_to_one_topic_go_through_produce_arrow_others_row_by_row(k
 
     from pyrdk.rd.topic import murmur2_partition
     from pyrdk.spark.options import WriteOptions
-    from pyrdk.spark.produce import _Sink
+    from pyrdk.spark.produce import _Sink, close_kept
     name, other = unique_name("sink"), unique_name("sink-b")
     topic = make_topic(client, name, 2)
     make_topic(client, other, 1)
@@ -138,6 +138,14 @@ def test_arrow_batches_to_one_topic_go_through_produce_arrow_others_row_by_row(k
     finally:
         sink.close()
     assert sink.count == 62
+    # A finished task's client and producers serve the next task with the same options.
+    again = _Sink(WriteOptions({"kafka.bootstrap.servers": kafka_hosts}))
+    assert again.client is sink.client and again.producers is sink.producers
+    again.close()  # not finished: closed, not kept
+    fresh = _Sink(WriteOptions({"kafka.bootstrap.servers": kafka_hosts}))
+    assert fresh.client is not sink.client
+    fresh.close()
+    close_kept()
     with topic.get_simple_consumer(auto_offset_reset=OffsetType.EARLIEST) as consumer:
         batches = []
         while sum(b.num_rows for b in batches) < 61 and len(batches) < 100:
