@@ -246,3 +246,15 @@ def test_produce_arrow_refuses_what_it_cannot_send_and_names_it(client, topic_na
             producer.produce_arrow(pa.record_batch({"value": [b"a"]}))
     where, _ = landed(topic, 2)
     assert set(where) == {(None, b"a"), (None, b"c")}
+
+
+def test_produce_arrow_waits_for_room_in_a_full_queue_and_keeps_the_order(client, topic_name):
+    """A queue of 50 messages and 3,000 rows: the rows a full queue refused are offered again,
+    in their order, until every one is queued."""
+    topic = make_topic(client, topic_name, 2)
+    values = [b"v%d" % i for i in range(3000)]
+    with topic.get_producer(max_queued_messages=50, linger_ms=1) as producer:
+        assert producer.produce_arrow(pa.record_batch({"value": values, "partition": [i % 2 for i in range(3000)]})) \
+            == 3000
+    _, order = landed(topic, 3000)
+    assert [v for _, v in order[0]] == values[0::2] and [v for _, v in order[1]] == values[1::2]

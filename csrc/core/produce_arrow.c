@@ -160,8 +160,8 @@ static int known_partition(const int32_t *pids, Py_ssize_t n, int32_t pid) {
 
 /* rd_kafka_produce_batch() of msgs[0..n) (rows[0..n) their rows), each to its partition:
  * what a full queue refused is offered again, in order, serving librdkafka's events
- * between tries. 0, or an error code with *failed the row it refused (PYRDK_ERR_CLOSED:
- * the guard refused). */
+ * between tries. 0, or an error code with *failed the first row not queued (rows after it
+ * may be; PYRDK_ERR_CLOSED: the guard refused). */
 static int send_rows(producer_t *self, rd_kafka_message_t *msgs, Py_ssize_t *rows, int n, Py_ssize_t *failed,
                      Py_ssize_t *waited) {
         while (n > 0) {
@@ -179,16 +179,16 @@ static int send_rows(producer_t *self, rd_kafka_message_t *msgs, Py_ssize_t *row
                                 self->batch_sent++;
                                 continue;
                         }
-                        if (msgs[i].err != RD_KAFKA_RESP_ERR__QUEUE_FULL && !err) {
+                        if (msgs[i].err != RD_KAFKA_RESP_ERR__QUEUE_FULL && !err)
                                 err = (int)msgs[i].err;
-                                *failed = rows[i];
-                        }
                         msgs[left] = msgs[i];
                         msgs[left].err = 0;
                         rows[left++] = rows[i];
                 }
-                if (err)
+                if (err) { /* the first row not queued, refused or not: all before it are */
+                        *failed = rows[0];
                         return err;
+                }
                 if ((n = left) > 0) {
                         if (producer_serve(self, FULL_WAIT_MS)) {
                                 *failed = rows[0];
