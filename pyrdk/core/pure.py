@@ -255,7 +255,11 @@ class ProducerCore:
     # -- produce_arrow() -----------------------------------------------------------------------
 
     def produce_arrow(self, columns: tuple[Any, ...], start: int, block_ms: int) -> Optional[tuple[int, int]]:
+        if type(columns) is not tuple or len(columns) != 5:
+            raise TypeError("produce_arrow: columns must be (rows, hashed, value, key, partition)")
         rows, hashed, value, key, part = columns
+        _check_offset(rows)
+        _check_offset(start)
         if not self._partitions:
             return None  # nowhere to send them: the caller says so
         if not 0 <= start <= rows:
@@ -301,7 +305,10 @@ class _BinaryColumn:
     """An Arrow binary column from its buffers, ``(offset, validity, offsets, data, wide)``."""
 
     def __init__(self, column: tuple[Any, ...], rows: int, name: str) -> None:
+        if type(column) is not tuple or len(column) != 5:
+            raise TypeError("produce_arrow: the %s column must be (offset, validity, offsets, data, wide)" % name)
         offset, valid, offsets, data, wide = column
+        _check_offset(offset)
         self._offset, self._name = offset, name
         self._valid = _need(valid, (offset + rows + 7) // 8, name + " validity") if valid is not None else None
         width = 8 if wide else 4
@@ -324,7 +331,10 @@ class _IntColumn:
     """An Arrow int32 column from its buffers, ``(offset, validity, data)``."""
 
     def __init__(self, column: tuple[Any, ...], rows: int) -> None:
+        if type(column) is not tuple or len(column) != 3:
+            raise TypeError("produce_arrow: the partition column must be (offset, validity, data)")
         offset, valid, data = column
+        _check_offset(offset)
         self._offset = offset
         self._valid = _need(valid, (offset + rows + 7) // 8, "partition validity") if valid is not None else None
         self._data = _need(data, (offset + rows) * 4, "partition data").cast("i")
@@ -336,9 +346,18 @@ class _IntColumn:
         return int(self._data[i])
 
 
+def _check_offset(offset: Any) -> None:
+    if type(offset) is not int or offset < 0:
+        raise ValueError("produce_arrow: a column's offset must be an int >= 0")
+
+
 def _need(buffer: Any, size: int, what: str) -> memoryview:
     """The bytes of ``buffer``, at least ``size`` of them."""
-    view = memoryview(buffer).cast("B")
+    try:
+        view = memoryview(buffer).cast("B")
+    except TypeError:
+        raise TypeError("produce_arrow: the %s buffer must support the buffer protocol, not %s"
+                        % (what, type(buffer).__name__)) from None
     if len(view) < size:
         raise ValueError("produce_arrow: the %s buffer holds %d bytes, the rows need %d" % (what, len(view), size))
     return view
