@@ -15,12 +15,18 @@ In one Spark session (``local[2]``), for each value size:
 - writes: ``spark.range(n)`` as values of that size written with
   ``df.write.format("pyrdk")`` (cold, then the median of 3 warm), beside pyrdk's own
   ``produce_batch`` of the same values from this process (median of 3).
+- Spark's own task metrics of the last warm read and write, from the session's monitoring
+  REST API (``/api/v1/.../stages``, the UI on a free port): executor run time, the JVM's CPU
+  and GC time, task (de)serialization, summed over the query's tasks; the run time off the
+  JVM's CPU is mostly the wait for the Python workers.
 """
 import argparse
+import json
 import os
 import statistics
 import sys
 import time
+import urllib.request
 
 PARTITIONS = 4
 COUNTS = {100: 1000000, 1024: 300000, 10240: 50000}  # records per size at --scale 1
@@ -107,28 +113,79 @@ def _timed_read(df, count, size):
     return count / seconds
 
 
-def cold_and_warm(run):
-    """``run()`` once (cold), then WARM_RUNS times: (cold, median of the warm ones)."""
+def cold_and_warm(run, spark=None, metrics=None):
+    """``run()`` once (cold), then WARM_RUNS times: (cold, median of the warm ones). With
+    ``metrics`` (a dict), it gets the Spark task metrics of the last warm run."""
     cold = run()
-    return cold, statistics.median(run() for _ in range(WARM_RUNS))
+    warm = [run() for _ in range(WARM_RUNS - 1)]
+    before = _stages(spark) if metrics is not None else None
+    start = time.monotonic()
+    warm.append(run())
+    if metrics is not None:
+        metrics.update(_task_metrics(spark, before, time.monotonic() - start))
+    return cold, statistics.median(warm)
+
+
+# Spark's own task metrics, from the session's monitoring REST API (the UI's /api/v1):
+# summed over the stages a query ran, in seconds of task time (2 tasks at once on local[2]).
+STAGE_METRICS = (("executorRunTime", 1e-3), ("executorCpuTime", 1e-9), ("jvmGcTime", 1e-3),
+                 ("executorDeserializeTime", 1e-3), ("resultSerializationTime", 1e-3))
+
+
+def _rest(spark, path):
+    url = "%s/api/v1/applications/%s/%s" % (spark.sparkContext.uiWebUrl, spark.sparkContext.applicationId, path)
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.load(response)
+
+
+def _stages(spark):
+    """``{(stage id, attempt): stage}`` of the completed stages."""
+    return {(s["stageId"], s["attemptId"]): s for s in _rest(spark, "stages?status=complete")}
+
+
+def _task_metrics(spark, before, wall):
+    """The metrics of the stages completed since ``before`` (the listener bus tells the REST
+    API a moment after the job ends: wait until the count stays put)."""
+    new, seen = {}, -1
+    for _ in range(50):
+        new = {k: s for k, s in _stages(spark).items() if k not in before}
+        if new and len(new) == seen:
+            break
+        seen = len(new)
+        time.sleep(0.2)
+    out = {"wall": wall, "tasks": sum(s["numCompleteTasks"] for s in new.values())}
+    for name, unit in STAGE_METRICS:
+        out[name] = sum(s.get(name, 0) for s in new.values()) * unit
+    return out
+
+
+def metrics_line(what, size, m):
+    """A row of the metrics table; its last column, the tasks' run time off the JVM's CPU, is
+    mostly the wait for the Python workers (and, through them, the broker)."""
+    return "| %s | %d B | %.2f | %d | %s | %.2f |" % (
+        what, size, m["wall"], m["tasks"], " | ".join("%.2f" % m[name] for name, _ in STAGE_METRICS),
+        m["executorRunTime"] - m["executorCpuTime"])
 
 
 def measure(spark, bootstrap_servers, topic, count, value_size=100):
     """Rows/s of batch reads of ``topic`` (``count`` records of ``value_size`` bytes) through
-    pyrdk and through MemorySource: ``{"cold", "warm", "memory_cold", "memory_warm"}``."""
+    pyrdk and through MemorySource: ``{"cold", "warm", "memory_cold", "memory_warm"}``, and
+    ``metrics``: Spark's task metrics of the last warm pyrdk read."""
     spark.sparkContext.parallelize(range(2), 2).map(lambda x: x).count()  # start the Python workers
     df = (spark.read.format("pyrdk").option("kafka.bootstrap.servers", bootstrap_servers)
           .option("subscribe", topic).load())
-    cold, warm = cold_and_warm(lambda: _timed_read(df, count, value_size))
+    metrics = {}
+    cold, warm = cold_and_warm(lambda: _timed_read(df, count, value_size), spark, metrics)
     memory = (spark.read.format("pyrdk_bench_memory").option("rows", count).option("size", value_size).load())
     memory_cold, memory_warm = cold_and_warm(lambda: _timed_read(memory, count, value_size))
     return {"rows": count, "bytes": count * value_size, "cold": cold, "warm": warm, "memory_cold": memory_cold,
-            "memory_warm": memory_warm}
+            "memory_warm": memory_warm, "metrics": metrics}
 
 
 def measure_writes(spark, hosts, count, size):
     """Rows/s of batch writes of ``count`` values of ``size`` bytes through the pyrdk sink
-    (cold, median of the warm) and of pyrdk's ``produce_batch`` of the same values."""
+    (cold, median of the warm) and of pyrdk's ``produce_batch`` of the same values; ``metrics``:
+    Spark's task metrics of the last warm write."""
     import pyrdk
     from pyspark.sql import functions as F
     topic = "bench-spark-write-%d-%d" % (size, time.time())
@@ -143,7 +200,8 @@ def measure_writes(spark, hosts, count, size):
                 .option("topic", topic).save()
             return count / (time.monotonic() - start)
 
-        cold, warm = cold_and_warm(write)
+        metrics = {}
+        cold, warm = cold_and_warm(write, spark, metrics)
         values = [b"x" * size] * count
 
         def produce_batch():
@@ -155,7 +213,7 @@ def measure_writes(spark, hosts, count, size):
                 return count / (time.monotonic() - start)
 
         batch = statistics.median(produce_batch() for _ in range(WARM_RUNS))
-    return {"cold": cold, "warm": warm, "produce_batch": batch}
+    return {"cold": cold, "warm": warm, "produce_batch": batch, "metrics": metrics}
 
 
 def session(master="local[2]"):
@@ -165,7 +223,8 @@ def session(master="local[2]"):
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
     spark = (SparkSession.builder.master(master).appName("pyrdk-bench")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.ui.port", "0")  # the REST API of the task metrics, on a free port
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     import pyrdk.spark
@@ -176,7 +235,7 @@ def session(master="local[2]"):
 
 def run(hosts, sizes, scale, master, writes=True):
     spark = session(master)
-    lines = []
+    lines, metric_lines = [], []
     try:
         for size in sizes:
             count = max(ARROW_ROWS, int(COUNTS.get(size, 100000) * scale))
@@ -189,12 +248,14 @@ def run(hosts, sizes, scale, master, writes=True):
                 size, count, _n(r["cold"]), _n(r["warm"]), _n(r["memory_cold"]), _n(r["memory_warm"]),
                 r["warm"] / r["memory_warm"]))
             print(lines[-1], flush=True)
+            metric_lines.append(metrics_line("read", size, r["metrics"]))
             if writes:
                 w = measure_writes(spark, hosts, count, size)
                 lines.append("| write | %d B | %d | %s | %s | produce_batch | %s | %.2f |" % (
                     size, count, _n(w["cold"]), _n(w["warm"]), _n(w["produce_batch"]),
                     w["warm"] / w["produce_batch"]))
                 print(lines[-1], flush=True)
+                metric_lines.append(metrics_line("write", size, w["metrics"]))
     finally:
         spark.stop()
     print("\nrows/s on %s, in one Spark session; warm: the median of %d queries after the first (cold)\n"
@@ -202,7 +263,12 @@ def run(hosts, sizes, scale, master, writes=True):
     print("| path | size | rows | pyrdk cold | pyrdk warm | ceiling cold | ceiling warm | warm ÷ ceiling |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(lines))
-    return lines
+    print("\nSpark's task metrics of the last warm query (its REST API; seconds, summed over the query's "
+          "tasks)\n")
+    print("| query | size | wall | tasks | %s | run - JVM CPU |" % " | ".join(name for name, _ in STAGE_METRICS))
+    print("|---|---:|---:|---:|%s" % ("---:|" * (len(STAGE_METRICS) + 1)))
+    print("\n".join(metric_lines))
+    return lines + metric_lines
 
 
 def _n(x):

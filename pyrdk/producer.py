@@ -36,14 +36,15 @@ from pyrdk import common
 from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_config, check_headers, check_int,
                           check_number, check_pair)
 from pyrdk.core import Message, ProducerCore, producer_core
-from pyrdk.exceptions import (CallState, KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
+from pyrdk.core import arrow
+from pyrdk.exceptions import (CallState, ConfigurationError, KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
                               ProduceFailureError, ProducerQueueFullError, ProducerStoppedException,
                               TransactionStateError)
 from pyrdk.partition import Partition, to_timestamp_ms
-from pyrdk.partitioners import random_partitioner
+from pyrdk.partitioners import Murmur2Partitioner, murmur2_partitioner, random_partitioner
 from pyrdk.rd import conf, transaction
 from pyrdk.rd.callbacks import Callbacks
-from pyrdk.rd.errors import PURGE_INFLIGHT, PURGE_QUEUE, QUEUE_FULL
+from pyrdk.rd.errors import PURGE_INFLIGHT, PURGE_QUEUE, QUEUE_FULL, UNKNOWN_PARTITION
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
 
@@ -531,6 +532,101 @@ class Producer:
                     raise
             return total
 
+    def produce_arrow(self, batch: Any) -> int:
+        """Send the rows of a ``pyarrow.RecordBatch`` (or ``Table``); returns how many were queued.
+
+        :param batch: columns ``value`` (binary or string, null: no value), and optionally
+            ``key`` (binary or string) and ``partition`` (an int, null: the partitioner's
+            choice); no other column
+        :returns: the number of rows queued: all of them, else an exception is raised
+
+        The C core reads the columns' Arrow buffers and hands the rows to librdkafka in
+        ``rd_kafka_produce_batch`` calls (``RD_KAFKA_MSG_F_PARTITION``, each row its
+        partition) with no Python object per row; their delivery reports are counted and a
+        failed one surfaces as ``produce_batch()``'s do. A row without a partition goes
+        where the partitioner puts it: the default spreads the rows in runs as
+        ``produce_batch()`` does, ``Murmur2Partitioner`` hashes the key in C (rows without a
+        key are spread). With another partitioner, ``sync``, ``delivery_reports`` or
+        ``block_on_queue_full=False``, each row goes through the general path instead. An
+        error is raised with ``produced`` as in :meth:`produce_batch`; a ``partition`` the
+        topic lacks is a ``ValueError``.
+        """
+        if not self._running:
+            raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
+        if self._serializer is not None:
+            raise ConfigurationError("produce_arrow sends the columns' bytes and this producer has a serializer: "
+                                     "use produce(), or a producer without one")
+        total = 0
+        for part in arrow.record_batches(batch):
+            columns = arrow.write_columns(part)
+            total += self._produce_columns(part, columns)
+        return total
+
+    def _produce_columns(self, batch, columns):
+        rows = columns[0]
+        if not rows:
+            return 0
+        self._check()
+        core, handle = self._core, self._handle
+        assert core is not None and handle is not None  # start() made them
+        if self._general_only or self._partitioner not in (random_partitioner, murmur2_partitioner) and \
+                not isinstance(self._partitioner, Murmur2Partitioner):
+            return self._produce_rows(batch)
+        columns = (rows, self._partitioner is not random_partitioner) + columns[1:]
+        self._hand_off()  # the queued ones first
+        start = 0
+        while True:
+            result = core.produce_arrow(columns, start, POLL_MS)
+            if result is None:
+                raise ValueError("topic %s has no partitions to send the rows to" % self._topic_name)
+            start, err = result
+            if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
+                handle.dispatch_reports()
+                if self._outage.since is not None:
+                    self._outage.check(handle)
+                continue
+            if err:
+                self._raise_row_error(batch, start, err)
+            return rows
+
+    def _raise_row_error(self, batch, row, err):
+        value = batch.column("value")[row].as_py()
+        key = batch.column("key")[row].as_py() if "key" in batch.schema.names else None
+        if err == UNKNOWN_PARTITION:
+            exc = ValueError("column 'partition' holds %s, but the topic has partitions %s (row %d, "
+                                        "topic %s)" % (batch.column("partition")[row].as_py(),
+                                                       sorted(self._topic.partitions), row, self._topic_name))
+        else:
+            try:
+                self._handle.raise_produce_error(err, self._topic_name, -1)
+            except MessageSizeTooLarge:
+                exc = self._too_large(value if isinstance(value, bytes) or value is None else value.encode(),
+                                      key if isinstance(key, bytes) or key is None else key.encode())
+            except KafkaException as caught:
+                exc = caught
+        exc.produced = row
+        raise exc
+
+    def _produce_rows(self, batch):
+        """produce_arrow() row by row through the general path."""
+        names = batch.schema.names
+        n = batch.num_rows
+        values = [_encoded(v) for v in batch.column("value").to_pylist()]
+        keys = [_encoded(k) for k in batch.column("key").to_pylist()] if "key" in names else [None] * n
+        parts = batch.column("partition").to_pylist() if "partition" in names else [None] * n
+        for row, (value, key, pid) in enumerate(zip(values, keys, parts)):
+            partition = None
+            if pid is not None:
+                partition = self._topic.partitions.get(pid)
+                if partition is None:
+                    self._raise_row_error(batch, row, UNKNOWN_PARTITION)
+            try:
+                self._produce_general(value, key, None, None, partition)
+            except Exception as exc:
+                exc.produced = row
+                raise
+        return n
+
     def _produce_each(self, messages):
         for count, item in enumerate(messages):
             try:
@@ -908,6 +1004,11 @@ class _Delivery:
         self.error = None
         self.lock = threading.Lock()
         self.detached = False  # the waiter gave up (pending_timeout_ms)
+
+
+def _encoded(data):
+    """A string column's value as UTF-8 bytes."""
+    return data.encode("utf-8") if isinstance(data, str) else data
 
 
 def _produce_failure(failed):

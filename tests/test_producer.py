@@ -848,6 +848,23 @@ def test_produce_batch_failure_is_raised_with_the_value(mock_cluster, mock_topic
 
 
 @pytest.mark.mock
+def test_produce_arrow_failure_is_raised_with_the_row(mock_cluster, mock_topic):
+    """A row of produce_arrow() the broker refuses: ProduceFailureError at flush(), with a
+    Message of its value, key and partition, as produce_batch()'s."""
+    import pyarrow as pa
+    with mock_topic.get_producer(max_retries=0, linger_ms=0) as producer:
+        warm(producer)
+        mock_cluster.push_request_errors(ApiKey.Produce, MESSAGE_TOO_LARGE)
+        assert producer.produce_arrow(pa.record_batch({"value": [b"bad"], "key": [b"key"],
+                                                       "partition": pa.array([1], pa.int32())})) == 1
+        with pytest.raises(ProduceFailureError) as info:
+            producer.flush()
+        [(msg, exc)] = info.value.failed
+        assert (msg.value, msg.partition_key, msg.partition_id) == (b"bad", b"key", 1)
+        assert isinstance(exc, MessageSizeTooLarge)
+
+
+@pytest.mark.mock
 def test_produce_batch_with_a_full_queue(mock_cluster, mock_topic):
     with mock_topic.get_producer(max_queued_messages=5, block_on_queue_full=False, linger_ms=0) as producer:
         warm(producer)

@@ -36,6 +36,15 @@ The producer's core (:func:`producer_core`), one per started ``Producer``:
   first refusal (err: a librdkafka code; ``block`` waits for room in a full queue instead).
   None, having sent nothing, when an item is not such a value or pair (the general path then
   says which). ``batch_sent`` counts the messages it sent.
+- ``produce_arrow(columns, start, block) -> (next, err)`` or None: the rows of Arrow columns
+  (``(rows, hashed, value, key, partition)``, each column its buffers as
+  :func:`pyrdk.core.arrow.write_columns` gives them) from row ``start``, without Messages
+  (``msg_id`` 0, counted as ``produce_batch``'s), each to its partition: the column's, else
+  murmur2 of the key when ``hashed``, else one run per partition from the round robin's next
+  step. Returns the row it stopped at and why (0: all went; ``__QUEUE_FULL`` once ``block``
+  ms passed: call again from ``next``; ``MSG_SIZE_TOO_LARGE``; ``__UNKNOWN_PARTITION``); every
+  row before ``next`` is queued. None when there are no partitions. The C core reads the
+  buffers in place; the reference reads them row by row.
 - ``take_all() -> [message]``: every Message still kept, no longer kept (``stop()`` reports
   them); ``close()``; ``len(core)``: the Messages kept; ``queued``: those in the queues;
   ``partitions``: ``[(id, Partition)]`` by id, settable when the topic grows.

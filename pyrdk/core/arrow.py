@@ -102,3 +102,56 @@ def from_messages(messages, headers=False):
 def record_batch(made):
     """The RecordBatch of what ``add_columns`` made (the C core's buffers, or Messages)."""
     return from_messages(made) if isinstance(made, list) else from_columns(made)
+
+
+# -- writing: Producer.produce_arrow ---------------------------------------------------------
+
+WRITE_COLUMNS = ("value", "key", "partition")
+
+
+def record_batches(data):
+    """The ``pyarrow.RecordBatch``es of ``data`` (a RecordBatch or a Table)."""
+    pa = pyarrow()
+    if isinstance(data, pa.RecordBatch):
+        return [data]
+    if isinstance(data, pa.Table):
+        return data.to_batches()
+    raise TypeError("produce_arrow takes a pyarrow.RecordBatch or Table, not %s" % type(data).__name__)
+
+
+def write_columns(batch):
+    """``(rows, value, key, partition)``: what the core's ``produce_arrow`` reads of
+    ``batch``, each column its buffers (key and partition None when absent or of the null
+    type): ``(offset, validity, offsets, data, wide)`` for value and key, ``(offset,
+    validity, data)`` of int32 for partition."""
+    pa = pyarrow()
+    names = batch.schema.names
+    extra = [name for name in names if name not in WRITE_COLUMNS]
+    if extra or "value" not in names:
+        raise ValueError("produce_arrow takes the columns value (required), key and partition; the batch has %s"
+                         % ", ".join(names))
+    key = batch.column("key") if "key" in names else None
+    part = batch.column("partition") if "partition" in names else None
+    key = None if key is None or pa.types.is_null(key.type) else _binary(key, "key")
+    if part is not None and not pa.types.is_null(part.type):
+        if not pa.types.is_integer(part.type):
+            raise TypeError("column 'partition' must hold integers, not %s" % part.type)
+        if part.type != pa.int32():
+            part = part.cast(pa.int32())  # ArrowInvalid (a ValueError) when one does not fit
+        valid, data = part.buffers()
+        part = (part.offset, valid if part.null_count else None, data)
+    else:
+        part = None
+    return batch.num_rows, _binary(batch.column("value"), "value"), key, part
+
+
+def _binary(column, name):
+    pa = pyarrow()
+    t = column.type
+    if not (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)
+            or pa.types.is_large_string(t)):
+        raise TypeError("column '%s' must be binary or string, not %s" % (name, t))
+    valid, offsets, data = column.buffers()
+    wide = pa.types.is_large_binary(t) or pa.types.is_large_string(t)
+    return (column.offset, valid if column.null_count else None,
+            offsets if offsets is not None else bytes(8 if wide else 4), data if data is not None else b"", wide)

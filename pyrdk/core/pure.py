@@ -18,6 +18,7 @@ from pyrdk.common import Message
 from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors
 from pyrdk.rd.message import messages_of
+from pyrdk.rd.topic import murmur2_partition
 
 if TYPE_CHECKING:
     from pyrdk.common import CompressionType
@@ -60,6 +61,7 @@ class ProducerCore:
         self._report_all = report_all
         self._general = general
         self._counter = start  # the round robin's next step
+        self._arrow_first = 0  # produce_arrow's step for the batch it is in
         self.divert = False
         self._closed = False
         self._kept: dict[int, Message] = {}  # id -> Message, until its delivery report
@@ -250,6 +252,115 @@ class ProducerCore:
             return 0, exc.code if exc.code is not None else -1
         return 1, 0
 
+    # -- produce_arrow() -----------------------------------------------------------------------
+
+    def produce_arrow(self, columns: tuple[Any, ...], start: int, block_ms: int) -> Optional[tuple[int, int]]:
+        if type(columns) is not tuple or len(columns) != 5:
+            raise TypeError("produce_arrow: columns must be (rows, hashed, value, key, partition)")
+        rows, hashed, value, key, part = columns
+        _check_offset(rows)
+        _check_offset(start)
+        if not self._partitions:
+            return None  # nowhere to send them: the caller says so
+        if not 0 <= start <= rows:
+            raise ValueError("produce_arrow: start %d is past the %d rows" % (start, rows))
+        values = _BinaryColumn(value, rows, "value")
+        keys = _BinaryColumn(key, rows, "key") if key is not None else None
+        parts = _IntColumn(part, rows) if part is not None else None
+        with self._lock:
+            pids = [pid for pid, _ in self._partitions]
+            if start == 0:
+                self._arrow_first = self._next_step()
+            run = -(-rows // len(pids))  # each partition's share, consecutive, as in produce_batch
+            waited = 0
+            for row in range(start, rows):
+                v = values.cell(row)
+                k = keys.cell(row) if keys is not None else None
+                if _size(v) + _size(k) > self._max_size:
+                    return row, errors.MSG_SIZE_TOO_LARGE
+                pid = parts.cell(row) if parts is not None else None
+                if pid is None:
+                    if hashed and k is not None:
+                        pid = pids[murmur2_partition(k, len(pids))]
+                    else:
+                        pid = pids[(self._arrow_first + row // run) % len(pids)]
+                elif pid not in pids:
+                    return row, errors.UNKNOWN_PARTITION
+                while True:
+                    done, err = self._produce_alone(pid, v, k)
+                    if err != errors.QUEUE_FULL:
+                        break
+                    self._handle.flush(FULL_WAIT_MS)  # sends at once, whatever linger.ms says
+                    waited += FULL_WAIT_MS
+                if err:
+                    return row, err
+                self.batch_sent += 1
+                if (row + 1) % POLL_EVERY == 0:
+                    self._handle.poll(0, dispatch=False)  # serve delivery reports as we go
+                if waited > block_ms and row + 1 < rows:
+                    return row + 1, errors.QUEUE_FULL  # the caller serves and calls again
+            return rows, 0
+
+class _BinaryColumn:
+    """An Arrow binary column from its buffers, ``(offset, validity, offsets, data, wide)``."""
+
+    def __init__(self, column: tuple[Any, ...], rows: int, name: str) -> None:
+        if type(column) is not tuple or len(column) != 5:
+            raise TypeError("produce_arrow: the %s column must be (offset, validity, offsets, data, wide)" % name)
+        offset, valid, offsets, data, wide = column
+        _check_offset(offset)
+        self._offset, self._name = offset, name
+        self._valid = _need(valid, (offset + rows + 7) // 8, name + " validity") if valid is not None else None
+        width = 8 if wide else 4
+        self._offsets = _need(offsets, (offset + rows + 1) * width, name + " offsets").cast("q" if wide else "i")
+        self._data = _need(data, 0, name + " data")
+
+    def cell(self, row: int) -> Optional[bytes]:
+        """Row ``row``'s bytes, or None where it is null."""
+        i = self._offset + row
+        if self._valid is not None and not self._valid[i >> 3] >> (i & 7) & 1:
+            return None
+        start, end = self._offsets[i], self._offsets[i + 1]
+        if start < 0 or end < start or end > len(self._data):
+            raise ValueError("produce_arrow: row %d of the %s column has offsets %d..%d outside its %d bytes of data"
+                             % (row, self._name, start, end, len(self._data)))
+        return bytes(self._data[start:end])
+
+
+class _IntColumn:
+    """An Arrow int32 column from its buffers, ``(offset, validity, data)``."""
+
+    def __init__(self, column: tuple[Any, ...], rows: int) -> None:
+        if type(column) is not tuple or len(column) != 3:
+            raise TypeError("produce_arrow: the partition column must be (offset, validity, data)")
+        offset, valid, data = column
+        _check_offset(offset)
+        self._offset = offset
+        self._valid = _need(valid, (offset + rows + 7) // 8, "partition validity") if valid is not None else None
+        self._data = _need(data, (offset + rows) * 4, "partition data").cast("i")
+
+    def cell(self, row: int) -> Optional[int]:
+        i = self._offset + row
+        if self._valid is not None and not self._valid[i >> 3] >> (i & 7) & 1:
+            return None
+        return int(self._data[i])
+
+
+def _check_offset(offset: Any) -> None:
+    if type(offset) is not int or offset < 0:
+        raise ValueError("produce_arrow: a column's offset must be an int >= 0")
+
+
+def _need(buffer: Any, size: int, what: str) -> memoryview:
+    """The bytes of ``buffer``, at least ``size`` of them."""
+    try:
+        view = memoryview(buffer).cast("B")
+    except TypeError:
+        raise TypeError("produce_arrow: the %s buffer must support the buffer protocol, not %s"
+                        % (what, type(buffer).__name__)) from None
+    if len(view) < size:
+        raise ValueError("produce_arrow: the %s buffer holds %d bytes, the rows need %d" % (what, len(view), size))
+    return view
 
 class ConsumerCore:
     """The consumer's core (see :mod:`pyrdk.core`)."""

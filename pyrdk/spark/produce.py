@@ -6,18 +6,36 @@ partitioner choose: murmur2 of the key as the Java client does, random without a
 ``headers`` (``array<struct<key: string, value: binary>>``). Other columns are ignored.
 
 Spark hands a task Arrow record batches (or Rows, on a PySpark without Arrow writers): a
-batch of values alone to one topic goes to ``produce_batch`` in one call, other rows are
-produced one by one from the batch's column lists (``to_pylist``).
+batch to one topic without headers goes to ``Producer.produce_arrow`` in one call, whose C
+core reads the ``value``, ``key`` and ``partition`` columns' Arrow buffers and hands every row
+to ``rd_kafka_produce_batch`` with no Python object per row; rows with a ``topic`` column
+naming several topics, or with headers, are produced one by one from the batch's column lists
+(``to_pylist``).
 
 Each task produces with idempotent producers per topic, then waits for every delivery;
 a failed delivery fails the task, and Spark runs it again: rows are written at least
 once, and a retried task may write some twice.
+
+As Spark's Kafka sink caches its producers in the executor, a Python worker keeps its client
+and producers (one set per ``kafka.*`` options) for the next task it runs: a new idempotent
+producer waits about half a second for its producer id (librdkafka asks again 500 ms after a
+first try without a connected broker), which was most of a task's time. A task that fails
+closes them; a set unused for ``IDLE_SECONDS`` is closed by the next task.
 """
+import atexit
+import os
+import time
+from typing import Any
+
 from pyrdk.client import KafkaClient
 from pyrdk.exceptions import ConfigurationError
 from pyrdk.partitioners import murmur2_partitioner
 
 STRING_OR_BINARY = ("string", "binary")
+IDLE_SECONDS = 60
+
+# (process id, bootstrap servers, rdkafka config) -> [(client, producers, partitioner, last used)]
+_cached: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
 
 
 def check_schema(schema, opts):
@@ -73,21 +91,24 @@ class _Sink:
 
     def __init__(self, opts):
         self.opts = opts
-        self.client = KafkaClient(hosts=opts.hosts, rdkafka_config=opts.rdkafka_config)
-        self.producers = {}
-        self.partitioner = _RowPartitioner()
+        self.key = (os.getpid(), opts.hosts, repr(sorted((opts.rdkafka_config or {}).items())))
+        kept = _take(self.key)
+        if kept is None:
+            kept = KafkaClient(hosts=opts.hosts, rdkafka_config=opts.rdkafka_config), {}, _RowPartitioner()
+        self.client, self.producers, self.partitioner = kept
         self.count = 0
+        self.finished = False
 
-    def producer(self, topic_name, spread=False):
+    def producer(self, topic_name, arrow=False):
         """The producer for ``topic_name``: by the ``partition`` column, else murmur2 of the
-        key; ``spread``: the default partitioner's, for ``produce_batch``."""
-        producer = self.producers.get((topic_name, spread))
+        key; ``arrow``: the one ``produce_arrow`` uses (murmur2 in C, rows with neither spread)."""
+        producer = self.producers.get((topic_name, arrow))
         if producer is None:
-            options = {} if spread else {"partitioner": self.partitioner}
-            producer = self.producers[topic_name, spread] = self.client.topics[topic_name].get_producer(
+            producer = self.producers[topic_name, arrow] = self.client.topics[topic_name].get_producer(
                 enable_idempotence=True, linger_ms=5,
                 pending_timeout_ms=-1,  # librdkafka's message.timeout.ms bounds each delivery
-                rdkafka_config=self.opts.rdkafka_config, **options)
+                rdkafka_config=self.opts.rdkafka_config,
+                partitioner=murmur2_partitioner if arrow else self.partitioner)
         return producer
 
     def row(self, value, key, topic_name, partition, headers):
@@ -101,18 +122,21 @@ class _Sink:
         self.count += 1
 
     def batch(self, batch):
-        """A ``pyarrow.RecordBatch`` of the DataFrame: its values in one ``produce_batch``
-        call when no row has a key, partition or headers and all go to one topic (no Python
-        object per row but each value's bytes); else row by row from the columns' lists."""
+        """A ``pyarrow.RecordBatch`` of the DataFrame. Rows to one topic without headers: their
+        ``value``, ``key`` and ``partition`` columns in one ``produce_arrow`` call, which reads
+        the Arrow buffers in C (no Python object per row); else row by row from the columns'
+        lists."""
+        import pyarrow as pa
         import pyarrow.compute as pc
         n = batch.num_rows
         columns = {name: _column(batch, name) for name in ("value", "key", "topic", "partition", "headers")}
         topic = columns["topic"]
         single = self.opts.topic or (topic is not None and not topic.null_count and pc.count_distinct(topic).as_py()
                                      == 1 and topic[0].as_py())
-        if n and single and columns["value"] is not None and not columns["value"].null_count and \
-                all(columns[name] is None for name in ("key", "partition", "headers")):
-            self.count += self.producer(single, spread=True).produce_batch(columns["value"].to_pylist())
+        if n and single and columns["value"] is not None and columns["headers"] is None:
+            names = [name for name in ("value", "key", "partition") if columns[name] is not None]
+            self.count += self.producer(single, arrow=True).produce_arrow(
+                pa.RecordBatch.from_arrays([columns[name] for name in names], names))
             return
         lists = [columns[name].to_pylist() if columns[name] is not None else [None] * n
                  for name in ("value", "key", "topic", "partition", "headers")]
@@ -120,29 +144,57 @@ class _Sink:
             self.row(value, key, topic_name, partition, headers)
 
     def finish(self):
-        """Wait for every delivery: ``ProduceFailureError`` for any failed one."""
-        while self.producers:
-            self.producers.popitem()[1].stop()
+        """Wait for every delivery (``Producer.flush``): ``ProduceFailureError`` for any failed one."""
+        for producer in self.producers.values():
+            producer.flush()
+        self.finished = True
 
     def close(self):
-        for producer in self.producers.values():
-            try:
-                producer.stop()
-            except Exception:  # already failing; the first error is the one to report
-                pass
-        self.client.close()
+        """Keep the client and producers for the next task once finished, else close them."""
+        if self.finished:
+            _cached.setdefault(self.key, []).append((self.client, self.producers, self.partitioner, time.monotonic()))
+            return
+        _close(self.client, self.producers)
+
+
+def _take(key):
+    """A kept ``(client, producers, partitioner)`` for ``key``, or None; closes those idle
+    for ``IDLE_SECONDS``."""
+    now = time.monotonic()
+    for k in list(_cached):
+        kept = _cached[k]
+        while kept and now - kept[0][3] > IDLE_SECONDS:
+            _close(*kept.pop(0)[:2])
+        if not kept:
+            del _cached[k]
+    kept = _cached.get(key)
+    return kept.pop()[:3] if kept else None
+
+
+@atexit.register
+def close_kept():
+    """Close every kept client and its producers."""
+    while _cached:
+        for kept in _cached.popitem()[1]:
+            _close(*kept[:2])
+
+
+def _close(client, producers):
+    for producer in producers.values():
+        try:
+            producer.stop()
+        except Exception:  # already failing; the first error is the one to report
+            pass
+    client.close()
 
 
 def _column(batch, name):
-    """Column ``name`` of ``batch`` (strings as binary), or None: absent, or null in every row."""
-    import pyarrow as pa
+    """Column ``name`` of ``batch``, or None: absent, or null in every row."""
     if name not in batch.schema.names:
         return None
     column = batch.column(name)
     if column.null_count == len(column) and name != "value":
         return None
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        return column.cast(pa.large_binary()) if name in ("value", "key") else column
     return column
 
 

@@ -280,3 +280,44 @@ def test_values_librdkafka_may_still_read_live_until_the_handle_is_destroyed(moc
     handle.close()
     assert handle.keep == []
     assert [sys.getrefcount(v) for v in values] == [n - (core.implementation == "c") for n in before]
+
+
+@pytest.mark.mock
+def test_produce_arrow_reads_the_buffers_and_names_what_is_wrong_with_them(rig):
+    import pyarrow as pa
+
+    from pyrdk.core.arrow import write_columns
+    r = rig(max_size=1000)
+    rows, value, key, part = write_columns(pa.record_batch({
+        "value": [b"a", None, b"", b"x" * 950, b"b"], "key": [b"k", None, None, None, b"k2"],
+        "partition": pa.array([1, None, 0, None, None], pa.int32())}))
+    assert r.core.produce_arrow((rows, True, value, key, part), 0, 0) == (5, 0)
+    assert r.core.batch_sent == 5 and len(r.core) == 0
+    big = write_columns(pa.record_batch({"value": [b"a", b"x" * 1001, b"never"]}))
+    assert r.core.produce_arrow((3, False) + big[1:], 0, 0) == (1, errors.MSG_SIZE_TOO_LARGE)
+    wrong = write_columns(pa.record_batch({"value": [b"a", b"b"], "partition": pa.array([0, 5], pa.int32())}))
+    assert r.core.produce_arrow((2, False) + wrong[1:], 0, 0) == (1, errors.UNKNOWN_PARTITION)
+    assert r.core.produce_arrow((2, False) + wrong[1:], 2, 0) == (2, 0)
+    assert r.core.batch_sent == 7
+    with pytest.raises(ValueError, match="the value validity buffer holds 1 bytes, the rows need 13"):
+        r.core.produce_arrow((100, False, value, None, None), 0, 0)
+    plain = write_columns(pa.record_batch({"value": [b"a"]}))[1]
+    with pytest.raises(ValueError, match="the value offsets buffer holds 8 bytes, the rows need 404"):
+        r.core.produce_arrow((100, False, plain, None, None), 0, 0)
+    offsets = pa.array([0, 99], pa.int32()).buffers()[1]
+    with pytest.raises(ValueError, match="row 0 of the value column has offsets 0..99 outside its 2 bytes"):
+        r.core.produce_arrow((1, False, (0, None, offsets, b"ab", False), None, None), 0, 0)
+    with pytest.raises(TypeError, match="the value offsets buffer must support the buffer protocol, not int"):
+        r.core.produce_arrow((1, False, (0, None, 5, b"", False), None, None), 0, 0)
+    with pytest.raises(TypeError, match="the key column must be \\(offset, validity, offsets, data, wide\\)"):
+        r.core.produce_arrow((1, False, value, "x", None), 0, 0)
+    with pytest.raises(ValueError, match="offset must be an int >= 0"):
+        r.core.produce_arrow((1, False, (-1,) + value[1:], None, None), 0, 0)
+    with pytest.raises(ValueError, match="start 6 is past the 5 rows"):
+        r.core.produce_arrow((rows, True, value, key, part), 6, 0)
+    assert r.core.batch_sent == 7
+    r.core.partitions = []
+    assert r.core.produce_arrow((rows, True, value, key, part), 0, 0) is None
+    r.core.partitions = [(0, "p0"), (1, "p1")]
+    r.flush()
+    assert r.handle.batch_outstanding(r.core.batch_sent) == 0

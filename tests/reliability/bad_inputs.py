@@ -45,6 +45,11 @@ def returns(value):
     return lambda *args: value
 
 
+def _arrow(**columns):
+    import pyarrow
+    return pyarrow.record_batch(columns)
+
+
 class World:
     """What the rows act on: a client of the broker, a topic of 4 partitions holding a few
     messages, and the producers and consumers each row makes (stopped after it)."""
@@ -296,6 +301,11 @@ TABLE = [
     ("produce_batch([(b'v', b'k', b'x')])", TE, "produce_batch",
      lambda w: w.producer().produce_batch([(b"v", b"k", b"x")])),
     ("produce_batch(['text'])", TE, "bytes", lambda w: w.producer().produce_batch(["text"])),
+    ("produce_arrow([b'v'])", TE, "RecordBatch or Table", lambda w: w.producer().produce_arrow([b"v"])),
+    ("produce_arrow() of a batch with an int key column", TE, "column 'key' must be binary or string",
+     lambda w: w.producer().produce_arrow(_arrow(value=[b"v"], key=[1]))),
+    ("produce_arrow() with a partitioner returning 2", VE, "partitioner",
+     lambda w: w.producer(partitioner=returns(2)).produce_arrow(_arrow(value=[b"a"]))),
     ("flush(timeout='1')", TE, "timeout", lambda w: w.producer().flush(timeout="1")),
     ("flush(timeout=-1)", (TE, VE), "timeout", lambda w: w.producer().flush(timeout=-1)),
     ("flush(timeout=1e30)", (TE, VE), "timeout", lambda w: w.producer().flush(timeout=1e30)),
@@ -306,6 +316,8 @@ TABLE = [
     ("use after stop: produce()", ProducerStoppedException, "stopped", lambda w: w.stopped_producer().produce(b"v")),
     ("use after stop: produce_batch()", ProducerStoppedException, "stopped",
      lambda w: w.stopped_producer().produce_batch([b"v"])),
+    ("use after stop: produce_arrow()", ProducerStoppedException, "stopped",
+     lambda w: w.stopped_producer().produce_arrow(_arrow(value=[b"v"]))),
     ("use after stop: flush()", ProducerStoppedException, "stopped", lambda w: w.stopped_producer().flush(1)),
     # -- SimpleConsumer: constructor -------------------------------------------------------------
     ("get_simple_consumer(consumer_group=5)", TE, "consumer_group", lambda w: w.consumer(consumer_group=5)),

@@ -113,33 +113,48 @@ def test_values_alone_go_in_batches_and_a_failed_one_fails_the_write(spark, kafk
     assert len(consume_all(topic, 301)) == 300
 
 
-def test_arrow_batches_of_values_take_the_batch_path_others_go_row_by_row(kafka_hosts, client):
-    """The writer's two paths, without Spark: values alone to one topic through
-    ``produce_batch`` (the default partitioner's producer), keyed rows through ``produce``
-    (murmur2 of the key); every row delivered once."""
+def test_arrow_batches_to_one_topic_go_through_produce_arrow_others_row_by_row(kafka_hosts, client):
+    """The writer's two paths, without Spark: rows to one topic without headers through
+    ``produce_arrow`` (the C core reads the Arrow buffers; murmur2 of the key, else the
+    partition column), rows for several topics or with headers through ``produce`` (the
+    row partitioner's producer); every row delivered once, where its key or partition says."""
     import pyarrow as pa
 
+    from pyrdk.rd.topic import murmur2_partition
     from pyrdk.spark.options import WriteOptions
-    from pyrdk.spark.produce import _Sink
-    name = unique_name("sink")
+    from pyrdk.spark.produce import _Sink, close_kept
+    name, other = unique_name("sink"), unique_name("sink-b")
     topic = make_topic(client, name, 2)
+    make_topic(client, other, 1)
     sink = _Sink(WriteOptions({"kafka.bootstrap.servers": kafka_hosts}))
     try:
         sink.batch(pa.record_batch({"topic": [name] * 50, "value": [b"v%d" % i for i in range(50)]}))
-        assert list(sink.producers) == [(name, True)]
         sink.batch(pa.record_batch({"topic": [name] * 10, "value": ["w%d" % i for i in range(10)],
-                                    "key": [b"same"] * 10}))
-        assert list(sink.producers) == [(name, True), (name, False)]
+                                    "key": [b"same"] * 5 + [None] * 5, "partition": [None] * 5 + [1] * 5}))
+        assert list(sink.producers) == [(name, True)]
+        sink.batch(pa.record_batch({"topic": [name, other], "value": [b"x", b"y"], "key": [b"kx", None]}))
+        assert list(sink.producers) == [(name, True), (name, False), (other, False)]
         sink.finish()
     finally:
         sink.close()
-    assert sink.count == 60
+    assert sink.count == 62
+    # A finished task's client and producers serve the next task with the same options.
+    again = _Sink(WriteOptions({"kafka.bootstrap.servers": kafka_hosts}))
+    assert again.client is sink.client and again.producers is sink.producers
+    again.close()  # not finished: closed, not kept
+    fresh = _Sink(WriteOptions({"kafka.bootstrap.servers": kafka_hosts}))
+    assert fresh.client is not sink.client
+    fresh.close()
+    close_kept()
     with topic.get_simple_consumer(auto_offset_reset=OffsetType.EARLIEST) as consumer:
         batches = []
-        while sum(b.num_rows for b in batches) < 60 and len(batches) < 100:
+        while sum(b.num_rows for b in batches) < 61 and len(batches) < 100:
             batches.append(consumer.consume_arrow(100, 200))
     table = pa.Table.from_batches(batches)
     assert sorted(table.column("value").to_pylist()) == sorted([b"v%d" % i for i in range(50)] +
-                                                               [b"w%d" % i for i in range(10)])
-    keyed = table.filter(pa.compute.equal(table.column("key"), b"same"))
-    assert keyed.num_rows == 10 and len(set(keyed.column("partition").to_pylist())) == 1
+                                                               [b"w%d" % i for i in range(10)] + [b"x"])
+    where = {v: (k, p) for k, v, p in zip(*(table.column(c).to_pylist() for c in ("key", "value", "partition")))}
+    assert [where[b"w%d" % i] for i in range(10)] == \
+        [(b"same", murmur2_partition(b"same", 2))] * 5 + [(None, 1)] * 5
+    assert where[b"x"] == (b"kx", murmur2_partition(b"kx", 2))
+    assert consume_all(client.topics[other], 1) == [(0, None, b"y")]
