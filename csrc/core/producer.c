@@ -230,34 +230,50 @@ static void set_message(rd_kafka_message_t *m, PyObject *value, PyObject *key, u
         m->_private = (void *)(uintptr_t)id;
 }
 
-/* rd_kafka_produce_batch() of msgs[0..n) to partition pid, under the guard; the number
- * queued before the first refusal, whose error goes to *err (0: none;
- * PYRDK_ERR_CLOSED: the guard refused). */
-static int produce_batch_c(producer_t *self, int32_t pid, rd_kafka_message_t *msgs, int n, int flags, int *err) {
-        int done = 0;
-
-        if (!usable(self) || !pyrdk_guard_enter(self->guard)) {
-                *err = PYRDK_ERR_CLOSED;
-                return 0;
-        }
+/* rd_kafka_produce_batch() of msgs[0..n) to partition pid, under the guard: 0, or
+ * PYRDK_ERR_CLOSED (the guard refused; nothing queued). librdkafka goes on after a refusal,
+ * so any message may be queued or refused (its err), whatever came before it. */
+static int produce_batch_c(producer_t *self, int32_t pid, rd_kafka_message_t *msgs, int n, int flags) {
+        if (!usable(self) || !pyrdk_guard_enter(self->guard))
+                return PYRDK_ERR_CLOSED;
         rd_kafka_produce_batch(self->rkt, pid, flags, msgs, n);
         pyrdk_guard_leave(self->guard);
-        while (done < n && !msgs[done].err)
-                done++;
-        *err = done < n ? (int)msgs[done].err : 0;
-        return done;
+        return 0;
 }
 
-/* Hand partition pid's queue to librdkafka, BATCH_AT_ONCE at a time. What a full queue
- * (or a closed handle) refuses stays; another refusal fails the message, for refused().
- * 0, or -1 with an exception. */
+/* A refusal other than a full queue: the message is failed, for refused(). 0, or -1 with
+ * an exception. */
+static int refuse(producer_t *self, uint64_t id, int err) {
+        PyObject *msg = kept_take(self, id, 1, 1), *pair;
+
+        if (!msg && PyErr_Occurred())
+                return -1;
+        self->divert = 1; /* the producer raises it from the general path */
+        if (!msg || !self->refused) { /* the GC cleared the core: nowhere to tell */
+                Py_XDECREF(msg);
+                return 0;
+        }
+        pair = Py_BuildValue("(Ni)", msg, err);
+        if (!pair || PyList_Append(self->refused, pair) < 0) {
+                Py_XDECREF(pair);
+                return -1;
+        }
+        Py_DECREF(pair);
+        return 0;
+}
+
+/* Hand partition pid's queue to librdkafka, BATCH_AT_ONCE at a time. Every message it took
+ * leaves the queue, also one after a refused one (never handed twice: librdkafka may be
+ * reading it in place); what a full queue (or a closed handle) refuses stays, in order;
+ * another refusal fails the message, for refused(). 0, or -1 with an exception. */
 static int hand_off_queue(producer_t *self, int32_t pid) {
         rd_kafka_message_t msgs[BATCH_AT_ONCE];
+        unsigned char stays[BATCH_AT_ONCE];
 
         for (;;) {
                 queue_t *q = &self->queues[pid];
-                int n = q->len < BATCH_AT_ONCE ? (int)q->len : BATCH_AT_ONCE, done, err;
-                PyObject *msg, *pair;
+                int n = q->len < BATCH_AT_ONCE ? (int)q->len : BATCH_AT_ONCE, full = 0, failed = 0;
+                size_t w, gone;
 
                 if (n == 0)
                         return 0;
@@ -266,33 +282,84 @@ static int hand_off_queue(producer_t *self, int32_t pid) {
 
                         set_message(&msgs[i], item->value, item->key, item->id);
                 }
-                done = produce_batch_c(self, pid, msgs, n, self->keep ? 0 : RD_KAFKA_MSG_F_COPY, &err);
-                for (int i = 0; i < done; i++)
-                        slot_of(self, q->items[q->head + i].id)->handed = 1;
-                queue_drop(self, q, (size_t)done);
-                if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                        return 0;
-                if (err == PYRDK_ERR_CLOSED) { /* stop() reports what is left */
-                        self->divert = 1;
+                if (produce_batch_c(self, pid, msgs, n, self->keep ? 0 : RD_KAFKA_MSG_F_COPY)) {
+                        self->divert = 1; /* stop() reports what is left */
                         return 0;
                 }
-                if (!err)
-                        continue;
-                msg = kept_take(self, q->items[q->head].id, 1, 1);
-                queue_drop(self, q, 1);
-                if (!msg && PyErr_Occurred())
-                        return -1;
-                self->divert = 1; /* the producer raises it from the general path */
-                if (!msg || !self->refused) { /* the GC cleared the core: nowhere to tell */
-                        Py_XDECREF(msg);
-                        continue;
+                for (int i = 0; i < n; i++) {
+                        int err = (int)msgs[i].err;
+                        uint64_t id = q->items[q->head + i].id;
+
+                        stays[i] = 0;
+                        if (!err)
+                                slot_of(self, id)->handed = 1;
+                        else if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL || failed)
+                                stays[i] = 1, full = 1; /* after an exception: tried again later */
+                        else if (refuse(self, id, err) < 0)
+                                failed = 1;
                 }
-                pair = Py_BuildValue("(Ni)", msg, err);
-                if (!pair || PyList_Append(self->refused, pair) < 0) {
-                        Py_XDECREF(pair);
-                        return -1;
+                /* The messages that stay move up against the rest of the queue, in order. */
+                w = q->head + (size_t)n;
+                for (int i = n - 1; i >= 0; i--) {
+                        queued_t *item = &q->items[q->head + (size_t)i];
+
+                        if (stays[i])
+                                q->items[--w] = *item;
+                        else {
+                                Py_DECREF(item->value);
+                                Py_DECREF(item->key);
+                        }
                 }
-                Py_DECREF(pair);
+                gone = w - q->head;
+                q->len -= gone;
+                q->head = q->len ? w : 0;
+                self->queued -= gone;
+                if (failed)
+                        return -1;
+                if (full)
+                        return 0;
+        }
+}
+
+/* rd_kafka_produce_batch() of msgs[0..n) to partition pid, offering again, in order, what
+ * a full queue refused, serving librdkafka's events between tries (FULL_WAIT_MS each, added
+ * to *waited) while *waited < block_ms, and for as long as it takes once a message after a
+ * refused one was queued (there is no other way to report that hole: librdkafka's
+ * message.timeout.ms bounds the wait). The number of messages, from the first, all queued:
+ * n, or fewer with *err the refusal of the next (PYRDK_ERR_CLOSED: the guard refused). */
+static int serve(producer_t *self, int flush_ms);
+
+static int produce_run(producer_t *self, int32_t pid, rd_kafka_message_t *msgs, int n, Py_ssize_t block_ms,
+                       Py_ssize_t *waited, int *err) {
+        int at[BATCH_AT_ONCE], left = n, hole = 0;
+
+        for (int i = 0; i < n; i++)
+                at[i] = i;
+        for (;;) {
+                int k = 0, other = 0;
+
+                if ((*err = produce_batch_c(self, pid, msgs, left, RD_KAFKA_MSG_F_COPY)))
+                        return at[0];
+                for (int i = 0; i < left; i++) {
+                        if (!msgs[i].err) {
+                                self->batch_sent++;
+                                hole |= k > 0;
+                                continue;
+                        }
+                        if (msgs[i].err != RD_KAFKA_RESP_ERR__QUEUE_FULL && !other)
+                                other = (int)msgs[i].err;
+                        msgs[k] = msgs[i];
+                        msgs[k].err = 0;
+                        at[k++] = at[i];
+                }
+                if ((left = k) == 0)
+                        return n;
+                *err = other ? other : RD_KAFKA_RESP_ERR__QUEUE_FULL;
+                if (other || (!hole && *waited >= block_ms))
+                        return at[0];
+                if ((*err = serve(self, FULL_WAIT_MS)))
+                        return at[0];
+                *waited += FULL_WAIT_MS;
         }
 }
 
@@ -904,9 +971,10 @@ static PyObject *producer_produce_batch(producer_t *self, PyObject *const *args,
                         err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
                         break;
                 }
-                if ((size_t)size + SIZE_MARGIN > self->max_size)
+                if ((size_t)size + SIZE_MARGIN > self->max_size) {
                         done = produce_alone(self, pid, value, key, &err);
-                else {
+                        self->batch_sent += (unsigned long long)done;
+                } else {
                         Py_ssize_t cnt = 0;
 
                         for (; sent + cnt < end; cnt++) {
@@ -915,12 +983,11 @@ static PyObject *producer_produce_batch(producer_t *self, PyObject *const *args,
                                         break;
                                 set_message(&msgs[cnt], value, key, 0);
                         }
-                        done = produce_batch_c(self, pid, msgs, (int)cnt, RD_KAFKA_MSG_F_COPY, &err);
+                        done = produce_run(self, pid, msgs, (int)cnt, block_ms, &waited, &err);
                 }
                 if ((sent + done) / POLL_EVERY != sent / POLL_EVERY && serve(self, 0))
                         err = PYRDK_ERR_CLOSED; /* serve delivery reports as we go */
                 sent += done;
-                self->batch_sent += (unsigned long long)done;
                 if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && waited < block_ms) {
                         if ((err = serve(self, FULL_WAIT_MS))) /* sends at once, whatever linger.ms says */
                                 break;

@@ -143,18 +143,23 @@ class ProducerCore:
             return self.queued
 
     def _hand_off(self, pid: int) -> None:
-        """Hand partition ``pid``'s queue to librdkafka, BATCH_AT_ONCE at a time. What a full
-        queue refuses stays; another refusal fails the message (reported by deliver())."""
+        """Hand partition ``pid``'s queue to librdkafka, BATCH_AT_ONCE at a time. Every
+        message it took leaves the queue, also one after a refused one (never handed twice);
+        what a full queue refuses stays, in order; another refusal fails the message
+        (reported by refused())."""
         queue = self._queues[pid]
         while queue:
-            queued, err = self._handle.produce_batch(self._topic, pid, queue[:BATCH_AT_ONCE])
-            del queue[:queued]
-            if err == errors.QUEUE_FULL:
+            errs = self._handle.produce_batch(self._topic, pid, queue[:BATCH_AT_ONCE])
+            stays = []
+            for item, err in zip(queue, errs):
+                if err == errors.QUEUE_FULL:
+                    stays.append(item)
+                elif err:
+                    self._refused.append((self._kept.pop(item[2]), err))
+                    self.divert = True  # the producer raises it from the general path
+            queue[:len(errs)] = stays
+            if stays:
                 return
-            if err:
-                msg_id = queue.pop(0)[2]
-                self._refused.append((self._kept.pop(msg_id), err))
-                self.divert = True  # the producer raises it from the general path
 
     def close(self) -> None:
         with self._lock:
@@ -230,12 +235,10 @@ class ProducerCore:
                 else:
                     end = next((i for i in range(sent, end)
                                 if _size(items[i][0]) + _size(items[i][1]) + SIZE_MARGIN > self._max_size), end)
-                    done, err = self._handle.produce_batch(self._topic, pid,
-                                                           [(v, k, 0) for v, k in items[sent:end]])
+                    done, err, waited = self._produce_run(pid, items[sent:end], block_ms, waited)
                 if (sent + done) // POLL_EVERY != sent // POLL_EVERY:
                     self._handle.poll(0, dispatch=False)  # serve delivery reports as we go
                 sent += done
-                self.batch_sent += done
                 if err == errors.QUEUE_FULL and waited < block_ms:
                     self._handle.flush(FULL_WAIT_MS)  # sends at once, whatever linger.ms says
                     waited += FULL_WAIT_MS
@@ -245,11 +248,39 @@ class ProducerCore:
                     break
             return sent, err
 
+    def _produce_run(self, pid: int, items: list[tuple[Optional[bytes], Optional[bytes]]], block_ms: int,
+                     waited: int) -> tuple[int, int, int]:
+        """``items`` to partition ``pid``, offering again, in order, what a full queue refused
+        while ``waited < block_ms``, and for as long as it takes once a message after a refused
+        one was queued (that hole cannot be reported; message.timeout.ms bounds the wait).
+        ``(done, err, waited)``: how many, from the first, are all queued, and the refusal of
+        the next."""
+        left = list(range(len(items)))
+        hole = False
+        while True:
+            errs = self._handle.produce_batch(self._topic, pid, [(items[i][0], items[i][1], 0) for i in left])
+            refused: list[tuple[int, int]] = []
+            for i, err in zip(left, errs):
+                if not err:
+                    self.batch_sent += 1
+                    hole = hole or bool(refused)
+                else:
+                    refused.append((i, err))
+            if not refused:
+                return len(items), 0, waited
+            other = next((err for _, err in refused if err != errors.QUEUE_FULL), 0)
+            if other or (not hole and waited >= block_ms):
+                return refused[0][0], other or errors.QUEUE_FULL, waited
+            self._handle.flush(FULL_WAIT_MS)  # sends at once, whatever linger.ms says
+            waited += FULL_WAIT_MS
+            left = [i for i, _ in refused]
+
     def _produce_alone(self, pid: int, value: Optional[bytes], key: Optional[bytes]) -> tuple[int, int]:
         try:
             self._handle.produce(self._topic, pid, value, key, 0, None, 0)
         except KafkaException as exc:  # Handle.produce() raises with librdkafka's code; else UNKNOWN (-1)
             return 0, exc.code if exc.code is not None else -1
+        self.batch_sent += 1
         return 1, 0
 
     # -- produce_arrow() -----------------------------------------------------------------------
@@ -294,12 +325,12 @@ class ProducerCore:
                     waited += FULL_WAIT_MS
                 if err:
                     return row, err
-                self.batch_sent += 1
                 if (row + 1) % POLL_EVERY == 0:
                     self._handle.poll(0, dispatch=False)  # serve delivery reports as we go
                 if waited > block_ms and row + 1 < rows:
                     return row + 1, errors.QUEUE_FULL  # the caller serves and calls again
             return rows, 0
+
 
 class _BinaryColumn:
     """An Arrow binary column from its buffers, ``(offset, validity, offsets, data, wide)``."""

@@ -348,8 +348,9 @@ class Handle:
 
     def produce_batch(self, topic, partition, messages):
         """``rd_kafka_produce_batch`` of ``(value, key, msg_id)`` triples to one partition
-        (copied; ``msg_id`` 0: none, the report is only counted). Returns ``(queued, err)``:
-        how many were queued, in order, and the error that refused the next one (0: none)."""
+        (copied; ``msg_id`` 0: none, the report is only counted). Returns each message's
+        error (0: queued). librdkafka goes on after a refusal: a message after a refused one
+        may be queued."""
         rkt = self.topic(topic)._ptr
         n = len(messages)
         array = ffi.new("rd_kafka_message_t[]", n)
@@ -364,10 +365,7 @@ class Handle:
             m._private = ffi.cast("void *", msg_id)
         with self.use():
             lib.rd_kafka_produce_batch(rkt, partition, lib.RD_KAFKA_MSG_F_COPY, array, n)
-        for queued in range(n):
-            if array[queued].err:
-                return queued, array[queued].err
-        return n, 0
+        return [m.err for m in array]
 
     def raise_produce_error(self, err, topic, partition):
         """Raise what librdkafka's refusal ``err`` of a message for ``topic`` means."""

@@ -321,3 +321,26 @@ def test_produce_arrow_reads_the_buffers_and_names_what_is_wrong_with_them(rig):
     r.core.partitions = [(0, "p0"), (1, "p1")]
     r.flush()
     assert r.handle.batch_outstanding(r.core.batch_sent) == 0
+
+
+@pytest.mark.mock
+def test_a_message_librdkafka_takes_after_a_refused_one_is_never_handed_over_twice(mock_cluster, handles):
+    """rd_kafka_produce_batch goes on after a refusal other than a full queue: with
+    librdkafka's message.max.bytes under the core's max size, the second of four messages is
+    refused while the two after it are taken. Those leave the core's queue and the refused
+    one is told by refused(): the partition ends up with the other three, each once."""
+    topic = "pcore-" + uuid.uuid4().hex[:10]
+    mock_cluster.create_topic(topic, 1, 1)
+    reports = []
+    handle = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 60000,
+                                  "message.max.bytes": 1000},
+                     on_deliveries=lambda *columns: reports.extend(the_core.deliver(*columns)))
+    the_core = core.producer_core(handle, topic, [(0, "p0")], None, CompressionType.NONE, 100000, 4, True,
+                                  lambda *args: "general")
+    values = [b"a" * 500, b"b" * 5000, b"c", b"d"]
+    msgs = [the_core.produce(value) for value in values]
+    assert the_core.queued == 0 and the_core.divert
+    assert the_core.refused() == [(msgs[1], errors.MSG_SIZE_TOO_LARGE)]
+    assert handle.flush(util.WAIT_S * 1000) and the_core.hand_off() == 0 and len(the_core) == 0
+    assert sorted((m.offset, m.value) for m, err in reports if not err) == [(0, b"a" * 500), (1, b"c"), (2, b"d")]
+    assert handle.query_watermark_offsets(topic, 0) == (0, 3)
