@@ -321,17 +321,17 @@ static int hand_off_queue(producer_t *self, int32_t pid) {
         }
 }
 
-/* rd_kafka_produce_batch() of msgs[0..n) to partition pid, offering again, in order, what
- * a full queue refused, serving librdkafka's events between tries (FULL_WAIT_MS each, added
- * to *waited) while *waited < block_ms, and for as long as it takes once a message after a
- * refused one was queued (there is no other way to report that hole: librdkafka's
- * message.timeout.ms bounds the wait). The number of messages, from the first, all queued:
- * n, or fewer with *err the refusal of the next (PYRDK_ERR_CLOSED: the guard refused). */
+/* rd_kafka_produce_batch() of msgs[0..n) to partition pid, offering again what a full queue
+ * refused (it refuses every message after the first it refuses) while *waited < block_ms,
+ * serving librdkafka's events between tries (FULL_WAIT_MS each, added to *waited). The
+ * number of messages, from the first, all queued: n, or fewer with *err the refusal of the
+ * next (PYRDK_ERR_CLOSED: the guard refused). Another refusal stops at once; a message
+ * librdkafka took after it is queued though not counted in what is returned. */
 static int serve(producer_t *self, int flush_ms);
 
 static int produce_run(producer_t *self, int32_t pid, rd_kafka_message_t *msgs, int n, Py_ssize_t block_ms,
                        Py_ssize_t *waited, int *err) {
-        int at[BATCH_AT_ONCE], left = n, hole = 0;
+        int at[BATCH_AT_ONCE], left = n;
 
         for (int i = 0; i < n; i++)
                 at[i] = i;
@@ -343,7 +343,6 @@ static int produce_run(producer_t *self, int32_t pid, rd_kafka_message_t *msgs, 
                 for (int i = 0; i < left; i++) {
                         if (!msgs[i].err) {
                                 self->batch_sent++;
-                                hole |= k > 0;
                                 continue;
                         }
                         if (msgs[i].err != RD_KAFKA_RESP_ERR__QUEUE_FULL && !other)
@@ -355,7 +354,7 @@ static int produce_run(producer_t *self, int32_t pid, rd_kafka_message_t *msgs, 
                 if ((left = k) == 0)
                         return n;
                 *err = other ? other : RD_KAFKA_RESP_ERR__QUEUE_FULL;
-                if (other || (!hole && *waited >= block_ms))
+                if (other || *waited >= block_ms)
                         return at[0];
                 if ((*err = serve(self, FULL_WAIT_MS)))
                         return at[0];

@@ -250,26 +250,24 @@ class ProducerCore:
 
     def _produce_run(self, pid: int, items: list[tuple[Optional[bytes], Optional[bytes]]], block_ms: int,
                      waited: int) -> tuple[int, int, int]:
-        """``items`` to partition ``pid``, offering again, in order, what a full queue refused
-        while ``waited < block_ms``, and for as long as it takes once a message after a refused
-        one was queued (that hole cannot be reported; message.timeout.ms bounds the wait).
+        """``items`` to partition ``pid``, offering again what a full queue refused (it
+        refuses every message after the first it refuses) while ``waited < block_ms``.
         ``(done, err, waited)``: how many, from the first, are all queued, and the refusal of
-        the next."""
+        the next. Another refusal stops at once (a message taken after it is queued, though
+        not counted in ``done``)."""
         left = list(range(len(items)))
-        hole = False
         while True:
             errs = self._handle.produce_batch(self._topic, pid, [(items[i][0], items[i][1], 0) for i in left])
             refused: list[tuple[int, int]] = []
             for i, err in zip(left, errs):
                 if not err:
                     self.batch_sent += 1
-                    hole = hole or bool(refused)
                 else:
                     refused.append((i, err))
             if not refused:
                 return len(items), 0, waited
             other = next((err for _, err in refused if err != errors.QUEUE_FULL), 0)
-            if other or (not hole and waited >= block_ms):
+            if other or waited >= block_ms:
                 return refused[0][0], other or errors.QUEUE_FULL, waited
             self._handle.flush(FULL_WAIT_MS)  # sends at once, whatever linger.ms says
             waited += FULL_WAIT_MS
