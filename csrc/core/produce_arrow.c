@@ -70,10 +70,15 @@ static const void *buffer_of(views_t *v, PyObject *obj, Py_ssize_t need, const c
         return view->buf;
 }
 
+/* An offset, a row count or a start: an int >= 0, small enough that no buffer size
+ * computed from it overflows. */
 static int offset_arg(PyObject *obj, Py_ssize_t *out) {
-        if (!PyLong_Check(obj) || (*out = PyLong_AsSsize_t(obj)) < 0) {
-                if (!PyErr_Occurred())
-                        PyErr_SetString(PyExc_ValueError, "produce_arrow: a column's offset must be an int >= 0");
+        if (!PyLong_Check(obj) || (*out = PyLong_AsSsize_t(obj)) < 0 || *out > PY_SSIZE_T_MAX / 32) {
+                if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                        PyErr_Clear();
+                        PyErr_SetString(PyExc_ValueError, "produce_arrow: a column's offset, the rows and start must be "
+                                        "ints >= 0 and below 2**58");
+                }
                 return -1;
         }
         return 0;
@@ -159,11 +164,13 @@ static int known_partition(const int32_t *pids, Py_ssize_t n, int32_t pid) {
 }
 
 /* rd_kafka_produce_batch() of msgs[0..n) (rows[0..n) their rows), each to its partition:
- * what a full queue refused is offered again, in order, serving librdkafka's events
- * between tries. 0, or an error code with *failed the first row not queued (rows after it
- * may be; PYRDK_ERR_CLOSED: the guard refused). */
+ * what a full queue refused (it refuses every row after the first it refuses) is offered
+ * again, serving librdkafka's events between tries, while *waited < block_ms. 0, or an
+ * error code with *failed the first row not queued (__QUEUE_FULL: every row after it is
+ * not queued either; another refusal: rows after it may be; PYRDK_ERR_CLOSED: the guard
+ * refused). */
 static int send_rows(producer_t *self, rd_kafka_message_t *msgs, Py_ssize_t *rows, int n, Py_ssize_t *failed,
-                     Py_ssize_t *waited) {
+                     Py_ssize_t *waited, Py_ssize_t block_ms) {
         while (n > 0) {
                 int left = 0, err = 0;
 
@@ -190,6 +197,10 @@ static int send_rows(producer_t *self, rd_kafka_message_t *msgs, Py_ssize_t *row
                         return err;
                 }
                 if ((n = left) > 0) {
+                        if (*waited >= block_ms) {
+                                *failed = rows[0];
+                                return RD_KAFKA_RESP_ERR__QUEUE_FULL;
+                        }
                         if (producer_serve(self, FULL_WAIT_MS)) {
                                 *failed = rows[0];
                                 return PYRDK_ERR_CLOSED;
@@ -340,7 +351,7 @@ PyObject *producer_produce_arrow(producer_t *self, PyObject *const *args, Py_ssi
                         }
                         rows_of[n++] = row;
                 }
-                if (n && (err = send_rows(self, msgs, rows_of, n, &failed, &waited))) {
+                if (n && (err = send_rows(self, msgs, rows_of, n, &failed, &waited, block_ms))) {
                         next = failed;
                         break;
                 }

@@ -376,8 +376,8 @@ class _IntColumn:
 
 
 def _check_offset(offset: Any) -> None:
-    if type(offset) is not int or offset < 0:
-        raise ValueError("produce_arrow: a column's offset must be an int >= 0")
+    if type(offset) is not int or not 0 <= offset < 2 ** 58:
+        raise ValueError("produce_arrow: a column's offset, the rows and start must be ints >= 0 and below 2**58")
 
 
 def _need(buffer: Any, size: int, what: str) -> memoryview:

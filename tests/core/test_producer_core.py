@@ -311,8 +311,11 @@ def test_produce_arrow_reads_the_buffers_and_names_what_is_wrong_with_them(rig):
         r.core.produce_arrow((1, False, (0, None, 5, b"", False), None, None), 0, 0)
     with pytest.raises(TypeError, match="the key column must be \\(offset, validity, offsets, data, wide\\)"):
         r.core.produce_arrow((1, False, value, "x", None), 0, 0)
-    with pytest.raises(ValueError, match="offset must be an int >= 0"):
-        r.core.produce_arrow((1, False, (-1,) + value[1:], None, None), 0, 0)
+    for offset in (-1, 2 ** 58, 2 ** 70):
+        with pytest.raises(ValueError, match="offset, the rows and start must be ints >= 0 and below 2\\*\\*58"):
+            r.core.produce_arrow((1, False, (offset,) + value[1:], None, None), 0, 0)
+    with pytest.raises(ValueError, match="below 2\\*\\*58"):
+        r.core.produce_arrow((2 ** 62, False, value, None, None), 0, 0)
     with pytest.raises(ValueError, match="start 6 is past the 5 rows"):
         r.core.produce_arrow((rows, True, value, key, part), 6, 0)
     assert r.core.batch_sent == 7
