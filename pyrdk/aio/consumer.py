@@ -43,6 +43,9 @@ ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssigno
 RESETS = {"earliest": "earliest", "latest": "latest", "none": "error"}
 # librdkafka's timestamp types (0 none, 1 CreateTime, 2 LogAppendTime) less one are aiokafka's.
 _record = functools.partial(tuple.__new__, ConsumerRecord)
+# How often librdkafka reports its statistics to a read_committed consumer, whose
+# last_stable_offset() reads the partitions' ls_offset there (librdkafka has no other API for it).
+LSO_STATISTICS_INTERVAL_MS = 1000
 
 
 def _assignor(strategy):
@@ -128,6 +131,9 @@ class AIOKafkaConsumer(Client):
             # librdkafka's default (1000 ms, since 2.1.0) stalls a consumer that empties its
             # prefetch queue faster than the broker fills it, as getmany() does.
             self._config["fetch.queue.backoff.ms"] = 10
+        self._read_committed = isolation_level == "read_committed"
+        if self._read_committed:
+            self._config["statistics.interval.ms"] = LSO_STATISTICS_INTERVAL_MS
         self._config.update(rdkafka_config or {})
         self._initial_topics = topics
         self._handle = None
@@ -613,6 +619,30 @@ class AIOKafkaConsumer(Client):
         tp = _tp(partition)
         high = self._handle.get_watermark_offsets(tp.topic, tp.partition)[1]
         return high if high >= 0 else None
+
+    def last_stable_offset(self, partition):
+        """The partition's last stable offset (the first offset of a transaction still open)
+        as the last fetch told it, or None before any fetch. A read_uncommitted consumer gets
+        -1, as in aiokafka. librdkafka reports it only in its statistics (``ls_offset``): a
+        read_committed consumer asks for them every ``LSO_STATISTICS_INTERVAL_MS`` (1 s;
+        ``rdkafka_config={"statistics.interval.ms": ...}`` changes it), so the value is up to
+        that old."""
+        self._check_running()
+        tp = _tp(partition)
+        self._check_assigned([tp])
+        if not self._read_committed:
+            return -1 if self.highwater(tp) is not None else None
+        stats = self._handle.stats
+        if stats is None:
+            if not self._handle.stats_enabled:
+                raise IllegalOperation("last_stable_offset() reads librdkafka's statistics: leave "
+                                       "statistics.interval.ms above 0 in rdkafka_config")
+            return None
+        try:
+            offset = stats["topics"][tp.topic]["partitions"][str(tp.partition)]["ls_offset"]
+        except (KeyError, TypeError):
+            return None
+        return offset if offset >= 0 else None
 
     async def beginning_offsets(self, partitions):
         """``{TopicPartition: first offset}`` (``rd_kafka_query_watermark_offsets``)."""

@@ -361,3 +361,44 @@ async def test_a_failing_listener_is_logged_and_the_rebalance_goes_on(kafka_host
         got = await drain(consumer, 3, timeout_s=30)
         assert [r.offset for r in got] == [0, 1, 2]
     assert "on_partitions_assigned raised" in caplog.text
+
+
+@pytest.mark.asyncio
+async def test_last_stable_offset_stops_at_an_open_transaction(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, transactional_id="lso-" + topic)
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1, isolation_level="read_committed",
+                                      rdkafka_config={"statistics.interval.ms": 100})
+    plain, _ = assigned_consumer(kafka_hosts, topic, 1)
+
+    async def lso_reaches(expected):
+        deadline = time.monotonic() + 15
+        while consumer.last_stable_offset(tp) != expected and time.monotonic() < deadline:
+            await consumer.getmany(timeout_ms=100)
+        return consumer.last_stable_offset(tp)
+
+    async with producer, consumer, plain:
+        consumer.assign(tps)
+        plain.assign(tps)
+        assert consumer.last_stable_offset(tp) is None  # nothing fetched yet
+        assert plain.last_stable_offset(tp) is None
+        async with producer.transaction():
+            for i in range(3):
+                await producer.send(topic, b"committed %d" % i)
+        producer.begin_transaction()
+        await producer.send(topic, b"open")
+        await producer.flush()  # offsets 0-2, the commit marker at 3, the open record at 4
+        assert await lso_reaches(4) == 4
+        assert [r.value for r in await drain(plain, 4)][-1] == b"open"
+        assert plain.last_stable_offset(tp) == -1  # read_uncommitted: -1, as aiokafka's
+        await producer.commit_transaction()
+        assert await lso_reaches(6) == 6
+        with pytest.raises(aiokafka.errors.IllegalStateError, match="not assigned"):
+            consumer.last_stable_offset(TopicPartition(topic, 7))
+    no_stats, _ = assigned_consumer(kafka_hosts, topic, 1, isolation_level="read_committed",
+                                    rdkafka_config={"statistics.interval.ms": 0})
+    async with no_stats:
+        no_stats.assign(tps)
+        with pytest.raises(aiokafka.errors.IllegalOperation, match="statistics.interval.ms"):
+            no_stats.last_stable_offset(tp)
