@@ -53,7 +53,8 @@ class AIOKafkaProducer(Client):
     """aiokafka's ``AIOKafkaProducer``: its arguments and defaults, mapped to librdkafka
     properties (``rdkafka_config`` adds or overrides any). ``partitioner`` must be left at its
     default (librdkafka's ``murmur2_random`` partitions as aiokafka's default does);
-    ``ssl_context`` and ``sasl_oauth_token_provider`` are not supported (see the README)."""
+    ``ssl_context`` must come from :func:`pyrdk.aio.helpers.create_ssl_context`, and
+    ``sasl_oauth_token_provider`` is not supported (see the README)."""
 
     def __init__(self, *, loop=None, bootstrap_servers="localhost", client_id=None,
                  metadata_max_age_ms=300000, request_timeout_ms=40000, api_version="auto",
