@@ -5,7 +5,8 @@ import abc
 class ConsumerRebalanceListener(abc.ABC):
     """Told of each rebalance of a subscribed consumer's group: ``on_partitions_revoked``
     before the consumer gives its partitions up (commit their offsets there), then
-    ``on_partitions_assigned`` once it holds its new ones (seek there). Either may be a
+    ``on_partitions_assigned`` with its new ones (seek there: the seeks are where
+    librdkafka's assignment starts). Either may be a
     coroutine function; the consumer awaits it before it returns records again."""
 
     @abc.abstractmethod

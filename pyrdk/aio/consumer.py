@@ -5,8 +5,8 @@ loop watches (:class:`pyrdk.aio.wakeup.Wakeup`); the loop's callback wakes ``get
 takes a batch without blocking (``rd_kafka_consume_batch_queue`` with a zero timeout, through
 :mod:`pyrdk.core`). Rebalances are served the same way: under the eager protocol the
 consumer leaves the assignment to itself (:data:`pyrdk.rd.callbacks.DEFERRED`), awaits the
-listener's ``on_partitions_revoked``, unassigns, assigns, then awaits
-``on_partitions_assigned``. Offsets are stored (``rd_kafka_offsets_store``) only for records
+listener's ``on_partitions_revoked``, unassigns, awaits ``on_partitions_assigned``, then
+assigns, from the offsets the listener seeked to. Offsets are stored (``rd_kafka_offsets_store``) only for records
 handed to the program, so auto-commit never commits a record not returned.
 
 The few blocking librdkafka calls of the control path (commit, committed, offset lookups,
@@ -153,6 +153,7 @@ class AIOKafkaConsumer(Client):
         self._listener = None
         self._rebalances = collections.deque()  # ("assign"|"revoke", [TopicPartition])
         self._rebalancing = None  # the task running the listener
+        self._assigning = None  # while on_partitions_assigned runs: {TopicPartition: offset it seeked to}
         self._errors = collections.deque()
         self._closed = False
         self._stopping = False
@@ -290,6 +291,8 @@ class AIOKafkaConsumer(Client):
     def assignment(self):
         """The set of TopicPartitions assigned (``rd_kafka_assignment``)."""
         self._check_running()
+        if self._assigning is not None:  # on_partitions_assigned runs before rd_kafka_assign
+            return set(self._assigned)
         return {TopicPartition(tp.topic, tp.partition) for tp in self._handle.assignment()}
 
     def _check_assigned(self, tps):
@@ -339,11 +342,19 @@ class AIOKafkaConsumer(Client):
                     self._positions.pop(tp, None)
                     self._paused.discard(tp)
             else:
-                if self._handle.usable:
-                    self._handle.assign([(tp.topic, tp.partition) for tp in tps])
                 self._assigned, self._fresh = tps, set(tps)
+                starts = {}
                 if listener is not None:
-                    await _call(listener.on_partitions_assigned, set(tps), "on_partitions_assigned")
+                    # The listener's seeks become the start offsets of the assignment: given
+                    # none, librdkafka looks the committed offsets up at once, and resets (or,
+                    # with auto_offset_reset="none", fails) the partitions without one.
+                    self._assigning = starts
+                    try:
+                        await _call(listener.on_partitions_assigned, set(tps), "on_partitions_assigned")
+                    finally:
+                        self._assigning = None
+                if self._handle.usable:
+                    self._handle.assign([(tp.topic, tp.partition, starts.get(tp)) for tp in tps])
         self._wake()
 
     # -- fetching ------------------------------------------------------------------------------
@@ -576,7 +587,9 @@ class AIOKafkaConsumer(Client):
         self._drop(lambda tp: tp in chosen)
         for tp in tps:
             self._positions.pop(tp, None)
-        if chosen & self._fresh:
+        if self._assigning is not None:  # from on_partitions_assigned: where the assignment starts
+            self._assigning.update(dict.fromkeys(tps, offset))
+        elif chosen & self._fresh:
             self._clear()  # every partition restarts at its position (or its start)
             self._handle.assign([(tp.topic, tp.partition, offset if tp in chosen else self._positions.get(tp))
                                  for tp in self._assigned])
