@@ -150,6 +150,7 @@ class AIOKafkaConsumer(Client):
         self._subscribed = False
         self._subscription_names = []
         self._manual = False
+        self._assigned_all = False  # subscribed without a group: every partition assigned
         self._listener = None
         self._rebalances = collections.deque()  # ("assign"|"revoke", [TopicPartition])
         self._rebalancing = None  # the task running the listener
@@ -229,7 +230,9 @@ class AIOKafkaConsumer(Client):
 
     def subscribe(self, topics=(), pattern=None, listener=None):
         """Join the group for ``topics`` (a list of str) or a regex ``pattern``
-        (``rd_kafka_subscribe``); ``listener`` is told of each rebalance."""
+        (``rd_kafka_subscribe``); ``listener`` is told of each rebalance. Without a
+        ``group_id``, topics the last metadata knows are assigned whole at once
+        (``rd_kafka_assign``), as aiokafka does; others (and patterns) join a private group."""
         self._check_running()
         if self._manual:
             raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
@@ -250,7 +253,19 @@ class AIOKafkaConsumer(Client):
                 if not isinstance(name, str) or not name:
                     raise TypeError("topic names must be non-empty str, not %r" % (name,))
         self._listener = listener
-        self._handle.subscribe(names)
+        known = self._metadata
+        if self._group_id is None and pattern is None and all(known.get(name) for name in names):
+            # As aiokafka's consumer without a group: every partition of the topics, at once
+            # (rd_kafka_assign); librdkafka's subscription would join a group first.
+            tps = [TopicPartition(name, p) for name in names for p in sorted(known[name])]
+            self._handle.assign([(tp.topic, tp.partition) for tp in tps])
+            self._assigned, self._fresh = tps, set(tps)
+            self._assigned_all = True
+        else:
+            if self._assigned_all:
+                self._handle.assign(None)
+                self._assigned_all = False
+            self._handle.subscribe(names)
         self._subscription_names = names
         self._subscribed = True
 
@@ -264,6 +279,9 @@ class AIOKafkaConsumer(Client):
         if self._manual:
             self._handle.assign(None)
             self._manual = False
+        elif self._assigned_all:
+            self._handle.assign(None)
+            self._subscribed = self._assigned_all = False
         elif self._subscribed:
             self._handle.unsubscribe()
             self._subscribed = False

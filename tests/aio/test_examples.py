@@ -109,9 +109,6 @@ def test_group_consumer(kafka_hosts, client):
         assert [line for line in lines if "[1]" in line] == sorted(line for line in lines if "[1]" in line)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="seek() right after start(): a subscription without group_id is assigned by "
-                          "librdkafka's group join, after start() returns")
 def test_ssl_consume_produce(tls_listener, tls_certs):
     from pyrdk import KafkaClient
     from pyrdk.connection import SslConfig
