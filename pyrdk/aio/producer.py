@@ -5,7 +5,7 @@ a future; librdkafka's delivery reports land in the main queue, which signals a 
 event loop watches (:class:`pyrdk.aio.wakeup.Wakeup`), and the loop's callback serves them
 (``rd_kafka_poll`` with a zero timeout) and resolves the futures. The record's partition is
 librdkafka's ``murmur2_random``: aiokafka's (and Java's) default partitioner, murmur2 of the
-key, a random partition for records without one.
+key, a random partition for records without one; or what the program's ``partitioner`` picks.
 """
 import asyncio
 import functools
@@ -19,7 +19,7 @@ from pyrdk.aio.client import Client
 from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.exceptions import NotSupportedError, ProducerQueueFullError
+from pyrdk.exceptions import ProducerQueueFullError
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
 from pyrdk.rd.errors import exception as error_for
@@ -51,8 +51,9 @@ def _acks(acks, enable_idempotence):
 
 class AIOKafkaProducer(Client):
     """aiokafka's ``AIOKafkaProducer``: its arguments and defaults, mapped to librdkafka
-    properties (``rdkafka_config`` adds or overrides any). ``partitioner`` must be left at its
-    default (librdkafka's ``murmur2_random`` partitions as aiokafka's default does);
+    properties (``rdkafka_config`` adds or overrides any). Left unset, ``partitioner`` is
+    librdkafka's ``murmur2_random``, which partitions as aiokafka's default does; a callable
+    is called in ``send()`` as aiokafka calls it;
     ``ssl_context`` must come from :func:`pyrdk.aio.helpers.create_ssl_context`, and
     ``sasl_oauth_token_provider`` is not supported (see the README)."""
 
@@ -65,10 +66,9 @@ class AIOKafkaProducer(Client):
                  transactional_id=None, transaction_timeout_ms=60000, sasl_mechanism="PLAIN",
                  sasl_plain_password=None, sasl_plain_username=None, sasl_kerberos_service_name="kafka",
                  sasl_kerberos_domain_name=None, sasl_oauth_token_provider=None, rdkafka_config=None):
-        if partitioner is not None:
-            raise NotSupportedError("partitioner: only aiokafka's default (murmur2 of the key) is "
-                                    "supported, by librdkafka's murmur2_random; leave it unset, or pass "
-                                    "partition= to send()")
+        if partitioner is not None and not callable(partitioner):
+            raise TypeError("partitioner must be a callable(key, all_partitions, available_partitions) "
+                            "returning a partition id, not %r" % (partitioner,))
         for name, fn in (("key_serializer", key_serializer), ("value_serializer", value_serializer)):
             if fn is not None and not callable(fn):
                 raise TypeError("%s must be callable, not %r" % (name, fn))
@@ -81,6 +81,9 @@ class AIOKafkaProducer(Client):
         self._value_serializer = value_serializer
         self._request_timeout_ms = request_timeout_ms
         self._max_batch_size = max_batch_size
+        self._partitioner = partitioner
+        self._metadata_max_age_ms = metadata_max_age_ms
+        self._partition_lists = {}  # topic -> (all ids, ids with a leader, when), for the partitioner
         self._config = conf.common(bootstrap_servers, client_id or "aiokafka-producer-%d" % next(_numbers),
                                    metadata_max_age_ms, request_timeout_ms, retry_backoff_ms,
                                    security_protocol, ssl_context, connections_max_idle_ms, sasl_mechanism,
@@ -190,6 +193,8 @@ class AIOKafkaProducer(Client):
             key = _check_bytes("key", key)
         if headers is not None:
             headers = check_headers(headers)
+        if self._partitioner is not None and partition == PARTITION_UA:
+            partition = await self._choose_partition(topic, key)
         msg_id = next(_ids)
         if msg_id % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
@@ -203,6 +208,26 @@ class AIOKafkaProducer(Client):
             self._untrack(msg_id)
             raise
         return fut
+
+    async def _choose_partition(self, topic, key):
+        """The partition the program's ``partitioner`` picks, called as aiokafka calls it:
+        with the serialized key, the topic's partition ids (sorted) and those with a leader,
+        from ``rd_kafka_metadata`` (on the default executor, at most once per
+        ``metadata_max_age_ms``)."""
+        lists = self._partition_lists.get(topic)
+        if lists is None or self._loop.time() - lists[2] > self._metadata_max_age_ms / 1000.0:
+            md = await self._blocking(self._handle.metadata, topic, self._request_timeout_ms, False)
+            t = md.topics.get(topic)
+            if t is None or t.error:
+                raise error_for(t.error if t is not None else 3, "metadata of %s" % topic)
+            ids = sorted(p.id for p in t.partitions)
+            lists = self._partition_lists[topic] = (
+                ids, sorted(p.id for p in t.partitions if p.leader >= 0), self._loop.time())
+        chosen = self._partitioner(key, list(lists[0]), list(lists[1]))
+        if chosen not in lists[0] or isinstance(chosen, bool):
+            raise ValueError("the partitioner returned %r, not one of the partitions of %s: %s"
+                             % (chosen, topic, lists[0]))
+        return chosen
 
     def _track(self, msg_id, topic, timestamp_ms):
         """A future for the delivery report of message ``msg_id``, pending from now on."""
