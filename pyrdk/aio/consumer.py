@@ -154,6 +154,7 @@ class AIOKafkaConsumer(Client):
         self._listener = None
         self._rebalances = collections.deque()  # ("assign"|"revoke", [TopicPartition])
         self._rebalancing = None  # the task running the listener
+        self._revoke_told = False  # the listener was told of the revocation before the next assignment
         self._assigning = None  # while on_partitions_assigned runs: {TopicPartition: offset it seeked to}
         self._errors = collections.deque()
         self._closed = False
@@ -353,6 +354,7 @@ class AIOKafkaConsumer(Client):
             if kind == "revoke":
                 if listener is not None:
                     await _call(listener.on_partitions_revoked, set(tps), "on_partitions_revoked")
+                self._revoke_told = True
                 if self._handle.usable:
                     self._handle.assign(None)
                 self._assigned, self._fresh = [], set()
@@ -362,6 +364,11 @@ class AIOKafkaConsumer(Client):
             else:
                 self._assigned, self._fresh = tps, set(tps)
                 starts = {}
+                if listener is not None and not self._revoke_told:
+                    # A first assignment: aiokafka tells the listener of the (empty) revocation
+                    # that precedes every assignment of the eager protocol; librdkafka has none.
+                    await _call(listener.on_partitions_revoked, set(), "on_partitions_revoked")
+                self._revoke_told = False
                 if listener is not None:
                     # The listener's seeks become the start offsets of the assignment: given
                     # none, librdkafka looks the committed offsets up at once, and resets (or,

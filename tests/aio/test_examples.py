@@ -144,6 +144,7 @@ def test_local_state_consumer(kafka_hosts, client):
     finally:
         for path in glob.glob("/tmp/my-partition-state-test-*.json"):
             os.remove(path)
+    assert lines[0] == "Revoked set()"  # as the docs show: aiokafka's first rebalance revokes nothing
     assigned = [line for line in lines if line.startswith("Assigned {")]
     assert len(assigned) == 1 and assigned[0].count("TopicPartition(") == 3
     assert all("TopicPartition(topic='test', partition=%d)" % p in assigned[0] for p in range(3))
