@@ -406,7 +406,7 @@ class AIOKafkaConsumer(Client):
         count, errs = self._handle.consume_batch(BATCH, 0, self._core.add)
         for exc in errs:
             if isinstance(exc, OffsetOutOfRangeError) or getattr(exc, "fatal", False):
-                self._errors.append(exc)
+                self._errors.append(_as_aiokafkas(exc))
             else:
                 log.warning("consumer: %s", exc)
         if not count:
@@ -753,6 +753,14 @@ class AIOKafkaConsumer(Client):
         """The partition ids of ``topic`` as the last metadata told them, or None."""
         self._check_running()
         return self._metadata.get(topic)
+
+
+def _as_aiokafkas(exc):
+    """``exc`` with aiokafka's ``args``: an ``OffsetOutOfRangeError`` carries
+    ``{TopicPartition: offset}`` first (then pyrdk's message), as aiokafka's does."""
+    if isinstance(exc, OffsetOutOfRangeError) and getattr(exc, "topic", None) and exc.partition >= 0:
+        exc.args = ({TopicPartition(exc.topic, exc.partition): exc.offset},) + exc.args
+    return exc
 
 
 async def _call(fn, arg, what):

@@ -402,3 +402,20 @@ async def test_last_stable_offset_stops_at_an_open_transaction(kafka_hosts, new_
         no_stats.assign(tps)
         with pytest.raises(aiokafka.errors.IllegalOperation, match="statistics.interval.ms"):
             no_stats.last_stable_offset(tp)
+
+
+@pytest.mark.asyncio
+async def test_offset_out_of_range_carries_aiokafkas_partition_dict(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    await produce(kafka_hosts, topic, 3, partition=0)
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="none", enable_auto_commit=False)
+    async with consumer:
+        consumer.assign([tp])  # no committed offset, no reset allowed
+        with pytest.raises(aiokafka.errors.OffsetOutOfRangeError) as info:
+            await asyncio.wait_for(drain(consumer, 1), 30)
+        assert info.value.args[0] == {tp: -1001}  # what the docs' local state example reads (-1001: none)
+        assert "No offset" in str(info.value)
+        await consumer.seek_to_beginning(*info.value.args[0].keys())
+        assert [r.offset for r in await drain(consumer, 3)] == [0, 1, 2]
