@@ -3,15 +3,18 @@
 :class:`AIOKafkaProducer` and :class:`AIOKafkaConsumer` take aiokafka's arguments and keep
 its semantics; librdkafka does the work on its own threads and signals the event loop through
 a pipe (:mod:`pyrdk.aio.wakeup`), so no thread pool and no timer carry the data. The
-submodules ``errors``, ``structs`` and ``abc`` have aiokafka's names.
+submodules ``errors``, ``structs``, ``helpers``, ``abc``, ``producer`` and ``consumer``
+have aiokafka's names.
 """
-from pyrdk.aio import abc, errors, structs
+from pyrdk.aio import abc, consumer, errors, helpers, producer, structs
 from pyrdk.aio.abc import ConsumerRebalanceListener
 from pyrdk.aio.consumer import AIOKafkaConsumer
 from pyrdk.aio.producer import AIOKafkaProducer
-from pyrdk.aio.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
+from pyrdk.aio.structs import (ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, RecordMetadata,
+                               TopicPartition)
 
 __version__ = "0.8.0"  # the aiokafka API this follows
 
 __all__ = ["AIOKafkaConsumer", "AIOKafkaProducer", "ConsumerRebalanceListener", "ConsumerRecord",
-           "OffsetAndMetadata", "RecordMetadata", "TopicPartition", "abc", "errors", "structs"]
+           "OffsetAndMetadata", "OffsetAndTimestamp", "RecordMetadata", "TopicPartition", "abc", "consumer",
+           "errors", "helpers", "producer", "structs"]

@@ -1,11 +1,12 @@
-"""aiokafka's ``ConsumerRebalanceListener`` (``aiokafka.abc``)."""
+"""aiokafka's ``ConsumerRebalanceListener`` and ``AbstractTokenProvider`` (``aiokafka.abc``)."""
 import abc
 
 
 class ConsumerRebalanceListener(abc.ABC):
     """Told of each rebalance of a subscribed consumer's group: ``on_partitions_revoked``
     before the consumer gives its partitions up (commit their offsets there), then
-    ``on_partitions_assigned`` once it holds its new ones (seek there). Either may be a
+    ``on_partitions_assigned`` with its new ones (seek there: the seeks are where
+    librdkafka's assignment starts). Either may be a
     coroutine function; the consumer awaits it before it returns records again."""
 
     @abc.abstractmethod
@@ -17,4 +18,22 @@ class ConsumerRebalanceListener(abc.ABC):
         """``assigned``: the set of :class:`TopicPartition` now held."""
 
 
-__all__ = ["ConsumerRebalanceListener"]
+class AbstractTokenProvider(abc.ABC):
+    """aiokafka's base of OAUTHBEARER token providers, so that programs defining one import;
+    the clients refuse ``sasl_oauth_token_provider`` (``NotSupportedError``): librdkafka asks
+    for tokens from its own threads, where no coroutine can be awaited. Pass
+    ``rdkafka_config={"oauth_cb": callable}`` (pyrdk's synchronous hook) instead."""
+
+    def __init__(self, **config):
+        self.config = config
+
+    @abc.abstractmethod
+    async def token(self):
+        """The token (a str)."""
+
+    def extensions(self):
+        """SASL extensions to send with the token: a dict of str."""
+        return {}
+
+
+__all__ = ["AbstractTokenProvider", "ConsumerRebalanceListener"]

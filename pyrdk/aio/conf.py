@@ -1,4 +1,5 @@
 """What aiokafka's producer and consumer options share, as librdkafka properties."""
+from pyrdk.aio import helpers
 from pyrdk.exceptions import ConfigurationError, NotSupportedError
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -23,10 +24,6 @@ def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms
     if security_protocol not in SECURITY_PROTOCOLS:
         raise ConfigurationError("security_protocol must be one of %s, not %r"
                                  % (", ".join(SECURITY_PROTOCOLS), security_protocol))
-    if ssl_context is not None:
-        raise NotSupportedError("ssl_context: librdkafka does its own TLS and cannot use a Python "
-                                "ssl.SSLContext; pass rdkafka_config={'ssl.ca.location': ..., "
-                                "'ssl.certificate.location': ..., 'ssl.key.location': ...} instead")
     if sasl_oauth_token_provider is not None:
         raise NotSupportedError("sasl_oauth_token_provider is not supported; pass "
                                 "rdkafka_config={'oauth_cb': callable} (pyrdk's OAUTHBEARER hook) instead")
@@ -38,6 +35,8 @@ def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms
         "retry.backoff.ms": retry_backoff_ms,
         "security.protocol": security_protocol.lower(),
     }
+    if ssl_context is not None:
+        config.update(helpers.rdkafka_config(ssl_context))
     if connections_max_idle_ms is not None:
         config["connections.max.idle.ms"] = connections_max_idle_ms
     if security_protocol.startswith("SASL"):

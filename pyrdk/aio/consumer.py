@@ -5,8 +5,8 @@ loop watches (:class:`pyrdk.aio.wakeup.Wakeup`); the loop's callback wakes ``get
 takes a batch without blocking (``rd_kafka_consume_batch_queue`` with a zero timeout, through
 :mod:`pyrdk.core`). Rebalances are served the same way: under the eager protocol the
 consumer leaves the assignment to itself (:data:`pyrdk.rd.callbacks.DEFERRED`), awaits the
-listener's ``on_partitions_revoked``, unassigns, assigns, then awaits
-``on_partitions_assigned``. Offsets are stored (``rd_kafka_offsets_store``) only for records
+listener's ``on_partitions_revoked``, unassigns, awaits ``on_partitions_assigned``, then
+assigns, from the offsets the listener seeked to. Offsets are stored (``rd_kafka_offsets_store``) only for records
 handed to the program, so auto-commit never commits a record not returned.
 
 The few blocking librdkafka calls of the control path (commit, committed, offset lookups,
@@ -43,6 +43,9 @@ ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssigno
 RESETS = {"earliest": "earliest", "latest": "latest", "none": "error"}
 # librdkafka's timestamp types (0 none, 1 CreateTime, 2 LogAppendTime) less one are aiokafka's.
 _record = functools.partial(tuple.__new__, ConsumerRecord)
+# How often librdkafka reports its statistics to a read_committed consumer, whose
+# last_stable_offset() reads the partitions' ls_offset there (librdkafka has no other API for it).
+LSO_STATISTICS_INTERVAL_MS = 1000
 
 
 def _assignor(strategy):
@@ -128,6 +131,9 @@ class AIOKafkaConsumer(Client):
             # librdkafka's default (1000 ms, since 2.1.0) stalls a consumer that empties its
             # prefetch queue faster than the broker fills it, as getmany() does.
             self._config["fetch.queue.backoff.ms"] = 10
+        self._read_committed = isolation_level == "read_committed"
+        if self._read_committed:
+            self._config["statistics.interval.ms"] = LSO_STATISTICS_INTERVAL_MS
         self._config.update(rdkafka_config or {})
         self._initial_topics = topics
         self._handle = None
@@ -144,9 +150,12 @@ class AIOKafkaConsumer(Client):
         self._subscribed = False
         self._subscription_names = []
         self._manual = False
+        self._assigned_all = False  # subscribed without a group: every partition assigned
         self._listener = None
         self._rebalances = collections.deque()  # ("assign"|"revoke", [TopicPartition])
         self._rebalancing = None  # the task running the listener
+        self._revoke_told = False  # the listener was told of the revocation before the next assignment
+        self._assigning = None  # while on_partitions_assigned runs: {TopicPartition: offset it seeked to}
         self._errors = collections.deque()
         self._closed = False
         self._stopping = False
@@ -222,7 +231,9 @@ class AIOKafkaConsumer(Client):
 
     def subscribe(self, topics=(), pattern=None, listener=None):
         """Join the group for ``topics`` (a list of str) or a regex ``pattern``
-        (``rd_kafka_subscribe``); ``listener`` is told of each rebalance."""
+        (``rd_kafka_subscribe``); ``listener`` is told of each rebalance. Without a
+        ``group_id``, topics the last metadata knows are assigned whole at once
+        (``rd_kafka_assign``), as aiokafka does; others (and patterns) join a private group."""
         self._check_running()
         if self._manual:
             raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
@@ -243,7 +254,19 @@ class AIOKafkaConsumer(Client):
                 if not isinstance(name, str) or not name:
                     raise TypeError("topic names must be non-empty str, not %r" % (name,))
         self._listener = listener
-        self._handle.subscribe(names)
+        known = self._metadata
+        if self._group_id is None and pattern is None and all(known.get(name) for name in names):
+            # As aiokafka's consumer without a group: every partition of the topics, at once
+            # (rd_kafka_assign); librdkafka's subscription would join a group first.
+            tps = [TopicPartition(name, p) for name in names for p in sorted(known[name])]
+            self._handle.assign([(tp.topic, tp.partition) for tp in tps])
+            self._assigned, self._fresh = tps, set(tps)
+            self._assigned_all = True
+        else:
+            if self._assigned_all:
+                self._handle.assign(None)
+                self._assigned_all = False
+            self._handle.subscribe(names)
         self._subscription_names = names
         self._subscribed = True
 
@@ -257,6 +280,9 @@ class AIOKafkaConsumer(Client):
         if self._manual:
             self._handle.assign(None)
             self._manual = False
+        elif self._assigned_all:
+            self._handle.assign(None)
+            self._subscribed = self._assigned_all = False
         elif self._subscribed:
             self._handle.unsubscribe()
             self._subscribed = False
@@ -284,6 +310,8 @@ class AIOKafkaConsumer(Client):
     def assignment(self):
         """The set of TopicPartitions assigned (``rd_kafka_assignment``)."""
         self._check_running()
+        if self._assigning is not None:  # on_partitions_assigned runs before rd_kafka_assign
+            return set(self._assigned)
         return {TopicPartition(tp.topic, tp.partition) for tp in self._handle.assignment()}
 
     def _check_assigned(self, tps):
@@ -326,6 +354,7 @@ class AIOKafkaConsumer(Client):
             if kind == "revoke":
                 if listener is not None:
                     await _call(listener.on_partitions_revoked, set(tps), "on_partitions_revoked")
+                self._revoke_told = True
                 if self._handle.usable:
                     self._handle.assign(None)
                 self._assigned, self._fresh = [], set()
@@ -333,11 +362,24 @@ class AIOKafkaConsumer(Client):
                     self._positions.pop(tp, None)
                     self._paused.discard(tp)
             else:
-                if self._handle.usable:
-                    self._handle.assign([(tp.topic, tp.partition) for tp in tps])
                 self._assigned, self._fresh = tps, set(tps)
+                starts = {}
+                if listener is not None and not self._revoke_told:
+                    # A first assignment: aiokafka tells the listener of the (empty) revocation
+                    # that precedes every assignment of the eager protocol; librdkafka has none.
+                    await _call(listener.on_partitions_revoked, set(), "on_partitions_revoked")
+                self._revoke_told = False
                 if listener is not None:
-                    await _call(listener.on_partitions_assigned, set(tps), "on_partitions_assigned")
+                    # The listener's seeks become the start offsets of the assignment: given
+                    # none, librdkafka looks the committed offsets up at once, and resets (or,
+                    # with auto_offset_reset="none", fails) the partitions without one.
+                    self._assigning = starts
+                    try:
+                        await _call(listener.on_partitions_assigned, set(tps), "on_partitions_assigned")
+                    finally:
+                        self._assigning = None
+                if self._handle.usable:
+                    self._handle.assign([(tp.topic, tp.partition, starts.get(tp)) for tp in tps])
         self._wake()
 
     # -- fetching ------------------------------------------------------------------------------
@@ -364,7 +406,7 @@ class AIOKafkaConsumer(Client):
         count, errs = self._handle.consume_batch(BATCH, 0, self._core.add)
         for exc in errs:
             if isinstance(exc, OffsetOutOfRangeError) or getattr(exc, "fatal", False):
-                self._errors.append(exc)
+                self._errors.append(_as_aiokafkas(exc))
             else:
                 log.warning("consumer: %s", exc)
         if not count:
@@ -570,7 +612,9 @@ class AIOKafkaConsumer(Client):
         self._drop(lambda tp: tp in chosen)
         for tp in tps:
             self._positions.pop(tp, None)
-        if chosen & self._fresh:
+        if self._assigning is not None:  # from on_partitions_assigned: where the assignment starts
+            self._assigning.update(dict.fromkeys(tps, offset))
+        elif chosen & self._fresh:
             self._clear()  # every partition restarts at its position (or its start)
             self._handle.assign([(tp.topic, tp.partition, offset if tp in chosen else self._positions.get(tp))
                                  for tp in self._assigned])
@@ -613,6 +657,30 @@ class AIOKafkaConsumer(Client):
         tp = _tp(partition)
         high = self._handle.get_watermark_offsets(tp.topic, tp.partition)[1]
         return high if high >= 0 else None
+
+    def last_stable_offset(self, partition):
+        """The partition's last stable offset (the first offset of a transaction still open)
+        as the last fetch told it, or None before any fetch. A read_uncommitted consumer gets
+        -1, as in aiokafka. librdkafka reports it only in its statistics (``ls_offset``): a
+        read_committed consumer asks for them every ``LSO_STATISTICS_INTERVAL_MS`` (1 s;
+        ``rdkafka_config={"statistics.interval.ms": ...}`` changes it), so the value is up to
+        that old."""
+        self._check_running()
+        tp = _tp(partition)
+        self._check_assigned([tp])
+        if not self._read_committed:
+            return -1 if self.highwater(tp) is not None else None
+        stats = self._handle.stats
+        if stats is None:
+            if not self._handle.stats_enabled:
+                raise IllegalOperation("last_stable_offset() reads librdkafka's statistics: leave "
+                                       "statistics.interval.ms above 0 in rdkafka_config")
+            return None
+        try:
+            offset = stats["topics"][tp.topic]["partitions"][str(tp.partition)]["ls_offset"]
+        except (KeyError, TypeError):
+            return None
+        return offset if offset >= 0 else None
 
     async def beginning_offsets(self, partitions):
         """``{TopicPartition: first offset}`` (``rd_kafka_query_watermark_offsets``)."""
@@ -685,6 +753,14 @@ class AIOKafkaConsumer(Client):
         """The partition ids of ``topic`` as the last metadata told them, or None."""
         self._check_running()
         return self._metadata.get(topic)
+
+
+def _as_aiokafkas(exc):
+    """``exc`` with aiokafka's ``args``: an ``OffsetOutOfRangeError`` carries
+    ``{TopicPartition: offset}`` first (then pyrdk's message), as aiokafka's does."""
+    if isinstance(exc, OffsetOutOfRangeError) and getattr(exc, "topic", None) and exc.partition >= 0:
+        exc.args = ({TopicPartition(exc.topic, exc.partition): exc.offset},) + exc.args
+    return exc
 
 
 async def _call(fn, arg, what):

@@ -31,6 +31,15 @@ ConcurrentTransactions = _e.ConcurrentTransactions
 TransactionalIdAuthorizationFailed = _e.TransactionalIdAuthorizationFailed
 UnsupportedVersionError = _e.NotSupportedError
 KafkaConfigurationError = _e.ConfigurationError
+CoordinatorLoadInProgressError = GroupLoadInProgressError = _e.GroupLoadInProgress
+CoordinatorNotAvailableError = _e.GroupCoordinatorNotAvailable
+NotCoordinatorError = _e.NotCoordinatorForGroup
+NonEmptyGroup = _e.NonEmptyGroupError
+GroupIdNotFound = _e.GroupIdNotFoundError
+SaslAuthenticationFailed = _e.SaslAuthenticationFailed
+InvalidTxnState = _e.InvalidTxnState
+TransactionCoordinatorFenced = _e.TransactionCoordinatorFenced
+TransactionIdAuthorizationFailed = _e.TransactionalIdAuthorizationFailed
 
 
 class IllegalStateError(_e.KafkaException):

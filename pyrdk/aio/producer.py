@@ -5,7 +5,7 @@ a future; librdkafka's delivery reports land in the main queue, which signals a 
 event loop watches (:class:`pyrdk.aio.wakeup.Wakeup`), and the loop's callback serves them
 (``rd_kafka_poll`` with a zero timeout) and resolves the futures. The record's partition is
 librdkafka's ``murmur2_random``: aiokafka's (and Java's) default partitioner, murmur2 of the
-key, a random partition for records without one.
+key, a random partition for records without one; or what the program's ``partitioner`` picks.
 """
 import asyncio
 import functools
@@ -13,11 +13,13 @@ import itertools
 import logging
 
 from pyrdk.aio import conf
+from pyrdk.aio.batch import BatchBuilder, check_headers, check_timestamp
+from pyrdk.aio.batch import check_bytes as _check_bytes
 from pyrdk.aio.client import Client
 from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.exceptions import NotSupportedError, ProducerQueueFullError
+from pyrdk.exceptions import ProducerQueueFullError
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
 from pyrdk.rd.errors import exception as error_for
@@ -47,20 +49,13 @@ def _acks(acks, enable_idempotence):
     return acks
 
 
-def _check_bytes(what, data):
-    """``data`` as bytes (or None); TypeError for anything else."""
-    if data is None or isinstance(data, bytes):
-        return data
-    if isinstance(data, (bytearray, memoryview)):
-        return bytes(data)
-    raise TypeError("the %s must be bytes (or set %s_serializer), not %s" % (what, what, type(data).__name__))
-
-
 class AIOKafkaProducer(Client):
     """aiokafka's ``AIOKafkaProducer``: its arguments and defaults, mapped to librdkafka
-    properties (``rdkafka_config`` adds or overrides any). ``partitioner`` must be left at its
-    default (librdkafka's ``murmur2_random`` partitions as aiokafka's default does);
-    ``ssl_context`` and ``sasl_oauth_token_provider`` are not supported (see the README)."""
+    properties (``rdkafka_config`` adds or overrides any). Left unset, ``partitioner`` is
+    librdkafka's ``murmur2_random``, which partitions as aiokafka's default does; a callable
+    is called in ``send()`` as aiokafka calls it;
+    ``ssl_context`` must come from :func:`pyrdk.aio.helpers.create_ssl_context`, and
+    ``sasl_oauth_token_provider`` is not supported (see the README)."""
 
     def __init__(self, *, loop=None, bootstrap_servers="localhost", client_id=None,
                  metadata_max_age_ms=300000, request_timeout_ms=40000, api_version="auto",
@@ -71,10 +66,9 @@ class AIOKafkaProducer(Client):
                  transactional_id=None, transaction_timeout_ms=60000, sasl_mechanism="PLAIN",
                  sasl_plain_password=None, sasl_plain_username=None, sasl_kerberos_service_name="kafka",
                  sasl_kerberos_domain_name=None, sasl_oauth_token_provider=None, rdkafka_config=None):
-        if partitioner is not None:
-            raise NotSupportedError("partitioner: only aiokafka's default (murmur2 of the key) is "
-                                    "supported, by librdkafka's murmur2_random; leave it unset, or pass "
-                                    "partition= to send()")
+        if partitioner is not None and not callable(partitioner):
+            raise TypeError("partitioner must be a callable(key, all_partitions, available_partitions) "
+                            "returning a partition id, not %r" % (partitioner,))
         for name, fn in (("key_serializer", key_serializer), ("value_serializer", value_serializer)):
             if fn is not None and not callable(fn):
                 raise TypeError("%s must be callable, not %r" % (name, fn))
@@ -86,6 +80,10 @@ class AIOKafkaProducer(Client):
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
         self._request_timeout_ms = request_timeout_ms
+        self._max_batch_size = max_batch_size
+        self._partitioner = partitioner
+        self._metadata_max_age_ms = metadata_max_age_ms
+        self._partition_lists = {}  # topic -> (all ids, ids with a leader, when), for the partitioner
         self._config = conf.common(bootstrap_servers, client_id or "aiokafka-producer-%d" % next(_numbers),
                                    metadata_max_age_ms, request_timeout_ms, retry_backoff_ms,
                                    security_protocol, ssl_context, connections_max_idle_ms, sasl_mechanism,
@@ -115,6 +113,7 @@ class AIOKafkaProducer(Client):
         self._room = None  # set when deliveries free queue room
         self._drained = None  # set when nothing is pending
         self._closed = False
+        self._batches = {}  # (topic, partition) -> the future of the last send_batch()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -182,9 +181,8 @@ class AIOKafkaProducer(Client):
             partition = PARTITION_UA
         elif not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
             raise TypeError("partition must be an int >= 0 or None, not %r" % (partition,))
-        if timestamp_ms is not None and (not isinstance(timestamp_ms, int) or timestamp_ms < 0):
-            raise TypeError("timestamp_ms must be an int >= 0 (ms since the epoch) or None, not %r"
-                            % (timestamp_ms,))
+        if timestamp_ms is not None:
+            check_timestamp(timestamp_ms)
         if self._key_serializer is not None:
             key = self._key_serializer(key)
         if self._value_serializer is not None:
@@ -194,27 +192,54 @@ class AIOKafkaProducer(Client):
         if key is not None and key.__class__ is not bytes:
             key = _check_bytes("key", key)
         if headers is not None:
-            headers = list(headers)
-            for item in headers:
-                if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
-                        and (item[1] is None or isinstance(item[1], bytes))):
-                    raise TypeError("headers must be (str, bytes) pairs, not %r" % (item,))
+            headers = check_headers(headers)
+        if self._partitioner is not None and partition == PARTITION_UA:
+            partition = await self._choose_partition(topic, key)
         msg_id = next(_ids)
         if msg_id % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
-        fut = self._loop.create_future()
-        self._pending[msg_id] = (fut, topic, timestamp_ms)
-        self._drained.clear()
+        fut = self._track(msg_id, topic, timestamp_ms)
         try:
             try:
                 self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
             except ProducerQueueFullError:
                 await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
         except BaseException:
-            self._pending.pop(msg_id, None)
-            self._check_drained()
+            self._untrack(msg_id)
             raise
         return fut
+
+    async def _choose_partition(self, topic, key):
+        """The partition the program's ``partitioner`` picks, called as aiokafka calls it:
+        with the serialized key, the topic's partition ids (sorted) and those with a leader,
+        from ``rd_kafka_metadata`` (on the default executor, at most once per
+        ``metadata_max_age_ms``)."""
+        lists = self._partition_lists.get(topic)
+        if lists is None or self._loop.time() - lists[2] > self._metadata_max_age_ms / 1000.0:
+            md = await self._blocking(self._handle.metadata, topic, self._request_timeout_ms, False)
+            t = md.topics.get(topic)
+            if t is None or t.error:
+                raise error_for(t.error if t is not None else 3, "metadata of %s" % topic)
+            ids = sorted(p.id for p in t.partitions)
+            lists = self._partition_lists[topic] = (
+                ids, sorted(p.id for p in t.partitions if p.leader >= 0), self._loop.time())
+        chosen = self._partitioner(key, list(lists[0]), list(lists[1]))
+        if chosen not in lists[0] or isinstance(chosen, bool):
+            raise ValueError("the partitioner returned %r, not one of the partitions of %s: %s"
+                             % (chosen, topic, lists[0]))
+        return chosen
+
+    def _track(self, msg_id, topic, timestamp_ms):
+        """A future for the delivery report of message ``msg_id``, pending from now on."""
+        fut = self._loop.create_future()
+        self._pending[msg_id] = (fut, topic, timestamp_ms)
+        self._drained.clear()
+        return fut
+
+    def _untrack(self, msg_id):
+        """Message ``msg_id`` never reached librdkafka: no report will come for it."""
+        self._pending.pop(msg_id, None)
+        self._check_drained()
 
     async def _produce_when_room(self, topic, partition, value, key, timestamp_ms, headers, msg_id):
         """librdkafka's queue is full: wait for delivery reports to make room, and try again,
@@ -235,6 +260,49 @@ class AIOKafkaProducer(Client):
                     await asyncio.wait_for(self._room.wait(), remaining)
                 except asyncio.TimeoutError:
                     pass
+
+    def create_batch(self):
+        """An empty :class:`~pyrdk.aio.batch.BatchBuilder` of up to ``max_batch_size`` bytes,
+        to fill and hand to :meth:`send_batch`."""
+        return BatchBuilder(self._max_batch_size)
+
+    async def send_batch(self, batch, topic, *, partition):
+        """Hand the records of ``batch`` to librdkafka, all to ``partition`` of ``topic``
+        (``rd_kafka_producev`` each, in order), after the previous batch sent to that
+        partition is delivered; a future of the first record's :class:`RecordMetadata`, set
+        once every record of the batch is delivered (or with the first failure). The records
+        are not serialized: they went into the batch as bytes."""
+        self._check_running()
+        if not isinstance(batch, BatchBuilder):
+            raise TypeError("batch must come from create_batch(), not %r" % (batch,))
+        if topic.__class__ is not str or not topic:
+            raise TypeError("topic must be a non-empty str, not %r" % (topic,))
+        if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+            raise TypeError("partition must be an int >= 0, not %r" % (partition,))
+        if not batch.record_count():
+            raise ValueError("the batch is empty: append() records to it first")
+        records = batch._take()
+        previous = self._batches.get((topic, partition))
+        if previous is not None and not previous.done():
+            await asyncio.wait((previous,))
+        futures = []
+        for value, key, timestamp_ms, headers in records:
+            msg_id = next(_ids)
+            fut = self._track(msg_id, topic, timestamp_ms)
+            try:
+                await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
+            except BaseException:
+                self._untrack(msg_id)
+                raise
+            futures.append(fut)
+        delivered = self._loop.create_task(_first_when_all(futures))
+        self._batches[(topic, partition)] = delivered
+        delivered.add_done_callback(functools.partial(self._batch_done, (topic, partition)))
+        return delivered
+
+    def _batch_done(self, key, fut):
+        if self._batches.get(key) is fut:
+            del self._batches[key]
 
     async def send_and_wait(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
                             headers=None):
@@ -367,6 +435,12 @@ class AIOKafkaProducer(Client):
     def _check_drained(self):
         if not self._pending:
             self._drained.set()
+
+
+async def _first_when_all(futures):
+    """The first future's result once all are done; the first failure, if any."""
+    results = await asyncio.gather(*futures)
+    return results[0]
 
 
 class _Transaction:

@@ -93,7 +93,8 @@ class Handle:
         self._cbs = callbacks_ or callbacks.Callbacks()
         self.stats = None  # the last statistics snapshot (statistics.interval.ms), parsed
         self._stats_callback = stats_callback
-        if _stats_enabled(config) and self._cbs.on_stats is None:
+        self.stats_enabled = _stats_enabled(config)  # whether librdkafka reports statistics
+        if self.stats_enabled and self._cbs.on_stats is None:
             self._cbs.on_stats = self._on_stats
         self._cond = threading.Condition()
         self._users = 0

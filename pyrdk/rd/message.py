@@ -80,7 +80,10 @@ def headers_to_c(headers):
 
 def error_of(rkmessage, topic_name=None):
     """The exception an error event carries (named after its topic and partition)."""
-    context = topic_name or _topic_name(rkmessage)
+    topic = context = topic_name or _topic_name(rkmessage)
     if context and rkmessage.partition >= 0:
         context = "%s [%d]" % (context, rkmessage.partition)
-    return errors.exception(rkmessage.err, context)
+    exc = errors.exception(rkmessage.err, context)
+    # where it happened, for callers that report it their own way (pyrdk.aio's OffsetOutOfRangeError)
+    exc.topic, exc.partition, exc.offset = topic, rkmessage.partition, rkmessage.offset
+    return exc

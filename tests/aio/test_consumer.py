@@ -229,13 +229,13 @@ async def test_subscribe_with_listener_and_async_for(kafka_hosts, new_topic):
                     return
         await asyncio.wait_for(read(), 30)
         tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
-        assert listener.events == [("assigned", tps)]
+        assert listener.events == [("revoked", []), ("assigned", tps)]  # aiokafka's first rebalance
         assert sorted(got) == [(0, 2), (0, 3), (1, 2), (1, 3)]
         await consumer.commit()
         assert await consumer.committed(tps[0]) == 4
         consumer.unsubscribe()
         deadline = time.monotonic() + 10
-        while len(listener.events) < 2 and time.monotonic() < deadline:
+        while len(listener.events) < 3 and time.monotonic() < deadline:
             await consumer.getmany(timeout_ms=200)
         assert listener.events[-1] == ("revoked", tps)
 
@@ -332,7 +332,7 @@ async def test_rebalance_listener_order_with_two_consumers(kafka_hosts, new_topi
         await asyncio.gather(*polling)
         a_now, b_now = a.assignment(), b.assignment()
     print("\n" + "\n".join("%s %s %s" % (n, e, sorted(tp.partition for tp in p)) for n, e, p in log))
-    assert log[0] == ("a", "assigned", everything)
+    assert log[:2] == [("a", "revoked", frozenset()), ("a", "assigned", everything)]  # aiokafka's order
     revoked = log.index(("a", "revoked", everything))
     b_assigned = next(i for i, e in enumerate(log) if e[:2] == ("b", "assigned") and e[2])
     a_again = next(i for i, e in enumerate(log) if i > revoked and e[:2] == ("a", "assigned"))
@@ -361,3 +361,61 @@ async def test_a_failing_listener_is_logged_and_the_rebalance_goes_on(kafka_host
         got = await drain(consumer, 3, timeout_s=30)
         assert [r.offset for r in got] == [0, 1, 2]
     assert "on_partitions_assigned raised" in caplog.text
+
+
+@pytest.mark.asyncio
+async def test_last_stable_offset_stops_at_an_open_transaction(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, transactional_id="lso-" + topic)
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1, isolation_level="read_committed",
+                                      rdkafka_config={"statistics.interval.ms": 100})
+    plain, _ = assigned_consumer(kafka_hosts, topic, 1)
+
+    async def lso_reaches(expected):
+        deadline = time.monotonic() + 15
+        while consumer.last_stable_offset(tp) != expected and time.monotonic() < deadline:
+            await consumer.getmany(timeout_ms=100)
+        return consumer.last_stable_offset(tp)
+
+    async with producer, consumer, plain:
+        consumer.assign(tps)
+        plain.assign(tps)
+        assert consumer.last_stable_offset(tp) is None  # nothing fetched yet
+        assert plain.last_stable_offset(tp) is None
+        async with producer.transaction():
+            for i in range(3):
+                await producer.send(topic, b"committed %d" % i)
+        producer.begin_transaction()
+        await producer.send(topic, b"open")
+        await producer.flush()  # offsets 0-2, the commit marker at 3, the open record at 4
+        assert await lso_reaches(4) == 4
+        assert [r.value for r in await drain(plain, 4)][-1] == b"open"
+        assert plain.last_stable_offset(tp) == -1  # read_uncommitted: -1, as aiokafka's
+        await producer.commit_transaction()
+        assert await lso_reaches(6) == 6
+        with pytest.raises(aiokafka.errors.IllegalStateError, match="not assigned"):
+            consumer.last_stable_offset(TopicPartition(topic, 7))
+    no_stats, _ = assigned_consumer(kafka_hosts, topic, 1, isolation_level="read_committed",
+                                    rdkafka_config={"statistics.interval.ms": 0})
+    async with no_stats:
+        no_stats.assign(tps)
+        with pytest.raises(aiokafka.errors.IllegalOperation, match="statistics.interval.ms"):
+            no_stats.last_stable_offset(tp)
+
+
+@pytest.mark.asyncio
+async def test_offset_out_of_range_carries_aiokafkas_partition_dict(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    await produce(kafka_hosts, topic, 3, partition=0)
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="none", enable_auto_commit=False)
+    async with consumer:
+        consumer.assign([tp])  # no committed offset, no reset allowed
+        with pytest.raises(aiokafka.errors.OffsetOutOfRangeError) as info:
+            await asyncio.wait_for(drain(consumer, 1), 30)
+        assert info.value.args[0] == {tp: -1001}  # what the docs' local state example reads (-1001: none)
+        assert "No offset" in str(info.value)
+        await consumer.seek_to_beginning(*info.value.args[0].keys())
+        assert [r.offset for r in await drain(consumer, 3)] == [0, 1, 2]

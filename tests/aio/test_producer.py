@@ -179,3 +179,27 @@ async def test_records_for_an_unreachable_broker_fail_with_a_timeout():
         results = [r if isinstance(r, Exception) else (await asyncio.gather(r, return_exceptions=True))[0]
                    for r in results]
     assert len(results) == 8 and all(isinstance(r, KafkaTimeoutError) for r in results), results
+
+
+@pytest.mark.asyncio
+async def test_a_custom_partitioner_is_called_as_aiokafkas(kafka_hosts, new_topic):
+    topic = new_topic(4)
+    calls = []
+
+    def by_key(key, all_partitions, available_partitions):
+        calls.append((key, all_partitions, available_partitions))
+        return all_partitions[-1] if key == b"last" else all_partitions[0]
+
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, partitioner=by_key,
+                                         key_serializer=str.encode) as producer:
+        assert (await producer.send_and_wait(topic, b"v", key="last")).partition == 3
+        assert (await producer.send_and_wait(topic, b"v", key="other")).partition == 0
+        assert (await producer.send_and_wait(topic, b"v", key="last", partition=1)).partition == 1
+    assert calls == [(b"last", [0, 1, 2, 3], [0, 1, 2, 3]), (b"other", [0, 1, 2, 3], [0, 1, 2, 3])]
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts,
+                                         partitioner=lambda key, every, available: 9) as producer:
+        with pytest.raises(ValueError, match="partitioner returned 9"):
+            await producer.send(topic, b"v")
+        assert (await producer.send_and_wait(topic, b"ok", partition=2)).offset == 0  # nothing half-sent
+    with pytest.raises(TypeError, match="partitioner must be a callable"):
+        aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, partitioner="murmur2")

@@ -1,0 +1,125 @@
+"""aiokafka's ``BatchBuilder``: records a program gathers itself, for one partition, and hands
+over whole with ``AIOKafkaProducer.send_batch()``.
+
+librdkafka builds its own batches (``batch.size``, ``linger.ms``), so a BatchBuilder holds the
+records until ``send_batch()`` hands them to librdkafka one after the other
+(``rd_kafka_producev``, all to the chosen partition, none sent in between): they land in the
+partition in order and at consecutive offsets. ``append()`` counts each record's size as
+Kafka's record format (v2) writes it, so that a batch fills where aiokafka's does:
+at ``max_batch_size`` bytes. The checks on a record's parts are the ones ``send()`` makes.
+"""
+import collections
+import time
+
+BATCH_OVERHEAD = 61  # the header of a v2 record batch, in bytes
+
+BatchRecordMetadata = collections.namedtuple("BatchRecordMetadata", "offset size timestamp crc")
+"""What ``BatchBuilder.append()`` returns: the record's ``offset`` within the batch (0 for the
+first), its ``size`` in bytes, its ``timestamp`` (ms) and ``crc`` (None, as aiokafka's)."""
+
+
+def check_bytes(what, data):
+    """``data`` as bytes (or None); TypeError for anything else."""
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError("the %s must be bytes (or set %s_serializer), not %s" % (what, what, type(data).__name__))
+
+
+def check_headers(headers):
+    """``headers`` (an iterable of ``(str, bytes or None)`` pairs) as a list; TypeError for
+    anything else."""
+    headers = list(headers)
+    for item in headers:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                and (item[1] is None or isinstance(item[1], bytes))):
+            raise TypeError("headers must be (str, bytes) pairs, not %r" % (item,))
+    return headers
+
+
+def check_timestamp(timestamp_ms):
+    if timestamp_ms is not None and (not isinstance(timestamp_ms, int) or isinstance(timestamp_ms, bool)
+                                     or timestamp_ms < 0):
+        raise TypeError("timestamp_ms must be an int >= 0 (ms since the epoch) or None, not %r"
+                        % (timestamp_ms,))
+
+
+def _varint(n):
+    """The bytes of ``n`` as a zigzag varint (Kafka's record fields)."""
+    n = (n << 1) ^ (n >> 63)
+    size = 1
+    while n >= 0x80:
+        n >>= 7
+        size += 1
+    return size
+
+
+def _blob(data):
+    return _varint(-1) if data is None else _varint(len(data)) + len(data)
+
+
+def record_size(offset_delta, timestamp_delta, key, value, headers):
+    """The size of one record in a v2 batch: its length prefix, attributes, deltas, key,
+    value and headers."""
+    body = 1 + _varint(timestamp_delta) + _varint(offset_delta) + _blob(key) + _blob(value)
+    body += _varint(len(headers))
+    for name, data in headers:
+        encoded = name.encode()
+        body += _varint(len(encoded)) + len(encoded) + _blob(data)
+    return _varint(body) + body
+
+
+class BatchBuilder:
+    """Records for one ``send_batch()``, up to ``batch_size`` bytes (the producer's
+    ``max_batch_size``); made by ``AIOKafkaProducer.create_batch()``."""
+
+    def __init__(self, batch_size):
+        self._batch_size = batch_size
+        self._records = []  # (value, key, timestamp_ms, headers)
+        self._size = BATCH_OVERHEAD
+        self._first_timestamp = None
+        self._closed = False
+
+    def append(self, *, key, value, timestamp, headers=None):
+        """Add a record (``key`` and ``value`` bytes or None, ``timestamp`` in ms or None for
+        now, ``headers`` ``(str, bytes)`` pairs); its :class:`BatchRecordMetadata`, or None
+        when the batch is closed or the record would take it past ``max_batch_size`` (the
+        first record always fits)."""
+        if self._closed:
+            return None
+        key = check_bytes("key", key)
+        value = check_bytes("value", value)
+        headers = check_headers(headers) if headers is not None else []
+        check_timestamp(timestamp)
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        if self._first_timestamp is None:
+            self._first_timestamp = timestamp
+        offset = len(self._records)
+        size = record_size(offset, timestamp - self._first_timestamp, key, value, headers)
+        if self._records and self._size + size > self._batch_size:
+            return None
+        self._records.append((value, key, timestamp, headers or None))
+        self._size += size
+        return BatchRecordMetadata(offset, size, timestamp, None)
+
+    def close(self):
+        """Take no more records: ``append()`` returns None from now on."""
+        self._closed = True
+
+    def size(self):
+        """The batch's size in bytes as Kafka's record format writes it."""
+        return self._size
+
+    def record_count(self):
+        """How many records the batch holds."""
+        return len(self._records)
+
+    def _take(self):
+        """Close the batch and give its records to ``send_batch()``."""
+        self._closed = True
+        return self._records
+
+
+__all__ = ["BatchBuilder", "BatchRecordMetadata"]

@@ -1,0 +1,68 @@
+"""aiokafka's ``create_ssl_context`` (``aiokafka.helpers``).
+
+librdkafka does its own TLS (OpenSSL, in its threads) and cannot use a Python
+``ssl.SSLContext``; so the context this helper makes remembers the files and the password it
+was made from, and the producer and consumer hand those to librdkafka as its ``ssl.*``
+properties (:func:`rdkafka_config`). The context is a real ``ssl.SSLContext`` all the same,
+loaded from the same files (a wrong path or password fails here, as in aiokafka), and its
+``check_hostname`` and ``verify_mode`` are read when a client starts.
+"""
+import ssl
+
+from pyrdk.exceptions import NotSupportedError
+
+
+class KafkaSSLContext(ssl.SSLContext):
+    """An ``ssl.SSLContext`` made by :func:`create_ssl_context`, with the files it came from:
+    ``cafile``, ``capath``, ``cadata``, ``certfile``, ``keyfile`` and ``password``."""
+
+    cafile = capath = cadata = certfile = keyfile = password = None
+
+
+def create_ssl_context(*, cafile=None, capath=None, cadata=None, certfile=None, keyfile=None, password=None):
+    """An SSL context for ``security_protocol="SSL"`` (or ``"SASL_SSL"``), as aiokafka's:
+    the brokers' certificates checked against ``cafile``, ``capath`` or ``cadata`` (the
+    system's CAs when none is given) with their host names; ``certfile``/``keyfile``
+    (``password`` for the key) for a client certificate."""
+    if sum(x is not None for x in (cafile, capath, cadata)) > 1:
+        raise NotSupportedError("give one of cafile, capath or cadata: librdkafka takes a single CA "
+                                "location (ssl.ca.location or ssl.ca.pem)")
+    if keyfile is not None and certfile is None:
+        raise ValueError("keyfile needs the certfile it belongs to")
+    context = KafkaSSLContext(ssl.PROTOCOL_TLS_CLIENT)  # check_hostname and CERT_REQUIRED, as aiokafka
+    if cafile is None and capath is None and cadata is None:
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    else:
+        context.load_verify_locations(cafile, capath, cadata)
+    if certfile is not None:
+        context.load_cert_chain(certfile, keyfile, password)
+    context.cafile, context.capath, context.cadata = cafile, capath, cadata
+    context.certfile, context.keyfile, context.password = certfile, keyfile, password
+    return context
+
+
+def rdkafka_config(context):
+    """librdkafka's ``ssl.*`` properties for ``context``, made by :func:`create_ssl_context`;
+    ``NotSupportedError`` for any other ``ssl.SSLContext``."""
+    if not isinstance(context, KafkaSSLContext):
+        raise NotSupportedError("ssl_context must come from pyrdk.aio.helpers.create_ssl_context(): "
+                                "librdkafka does its own TLS and can only use the files such a context "
+                                "was made from, not a %s" % type(context).__name__)
+    config = {}
+    if context.cafile is not None or context.capath is not None:
+        config["ssl.ca.location"] = context.cafile if context.cafile is not None else context.capath
+    elif context.cadata is not None:
+        cadata = context.cadata
+        config["ssl.ca.pem"] = cadata if isinstance(cadata, str) else ssl.DER_cert_to_PEM_cert(cadata)
+    if context.certfile is not None:
+        config["ssl.certificate.location"] = context.certfile
+        config["ssl.key.location"] = context.keyfile if context.keyfile is not None else context.certfile
+        if context.password is not None:
+            password = context.password() if callable(context.password) else context.password
+            config["ssl.key.password"] = password.decode() if isinstance(password, bytes) else password
+    config["ssl.endpoint.identification.algorithm"] = "https" if context.check_hostname else "none"
+    config["enable.ssl.certificate.verification"] = context.verify_mode != ssl.CERT_NONE
+    return config
+
+
+__all__ = ["KafkaSSLContext", "create_ssl_context"]
