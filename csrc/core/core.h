@@ -80,6 +80,8 @@ int core_read_column(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const 
 extern PyType_Spec message_spec;
 message_t *message_new(core_state *st);
 PyObject *message_consumed(core_state *st, rd_kafka_message_t *m, PyObject *topic, PyObject *partition);
+PyObject *message_record(core_state *st, const rd_kafka_message_t *m, PyTypeObject *record_type, PyObject *topic,
+                         PyObject *partition);
 void message_free_list_clear(core_state *st);
 int message_set_int(const char *name, PyObject *value, int bits, int64_t *out);
 

@@ -51,6 +51,14 @@ The consumer's core (:func:`consumer_core`), one per consumer:
   as handed out and none buffered, as what :func:`pyrdk.core.arrow.record_batch` makes a
   ``pyarrow.RecordBatch`` of: the C core fills each column's buffers with no Python object per
   message, the reference makes a list of Messages.
+- ``add_records(pointers, record, partition) -> (runs, error_positions)``: the same batch, each
+  message counted as handed out and none buffered, as aiokafka's records made in one pass:
+  ``runs`` is ``[[partition(topic, id), [record(...)]]]``, one run per stretch of one
+  partition's messages, in order, ``record`` and ``partition`` the namedtuple classes
+  ``ConsumerRecord`` and ``TopicPartition`` (:mod:`pyrdk.aio.structs`). A record's
+  ``timestamp_type`` is librdkafka's less one (-1: none), its sizes -1 for None, its headers
+  a list or ``()``; the C core leaves a record without headers untracked by the garbage
+  collector, as CPython leaves a tuple of immutable fields.
 - ``next() -> message or None``, ``take(max_messages) -> [message]``: the first buffered
   messages, each counted as handed out (its partition's next offset is its offset + 1).
 - ``iterator(refill)``: the buffered messages, counted, then ``refill()`` when the buffer is

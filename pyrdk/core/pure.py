@@ -273,6 +273,22 @@ class ConsumerCore:
             self._next[msg.partition_id] = msg.offset + 1
         return made, positions
 
+    def add_records(self, pointers: memoryview, record: Callable[..., tuple[Any, ...]],
+                    partition: Callable[..., tuple[Any, ...]]) -> tuple[list[list[Any]], list[int]]:
+        made, positions = messages_of(pointers, None)
+        runs: list[list[Any]] = []
+        records: list[tuple[Any, ...]] = []
+        for msg in made:  # counted as handed out, none buffered
+            if not runs or msg.partition_id != runs[-1][0][1] or msg.topic != runs[-1][0][0]:
+                records = []
+                runs.append([partition(msg.topic, msg.partition_id), records])
+            key, value, tstype = msg.partition_key, msg.value, msg.timestamp_type
+            records.append(record(msg.topic, msg.partition_id, msg.offset, msg.timestamp, tstype - 1 if tstype else -1,
+                                  key, value, None, -1 if key is None else len(key),
+                                  -1 if value is None else len(value), msg.headers or ()))
+            self._next[msg.partition_id] = msg.offset + 1
+        return runs, positions
+
     def next(self) -> Optional[Message]:
         if not self._buffer:
             return None

@@ -15,6 +15,7 @@ import pytest
 
 import pyrdk
 from pyrdk import core
+from pyrdk.aio.structs import ConsumerRecord, TopicPartition
 from pyrdk.common import CompressionType
 from tests.rd import util
 
@@ -100,6 +101,9 @@ def test_a_cycle_through_a_dict_stored_untracked_is_collected(consumed):
     (lambda c: c.set_next("0", 1), "must be an int"),
     (lambda c: c.set_next(0, 1.5), "int or None"),
     (lambda c: c.iterator(None), "callable"),
+    (lambda c: c.add_records(memoryview(b""), tuple, TopicPartition), "record must be a namedtuple class of 11"),
+    (lambda c: c.add_records(memoryview(b""), ConsumerRecord, ConsumerRecord), "partition must be a namedtuple"),
+    (lambda c: c.add_records([1], ConsumerRecord, TopicPartition), "memoryview"),
     (lambda c: setattr(c, "partitions", [(0, "p0")]), "a dict"),
 ])
 def test_the_consumer_core_refuses_what_it_cannot_read(call, words):
