@@ -40,6 +40,7 @@ typedef struct {
         PyTypeObject *message_type;
         PyTypeObject *producer_type;
         PyTypeObject *consumer_type;
+        PyTypeObject *sender_type;
         PyTypeObject *iterator_type;
         PyObject *default_compression; /* CompressionType.NONE, given by setup() */
         PyDateTime_CAPI *datetime_api;  /* from the datetime module's capsule */
@@ -85,10 +86,11 @@ PyObject *message_record(core_state *st, const rd_kafka_message_t *m, PyTypeObje
 void message_free_list_clear(core_state *st);
 int message_set_int(const char *name, PyObject *value, int bits, int64_t *out);
 
-/* producer.c, consumer.c */
+/* producer.c, consumer.c, sender.c */
 void producer_forget(struct producer_s *core, uint64_t id);
 extern PyType_Spec producer_spec;
 extern PyType_Spec consumer_spec;
+extern PyType_Spec sender_spec;
 extern PyType_Spec iterator_spec;
 
 #endif

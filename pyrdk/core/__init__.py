@@ -68,6 +68,23 @@ The consumer's core (:func:`consumer_core`), one per consumer:
 - ``take_partitions(pids) -> [message]`` (out of the buffer, in order), ``extend(messages)``,
   ``clear()``, ``len(core)``; ``partitions``: ``{id: Partition}`` naming each Message's partition.
 
+The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaProducer``:
+
+- ``add_topic(topic, rkt)``: let ``send()`` produce to ``topic`` (its ``rd_kafka_topic_t``
+  address, from ``Handle.addresses()``).
+- ``send(topic, partition, value, key, msg_id) -> err``: one record (bytes or None) through
+  ``rd_kafka_producev`` (copied), ``partition`` -1 for librdkafka's partitioner, ``msg_id``
+  (> 0) its report's opaque; 0, or librdkafka's code refusing it (``MSG_SIZE_TOO_LARGE``
+  above ``max_size``). A closed handle: ``PYRDK_ERR_CLOSED`` (C) or the Handle's refusal
+  raised (Python); a topic not added: ``KeyError``.
+- ``deliver(pending, ids, errs, partitions, offsets, timestamps, metadata, partition) ->
+  [(future, topic, err)]``: a batch of delivery reports into the futures of ``pending``
+  (``{msg_id: (future, topic, timestamp_ms or None)}``): each report's entry leaves
+  ``pending``; a delivered record's future, unless done (cancelled), gets
+  ``metadata(topic, partition id, partition(topic, partition id), offset, timestamp, 0,
+  None)`` (``RecordMetadata``, ``TopicPartition``; the timestamp given to ``send()``, else
+  the report's). Returns the failed ones, for the caller to fail with the exception it names.
+
 The C core takes what this says and refuses the rest with a TypeError naming it, where the
 reference would take any object: ``track`` and ``extend`` take Messages, ``partitions`` is a
 dict (consumer) or ``(int id, Partition)`` pairs (producer), partition ids and offsets are
@@ -96,6 +113,7 @@ if TYPE_CHECKING:
 # The two implementations of each core (the interface: this module's docs, and pyrdk/_core.pyi).
 ProducerCore = Union["_core.ProducerCore", pure.ProducerCore]
 ConsumerCore = Union["_core.ConsumerCore", pure.ConsumerCore]
+SenderCore = Union["_core.SenderCore", pure.SenderCore]
 
 _CHOICES = ("c", "python")
 
@@ -152,6 +170,15 @@ def producer_core(handle: rd_handle.Handle, topic: str, partitions: list[tuple[i
                                max_size, batch, report_all, general, start, handle.keep)
     return pure.ProducerCore(handle, topic, partitions, partitioner, compression, max_size, batch,
                              report_all, general, start)
+
+
+def sender_core(handle: rd_handle.Handle, max_size: int) -> SenderCore:
+    """A new asyncio producer core on the producer ``Handle`` (see the module's docs), refusing
+    a record whose value and key are larger than ``max_size`` bytes."""
+    if _c is not None:
+        rk, _, guard = handle.addresses(None)
+        return _c.SenderCore(handle, rk, guard, max_size)
+    return pure.SenderCore(handle, max_size)
 
 
 def consumer_core(partitions: dict[int, _Partition]) -> ConsumerCore:

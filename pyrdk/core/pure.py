@@ -336,3 +336,47 @@ class ConsumerCore:
 
     def clear(self) -> None:
         self._buffer.clear()
+
+
+class SenderCore:
+    """The asyncio producer's core (see :mod:`pyrdk.core`)."""
+
+    def __init__(self, handle: Handle, max_size: int) -> None:
+        self._handle = handle
+        self._max_size = max_size
+        self._topics: dict[str, int] = {}
+
+    def add_topic(self, topic: str, rkt: int) -> None:
+        self._topics[topic] = rkt
+
+    def send(self, topic: str, partition: int, value: Optional[bytes], key: Optional[bytes], msg_id: int) -> int:
+        if topic not in self._topics:
+            raise KeyError("send(): topic %r was not added (add_topic())" % (topic,))
+        if _size(value) + _size(key) > self._max_size:
+            return errors.MSG_SIZE_TOO_LARGE
+        try:
+            self._handle.produce_guarded(topic, partition, value, key, None, None, msg_id)
+        except KafkaException as exc:  # librdkafka's refusal; a closed handle's refusal goes on up
+            if exc.code is None:
+                raise
+            return exc.code
+        return 0
+
+    def deliver(self, pending: dict[int, tuple[Any, str, Optional[int]]], ids: memoryview, errs: memoryview,
+                partitions: memoryview, offsets: memoryview, timestamps: memoryview,
+                metadata: Callable[..., tuple[Any, ...]],
+                partition: Callable[..., tuple[Any, ...]]) -> list[tuple[Any, str, int]]:
+        failed = []
+        for msg_id, err, pid, offset, timestamp in zip(ids, errs, partitions, offsets, timestamps):
+            entry = pending.pop(msg_id, None)
+            if entry is None:
+                continue
+            fut, topic, timestamp_ms = entry
+            if fut.done():  # cancelled by the program: nothing to tell
+                continue
+            if err:
+                failed.append((fut, topic, err))
+                continue
+            fut.set_result(metadata(topic, pid, partition(topic, pid), offset,
+                                    timestamp if timestamp_ms is None else timestamp_ms, 0, None))
+        return failed
