@@ -13,6 +13,8 @@ from pyrdk import common
 from pyrdk.common import CompressionType
 from pyrdk.partition import Partition
 
+TOPIC_MASK: int
+
 def setup(default_compression: CompressionType, /) -> None: ...
 
 # At runtime a virtual subclass of pyrdk.common.Message (registered by pyrdk.core), so that
@@ -89,9 +91,9 @@ class ConsumerCore:
 @final
 class SenderCore:
     def __new__(cls, owner: Any, rk: int, guard: int, max_size: int) -> SenderCore: ...
-    def add_topic(self, topic: str, rkt: int, /) -> None: ...
+    def add_topic(self, topic: str, rkt: int, /) -> int: ...
     def send(self, topic: str, partition: int, value: Optional[bytes], key: Optional[bytes], msg_id: int, /) -> int: ...
-    def deliver(self, pending: dict[int, tuple[Any, str, Optional[int]]], ids: memoryview, errs: memoryview,
+    def deliver(self, pending: dict[int, Any], ids: memoryview, errs: memoryview,
                 partitions: memoryview, offsets: memoryview, timestamps: memoryview,
                 metadata: Callable[..., tuple[Any, ...]], partition: Callable[..., tuple[Any, ...]],
                 /) -> list[tuple[Any, str, int]]: ...

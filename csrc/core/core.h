@@ -33,6 +33,9 @@ static inline PyObject *Py_NewRef(PyObject *o) {
 }
 #endif
 
+/* SenderCore: a msg_id's low bits, the index of its topic (0: none); pyrdk._core.TOPIC_MASK. */
+enum { TOPIC_MASK = 63 };
+
 /* Freed Messages kept for reuse (see message.c). */
 enum { MESSAGE_FREE_MAX = 1024 };
 

@@ -12,6 +12,7 @@ typedef struct {
         PyObject_HEAD
         PyObject *owner;      /* the Handle: keeps rk, the topic handles and guard alive */
         PyObject *topics;     /* dict {topic name: rd_kafka_topic_t address, an int} */
+        PyObject *names;      /* list: the topic of each index add_topic() gave, [0] None */
         rd_kafka_t *rk;
         pyrdk_guard_t *guard; /* NULL once cleared */
         size_t max_size;
@@ -43,18 +44,21 @@ static PyObject *sender_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
                 return NULL;
         self->owner = Py_NewRef(owner);
         self->max_size = (size_t)max_size;
-        if (!(self->topics = PyDict_New()) || !(self->rk = sender_address(rk, "rk")) ||
+        if (!(self->topics = PyDict_New()) || !(self->names = PyList_New(1)) || !(self->rk = sender_address(rk, "rk")) ||
             !(self->guard = sender_address(guard, "guard"))) {
                 Py_DECREF(self);
                 return NULL;
         }
+        PyList_SET_ITEM(self->names, 0, Py_NewRef(Py_None));
         return (PyObject *)self;
 }
 
 PyDoc_STRVAR(add_topic_doc,
              "add_topic($self, topic, rkt, /)\n--\n\n"
+             "-> index\n"
              "Let send() produce to topic (a str) through its rd_kafka_topic_t (an address from\n"
-             "Handle.addresses()).");
+             "Handle.addresses()); the topic's index (1 to TOPIC_MASK) that msg_id & TOPIC_MASK names in\n"
+             "deliver(), or 0 once TOPIC_MASK topics have one.");
 
 static PyObject *sender_add_topic(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
         if (nargs != 2) {
@@ -67,7 +71,16 @@ static PyObject *sender_add_topic(sender_t *self, PyObject *const *args, Py_ssiz
         }
         if (!sender_address(args[1], "rkt") || PyDict_SetItem(self->topics, args[0], args[1]) < 0)
                 return NULL;
-        Py_RETURN_NONE;
+        for (Py_ssize_t i = 1; i < PyList_GET_SIZE(self->names); i++) {
+                if (PyList_GET_ITEM(self->names, i) == args[0] ||
+                    PyUnicode_Compare(PyList_GET_ITEM(self->names, i), args[0]) == 0)
+                        return PyLong_FromSsize_t(i);
+        }
+        if (PyList_GET_SIZE(self->names) > TOPIC_MASK)
+                return PyLong_FromLong(0);
+        if (PyList_Append(self->names, args[0]) < 0)
+                return NULL;
+        return PyLong_FromSsize_t(PyList_GET_SIZE(self->names) - 1);
 }
 
 /* bytes or None: its data and size (NULL, 0 for None). 0, or -1 with a TypeError. */
@@ -150,7 +163,8 @@ PyDoc_STRVAR(deliver_doc,
              "deliver($self, pending, ids, errs, partitions, offsets, timestamps, metadata, partition, /)\n--\n\n"
              "-> [(future, topic, err)]\n"
              "A batch of delivery reports (memoryviews, as pyrdk.rd.callbacks drains them) into the futures\n"
-             "of ``pending`` ({msg_id: (future, topic, timestamp_ms or None)}): each report's entry leaves\n"
+             "of ``pending`` ({msg_id: (future, topic, timestamp_ms or None)}, or {msg_id: future} where\n"
+             "msg_id & TOPIC_MASK is the index add_topic() gave the topic): each report's entry leaves\n"
              "pending; a delivered record's future, unless done, gets ``metadata(topic, partition,\n"
              "partition(topic, partition), offset, timestamp, 0, None)`` (the timestamp: timestamp_ms when\n"
              "one was given, else the report's), left out of the cyclic GC when its fields are immutable.\n"
@@ -168,7 +182,6 @@ static PyObject *sender_deliver(sender_t *self, PyObject *const *args, Py_ssize_
                                            sizeof(int64_t)};
         static const char *const formats[] = {"LQ", "i", "i", "q", "q"};
 
-        (void)self;
         if (nargs != 8) {
                 PyErr_Format(PyExc_TypeError, "deliver() takes 8 arguments (%zd given)", nargs);
                 return NULL;
@@ -231,15 +244,22 @@ static PyObject *sender_deliver(sender_t *self, PyObject *const *args, Py_ssize_
                                 goto done;
                         }
                         Py_DECREF(key);
-                        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) {
+                        if (!PyTuple_Check(entry) && (ids[i] & TOPIC_MASK) &&
+                            (ids[i] & TOPIC_MASK) < (uintptr_t)PyList_GET_SIZE(self->names)) {
+                                fut = entry; /* the topic by its index */
+                                topic = PyList_GET_ITEM(self->names, ids[i] & TOPIC_MASK);
+                                ts = Py_None;
+                        } else if (PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 3) {
+                                fut = PyTuple_GET_ITEM(entry, 0);
+                                topic = PyTuple_GET_ITEM(entry, 1);
+                                ts = PyTuple_GET_ITEM(entry, 2);
+                        } else {
                                 PyErr_Format(PyExc_TypeError, "deliver(): pending's values must be "
-                                             "(future, topic, timestamp_ms), not %R", entry);
+                                             "(future, topic, timestamp_ms), or a future where the msg_id names "
+                                             "a topic, not %R", entry);
                                 Py_DECREF(entry);
                                 goto done;
                         }
-                        fut = PyTuple_GET_ITEM(entry, 0);
-                        topic = PyTuple_GET_ITEM(entry, 1);
-                        ts = PyTuple_GET_ITEM(entry, 2);
                         if (!(is_done = PyObject_CallMethodNoArgs(fut, done_name))) {
                                 Py_DECREF(entry);
                                 goto done;
@@ -322,6 +342,7 @@ static int sender_traverse(sender_t *self, visitproc visit, void *arg) {
         Py_VISIT(Py_TYPE(self));
         Py_VISIT(self->owner);
         Py_VISIT(self->topics);
+        Py_VISIT(self->names);
         return 0;
 }
 
@@ -329,6 +350,7 @@ static int sender_clear(sender_t *self) {
         self->guard = NULL; /* the owner may go: never call librdkafka again */
         Py_CLEAR(self->owner);
         Py_CLEAR(self->topics);
+        Py_CLEAR(self->names);
         return 0;
 }
 

@@ -18,7 +18,7 @@ from pyrdk.aio.client import Client
 from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.core import sender_core
+from pyrdk.core import TOPIC_MASK, sender_core
 from pyrdk.exceptions import NotSupportedError, ProducerQueueFullError
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
@@ -34,7 +34,13 @@ _numbers = itertools.count(1)
 COMPRESSION = {None: "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 YIELD_EVERY = 256  # send() lets the loop run other tasks once per this many calls (well under 1 ms)
 _Future = asyncio.Future
+TOPIC_BITS = TOPIC_MASK.bit_length()  # a msg_id is a sequence number, then its topic's index
 PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: its partitioner chooses
+
+
+def _future_of(entry):
+    """The future of a ``_pending`` entry: the future itself, or ``(future, topic, timestamp_ms)``."""
+    return entry[0] if entry.__class__ is tuple else entry
 
 
 def _acks(acks, enable_idempotence):
@@ -118,7 +124,7 @@ class AIOKafkaProducer(Client):
         self._flushing = []  # flush()'s futures, done when nothing is pending
         self._core = None
         self._plain_loop = False
-        self._topics = set()  # the topics added to the core
+        self._topics = {}  # topic -> its index in the core (0: none, its records' entries name it)
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -163,7 +169,8 @@ class AIOKafkaProducer(Client):
             self._wakeup.close()
             # rd_kafka_destroy joins librdkafka's threads: off the loop
             await self._blocking(self._handle.close)
-            for fut, _, _ in self._pending.values():
+            for entry in self._pending.values():
+                fut = _future_of(entry)
                 if not fut.done():
                     fut.set_exception(ProducerClosed("the producer stopped before the record was delivered"))
             self._pending.clear()
@@ -185,15 +192,19 @@ class AIOKafkaProducer(Client):
             key = self._key_serializer(key)
         if self._value_serializer is not None:
             value = self._value_serializer(value)
-        if (partition is not None or timestamp_ms is not None or headers is not None or topic not in self._topics
-                or value.__class__ is not bytes or (key is not None and key.__class__ is not bytes) or self._closed):
+        index = (self._topics.get(topic) if topic.__class__ is str and partition is None and timestamp_ms is None
+                 and headers is None else None)
+        if (not index or value.__class__ is not bytes or (key is not None and key.__class__ is not bytes)
+                or self._closed):
             return await self._send(topic, value, key, partition, timestamp_ms, headers)
-        # The common record: bytes to a topic sent to before, librdkafka's partitioner.
-        msg_id = next(_ids)
-        if msg_id % YIELD_EVERY == 0:
+        # The common record: bytes to a topic sent to before, librdkafka's partitioner; its
+        # entry in _pending is the future alone, its msg_id naming the topic.
+        seq = next(_ids)
+        if seq % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
+        msg_id = seq << TOPIC_BITS | index
         fut = _Future(loop=self._loop) if self._plain_loop else self._loop.create_future()
-        self._pending[msg_id] = (fut, topic, None)
+        self._pending[msg_id] = fut
         err = self._core.send(topic, PARTITION_UA, value, key, msg_id)
         if err:
             try:
@@ -229,9 +240,10 @@ class AIOKafkaProducer(Client):
                 if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
                         and (item[1] is None or isinstance(item[1], bytes))):
                     raise TypeError("headers must be (str, bytes) pairs, not %r" % (item,))
-        msg_id = next(_ids)
-        if msg_id % YIELD_EVERY == 0:
+        seq = next(_ids)
+        if seq % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
+        msg_id = seq << TOPIC_BITS  # its topic in its entry
         fut = self._loop.create_future()
         self._pending[msg_id] = (fut, topic, timestamp_ms)
         try:
@@ -255,8 +267,7 @@ class AIOKafkaProducer(Client):
         return fut
 
     def _add_topic(self, topic):
-        self._core.add_topic(topic, self._handle.addresses(topic)[1])
-        self._topics.add(topic)
+        self._topics[topic] = self._core.add_topic(topic, self._handle.addresses(topic)[1])
 
     async def _produce_when_room(self, topic, partition, value, key, timestamp_ms, headers, msg_id):
         """librdkafka's queue is full: wait for delivery reports to make room, and try again,
@@ -380,7 +391,8 @@ class AIOKafkaProducer(Client):
     def _fail_all(self, exc):
         """A fatal error: every pending send learns it."""
         log.error("producer error: %s", exc)
-        for fut, _, _ in list(self._pending.values()):
+        for entry in list(self._pending.values()):
+            fut = _future_of(entry)
             if not fut.done():
                 fut.set_exception(exc)
         self._pending.clear()

@@ -70,8 +70,9 @@ The consumer's core (:func:`consumer_core`), one per consumer:
 
 The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaProducer``:
 
-- ``add_topic(topic, rkt)``: let ``send()`` produce to ``topic`` (its ``rd_kafka_topic_t``
-  address, from ``Handle.addresses()``).
+- ``add_topic(topic, rkt) -> index``: let ``send()`` produce to ``topic`` (its
+  ``rd_kafka_topic_t`` address, from ``Handle.addresses()``); the topic's index, 1 to
+  :data:`TOPIC_MASK` (0 once that many topics have one).
 - ``send(topic, partition, value, key, msg_id) -> err``: one record (bytes or None) through
   ``rd_kafka_producev`` (copied), ``partition`` -1 for librdkafka's partitioner, ``msg_id``
   (> 0) its report's opaque; 0, or librdkafka's code refusing it (``MSG_SIZE_TOO_LARGE``
@@ -79,7 +80,9 @@ The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaPro
   raised (Python); a topic not added: ``KeyError``.
 - ``deliver(pending, ids, errs, partitions, offsets, timestamps, metadata, partition) ->
   [(future, topic, err)]``: a batch of delivery reports into the futures of ``pending``
-  (``{msg_id: (future, topic, timestamp_ms or None)}``): each report's entry leaves
+  (``{msg_id: (future, topic, timestamp_ms or None)}``, or ``{msg_id: future}`` where
+  ``msg_id & TOPIC_MASK`` is the topic's index: one object per record fewer for the cyclic
+  GC to follow): each report's entry leaves
   ``pending``; a delivered record's future, unless done (cancelled), gets
   ``metadata(topic, partition id, partition(topic, partition id), offset, timestamp, 0,
   None)`` (``RecordMetadata``, ``TopicPartition``; the timestamp given to ``send()``, else
@@ -145,6 +148,9 @@ def _choose() -> tuple[str, Optional[ModuleType]]:
 
 implementation, _c = _choose()
 """``"c"`` or ``"python"``: the core in use."""
+
+TOPIC_MASK: int = _c.TOPIC_MASK if _c is not None else pure.TOPIC_MASK
+"""SenderCore: the low bits of a ``msg_id`` that name its topic's index (0: none)."""
 
 Message: type[common.Message] = _c.Message if _c is not None else pure.Message
 """The class of the messages the core makes."""

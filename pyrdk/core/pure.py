@@ -34,6 +34,7 @@ BATCH_AT_ONCE = 256  # the most messages handed to one rd_kafka_produce_batch ca
 SIZE_MARGIN = 64
 FULL_WAIT_MS = 10  # produce_batch's wait for room in a full queue, at a time
 POLL_EVERY = 1024  # produce_batch serves librdkafka's events every this many messages
+TOPIC_MASK = 63  # SenderCore: a msg_id's low bits, the index of its topic (0: none)
 
 
 def _size(data: Optional[bytes]) -> int:
@@ -345,9 +346,16 @@ class SenderCore:
         self._handle = handle
         self._max_size = max_size
         self._topics: dict[str, int] = {}
+        self._names: list[str] = [""]  # the topic of each index add_topic() gave ([0]: none)
 
-    def add_topic(self, topic: str, rkt: int) -> None:
+    def add_topic(self, topic: str, rkt: int) -> int:
         self._topics[topic] = rkt
+        if topic in self._names[1:]:
+            return self._names.index(topic, 1)
+        if len(self._names) > TOPIC_MASK:
+            return 0
+        self._names.append(topic)
+        return len(self._names) - 1
 
     def send(self, topic: str, partition: int, value: Optional[bytes], key: Optional[bytes], msg_id: int) -> int:
         if topic not in self._topics:
@@ -362,16 +370,19 @@ class SenderCore:
             return exc.code
         return 0
 
-    def deliver(self, pending: dict[int, tuple[Any, str, Optional[int]]], ids: memoryview, errs: memoryview,
+    def deliver(self, pending: dict[int, Any], ids: memoryview, errs: memoryview,
                 partitions: memoryview, offsets: memoryview, timestamps: memoryview,
                 metadata: Callable[..., tuple[Any, ...]],
                 partition: Callable[..., tuple[Any, ...]]) -> list[tuple[Any, str, int]]:
-        failed = []
+        failed: list[tuple[Any, str, int]] = []
         for msg_id, err, pid, offset, timestamp in zip(ids, errs, partitions, offsets, timestamps):
             entry = pending.pop(msg_id, None)
             if entry is None:
                 continue
-            fut, topic, timestamp_ms = entry
+            if type(entry) is not tuple and 0 < msg_id & TOPIC_MASK < len(self._names):
+                fut, topic, timestamp_ms = entry, self._names[msg_id & TOPIC_MASK], None
+            else:
+                fut, topic, timestamp_ms = entry
             if fut.done():  # cancelled by the program: nothing to tell
                 continue
             if err:

@@ -30,7 +30,7 @@ def sender(mock_cluster, handles):
                          box[0].deliver(pending, *columns, RecordMetadata, TopicPartition)))
     the_core = core.sender_core(handle, 1000)
     box.append(the_core)
-    the_core.add_topic(topic, handle.addresses(topic)[1])
+    assert the_core.add_topic(topic, handle.addresses(topic)[1]) == 1
     return the_core, handle, topic, pending, failed
 
 
@@ -39,10 +39,15 @@ def test_send_then_deliver_resolves_the_futures(sender):
     loop = asyncio.new_event_loop()
     try:
         futures = {}
-        for msg_id, (partition, value, key) in enumerate([(0, b"a", None), (1, b"b", b"k"), (-1, None, b"k"),
-                                                         (0, b"c", None)], 1):
-            fut = futures[msg_id] = loop.create_future()
-            pending[msg_id] = (fut, topic, 1700000000000 if msg_id == 4 else None)
+        for seq, (partition, value, key) in enumerate([(0, b"a", None), (1, b"b", b"k"), (-1, None, b"k"),
+                                                      (0, b"c", None)], 1):
+            fut = futures[seq] = loop.create_future()
+            if seq == 4:  # a timestamp given: the entry says the topic
+                msg_id = seq << 6
+                pending[msg_id] = (fut, topic, 1700000000000)
+            else:  # the future alone: the msg_id names the topic by its index
+                msg_id = seq << 6 | 1
+                pending[msg_id] = fut
             assert the_core.send(topic, partition, value, key, msg_id) == 0
         cancelled = futures[1]
         cancelled.cancel()
@@ -63,6 +68,14 @@ def test_send_then_deliver_resolves_the_futures(sender):
     assert all(type(md.timestamp) is int for md in got.values())
     if core.implementation == "c":  # the C core leaves metadata of immutable fields out of the cyclic GC
         assert not any(gc.is_tracked(md) for md in got.values())
+
+
+def test_add_topic_gives_each_topic_an_index_while_there_are_some(sender):
+    the_core, handle, topic, pending, failed = sender
+    assert core.TOPIC_MASK == 63
+    rkt = handle.addresses(topic)[1]
+    assert the_core.add_topic(topic, rkt) == 1  # again: the same
+    assert [the_core.add_topic("t%d" % i, rkt) for i in range(63)] == list(range(2, 64)) + [0]
 
 
 def test_refusals_come_back_as_codes_and_failures_as_the_futures_to_fail(sender):
