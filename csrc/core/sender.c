@@ -101,12 +101,13 @@ static int bytes_arg(PyObject *obj, const char *what, const char **data, size_t 
 }
 
 PyDoc_STRVAR(send_doc,
-             "send($self, topic, partition, value, key, msg_id, /)\n--\n\n"
+             "send($self, topic, partition, value, key, msg_id, future=None, /)\n--\n\n"
              "-> err\n"
              "One record through ``rd_kafka_producev`` (copied), ``msg_id`` its delivery report's opaque:\n"
              "0, or librdkafka's code refusing it (MSG_SIZE_TOO_LARGE above max_size; PYRDK_ERR_CLOSED once\n"
              "the handle is closed). ``partition`` -1: librdkafka's partitioner chooses. A topic not\n"
-             "added (add_topic()) raises KeyError.");
+             "added (add_topic()) raises KeyError. The ``future`` of a record taken is left out of the\n"
+             "cyclic GC until deliver() or release() hands it back.");
 
 static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
         const char *value, *key;
@@ -117,9 +118,9 @@ static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t n
         uint64_t id;
         int err;
 
-        if (nargs != 5) {
-                PyErr_Format(PyExc_TypeError, "send(topic, partition, value, key, msg_id) takes 5 arguments (%zd given)",
-                             nargs);
+        if (nargs != 5 && nargs != 6) {
+                PyErr_Format(PyExc_TypeError, "send(topic, partition, value, key, msg_id, future=None) takes 5 or 6 "
+                             "arguments (%zd given)", nargs);
                 return NULL;
         }
         if (!(rkt_obj = PyDict_GetItemWithError(self->topics, args[0]))) {
@@ -156,7 +157,26 @@ static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t n
                                         RD_KAFKA_V_OPAQUE((void *)(uintptr_t)id), RD_KAFKA_V_END);
                 pyrdk_guard_leave(self->guard);
         }
+        if (!err && nargs == 6 && args[5] != Py_None && PyObject_IS_GC(args[5]) && PyObject_GC_IsTracked(args[5]))
+                PyObject_GC_UnTrack(args[5]); /* pending: held by the producer's table until its report */
         return PyLong_FromLong(err);
+}
+
+/* Hand a future send() left out of the cyclic GC back to it. */
+static void retrack(PyObject *fut) {
+        if (PyObject_IS_GC(fut) && !PyObject_GC_IsTracked(fut))
+                PyObject_GC_Track(fut);
+}
+
+PyDoc_STRVAR(release_doc,
+             "release($self, future, /)\n--\n\n"
+             "A future send() took that leaves the producer's table another way than deliver(): back\n"
+             "under the cyclic GC.");
+
+static PyObject *sender_release(sender_t *self, PyObject *fut) {
+        (void)self;
+        retrack(fut);
+        Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(deliver_doc,
@@ -165,7 +185,7 @@ PyDoc_STRVAR(deliver_doc,
              "A batch of delivery reports (memoryviews, as pyrdk.rd.callbacks drains them) into the futures\n"
              "of ``pending`` ({msg_id: (future, topic, timestamp_ms or None)}, or {msg_id: future} where\n"
              "msg_id & TOPIC_MASK is the index add_topic() gave the topic): each report's entry leaves\n"
-             "pending; a delivered record's future, unless done, gets ``metadata(topic, partition,\n"
+             "pending, its future back under the cyclic GC; a delivered record's future, unless done, gets ``metadata(topic, partition,\n"
              "partition(topic, partition), offset, timestamp, 0, None)`` (the timestamp: timestamp_ms when\n"
              "one was given, else the report's), left out of the cyclic GC when its fields are immutable.\n"
              "Returns the failed ones, for the caller to fail.");
@@ -257,9 +277,11 @@ static PyObject *sender_deliver(sender_t *self, PyObject *const *args, Py_ssize_
                                 PyErr_Format(PyExc_TypeError, "deliver(): pending's values must be "
                                              "(future, topic, timestamp_ms), or a future where the msg_id names "
                                              "a topic, not %R", entry);
+                                retrack(entry);
                                 Py_DECREF(entry);
                                 goto done;
                         }
+                        retrack(fut);
                         if (!(is_done = PyObject_CallMethodNoArgs(fut, done_name))) {
                                 Py_DECREF(entry);
                                 goto done;
@@ -367,6 +389,7 @@ static PyMethodDef sender_methods[] = {
         {"add_topic", (PyCFunction)(void (*)(void))sender_add_topic, METH_FASTCALL, add_topic_doc},
         {"send", (PyCFunction)(void (*)(void))sender_send, METH_FASTCALL, send_doc},
         {"deliver", (PyCFunction)(void (*)(void))sender_deliver, METH_FASTCALL, deliver_doc},
+        {"release", (PyCFunction)sender_release, METH_O, release_doc},
         {NULL, NULL, 0, NULL},
 };
 

@@ -171,6 +171,7 @@ class AIOKafkaProducer(Client):
             await self._blocking(self._handle.close)
             for entry in self._pending.values():
                 fut = _future_of(entry)
+                self._core.release(fut)
                 if not fut.done():
                     fut.set_exception(ProducerClosed("the producer stopped before the record was delivered"))
             self._pending.clear()
@@ -205,7 +206,7 @@ class AIOKafkaProducer(Client):
         msg_id = seq << TOPIC_BITS | index
         fut = _Future(loop=self._loop) if self._plain_loop else self._loop.create_future()
         self._pending[msg_id] = fut
-        err = self._core.send(topic, PARTITION_UA, value, key, msg_id)
+        err = self._core.send(topic, PARTITION_UA, value, key, msg_id, fut)
         if err:
             try:
                 if err != QUEUE_FULL:
@@ -393,6 +394,7 @@ class AIOKafkaProducer(Client):
         log.error("producer error: %s", exc)
         for entry in list(self._pending.values()):
             fut = _future_of(entry)
+            self._core.release(fut)
             if not fut.done():
                 fut.set_exception(exc)
         self._pending.clear()

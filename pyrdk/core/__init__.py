@@ -73,17 +73,22 @@ The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaPro
 - ``add_topic(topic, rkt) -> index``: let ``send()`` produce to ``topic`` (its
   ``rd_kafka_topic_t`` address, from ``Handle.addresses()``); the topic's index, 1 to
   :data:`TOPIC_MASK` (0 once that many topics have one).
-- ``send(topic, partition, value, key, msg_id) -> err``: one record (bytes or None) through
-  ``rd_kafka_producev`` (copied), ``partition`` -1 for librdkafka's partitioner, ``msg_id``
-  (> 0) its report's opaque; 0, or librdkafka's code refusing it (``MSG_SIZE_TOO_LARGE``
-  above ``max_size``). A closed handle: ``PYRDK_ERR_CLOSED`` (C) or the Handle's refusal
-  raised (Python); a topic not added: ``KeyError``.
+- ``send(topic, partition, value, key, msg_id, future=None) -> err``: one record (bytes or
+  None) through ``rd_kafka_producev`` (copied), ``partition`` -1 for librdkafka's
+  partitioner, ``msg_id`` (> 0) its report's opaque; 0, or librdkafka's code refusing it
+  (``MSG_SIZE_TOO_LARGE`` above ``max_size``). A closed handle: ``PYRDK_ERR_CLOSED`` (C) or
+  the Handle's refusal raised (Python); a topic not added: ``KeyError``. The C core leaves
+  the ``future`` of a record it took out of the cyclic GC while it is pending (held by the
+  producer's table, it cannot be garbage; the GC's full collections would otherwise visit
+  every pending future); ``deliver()`` and ``release(future)`` hand it back. (A producer
+  dropped unstopped would keep its pending futures' cycles: its event loop's reader keeps it
+  alive anyway until ``stop()``.)
 - ``deliver(pending, ids, errs, partitions, offsets, timestamps, metadata, partition) ->
   [(future, topic, err)]``: a batch of delivery reports into the futures of ``pending``
   (``{msg_id: (future, topic, timestamp_ms or None)}``, or ``{msg_id: future}`` where
   ``msg_id & TOPIC_MASK`` is the topic's index: one object per record fewer for the cyclic
-  GC to follow): each report's entry leaves
-  ``pending``; a delivered record's future, unless done (cancelled), gets
+  GC to follow): each report's entry leaves ``pending``, its future back under the GC; a
+  delivered record's future, unless done (cancelled), gets
   ``metadata(topic, partition id, partition(topic, partition id), offset, timestamp, 0,
   None)`` (``RecordMetadata``, ``TopicPartition``; the timestamp given to ``send()``, else
   the report's). Returns the failed ones, for the caller to fail with the exception it names.

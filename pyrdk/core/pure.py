@@ -357,7 +357,8 @@ class SenderCore:
         self._names.append(topic)
         return len(self._names) - 1
 
-    def send(self, topic: str, partition: int, value: Optional[bytes], key: Optional[bytes], msg_id: int) -> int:
+    def send(self, topic: str, partition: int, value: Optional[bytes], key: Optional[bytes], msg_id: int,
+             future: Any = None) -> int:
         if topic not in self._topics:
             raise KeyError("send(): topic %r was not added (add_topic())" % (topic,))
         if _size(value) + _size(key) > self._max_size:
@@ -368,7 +369,10 @@ class SenderCore:
             if exc.code is None:
                 raise
             return exc.code
-        return 0
+        return 0  # the future stays under the cyclic GC: Python cannot take it out
+
+    def release(self, future: Any) -> None:
+        pass  # send() left it under the cyclic GC
 
     def deliver(self, pending: dict[int, Any], ids: memoryview, errs: memoryview,
                 partitions: memoryview, offsets: memoryview, timestamps: memoryview,

@@ -48,7 +48,9 @@ def test_send_then_deliver_resolves_the_futures(sender):
             else:  # the future alone: the msg_id names the topic by its index
                 msg_id = seq << 6 | 1
                 pending[msg_id] = fut
-            assert the_core.send(topic, partition, value, key, msg_id) == 0
+            assert the_core.send(topic, partition, value, key, msg_id, fut) == 0
+            # pending, the C core leaves the future out of the cyclic GC
+            assert gc.is_tracked(fut) == (core.implementation == "python")
         cancelled = futures[1]
         cancelled.cancel()
         assert handle.flush(util.WAIT_S * 1000)
@@ -59,6 +61,7 @@ def test_send_then_deliver_resolves_the_futures(sender):
     finally:
         loop.close()
     assert cancelled.cancelled()
+    assert all(gc.is_tracked(fut) for fut in futures.values())  # deliver() handed each back
     for msg_id, md in got.items():
         assert type(md) is RecordMetadata and type(md.topic_partition) is TopicPartition
         assert md.topic == topic and md.topic_partition == (topic, md.partition) and md.offset >= 0
@@ -94,6 +97,24 @@ def test_refusals_come_back_as_codes_and_failures_as_the_futures_to_fail(sender)
     finally:
         loop.close()
     assert failed == [(fut, topic, errors.PURGE_QUEUE)] and not fut.done() and pending == {}
+
+
+def test_release_hands_a_pending_future_back_to_the_gc(sender):
+    the_core, handle, topic, pending, failed = sender
+    loop = asyncio.new_event_loop()
+    try:
+        fut = loop.create_future()
+        assert the_core.send(topic, 0, b"x", None, 1 << 6 | 1, fut) == 0
+        the_core.release(fut)
+        assert gc.is_tracked(fut)
+        the_core.release(fut)  # again: nothing to do
+        assert gc.is_tracked(fut)
+        refused = loop.create_future()
+        assert the_core.send(topic, 0, b"x" * 1001, None, 2 << 6 | 1, refused) == errors.MSG_SIZE_TOO_LARGE
+        assert gc.is_tracked(refused)  # a refused record's future is the caller's at once
+    finally:
+        handle.purge(in_flight=True)
+        loop.close()
 
 
 def test_a_closed_handle_refuses(sender):
