@@ -320,6 +320,7 @@ static int check_record_type(PyObject *type, Py_ssize_t n, const char *what) {
 static PyObject *consumer_add_records(consumer_t *self, PyObject *const *args, Py_ssize_t nargs) {
         core_state *st = state_of(self);
         PyObject *positions = NULL, *runs = NULL, *records = NULL, *pid = NULL, *result = NULL;
+        record_ints_t ints = {NULL, NULL, 0, 0};
         PyTypeObject *record_type, *tp_type;
         const rd_kafka_topic_t *rkt = NULL;
         PyObject *topic = Py_None;
@@ -384,7 +385,7 @@ static PyObject *consumer_add_records(consumer_t *self, PyObject *const *args, P
                         last_pid = m->partition;
                         in_run = 1;
                 }
-                if (!(rec = message_record(st, m, record_type, topic, pid)))
+                if (!(rec = message_record(st, m, record_type, topic, pid, &ints)))
                         goto done;
                 if (PyList_Append(records, rec) < 0) {
                         Py_DECREF(rec);
@@ -396,6 +397,8 @@ static PyObject *consumer_add_records(consumer_t *self, PyObject *const *args, P
         }
         result = PyTuple_Pack(2, runs, positions);
 done:
+        Py_XDECREF(ints.timestamp);
+        Py_XDECREF(ints.value_size);
         Py_XDECREF(records);
         Py_XDECREF(pid);
         Py_XDECREF(runs);

@@ -84,8 +84,16 @@ int core_read_column(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const 
 extern PyType_Spec message_spec;
 message_t *message_new(core_state *st);
 PyObject *message_consumed(core_state *st, rd_kafka_message_t *m, PyObject *topic, PyObject *partition);
+/* The last timestamp and value size message_record() made an int of, to share it with the
+ * next record of the same (a batch's records often have one timestamp and one size). */
+typedef struct {
+        PyObject *timestamp, *value_size; /* NULL, or a reference */
+        int64_t timestamp_value;
+        int64_t value_size_value;
+} record_ints_t;
+
 PyObject *message_record(core_state *st, const rd_kafka_message_t *m, PyTypeObject *record_type, PyObject *topic,
-                         PyObject *partition);
+                         PyObject *partition, record_ints_t *last);
 void message_free_list_clear(core_state *st);
 int message_set_int(const char *name, PyObject *value, int bits, int64_t *out);
 
