@@ -18,7 +18,7 @@ BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.
 # Every test runs on the C core (PYRDK_IMPL=c: a core that cannot be imported is an error,
 # not a fall-back); the core's, producer and consumer suites run again on the pure-Python
 # core, which must behave the same.
-CORE_TESTS := tests/core tests/rd tests/test_producer.py tests/test_simpleconsumer.py \
+CORE_TESTS := tests/core tests/rd tests/aio tests/test_producer.py tests/test_simpleconsumer.py \
 	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py tests/test_arrow.py \
 	tests/reliability/test_fuzz_inputs.py
 

@@ -287,6 +287,126 @@ done:
         return result;
 }
 
+/* -- add_records: a batch as aiokafka's records ------------------------------------------- */
+
+PyDoc_STRVAR(add_records_doc,
+             "add_records($self, pointers, record, partition, /)\n--\n\n"
+             "-> (runs, error_positions)\n"
+             "A batch from ``rd_kafka_consume_batch_queue`` as aiokafka's records, each message counted as\n"
+             "handed out, none buffered: ``runs`` is ``[[partition(topic, id), [record(...)]]]``, one\n"
+             "run for each stretch of one partition's messages, in order; ``record`` and ``partition`` are\n"
+             "namedtuple classes of 11 and 2 fields (ConsumerRecord, TopicPartition).");
+
+/* Is type a namedtuple class of n fields (a tuple subclass of no other storage)? 0, or -1
+ * with a TypeError naming what. */
+static int check_record_type(PyObject *type, Py_ssize_t n, const char *what) {
+        PyObject *fields;
+        Py_ssize_t have = -1;
+
+        if (PyType_Check(type) && PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type) &&
+            ((PyTypeObject *)type)->tp_basicsize == PyTuple_Type.tp_basicsize &&
+            ((PyTypeObject *)type)->tp_itemsize == PyTuple_Type.tp_itemsize &&
+            (fields = PyObject_GetAttrString(type, "_fields"))) {
+                have = PyTuple_Check(fields) ? PyTuple_GET_SIZE(fields) : -1;
+                Py_DECREF(fields);
+        }
+        PyErr_Clear();
+        if (have == n)
+                return 0;
+        PyErr_Format(PyExc_TypeError, "add_records(): %s must be a namedtuple class of %zd fields, not %R", what, n, type);
+        return -1;
+}
+
+static PyObject *consumer_add_records(consumer_t *self, PyObject *const *args, Py_ssize_t nargs) {
+        core_state *st = state_of(self);
+        PyObject *positions = NULL, *runs = NULL, *records = NULL, *pid = NULL, *result = NULL;
+        record_ints_t ints = {NULL, NULL, 0, 0};
+        PyTypeObject *record_type, *tp_type;
+        const rd_kafka_topic_t *rkt = NULL;
+        PyObject *topic = Py_None;
+        int32_t last_pid = -1;
+        int in_run = 0;
+        rd_kafka_message_t **msgs;
+        Py_buffer view;
+        Py_ssize_t n;
+
+        if (nargs != 3) {
+                PyErr_Format(PyExc_TypeError, "add_records(pointers, record, partition) takes 3 arguments (%zd given)",
+                             nargs);
+                return NULL;
+        }
+        if (check_record_type(args[1], 11, "record") < 0 || check_record_type(args[2], 2, "partition") < 0)
+                return NULL;
+        record_type = (PyTypeObject *)args[1];
+        tp_type = (PyTypeObject *)args[2];
+        if (core_read_column(args[0], &view, (Py_ssize_t)sizeof(void *), "LQ", "add_records()'s pointers") < 0)
+                return NULL;
+        msgs = view.buf;
+        n = view.len / view.itemsize;
+        if (!(positions = PyList_New(0)) || !(runs = PyList_New(0)))
+                goto done;
+        for (Py_ssize_t i = 0; i < n; i++) {
+                rd_kafka_message_t *m = msgs[i];
+                PyObject *rec;
+
+                switch (error_event(m, i, positions, "add_records()")) {
+                case -1:
+                        goto done;
+                case 1:
+                        continue;
+                }
+                if (!in_run || m->rkt != rkt || m->partition != last_pid) { /* a new run */
+                        PyObject *tp, *run;
+
+                        if (!in_run || m->rkt != rkt) {
+                                rkt = m->rkt;
+                                if (!(topic = topic_of(self, m)))
+                                        goto done;
+                        }
+                        Py_XSETREF(pid, PyLong_FromLong(m->partition));
+                        Py_CLEAR(records);
+                        if (!pid || !(records = PyList_New(0)) || !(tp = tp_type->tp_alloc(tp_type, 2)))
+                                goto done;
+                        PyTuple_SET_ITEM(tp, 0, Py_NewRef(topic));
+                        PyTuple_SET_ITEM(tp, 1, Py_NewRef(pid));
+                        PyObject_GC_UnTrack(tp); /* a str and an int: in no cycle */
+                        run = PyList_New(2);
+                        if (!run) {
+                                Py_DECREF(tp);
+                                goto done;
+                        }
+                        PyList_SET_ITEM(run, 0, tp);
+                        PyList_SET_ITEM(run, 1, Py_NewRef(records));
+                        if (PyList_Append(runs, run) < 0) {
+                                Py_DECREF(run);
+                                goto done;
+                        }
+                        Py_DECREF(run);
+                        last_pid = m->partition;
+                        in_run = 1;
+                }
+                if (!(rec = message_record(st, m, record_type, topic, pid, &ints)))
+                        goto done;
+                if (PyList_Append(records, rec) < 0) {
+                        Py_DECREF(rec);
+                        goto done;
+                }
+                Py_DECREF(rec);
+                if (next_set(self, m->partition, m->offset + 1) < 0) /* counted, as add_columns() counts */
+                        goto done;
+        }
+        result = PyTuple_Pack(2, runs, positions);
+done:
+        Py_XDECREF(ints.timestamp);
+        Py_XDECREF(ints.value_size);
+        Py_XDECREF(records);
+        Py_XDECREF(pid);
+        Py_XDECREF(runs);
+        Py_XDECREF(positions);
+        PyBuffer_Release(&view);
+        return result;
+}
+
 /* -- add_columns: a batch as Arrow columns ---------------------------------------------------- */
 
 PyDoc_STRVAR(add_columns_doc,
@@ -686,6 +806,7 @@ static void consumer_dealloc(consumer_t *self) {
 static PyMethodDef consumer_methods[] = {
         {"add", (PyCFunction)consumer_add, METH_O, add_doc},
         {"add_columns", (PyCFunction)consumer_add_columns, METH_O, add_columns_doc},
+        {"add_records", (PyCFunction)(void (*)(void))consumer_add_records, METH_FASTCALL, add_records_doc},
         {"next", (PyCFunction)consumer_next, METH_NOARGS,
          "next() -> message or None\n--\n\nThe first buffered message, counted as handed out."},
         {"take", (PyCFunction)consumer_take, METH_O,

@@ -33,6 +33,9 @@ static inline PyObject *Py_NewRef(PyObject *o) {
 }
 #endif
 
+/* SenderCore: a msg_id's low bits, the index of its topic (0: none); pyrdk._core.TOPIC_MASK. */
+enum { TOPIC_MASK = 63 };
+
 /* Freed Messages kept for reuse (see message.c). */
 enum { MESSAGE_FREE_MAX = 1024 };
 
@@ -40,6 +43,7 @@ typedef struct {
         PyTypeObject *message_type;
         PyTypeObject *producer_type;
         PyTypeObject *consumer_type;
+        PyTypeObject *sender_type;
         PyTypeObject *iterator_type;
         PyObject *default_compression; /* CompressionType.NONE, given by setup() */
         PyDateTime_CAPI *datetime_api;  /* from the datetime module's capsule */
@@ -80,13 +84,24 @@ int core_read_column(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const 
 extern PyType_Spec message_spec;
 message_t *message_new(core_state *st);
 PyObject *message_consumed(core_state *st, rd_kafka_message_t *m, PyObject *topic, PyObject *partition);
+/* The last timestamp and value size message_record() made an int of, to share it with the
+ * next record of the same (a batch's records often have one timestamp and one size). */
+typedef struct {
+        PyObject *timestamp, *value_size; /* NULL, or a reference */
+        int64_t timestamp_value;
+        int64_t value_size_value;
+} record_ints_t;
+
+PyObject *message_record(core_state *st, const rd_kafka_message_t *m, PyTypeObject *record_type, PyObject *topic,
+                         PyObject *partition, record_ints_t *last);
 void message_free_list_clear(core_state *st);
 int message_set_int(const char *name, PyObject *value, int bits, int64_t *out);
 
-/* producer.c, consumer.c */
+/* producer.c, consumer.c, sender.c */
 void producer_forget(struct producer_s *core, uint64_t id);
 extern PyType_Spec producer_spec;
 extern PyType_Spec consumer_spec;
+extern PyType_Spec sender_spec;
 extern PyType_Spec iterator_spec;
 
 #endif

@@ -130,6 +130,69 @@ static PyObject *headers_list(const rd_kafka_headers_t *hdrs) {
         return list;
 }
 
+/* An aiokafka ConsumerRecord (record_type: a tuple subclass of 11 fields, as add_records()
+ * checked) with the fields of a consumed message (topic and partition: borrowed):
+ * (topic, partition, offset, timestamp, timestamp_type, key, value, checksum,
+ * serialized_key_size, serialized_value_size, headers). timestamp_type is librdkafka's less
+ * one (0 CreateTime, 1 LogAppendTime, -1 none); the sizes are -1 for None; headers are a
+ * list, or the empty tuple when there are none. A record of immutable fields only is not
+ * tracked by the garbage collector (it can be in no cycle), as CPython does for tuples. */
+/* An int for value, shared with the last one made when equal (NULL with an exception). */
+static PyObject *shared_int(PyObject **last, int64_t *last_value, int64_t value) {
+        if (!*last || *last_value != value) {
+                PyObject *made = PyLong_FromLongLong(value);
+
+                if (!made)
+                        return NULL;
+                Py_XSETREF(*last, made);
+                *last_value = value;
+        }
+        return Py_NewRef(*last);
+}
+
+PyObject *message_record(core_state *st, const rd_kafka_message_t *m, PyTypeObject *record_type, PyObject *topic,
+                         PyObject *partition, record_ints_t *last) {
+        rd_kafka_timestamp_type_t tstype;
+        rd_kafka_headers_t *hdrs = NULL;
+        int64_t timestamp = rd_kafka_message_timestamp(m, &tstype);
+        PyObject *rec, *items[11];
+
+        items[0] = Py_NewRef(topic);
+        items[1] = Py_NewRef(partition);
+        items[2] = PyLong_FromLongLong(m->offset);
+        items[3] = shared_int(&last->timestamp, &last->timestamp_value, timestamp);
+        items[4] = PyLong_FromLong(tstype ? (long)tstype - 1 : -1);
+        items[5] = bytes_or_none(m->key, m->key_len);
+        items[6] = bytes_or_none(m->payload, m->len);
+        items[7] = Py_NewRef(Py_None);
+        items[8] = PyLong_FromSsize_t(m->key ? (Py_ssize_t)m->key_len : -1);
+        {
+                int64_t size = m->payload ? (int64_t)m->len : -1;
+
+                items[9] = shared_int(&last->value_size, &last->value_size_value, size);
+        }
+        if (may_have_headers(m) && rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                if ((items[10] = headers_list(hdrs)) && PyList_GET_SIZE(items[10]) == 0)
+                        Py_SETREF(items[10], Py_NewRef(st->empty_tuple));
+        } else
+                items[10] = Py_NewRef(st->empty_tuple);
+        rec = record_type->tp_alloc(record_type, 11);
+        for (int i = 0; i < 11; i++) {
+                if (!items[i] && rec)
+                        Py_CLEAR(rec);
+        }
+        if (!rec) {
+                for (int i = 0; i < 11; i++)
+                        Py_XDECREF(items[i]);
+                return NULL;
+        }
+        for (int i = 0; i < 11; i++)
+                PyTuple_SET_ITEM(rec, i, items[i]);
+        if (items[10] == st->empty_tuple)
+                PyObject_GC_UnTrack(rec);
+        return rec;
+}
+
 /* -- fields ------------------------------------------------------------------------------- */
 
 int message_set_int(const char *name, PyObject *value, int bits, int64_t *out) {

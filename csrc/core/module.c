@@ -83,7 +83,9 @@ static int core_exec(PyObject *module) {
             add_type(module, &message_spec, &st->message_type) < 0 ||
             add_type(module, &producer_spec, &st->producer_type) < 0 ||
             add_type(module, &consumer_spec, &st->consumer_type) < 0 ||
-            !(st->iterator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &iterator_spec, NULL)))
+            add_type(module, &sender_spec, &st->sender_type) < 0 ||
+            !(st->iterator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &iterator_spec, NULL)) ||
+            PyModule_AddIntConstant(module, "TOPIC_MASK", TOPIC_MASK) < 0)
                 return -1;
         return 0;
 #endif
@@ -95,6 +97,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
         Py_VISIT(st->message_type);
         Py_VISIT(st->producer_type);
         Py_VISIT(st->consumer_type);
+        Py_VISIT(st->sender_type);
         Py_VISIT(st->iterator_type);
         Py_VISIT(st->default_compression);
         return 0;
@@ -107,6 +110,7 @@ static int core_clear(PyObject *module) {
         Py_CLEAR(st->message_type);
         Py_CLEAR(st->producer_type);
         Py_CLEAR(st->consumer_type);
+        Py_CLEAR(st->sender_type);
         Py_CLEAR(st->iterator_type);
         Py_CLEAR(st->default_compression);
         Py_CLEAR(st->empty_tuple);
@@ -123,7 +127,7 @@ static PyModuleDef_Slot core_slots[] = {
         {0, NULL},
 };
 
-PyDoc_STRVAR(core_doc, "pyrdk's hot-path core in C: Message, ProducerCore, ConsumerCore (see pyrdk.core).");
+PyDoc_STRVAR(core_doc, "pyrdk's hot-path core in C: Message, ProducerCore, ConsumerCore, SenderCore (see pyrdk.core).");
 
 static struct PyModuleDef core_module = {
         PyModuleDef_HEAD_INIT, "pyrdk._core", core_doc, sizeof(core_state), core_functions, core_slots,

@@ -1,9 +1,10 @@
 """AIOKafkaProducer: aiokafka's producer on a librdkafka producer.
 
-``send()`` hands the record to librdkafka at once (``rd_kafka_producev``, copied) and returns
-a future; librdkafka's delivery reports land in the main queue, which signals a pipe the
-event loop watches (:class:`pyrdk.aio.wakeup.Wakeup`), and the loop's callback serves them
-(``rd_kafka_poll`` with a zero timeout) and resolves the futures. The record's partition is
+``send()`` hands the record to librdkafka at once (``rd_kafka_producev``, copied, through
+the core's ``SenderCore``: :mod:`pyrdk.core`) and returns a future; librdkafka's delivery
+reports land in the main queue, which signals a pipe the event loop watches
+(:class:`pyrdk.aio.wakeup.Wakeup`), and the loop's callback serves them (``rd_kafka_poll``
+with a zero timeout) and the core resolves their futures, a batch at a time. The record's partition is
 librdkafka's ``murmur2_random``: aiokafka's (and Java's) default partitioner, murmur2 of the
 key, a random partition for records without one; or what the program's ``partitioner`` picks.
 """
@@ -11,6 +12,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import sys
 
 from pyrdk.aio import conf
 from pyrdk.aio.batch import BatchBuilder, check_headers, check_timestamp
@@ -19,9 +21,11 @@ from pyrdk.aio.client import Client
 from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
+from pyrdk.core import TOPIC_MASK, sender_core
 from pyrdk.exceptions import ProducerQueueFullError
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
+from pyrdk.rd.errors import QUEUE_FULL
 from pyrdk.rd.errors import exception as error_for
 from pyrdk.rd.handle import Handle
 
@@ -31,9 +35,15 @@ _missing = object()
 _ids = itertools.count(1)
 _numbers = itertools.count(1)
 COMPRESSION = {None: "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
-YIELD_EVERY = 64  # send() lets the loop run other tasks once per this many calls
+YIELD_EVERY = 256  # send() lets the loop run other tasks once per this many calls (well under 1 ms)
+_Future = asyncio.Future
+TOPIC_BITS = TOPIC_MASK.bit_length()  # a msg_id is a sequence number, then its topic's index
 PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: its partitioner chooses
-_metadata = functools.partial(tuple.__new__, RecordMetadata)  # RecordMetadata._make, faster
+
+
+def _future_of(entry):
+    """The future of a ``_pending`` entry: the future itself, or ``(future, topic, timestamp_ms)``."""
+    return entry[0] if entry.__class__ is tuple else entry
 
 
 def _acks(acks, enable_idempotence):
@@ -109,9 +119,11 @@ class AIOKafkaProducer(Client):
         self._wakeup = None
         self._loop = None
         self._pending = {}  # msg_id -> (future, topic, timestamp_ms)
-        self._tps = {}  # (topic, partition) -> TopicPartition, made once
         self._room = None  # set when deliveries free queue room
-        self._drained = None  # set when nothing is pending
+        self._flushing = []  # flush()'s futures, done when nothing is pending
+        self._core = None
+        self._plain_loop = False
+        self._topics = {}  # topic -> its index in the core (0: none, its records' entries name it)
         self._closed = False
         self._batches = {}  # (topic, partition) -> the future of the last send_batch()
 
@@ -125,9 +137,9 @@ class AIOKafkaProducer(Client):
         if self._closed:
             raise ProducerClosed("the producer is stopped; make a new one")
         self._loop = asyncio.get_running_loop()
+        # asyncio's own loops make their futures as asyncio.Future(loop=loop): send() does so directly
+        self._plain_loop = type(self._loop).create_future is asyncio.BaseEventLoop.create_future
         self._room = asyncio.Event()
-        self._drained = asyncio.Event()
-        self._drained.set()
         handle = Handle("producer", self._config, Callbacks(on_deliveries=self._on_deliveries),
                         closed_exc=ProducerClosed, what="producer")
         try:
@@ -136,6 +148,7 @@ class AIOKafkaProducer(Client):
             handle.close()
             raise
         self._handle = handle
+        self._core = sender_core(handle, sys.maxsize)  # librdkafka checks the size (message.max.bytes)
         if self._transactional:
             await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
 
@@ -156,10 +169,13 @@ class AIOKafkaProducer(Client):
             self._wakeup.close()
             # rd_kafka_destroy joins librdkafka's threads: off the loop
             await self._blocking(self._handle.close)
-            for fut, _, _ in self._pending.values():
+            for entry in self._pending.values():
+                fut = _future_of(entry)
+                self._core.release(fut)
                 if not fut.done():
                     fut.set_exception(ProducerClosed("the producer stopped before the record was delivered"))
             self._pending.clear()
+            self._check_drained()
 
     def _check_running(self):
         if self._closed:
@@ -173,6 +189,37 @@ class AIOKafkaProducer(Client):
         """Hand the record to librdkafka (``rd_kafka_producev``); a future of its
         :class:`RecordMetadata`. A full queue is waited on for up to ``request_timeout_ms``
         (``KafkaTimeoutError``); cancelling this coroutine while it waits sends nothing."""
+        if self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if self._value_serializer is not None:
+            value = self._value_serializer(value)
+        index = (self._topics.get(topic) if topic.__class__ is str and partition is None and timestamp_ms is None
+                 and headers is None and self._partitioner is None else None)
+        if (not index or value.__class__ is not bytes or (key is not None and key.__class__ is not bytes)
+                or self._closed):
+            return await self._send(topic, value, key, partition, timestamp_ms, headers)
+        # The common record: bytes to a topic sent to before, librdkafka's partitioner; its
+        # entry in _pending is the future alone, its msg_id naming the topic.
+        seq = next(_ids)
+        if seq % YIELD_EVERY == 0:
+            await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
+        msg_id = seq << TOPIC_BITS | index
+        fut = _Future(loop=self._loop) if self._plain_loop else self._loop.create_future()
+        self._pending[msg_id] = fut
+        err = self._core.send(topic, PARTITION_UA, value, key, msg_id, fut)
+        if err:
+            try:
+                if err != QUEUE_FULL:
+                    self._handle.raise_produce_error(err, topic, PARTITION_UA)
+                await self._produce_when_room(topic, PARTITION_UA, value, key, None, None, msg_id)
+            except BaseException:
+                self._pending.pop(msg_id, None)
+                self._check_drained()
+                raise
+        return fut
+
+    async def _send(self, topic, value, key, partition, timestamp_ms, headers):
+        """send() of every other record: checked, then through ``rd_kafka_producev``."""
         if self._closed or self._handle is None:
             self._check_running()
         if topic.__class__ is not str or not topic:
@@ -183,10 +230,6 @@ class AIOKafkaProducer(Client):
             raise TypeError("partition must be an int >= 0 or None, not %r" % (partition,))
         if timestamp_ms is not None:
             check_timestamp(timestamp_ms)
-        if self._key_serializer is not None:
-            key = self._key_serializer(key)
-        if self._value_serializer is not None:
-            value = self._value_serializer(value)
         if value.__class__ is not bytes:
             value = _check_bytes("value", value)
         if key is not None and key.__class__ is not bytes:
@@ -195,15 +238,25 @@ class AIOKafkaProducer(Client):
             headers = check_headers(headers)
         if self._partitioner is not None and partition == PARTITION_UA:
             partition = await self._choose_partition(topic, key)
-        msg_id = next(_ids)
-        if msg_id % YIELD_EVERY == 0:
+        seq = next(_ids)
+        if seq % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
+        msg_id = seq << TOPIC_BITS  # its topic in its entry
         fut = self._track(msg_id, topic, timestamp_ms)
         try:
-            try:
-                self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
-            except ProducerQueueFullError:
-                await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
+            if headers is None and timestamp_ms is None:
+                if topic not in self._topics:
+                    self._add_topic(topic)
+                err = self._core.send(topic, partition, value, key, msg_id)
+                if err == QUEUE_FULL:
+                    await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                elif err:
+                    self._handle.raise_produce_error(err, topic, partition)
+            else:
+                try:
+                    self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                except ProducerQueueFullError:
+                    await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
         except BaseException:
             self._untrack(msg_id)
             raise
@@ -233,7 +286,6 @@ class AIOKafkaProducer(Client):
         """A future for the delivery report of message ``msg_id``, pending from now on."""
         fut = self._loop.create_future()
         self._pending[msg_id] = (fut, topic, timestamp_ms)
-        self._drained.clear()
         return fut
 
     def _untrack(self, msg_id):
@@ -241,25 +293,29 @@ class AIOKafkaProducer(Client):
         self._pending.pop(msg_id, None)
         self._check_drained()
 
+    def _add_topic(self, topic):
+        self._topics[topic] = self._core.add_topic(topic, self._handle.addresses(topic)[1])
+
     async def _produce_when_room(self, topic, partition, value, key, timestamp_ms, headers, msg_id):
         """librdkafka's queue is full: wait for delivery reports to make room, and try again,
         for up to ``request_timeout_ms``."""
         deadline = self._loop.time() + self._request_timeout_ms / 1000.0
         while True:
+            remaining = deadline - self._loop.time()
+            if remaining <= 0:
+                raise KafkaTimeoutError("librdkafka's queue stayed full for request_timeout_ms (%d ms)"
+                                        % self._request_timeout_ms) from None
+            self._room.clear()
+            self._serve()  # reports may be waiting
+            try:
+                await asyncio.wait_for(self._room.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
             try:
                 self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
                 return
             except ProducerQueueFullError:
-                remaining = deadline - self._loop.time()
-                if remaining <= 0:
-                    raise KafkaTimeoutError("librdkafka's queue stayed full for request_timeout_ms (%d ms)"
-                                            % self._request_timeout_ms) from None
-                self._room.clear()
-                self._serve()  # reports may be waiting
-                try:
-                    await asyncio.wait_for(self._room.wait(), remaining)
-                except asyncio.TimeoutError:
-                    pass
+                pass
 
     def create_batch(self):
         """An empty :class:`~pyrdk.aio.batch.BatchBuilder` of up to ``max_batch_size`` bytes,
@@ -287,10 +343,13 @@ class AIOKafkaProducer(Client):
             await asyncio.wait((previous,))
         futures = []
         for value, key, timestamp_ms, headers in records:
-            msg_id = next(_ids)
+            msg_id = next(_ids) << TOPIC_BITS  # its topic in its entry
             fut = self._track(msg_id, topic, timestamp_ms)
             try:
-                await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                try:
+                    self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                except ProducerQueueFullError:
+                    await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
             except BaseException:
                 self._untrack(msg_id)
                 raise
@@ -314,7 +373,10 @@ class AIOKafkaProducer(Client):
         """Wait until every record sent so far is delivered or failed."""
         self._check_running()
         self._serve()
-        await self._drained.wait()
+        if self._pending:
+            fut = self._loop.create_future()
+            self._flushing.append(fut)
+            await fut
 
     async def partitions_for(self, topic):
         """The partition ids of ``topic`` (``rd_kafka_metadata``, on the default executor)."""
@@ -402,39 +464,27 @@ class AIOKafkaProducer(Client):
     def _fail_all(self, exc):
         """A fatal error: every pending send learns it."""
         log.error("producer error: %s", exc)
-        for fut, _, _ in list(self._pending.values()):
+        for entry in list(self._pending.values()):
+            fut = _future_of(entry)
+            self._core.release(fut)
             if not fut.done():
                 fut.set_exception(exc)
         self._pending.clear()
         self._check_drained()
 
     def _on_deliveries(self, ids, errs, partitions, offsets, timestamps):
-        pending = self._pending
-        tps = self._tps
-        make = _metadata
-        for i in range(len(ids)):
-            entry = pending.pop(ids[i], None)
-            if entry is None:
-                continue
-            fut, topic, timestamp_ms = entry
-            if fut.done():  # cancelled by the program: nothing to tell
-                continue
-            err = errs[i]
-            if err:
-                fut.set_exception(error_for(err, "deliver to %s" % topic))
-            else:
-                part = partitions[i]
-                tp = tps.get((topic, part))
-                if tp is None:
-                    tp = tps[(topic, part)] = TopicPartition(topic, part)
-                fut.set_result(make((topic, part, tp, offsets[i],
-                                     timestamps[i] if timestamp_ms is None else timestamp_ms, 0, None)))
+        for fut, topic, err in self._core.deliver(self._pending, ids, errs, partitions, offsets, timestamps,
+                                                  RecordMetadata, TopicPartition):
+            fut.set_exception(error_for(err, "deliver to %s" % topic))
         self._room.set()
         self._check_drained()
 
     def _check_drained(self):
-        if not self._pending:
-            self._drained.set()
+        if not self._pending and self._flushing:
+            waiting, self._flushing = self._flushing, []
+            for fut in waiting:
+                if not fut.done():
+                    fut.set_result(None)
 
 
 async def _first_when_all(futures):

@@ -60,6 +60,14 @@ The consumer's core (:func:`consumer_core`), one per consumer:
   as handed out and none buffered, as what :func:`pyrdk.core.arrow.record_batch` makes a
   ``pyarrow.RecordBatch`` of: the C core fills each column's buffers with no Python object per
   message, the reference makes a list of Messages.
+- ``add_records(pointers, record, partition) -> (runs, error_positions)``: the same batch, each
+  message counted as handed out and none buffered, as aiokafka's records made in one pass:
+  ``runs`` is ``[[partition(topic, id), [record(...)]]]``, one run per stretch of one
+  partition's messages, in order, ``record`` and ``partition`` the namedtuple classes
+  ``ConsumerRecord`` and ``TopicPartition`` (:mod:`pyrdk.aio.structs`). A record's
+  ``timestamp_type`` is librdkafka's less one (-1: none), its sizes -1 for None, its headers
+  a list or ``()``; the C core leaves a record without headers untracked by the garbage
+  collector, as CPython leaves a tuple of immutable fields.
 - ``next() -> message or None``, ``take(max_messages) -> [message]``: the first buffered
   messages, each counted as handed out (its partition's next offset is its offset + 1).
 - ``iterator(refill)``: the buffered messages, counted, then ``refill()`` when the buffer is
@@ -68,6 +76,31 @@ The consumer's core (:func:`consumer_core`), one per consumer:
   nothing handed out yet, start unknown), ``set_next(pid, offset or None)``, ``forget(pid)``.
 - ``take_partitions(pids) -> [message]`` (out of the buffer, in order), ``extend(messages)``,
   ``clear()``, ``len(core)``; ``partitions``: ``{id: Partition}`` naming each Message's partition.
+
+The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaProducer``:
+
+- ``add_topic(topic, rkt) -> index``: let ``send()`` produce to ``topic`` (its
+  ``rd_kafka_topic_t`` address, from ``Handle.addresses()``); the topic's index, 1 to
+  :data:`TOPIC_MASK` (0 once that many topics have one).
+- ``send(topic, partition, value, key, msg_id, future=None) -> err``: one record (bytes or
+  None) through ``rd_kafka_producev`` (copied), ``partition`` -1 for librdkafka's
+  partitioner, ``msg_id`` (> 0) its report's opaque; 0, or librdkafka's code refusing it
+  (``MSG_SIZE_TOO_LARGE`` above ``max_size``). A closed handle: ``PYRDK_ERR_CLOSED`` (C) or
+  the Handle's refusal raised (Python); a topic not added: ``KeyError``. The C core leaves
+  the ``future`` of a record it took out of the cyclic GC while it is pending (held by the
+  producer's table, it cannot be garbage; the GC's full collections would otherwise visit
+  every pending future); ``deliver()`` and ``release(future)`` hand it back. (A producer
+  dropped unstopped would keep its pending futures' cycles: its event loop's reader keeps it
+  alive anyway until ``stop()``.)
+- ``deliver(pending, ids, errs, partitions, offsets, timestamps, metadata, partition) ->
+  [(future, topic, err)]``: a batch of delivery reports into the futures of ``pending``
+  (``{msg_id: (future, topic, timestamp_ms or None)}``, or ``{msg_id: future}`` where
+  ``msg_id & TOPIC_MASK`` is the topic's index: one object per record fewer for the cyclic
+  GC to follow): each report's entry leaves ``pending``, its future back under the GC; a
+  delivered record's future, unless done (cancelled), gets
+  ``metadata(topic, partition id, partition(topic, partition id), offset, timestamp, 0,
+  None)`` (``RecordMetadata``, ``TopicPartition``; the timestamp given to ``send()``, else
+  the report's). Returns the failed ones, for the caller to fail with the exception it names.
 
 The C core takes what this says and refuses the rest with a TypeError naming it, where the
 reference would take any object: ``track`` and ``extend`` take Messages, ``partitions`` is a
@@ -97,6 +130,7 @@ if TYPE_CHECKING:
 # The two implementations of each core (the interface: this module's docs, and pyrdk/_core.pyi).
 ProducerCore = Union["_core.ProducerCore", pure.ProducerCore]
 ConsumerCore = Union["_core.ConsumerCore", pure.ConsumerCore]
+SenderCore = Union["_core.SenderCore", pure.SenderCore]
 
 _CHOICES = ("c", "python")
 
@@ -129,6 +163,9 @@ def _choose() -> tuple[str, Optional[ModuleType]]:
 implementation, _c = _choose()
 """``"c"`` or ``"python"``: the core in use."""
 
+TOPIC_MASK: int = _c.TOPIC_MASK if _c is not None else pure.TOPIC_MASK
+"""SenderCore: the low bits of a ``msg_id`` that name its topic's index (0: none)."""
+
 Message: type[common.Message] = _c.Message if _c is not None else pure.Message
 """The class of the messages the core makes."""
 if Message is not common.Message:
@@ -153,6 +190,15 @@ def producer_core(handle: rd_handle.Handle, topic: str, partitions: list[tuple[i
                                max_size, batch, report_all, general, start, handle.keep)
     return pure.ProducerCore(handle, topic, partitions, partitioner, compression, max_size, batch,
                              report_all, general, start)
+
+
+def sender_core(handle: rd_handle.Handle, max_size: int) -> SenderCore:
+    """A new asyncio producer core on the producer ``Handle`` (see the module's docs), refusing
+    a record whose value and key are larger than ``max_size`` bytes."""
+    if _c is not None:
+        rk, _, guard = handle.addresses(None)
+        return _c.SenderCore(handle, rk, guard, max_size)
+    return pure.SenderCore(handle, max_size)
 
 
 def consumer_core(partitions: dict[int, _Partition]) -> ConsumerCore:

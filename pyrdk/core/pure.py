@@ -35,6 +35,7 @@ BATCH_AT_ONCE = 256  # the most messages handed to one rd_kafka_produce_batch ca
 SIZE_MARGIN = 64
 FULL_WAIT_MS = 10  # produce_batch's wait for room in a full queue, at a time
 POLL_EVERY = 1024  # produce_batch serves librdkafka's events every this many messages
+TOPIC_MASK = 63  # SenderCore: a msg_id's low bits, the index of its topic (0: none)
 
 
 def _size(data: Optional[bytes]) -> int:
@@ -413,6 +414,22 @@ class ConsumerCore:
             self._next[msg.partition_id] = msg.offset + 1
         return made, positions
 
+    def add_records(self, pointers: memoryview, record: Callable[..., tuple[Any, ...]],
+                    partition: Callable[..., tuple[Any, ...]]) -> tuple[list[list[Any]], list[int]]:
+        made, positions = messages_of(pointers, None)
+        runs: list[list[Any]] = []
+        records: list[tuple[Any, ...]] = []
+        for msg in made:  # counted as handed out, none buffered
+            if not runs or msg.partition_id != runs[-1][0][1] or msg.topic != runs[-1][0][0]:
+                records = []
+                runs.append([partition(msg.topic, msg.partition_id), records])
+            key, value, tstype = msg.partition_key, msg.value, msg.timestamp_type
+            records.append(record(msg.topic, msg.partition_id, msg.offset, msg.timestamp, tstype - 1 if tstype else -1,
+                                  key, value, None, -1 if key is None else len(key),
+                                  -1 if value is None else len(value), msg.headers or ()))
+            self._next[msg.partition_id] = msg.offset + 1
+        return runs, positions
+
     def next(self) -> Optional[Message]:
         if not self._buffer:
             return None
@@ -460,3 +477,61 @@ class ConsumerCore:
 
     def clear(self) -> None:
         self._buffer.clear()
+
+
+class SenderCore:
+    """The asyncio producer's core (see :mod:`pyrdk.core`)."""
+
+    def __init__(self, handle: Handle, max_size: int) -> None:
+        self._handle = handle
+        self._max_size = max_size
+        self._topics: dict[str, int] = {}
+        self._names: list[str] = [""]  # the topic of each index add_topic() gave ([0]: none)
+
+    def add_topic(self, topic: str, rkt: int) -> int:
+        self._topics[topic] = rkt
+        if topic in self._names[1:]:
+            return self._names.index(topic, 1)
+        if len(self._names) > TOPIC_MASK:
+            return 0
+        self._names.append(topic)
+        return len(self._names) - 1
+
+    def send(self, topic: str, partition: int, value: Optional[bytes], key: Optional[bytes], msg_id: int,
+             future: Any = None) -> int:
+        if topic not in self._topics:
+            raise KeyError("send(): topic %r was not added (add_topic())" % (topic,))
+        if _size(value) + _size(key) > self._max_size:
+            return errors.MSG_SIZE_TOO_LARGE
+        try:
+            self._handle.produce_guarded(topic, partition, value, key, None, None, msg_id)
+        except KafkaException as exc:  # librdkafka's refusal; a closed handle's refusal goes on up
+            if exc.code is None:
+                raise
+            return exc.code
+        return 0  # the future stays under the cyclic GC: Python cannot take it out
+
+    def release(self, future: Any) -> None:
+        pass  # send() left it under the cyclic GC
+
+    def deliver(self, pending: dict[int, Any], ids: memoryview, errs: memoryview,
+                partitions: memoryview, offsets: memoryview, timestamps: memoryview,
+                metadata: Callable[..., tuple[Any, ...]],
+                partition: Callable[..., tuple[Any, ...]]) -> list[tuple[Any, str, int]]:
+        failed: list[tuple[Any, str, int]] = []
+        for msg_id, err, pid, offset, timestamp in zip(ids, errs, partitions, offsets, timestamps):
+            entry = pending.pop(msg_id, None)
+            if entry is None:
+                continue
+            if type(entry) is not tuple and 0 < msg_id & TOPIC_MASK < len(self._names):
+                fut, topic, timestamp_ms = entry, self._names[msg_id & TOPIC_MASK], None
+            else:
+                fut, topic, timestamp_ms = entry
+            if fut.done():  # cancelled by the program: nothing to tell
+                continue
+            if err:
+                failed.append((fut, topic, err))
+                continue
+            fut.set_result(metadata(topic, pid, partition(topic, pid), offset,
+                                    timestamp if timestamp_ms is None else timestamp_ms, 0, None))
+        return failed

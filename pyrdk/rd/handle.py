@@ -375,10 +375,12 @@ class Handle:
     def addresses(self, topic):
         """``(rk, rkt, guard)``: the addresses of the ``rd_kafka_t``, of the topic handle of
         ``topic`` and of the use guard, for the C core (``pyrdk.core``), which keeps this
-        Handle alive while it holds them and enters the guard before each use."""
+        Handle alive while it holds them and enters the guard before each use. ``topic`` None:
+        no topic handle (its address 0)."""
         if self._ptr is None:
             raise self.refusal()
-        return tuple(int(ffi.cast("uintptr_t", p)) for p in (self._ptr, self.topic(topic)._ptr, self._guard))
+        rkt = ffi.NULL if topic is None else self.topic(topic)._ptr
+        return tuple(int(ffi.cast("uintptr_t", p)) for p in (self._ptr, rkt, self._guard))
 
     def _raise_produce_error(self, err, topic, partition):
         if err == lib.PYRDK_ERR_CLOSED:

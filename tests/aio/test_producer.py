@@ -1,10 +1,12 @@
 """AIOKafkaProducer against the test broker: RecordMetadata, murmur2 placement, flush,
 bad input, cancellation."""
 import asyncio
+import gc
 
 import pytest
 
 import pyrdk.aio as aiokafka
+from pyrdk import core
 from pyrdk.aio.errors import ProducerClosed
 from pyrdk.aio.structs import RecordMetadata, TopicPartition
 
@@ -59,6 +61,11 @@ async def test_send_and_wait_gives_record_metadata(kafka_hosts, new_topic):
         assert md.log_start_offset is None
         fut = await producer.send(topic, b"v2", partition=2)
         assert (await fut).offset == 1
+        fut = await producer.send(topic, b"v3")  # the common record: the core's way
+        assert gc.is_tracked(fut) == (core.implementation == "python")  # the C core's, while pending
+        md = await fut
+        assert type(md) is RecordMetadata and md.topic_partition == (topic, md.partition) and md.offset >= 0
+        assert gc.is_tracked(fut)
         assert await producer.partitions_for(topic) == {0, 1, 2, 3}
 
 
@@ -176,8 +183,10 @@ async def test_records_for_an_unreachable_broker_fail_with_a_timeout():
                 results.append(await producer.send("nowhere", b"%d" % i))
             except KafkaTimeoutError as exc:
                 results.append(exc)
+        futures = [r for r in results if not isinstance(r, Exception)]
         results = [r if isinstance(r, Exception) else (await asyncio.gather(r, return_exceptions=True))[0]
                    for r in results]
+    assert all(gc.is_tracked(fut) for fut in futures)
     assert len(results) == 8 and all(isinstance(r, KafkaTimeoutError) for r in results), results
 
 

@@ -15,6 +15,7 @@ import pytest
 
 import pyrdk
 from pyrdk import core
+from pyrdk.aio.structs import ConsumerRecord, RecordMetadata, TopicPartition
 from pyrdk.common import CompressionType
 from tests.rd import util
 
@@ -100,6 +101,9 @@ def test_a_cycle_through_a_dict_stored_untracked_is_collected(consumed):
     (lambda c: c.set_next("0", 1), "must be an int"),
     (lambda c: c.set_next(0, 1.5), "int or None"),
     (lambda c: c.iterator(None), "callable"),
+    (lambda c: c.add_records(memoryview(b""), tuple, TopicPartition), "record must be a namedtuple class of 11"),
+    (lambda c: c.add_records(memoryview(b""), ConsumerRecord, ConsumerRecord), "partition must be a namedtuple"),
+    (lambda c: c.add_records([1], ConsumerRecord, TopicPartition), "memoryview"),
     (lambda c: setattr(c, "partitions", [(0, "p0")]), "a dict"),
 ])
 def test_the_consumer_core_refuses_what_it_cannot_read(call, words):
@@ -152,3 +156,38 @@ def test_a_librdkafka_function_missing_fails_the_import_not_a_call(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "ImportError" in out.stderr and "undefined symbol: rd_kafka_" in out.stderr
+
+
+@pytest.fixture
+def sender_core(mock_cluster, handles):
+    handle = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers})
+    the_core = core.sender_core(handle, 1000)
+    the_core.add_topic("t", handle.addresses("t")[1])
+    return the_core
+
+
+_columns = [memoryview(b"")] * 5
+
+
+@pytest.mark.parametrize("call,words", [
+    (lambda c: c.send("t", 0, "text", None, 1), "the value must be bytes or None, not str"),
+    (lambda c: c.send("t", 0, b"x", 5, 1), "the key must be bytes or None, not int"),
+    (lambda c: c.send("t", "0", b"x", None, 1), "partition must be an int"),
+    (lambda c: c.add_topic(b"t", 1), "topic must be a str"),
+    (lambda c: c.deliver([], *_columns, RecordMetadata, TopicPartition), "pending must be a dict"),
+    (lambda c: c.deliver({}, *_columns, RecordMetadata, TopicPartition), "ids must be a one-dimensional"),
+    (lambda c: c.deliver({}, *_columns, dict, TopicPartition), "metadata must be a namedtuple class"),
+])
+def test_the_sender_core_refuses_what_it_cannot_read(sender_core, call, words):
+    with pytest.raises(TypeError, match=words):
+        call(sender_core)
+
+
+@pytest.mark.parametrize("call,words", [
+    (lambda c: c.send("t", 0, b"x", None, 0), "msg_id must be an int > 0"),
+    (lambda c: c.send("t", -2, b"x", None, 1), "partition must be -1 or a partition id"),
+    (lambda c: c.add_topic("u", 0), "non-zero address"),
+])
+def test_the_sender_core_refuses_bad_values(sender_core, call, words):
+    with pytest.raises(ValueError, match=words):
+        call(sender_core)

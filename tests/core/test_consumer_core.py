@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from pyrdk import core
+from pyrdk.aio.structs import ConsumerRecord, TopicPartition
 from pyrdk.common import TimestampType
 from tests.rd import util
 
@@ -244,3 +245,40 @@ def test_add_columns_fills_arrow_columns_and_counts_each_partitions_next_offset(
     assert got == sorted((p, i // 2, v, k, ts, topic, int(TimestampType.CREATE_TIME)) for i, (p, v, k, ts, _)
                          in enumerate(items))
     assert table.column("key").null_count == 4 and table.column("value").null_count == 1
+
+
+def test_add_records_makes_aiokafka_records_in_runs_of_one_partition(mock_cluster, handles):
+    """``add_records``: a batch straight into aiokafka's ConsumerRecords (no Message kept in the
+    buffer), in runs of one partition's, every record counted as handed out."""
+    topic = "core-" + uuid.uuid4().hex[:10]
+    mock_cluster.create_topic(topic, 2, 1)
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers})
+    items = [(i % 2, None if i == 3 else b"v" * i, None if i % 3 == 0 else b"k%d" % i, 1700000000000 + i,
+              [("h", b"x%d" % i), ("n", None)] if i == 4 else None) for i in range(12)]
+    util.produce(producer, topic, items)
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic,
+                                    "enable.partition.eof": False})
+    consumer.assign([(topic, 0, 0), (topic, 1, 0)])
+    the_core = core.consumer_core({0: "p0", 1: "p1"})
+    runs = []
+
+    def step():
+        made, errs = consumer.consume_batch(1000, 100, lambda p: the_core.add_records(p, ConsumerRecord,
+                                                                                      TopicPartition))
+        assert not errs
+        runs.extend(made)
+    util.wait_until(lambda: sum(len(r) for _, r in runs) >= len(items), "the messages", step=step)
+    assert len(the_core) == 0
+    assert the_core.next_offsets() == {0: 6, 1: 6}
+    for tp, records in runs:
+        assert type(tp) is TopicPartition and tp.topic == topic
+        assert [r.partition for r in records] == [tp.partition] * len(records)
+        assert [r.offset for r in records] == list(range(records[0].offset, records[0].offset + len(records)))
+    got = sorted(r for _, records in runs for r in records)
+    assert all(type(r) is ConsumerRecord for r in got)
+    want = sorted(ConsumerRecord(topic, p, i // 2, ts, 0, k, v, None, -1 if k is None else len(k),
+                                 -1 if v is None else len(v), h or ())
+                  for i, (p, v, k, ts, h) in enumerate(items))
+    assert got == want
+    if core.implementation == "c":  # the C core leaves the records of immutable fields out of the cyclic GC
+        assert [gc.is_tracked(r) for r in got] == [bool(r.headers) for r in got]

@@ -1,0 +1,408 @@
+/* SenderCore: the per-record work of pyrdk.aio's producer (see SenderCore in
+ * pyrdk/core/pure.py, which this follows step by step): a record to librdkafka in one call
+ * (rd_kafka_producev, copied), and a batch of delivery reports resolved into the futures
+ * send() returned.
+ *
+ * It holds the Handle that owns the rd_kafka_t, its topic handles and the use guard
+ * (csrc/pyrdk_guard.h), so that their addresses stay good, and enters the guard around each
+ * librdkafka call: once the Handle is closed the guard refuses, and so does the core. */
+#include "core.h"
+
+typedef struct {
+        PyObject_HEAD
+        PyObject *owner;      /* the Handle: keeps rk, the topic handles and guard alive */
+        PyObject *topics;     /* dict {topic name: rd_kafka_topic_t address, an int} */
+        PyObject *names;      /* list: the topic of each index add_topic() gave, [0] None */
+        rd_kafka_t *rk;
+        pyrdk_guard_t *guard; /* NULL once cleared */
+        size_t max_size;
+} sender_t;
+
+static void *sender_address(PyObject *arg, const char *what) {
+        void *p = PyLong_Check(arg) ? PyLong_AsVoidPtr(arg) : NULL;
+
+        if (!p && !PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "SenderCore: %s must be a non-zero address (an int from "
+                             "Handle.addresses()), not %R", what, arg);
+        return p;
+}
+
+static PyObject *sender_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+        static const char *const names[] = {"owner", "rk", "guard", "max_size", NULL};
+        PyObject *owner, *rk, *guard;
+        Py_ssize_t max_size;
+        sender_t *self;
+
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOn:SenderCore", (char **)names, &owner, &rk, &guard,
+                                         &max_size))
+                return NULL;
+        if (max_size < 0) {
+                PyErr_Format(PyExc_ValueError, "SenderCore: max_size must be >= 0, not %zd", max_size);
+                return NULL;
+        }
+        if (!(self = (sender_t *)type->tp_alloc(type, 0)))
+                return NULL;
+        self->owner = Py_NewRef(owner);
+        self->max_size = (size_t)max_size;
+        if (!(self->topics = PyDict_New()) || !(self->names = PyList_New(1)) || !(self->rk = sender_address(rk, "rk")) ||
+            !(self->guard = sender_address(guard, "guard"))) {
+                Py_DECREF(self);
+                return NULL;
+        }
+        PyList_SET_ITEM(self->names, 0, Py_NewRef(Py_None));
+        return (PyObject *)self;
+}
+
+PyDoc_STRVAR(add_topic_doc,
+             "add_topic($self, topic, rkt, /)\n--\n\n"
+             "-> index\n"
+             "Let send() produce to topic (a str) through its rd_kafka_topic_t (an address from\n"
+             "Handle.addresses()); the topic's index (1 to TOPIC_MASK) that msg_id & TOPIC_MASK names in\n"
+             "deliver(), or 0 once TOPIC_MASK topics have one.");
+
+static PyObject *sender_add_topic(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
+        if (nargs != 2) {
+                PyErr_Format(PyExc_TypeError, "add_topic(topic, rkt) takes 2 arguments (%zd given)", nargs);
+                return NULL;
+        }
+        if (!PyUnicode_CheckExact(args[0])) {
+                PyErr_Format(PyExc_TypeError, "add_topic(): topic must be a str, not %.200s", Py_TYPE(args[0])->tp_name);
+                return NULL;
+        }
+        if (!sender_address(args[1], "rkt") || PyDict_SetItem(self->topics, args[0], args[1]) < 0)
+                return NULL;
+        for (Py_ssize_t i = 1; i < PyList_GET_SIZE(self->names); i++) {
+                if (PyList_GET_ITEM(self->names, i) == args[0] ||
+                    PyUnicode_Compare(PyList_GET_ITEM(self->names, i), args[0]) == 0)
+                        return PyLong_FromSsize_t(i);
+        }
+        if (PyList_GET_SIZE(self->names) > TOPIC_MASK)
+                return PyLong_FromLong(0);
+        if (PyList_Append(self->names, args[0]) < 0)
+                return NULL;
+        return PyLong_FromSsize_t(PyList_GET_SIZE(self->names) - 1);
+}
+
+/* bytes or None: its data and size (NULL, 0 for None). 0, or -1 with a TypeError. */
+static int bytes_arg(PyObject *obj, const char *what, const char **data, size_t *size) {
+        if (obj == Py_None) {
+                *data = NULL;
+                *size = 0;
+                return 0;
+        }
+        if (!PyBytes_CheckExact(obj)) {
+                PyErr_Format(PyExc_TypeError, "send(): the %s must be bytes or None, not %.200s", what,
+                             Py_TYPE(obj)->tp_name);
+                return -1;
+        }
+        *data = PyBytes_AS_STRING(obj);
+        *size = (size_t)PyBytes_GET_SIZE(obj);
+        return 0;
+}
+
+PyDoc_STRVAR(send_doc,
+             "send($self, topic, partition, value, key, msg_id, future=None, /)\n--\n\n"
+             "-> err\n"
+             "One record through ``rd_kafka_producev`` (copied), ``msg_id`` its delivery report's opaque:\n"
+             "0, or librdkafka's code refusing it (MSG_SIZE_TOO_LARGE above max_size; PYRDK_ERR_CLOSED once\n"
+             "the handle is closed). ``partition`` -1: librdkafka's partitioner chooses. A topic not\n"
+             "added (add_topic()) raises KeyError. The ``future`` of a record taken is left out of the\n"
+             "cyclic GC until deliver() or release() hands it back.");
+
+static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
+        const char *value, *key;
+        size_t value_len, key_len;
+        PyObject *rkt_obj;
+        rd_kafka_topic_t *rkt;
+        long partition;
+        uint64_t id;
+        int err;
+
+        if (nargs != 5 && nargs != 6) {
+                PyErr_Format(PyExc_TypeError, "send(topic, partition, value, key, msg_id, future=None) takes 5 or 6 "
+                             "arguments (%zd given)", nargs);
+                return NULL;
+        }
+        if (!(rkt_obj = PyDict_GetItemWithError(self->topics, args[0]))) {
+                if (!PyErr_Occurred())
+                        PyErr_Format(PyExc_KeyError, "send(): topic %R was not added (add_topic())", args[0]);
+                return NULL;
+        }
+        rkt = PyLong_AsVoidPtr(rkt_obj);
+        partition = PyLong_Check(args[1]) ? PyLong_AsLong(args[1]) : (PyErr_Format(PyExc_TypeError,
+                    "send(): partition must be an int, not %.200s", Py_TYPE(args[1])->tp_name), -1);
+        if (partition == -1 && PyErr_Occurred())
+                return NULL;
+        if (partition < -1 || partition > INT32_MAX) {
+                PyErr_Format(PyExc_ValueError, "send(): partition must be -1 or a partition id, not %ld", partition);
+                return NULL;
+        }
+        if (bytes_arg(args[2], "value", &value, &value_len) < 0 || bytes_arg(args[3], "key", &key, &key_len) < 0)
+                return NULL;
+        if (!PyLong_Check(args[4]) || (id = PyLong_AsUnsignedLongLong(args[4])) == (uint64_t)-1 || id == 0) {
+                if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                        PyErr_Clear();
+                        PyErr_Format(PyExc_ValueError, "send(): msg_id must be an int > 0, not %R", args[4]);
+                }
+                return NULL;
+        }
+        if (value_len + key_len > self->max_size)
+                err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+        else if (!self->guard || !pyrdk_guard_enter(self->guard))
+                err = PYRDK_ERR_CLOSED;
+        else {
+                err = rd_kafka_producev(self->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION((int32_t)partition),
+                                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                        RD_KAFKA_V_VALUE((void *)value, value_len), RD_KAFKA_V_KEY(key, key_len),
+                                        RD_KAFKA_V_OPAQUE((void *)(uintptr_t)id), RD_KAFKA_V_END);
+                pyrdk_guard_leave(self->guard);
+        }
+        if (!err && nargs == 6 && args[5] != Py_None && PyObject_IS_GC(args[5]) && PyObject_GC_IsTracked(args[5]))
+                PyObject_GC_UnTrack(args[5]); /* pending: held by the producer's table until its report */
+        return PyLong_FromLong(err);
+}
+
+/* Hand a future send() left out of the cyclic GC back to it. */
+static void retrack(PyObject *fut) {
+        if (PyObject_IS_GC(fut) && !PyObject_GC_IsTracked(fut))
+                PyObject_GC_Track(fut);
+}
+
+PyDoc_STRVAR(release_doc,
+             "release($self, future, /)\n--\n\n"
+             "A future send() took that leaves the producer's table another way than deliver(): back\n"
+             "under the cyclic GC.");
+
+static PyObject *sender_release(sender_t *self, PyObject *fut) {
+        (void)self;
+        retrack(fut);
+        Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(deliver_doc,
+             "deliver($self, pending, ids, errs, partitions, offsets, timestamps, metadata, partition, /)\n--\n\n"
+             "-> [(future, topic, err)]\n"
+             "A batch of delivery reports (memoryviews, as pyrdk.rd.callbacks drains them) into the futures\n"
+             "of ``pending`` ({msg_id: (future, topic, timestamp_ms or None)}, or {msg_id: future} where\n"
+             "msg_id & TOPIC_MASK is the index add_topic() gave the topic): each report's entry leaves\n"
+             "pending, its future back under the cyclic GC; a delivered record's future, unless done, gets ``metadata(topic, partition,\n"
+             "partition(topic, partition), offset, timestamp, 0, None)`` (the timestamp: timestamp_ms when\n"
+             "one was given, else the report's), left out of the cyclic GC when its fields are immutable.\n"
+             "Returns the failed ones, for the caller to fail.");
+
+static PyObject *sender_deliver(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
+        PyObject *pending, *failed = NULL, *done_name = NULL, *set_name = NULL, *tp = NULL, *result = NULL;
+        PyTypeObject *md_type, *tp_type;
+        Py_buffer views[5];
+        int nviews = 0;
+        Py_ssize_t n;
+        static const char *const what[] = {"deliver()'s ids", "deliver()'s errs", "deliver()'s partitions",
+                                           "deliver()'s offsets", "deliver()'s timestamps"};
+        static const Py_ssize_t sizes[] = {sizeof(uintptr_t), sizeof(int), sizeof(int32_t), sizeof(int64_t),
+                                           sizeof(int64_t)};
+        static const char *const formats[] = {"LQ", "i", "i", "q", "q"};
+
+        if (nargs != 8) {
+                PyErr_Format(PyExc_TypeError, "deliver() takes 8 arguments (%zd given)", nargs);
+                return NULL;
+        }
+        pending = args[0];
+        if (!PyDict_Check(pending)) {
+                PyErr_Format(PyExc_TypeError, "deliver(): pending must be a dict, not %.200s", Py_TYPE(pending)->tp_name);
+                return NULL;
+        }
+        for (int i = 6; i < 8; i++) {
+                if (!PyType_Check(args[i]) || !PyType_IsSubtype((PyTypeObject *)args[i], &PyTuple_Type) ||
+                    ((PyTypeObject *)args[i])->tp_basicsize != PyTuple_Type.tp_basicsize) {
+                        PyErr_Format(PyExc_TypeError, "deliver(): %s must be a namedtuple class, not %R",
+                                     i == 6 ? "metadata" : "partition", args[i]);
+                        return NULL;
+                }
+        }
+        md_type = (PyTypeObject *)args[6];
+        tp_type = (PyTypeObject *)args[7];
+        for (; nviews < 5; nviews++) {
+                if (core_read_column(args[1 + nviews], &views[nviews], sizes[nviews], formats[nviews], what[nviews]) < 0)
+                        goto done;
+        }
+        n = views[0].len / views[0].itemsize;
+        for (int i = 1; i < 5; i++) {
+                if (views[i].len / views[i].itemsize != n) {
+                        PyErr_SetString(PyExc_ValueError, "deliver(): the columns must be of one length");
+                        goto done;
+                }
+        }
+        if (!(failed = PyList_New(0)) || !(done_name = PyUnicode_InternFromString("done")) ||
+            !(set_name = PyUnicode_InternFromString("set_result")))
+                goto done;
+        {
+                const uintptr_t *ids = views[0].buf;
+                const int *errs = views[1].buf;
+                const int32_t *parts = views[2].buf;
+                const int64_t *offsets = views[3].buf, *timestamps = views[4].buf;
+                PyObject *tp_topic = NULL; /* tp's topic (borrowed from tp) */
+                int32_t tp_part = -1;
+
+                for (Py_ssize_t i = 0; i < n; i++) {
+                        PyObject *key = PyLong_FromUnsignedLongLong(ids[i]), *entry, *fut, *topic, *ts, *is_done;
+                        PyObject *md, *items[7], *ret;
+                        int done_flag;
+
+                        if (!key)
+                                goto done;
+                        entry = PyDict_GetItemWithError(pending, key);
+                        if (!entry) {
+                                Py_DECREF(key);
+                                if (PyErr_Occurred())
+                                        goto done;
+                                continue;
+                        }
+                        Py_INCREF(entry);
+                        if (PyDict_DelItem(pending, key) < 0) {
+                                Py_DECREF(key);
+                                Py_DECREF(entry);
+                                goto done;
+                        }
+                        Py_DECREF(key);
+                        if (!PyTuple_Check(entry) && (ids[i] & TOPIC_MASK) &&
+                            (ids[i] & TOPIC_MASK) < (uintptr_t)PyList_GET_SIZE(self->names)) {
+                                fut = entry; /* the topic by its index */
+                                topic = PyList_GET_ITEM(self->names, ids[i] & TOPIC_MASK);
+                                ts = Py_None;
+                        } else if (PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 3) {
+                                fut = PyTuple_GET_ITEM(entry, 0);
+                                topic = PyTuple_GET_ITEM(entry, 1);
+                                ts = PyTuple_GET_ITEM(entry, 2);
+                        } else {
+                                PyErr_Format(PyExc_TypeError, "deliver(): pending's values must be "
+                                             "(future, topic, timestamp_ms), or a future where the msg_id names "
+                                             "a topic, not %R", entry);
+                                retrack(entry);
+                                Py_DECREF(entry);
+                                goto done;
+                        }
+                        retrack(fut);
+                        if (!(is_done = PyObject_CallMethodNoArgs(fut, done_name))) {
+                                Py_DECREF(entry);
+                                goto done;
+                        }
+                        done_flag = PyObject_IsTrue(is_done);
+                        Py_DECREF(is_done);
+                        if (done_flag) { /* cancelled by the program: nothing to tell */
+                                Py_DECREF(entry);
+                                if (done_flag < 0)
+                                        goto done;
+                                continue;
+                        }
+                        if (errs[i]) {
+                                PyObject *item = Py_BuildValue("(OOi)", fut, topic, (int)errs[i]);
+
+                                Py_DECREF(entry);
+                                if (!item || PyList_Append(failed, item) < 0) {
+                                        Py_XDECREF(item);
+                                        goto done;
+                                }
+                                Py_DECREF(item);
+                                continue;
+                        }
+                        if (!tp || tp_topic != topic || tp_part != parts[i]) { /* one per run of a partition's */
+                                PyObject *made = tp_type->tp_alloc(tp_type, 2), *pid = PyLong_FromLong(parts[i]);
+
+                                if (!made || !pid) {
+                                        Py_XDECREF(made);
+                                        Py_XDECREF(pid);
+                                        Py_DECREF(entry);
+                                        goto done;
+                                }
+                                PyTuple_SET_ITEM(made, 0, Py_NewRef(topic));
+                                PyTuple_SET_ITEM(made, 1, pid);
+                                if (PyUnicode_CheckExact(topic))
+                                        PyObject_GC_UnTrack(made); /* a str and an int: in no cycle */
+                                Py_XSETREF(tp, made);
+                                tp_topic = topic;
+                                tp_part = parts[i];
+                        }
+                        items[0] = Py_NewRef(topic);
+                        items[1] = Py_NewRef(PyTuple_GET_ITEM(tp, 1));
+                        items[2] = Py_NewRef(tp);
+                        items[3] = PyLong_FromLongLong(offsets[i]);
+                        items[4] = ts == Py_None ? PyLong_FromLongLong(timestamps[i]) : Py_NewRef(ts);
+                        items[5] = PyLong_FromLong(0);
+                        items[6] = Py_NewRef(Py_None);
+                        md = md_type->tp_alloc(md_type, 7);
+                        if (!md || !items[3] || !items[4] || !items[5]) {
+                                for (int k = 0; k < 7; k++)
+                                        Py_XDECREF(items[k]);
+                                Py_XDECREF(md);
+                                Py_DECREF(entry);
+                                goto done;
+                        }
+                        for (int k = 0; k < 7; k++)
+                                PyTuple_SET_ITEM(md, k, items[k]);
+                        if (!PyObject_GC_IsTracked(tp) && !PyObject_GC_IsTracked(items[4]))
+                                PyObject_GC_UnTrack(md); /* immutable fields only: in no cycle */
+                        ret = PyObject_CallMethodOneArg(fut, set_name, md);
+                        Py_DECREF(md);
+                        Py_DECREF(entry);
+                        if (!ret)
+                                goto done;
+                        Py_DECREF(ret);
+                }
+        }
+        result = Py_NewRef(failed);
+done:
+        Py_XDECREF(tp);
+        Py_XDECREF(failed);
+        Py_XDECREF(done_name);
+        Py_XDECREF(set_name);
+        while (nviews > 0)
+                PyBuffer_Release(&views[--nviews]);
+        return result;
+}
+
+static int sender_traverse(sender_t *self, visitproc visit, void *arg) {
+        Py_VISIT(Py_TYPE(self));
+        Py_VISIT(self->owner);
+        Py_VISIT(self->topics);
+        Py_VISIT(self->names);
+        return 0;
+}
+
+static int sender_clear(sender_t *self) {
+        self->guard = NULL; /* the owner may go: never call librdkafka again */
+        Py_CLEAR(self->owner);
+        Py_CLEAR(self->topics);
+        Py_CLEAR(self->names);
+        return 0;
+}
+
+static void sender_dealloc(sender_t *self) {
+        PyTypeObject *type = Py_TYPE(self);
+
+        PyObject_GC_UnTrack(self);
+        sender_clear(self);
+        type->tp_free(self);
+        Py_DECREF(type);
+}
+
+static PyMethodDef sender_methods[] = {
+        {"add_topic", (PyCFunction)(void (*)(void))sender_add_topic, METH_FASTCALL, add_topic_doc},
+        {"send", (PyCFunction)(void (*)(void))sender_send, METH_FASTCALL, send_doc},
+        {"deliver", (PyCFunction)(void (*)(void))sender_deliver, METH_FASTCALL, deliver_doc},
+        {"release", (PyCFunction)sender_release, METH_O, release_doc},
+        {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot sender_slots[] = {
+        {Py_tp_doc, "SenderCore(owner, rk, guard, max_size)\n--\n\nThe asyncio producer's core (see pyrdk.core)."},
+        {Py_tp_new, sender_new},
+        {Py_tp_dealloc, sender_dealloc},
+        {Py_tp_traverse, sender_traverse},
+        {Py_tp_clear, sender_clear},
+        {Py_tp_methods, sender_methods},
+        {0, NULL},
+};
+
+PyType_Spec sender_spec = {
+        "pyrdk._core.SenderCore", sizeof(sender_t), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, sender_slots,
+};
