@@ -253,10 +253,7 @@ class AIOKafkaProducer(Client):
                 elif err:
                     self._handle.raise_produce_error(err, topic, partition)
             else:
-                try:
-                    self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
-                except ProducerQueueFullError:
-                    await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
         except BaseException:
             self._untrack(msg_id)
             raise
@@ -297,10 +294,15 @@ class AIOKafkaProducer(Client):
         self._topics[topic] = self._core.add_topic(topic, self._handle.addresses(topic)[1])
 
     async def _produce_when_room(self, topic, partition, value, key, timestamp_ms, headers, msg_id):
-        """librdkafka's queue is full: wait for delivery reports to make room, and try again,
-        for up to ``request_timeout_ms``."""
+        """Hand the record to librdkafka (``rd_kafka_producev``); while its queue is full, wait
+        for delivery reports to make room and try again, for up to ``request_timeout_ms``."""
         deadline = self._loop.time() + self._request_timeout_ms / 1000.0
         while True:
+            try:
+                self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                return
+            except ProducerQueueFullError:
+                pass
             remaining = deadline - self._loop.time()
             if remaining <= 0:
                 raise KafkaTimeoutError("librdkafka's queue stayed full for request_timeout_ms (%d ms)"
@@ -310,11 +312,6 @@ class AIOKafkaProducer(Client):
             try:
                 await asyncio.wait_for(self._room.wait(), remaining)
             except asyncio.TimeoutError:
-                pass
-            try:
-                self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
-                return
-            except ProducerQueueFullError:
                 pass
 
     def create_batch(self):
@@ -346,10 +343,7 @@ class AIOKafkaProducer(Client):
             msg_id = next(_ids) << TOPIC_BITS  # its topic in its entry
             fut = self._track(msg_id, topic, timestamp_ms)
             try:
-                try:
-                    self._handle.produce_guarded(topic, partition, value, key, timestamp_ms, headers, msg_id)
-                except ProducerQueueFullError:
-                    await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
+                await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
             except BaseException:
                 self._untrack(msg_id)
                 raise
