@@ -18,6 +18,7 @@ import collections
 import itertools
 import logging
 import re
+import time
 import uuid
 
 from pyrdk.aio import conf
@@ -146,6 +147,7 @@ class AIOKafkaConsumer(Client):
         self._buffer = collections.deque()  # [TopicPartition, [ConsumerRecord]] runs, not yet returned
         self._buffered = 0  # records in the buffer
         self._positions = {}  # TopicPartition -> next offset, for the records returned
+        self._polled = {}  # TopicPartition -> when records of it last came from librdkafka (ms)
         self._paused = set()
         self._assigned = []  # the TopicPartitions last given to rd_kafka_assign
         self._fresh = set()  # assigned, nothing returned yet: a seek restarts them by assign
@@ -417,9 +419,11 @@ class AIOKafkaConsumer(Client):
             return False
         kd, vd = self._key_deserializer, self._value_deserializer
         count = 0
+        now = int(time.time() * 1000)
         for run in runs:
             records = run[1]
             count += len(records)
+            self._polled[run[0]] = now
             if kd is not None or vd is not None:
                 run[1] = [_record(r[:5] + (kd(r[5]) if kd is not None else r[5],
                                            vd(r[6]) if vd is not None else r[6]) + r[7:]) for r in records]
@@ -653,6 +657,14 @@ class AIOKafkaConsumer(Client):
         tp = _tp(partition)
         high = self._handle.get_watermark_offsets(tp.topic, tp.partition)[1]
         return high if high >= 0 else None
+
+    def last_poll_timestamp(self, partition):
+        """When records of the partition last came from librdkafka's queue, in ms since the
+        epoch, or None before any came (librdkafka does not tell when a fetch brought nothing)."""
+        self._check_running()
+        tp = _tp(partition)
+        self._check_assigned([tp])
+        return self._polled.get(tp)
 
     def last_stable_offset(self, partition):
         """The partition's last stable offset (the first offset of a transaction still open)

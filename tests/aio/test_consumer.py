@@ -386,7 +386,7 @@ async def test_a_failing_listener_is_logged_and_the_rebalance_goes_on(kafka_host
 
 
 @pytest.mark.asyncio
-async def test_last_stable_offset_stops_at_an_open_transaction(kafka_hosts, new_topic):
+async def test_last_stable_offset_stops_at_an_open_transaction_and_last_poll_timestamp_follows(kafka_hosts, new_topic):
     topic = new_topic(1)
     tp = TopicPartition(topic, 0)
     producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, transactional_id="lso-" + topic)
@@ -405,6 +405,8 @@ async def test_last_stable_offset_stops_at_an_open_transaction(kafka_hosts, new_
         plain.assign(tps)
         assert consumer.last_stable_offset(tp) is None  # nothing fetched yet
         assert plain.last_stable_offset(tp) is None
+        assert plain.last_poll_timestamp(tp) is None
+        before = int(time.time() * 1000)
         async with producer.transaction():
             for i in range(3):
                 await producer.send(topic, b"committed %d" % i)
@@ -413,11 +415,14 @@ async def test_last_stable_offset_stops_at_an_open_transaction(kafka_hosts, new_
         await producer.flush()  # offsets 0-2, the commit marker at 3, the open record at 4
         assert await lso_reaches(4) == 4
         assert [r.value for r in await drain(plain, 4)][-1] == b"open"
+        assert before <= plain.last_poll_timestamp(tp) <= int(time.time() * 1000)
         assert plain.last_stable_offset(tp) == -1  # read_uncommitted: -1, as aiokafka's
         await producer.commit_transaction()
         assert await lso_reaches(6) == 6
         with pytest.raises(aiokafka.errors.IllegalStateError, match="not assigned"):
             consumer.last_stable_offset(TopicPartition(topic, 7))
+        with pytest.raises(aiokafka.errors.IllegalStateError, match="not assigned"):
+            consumer.last_poll_timestamp(TopicPartition(topic, 7))
     no_stats, _ = assigned_consumer(kafka_hosts, topic, 1, isolation_level="read_committed",
                                     rdkafka_config={"statistics.interval.ms": 0})
     async with no_stats:
