@@ -163,54 +163,6 @@ static int known_partition(const int32_t *pids, Py_ssize_t n, int32_t pid) {
         return 0;
 }
 
-/* rd_kafka_produce_batch() of msgs[0..n) (rows[0..n) their rows), each to its partition:
- * what a full queue refused (it refuses every row after the first it refuses) is offered
- * again, serving librdkafka's events between tries, while *waited < block_ms. 0, or an
- * error code with *failed the first row not queued (__QUEUE_FULL: every row after it is
- * not queued either; another refusal: rows after it may be; PYRDK_ERR_CLOSED: the guard
- * refused). */
-static int send_rows(producer_t *self, rd_kafka_message_t *msgs, Py_ssize_t *rows, int n, Py_ssize_t *failed,
-                     Py_ssize_t *waited, Py_ssize_t block_ms) {
-        while (n > 0) {
-                int left = 0, err = 0;
-
-                if (!producer_usable(self) || !pyrdk_guard_enter(self->guard)) {
-                        *failed = rows[0];
-                        return PYRDK_ERR_CLOSED;
-                }
-                rd_kafka_produce_batch(self->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY | RD_KAFKA_MSG_F_PARTITION,
-                                       msgs, n);
-                pyrdk_guard_leave(self->guard);
-                for (int i = 0; i < n; i++) {
-                        if (!msgs[i].err) {
-                                self->batch_sent++;
-                                continue;
-                        }
-                        if (msgs[i].err != RD_KAFKA_RESP_ERR__QUEUE_FULL && !err)
-                                err = (int)msgs[i].err;
-                        msgs[left] = msgs[i];
-                        msgs[left].err = 0;
-                        rows[left++] = rows[i];
-                }
-                if (err) { /* the first row not queued, refused or not: all before it are */
-                        *failed = rows[0];
-                        return err;
-                }
-                if ((n = left) > 0) {
-                        if (*waited >= block_ms) {
-                                *failed = rows[0];
-                                return RD_KAFKA_RESP_ERR__QUEUE_FULL;
-                        }
-                        if (producer_serve(self, FULL_WAIT_MS)) {
-                                *failed = rows[0];
-                                return PYRDK_ERR_CLOSED;
-                        }
-                        *waited += FULL_WAIT_MS;
-                }
-        }
-        return 0;
-}
-
 /* One row's message and partition: 0, 1 with *err the refusal of the row (librdkafka's
  * own codes are negative too), or -1 with ValueError. */
 static int row_message(producer_t *self, const int32_t *pids, Py_ssize_t npids, Py_ssize_t row, const binary_t *value,
@@ -351,7 +303,8 @@ PyObject *producer_produce_arrow(producer_t *self, PyObject *const *args, Py_ssi
                         }
                         rows_of[n++] = row;
                 }
-                if (n && (err = send_rows(self, msgs, rows_of, n, &failed, &waited, block_ms))) {
+                if (n && (err = producer_send_rows(self, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_PARTITION, msgs,
+                                                   rows_of, n, block_ms, &waited, &failed))) {
                         next = failed;
                         break;
                 }

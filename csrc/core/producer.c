@@ -321,45 +321,48 @@ static int hand_off_queue(producer_t *self, int32_t pid) {
         }
 }
 
-/* rd_kafka_produce_batch() of msgs[0..n) to partition pid, offering again what a full queue
- * refused (it refuses every message after the first it refuses) while *waited < block_ms,
- * serving librdkafka's events between tries (FULL_WAIT_MS each, added to *waited). The
- * number of messages, from the first, all queued: n, or fewer with *err the refusal of the
- * next (PYRDK_ERR_CLOSED: the guard refused). Another refusal stops at once; a message
- * librdkafka took after it is queued though not counted in what is returned. */
 static int serve(producer_t *self, int flush_ms);
 
-static int produce_run(producer_t *self, int32_t pid, rd_kafka_message_t *msgs, int n, Py_ssize_t block_ms,
-                       Py_ssize_t *waited, int *err) {
-        int at[BATCH_AT_ONCE], left = n;
+/* rd_kafka_produce_batch() of msgs[0..n) (rows[0..n) what the caller calls them) to
+ * partition pid with flags (RD_KAFKA_MSG_F_PARTITION: each to its own), copied: what a full
+ * queue refused (it refuses every message after the first it refuses) is offered again,
+ * serving librdkafka's events between tries (FULL_WAIT_MS each, added to *waited), while
+ * *waited < block_ms. 0, or an error code with *failed the row of the first message not
+ * queued (__QUEUE_FULL: every one after it is not queued either; another refusal: stops at
+ * once, and one after it may be; PYRDK_ERR_CLOSED: the guard refused). */
+int producer_send_rows(producer_t *self, int32_t pid, int flags, rd_kafka_message_t *msgs, Py_ssize_t *rows, int n,
+                       Py_ssize_t block_ms, Py_ssize_t *waited, Py_ssize_t *failed) {
+        int err = 0;
 
-        for (int i = 0; i < n; i++)
-                at[i] = i;
-        for (;;) {
-                int k = 0, other = 0;
+        while (n > 0) {
+                int left = 0;
 
-                if ((*err = produce_batch_c(self, pid, msgs, left, RD_KAFKA_MSG_F_COPY)))
-                        return at[0];
-                for (int i = 0; i < left; i++) {
+                if ((err = produce_batch_c(self, pid, msgs, n, flags | RD_KAFKA_MSG_F_COPY)))
+                        break;
+                for (int i = 0; i < n; i++) {
                         if (!msgs[i].err) {
                                 self->batch_sent++;
                                 continue;
                         }
-                        if (msgs[i].err != RD_KAFKA_RESP_ERR__QUEUE_FULL && !other)
-                                other = (int)msgs[i].err;
-                        msgs[k] = msgs[i];
-                        msgs[k].err = 0;
-                        at[k++] = at[i];
+                        if (msgs[i].err != RD_KAFKA_RESP_ERR__QUEUE_FULL && !err)
+                                err = (int)msgs[i].err;
+                        msgs[left] = msgs[i];
+                        msgs[left].err = 0;
+                        rows[left++] = rows[i];
                 }
-                if ((left = k) == 0)
-                        return n;
-                *err = other ? other : RD_KAFKA_RESP_ERR__QUEUE_FULL;
-                if (other || *waited >= block_ms)
-                        return at[0];
-                if ((*err = serve(self, FULL_WAIT_MS)))
-                        return at[0];
+                if (err || (n = left) == 0)
+                        break;
+                if (*waited >= block_ms) {
+                        err = RD_KAFKA_RESP_ERR__QUEUE_FULL;
+                        break;
+                }
+                if ((err = serve(self, FULL_WAIT_MS)))
+                        break;
                 *waited += FULL_WAIT_MS;
         }
+        if (err)
+                *failed = rows[0];
+        return err;
 }
 
 /* -- the partitions ------------------------------------------------------------------------- */
@@ -982,7 +985,12 @@ static PyObject *producer_produce_batch(producer_t *self, PyObject *const *args,
                                         break;
                                 set_message(&msgs[cnt], value, key, 0);
                         }
-                        done = produce_run(self, pid, msgs, (int)cnt, block_ms, &waited, &err);
+                        Py_ssize_t rows[BATCH_AT_ONCE], failed = 0;
+
+                        for (Py_ssize_t i = 0; i < cnt; i++)
+                                rows[i] = i;
+                        err = producer_send_rows(self, pid, 0, msgs, rows, (int)cnt, block_ms, &waited, &failed);
+                        done = err ? failed : cnt;
                 }
                 if ((sent + done) / POLL_EVERY != sent / POLL_EVERY && serve(self, 0))
                         err = PYRDK_ERR_CLOSED; /* serve delivery reports as we go */

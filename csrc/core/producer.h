@@ -65,6 +65,8 @@ typedef struct producer_s {
 /* producer.c, for produce_arrow.c */
 int producer_usable(producer_t *self);
 int producer_serve(producer_t *self, int flush_ms);
+int producer_send_rows(producer_t *self, int32_t pid, int flags, rd_kafka_message_t *msgs, Py_ssize_t *rows, int n,
+                       Py_ssize_t block_ms, Py_ssize_t *waited, Py_ssize_t *failed);
 PyObject *producer_produce_arrow(producer_t *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif
