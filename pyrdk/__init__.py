@@ -24,7 +24,7 @@ from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
 from pyrdk.membershipprotocol import CooperativeStickyProtocol, RangeProtocol, RoundRobinProtocol
 from pyrdk.partition import Partition
 from pyrdk.producer import Producer
-from pyrdk.core import librdkafka_version
+from pyrdk.core import implementation, librdkafka_version
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.topic import Topic
 
@@ -99,5 +99,5 @@ def install_as_pykafka():
 __all__ = ["BalancedConsumer", "Broker", "Cluster", "CompressionType", "CooperativeStickyProtocol",
            "KafkaClient", "ManagedBalancedConsumer", "Message", "OffsetType", "Partition",
            "Producer", "RangeProtocol", "RoundRobinProtocol", "SimpleConsumer", "SslConfig", "Topic",
-           "common", "exceptions", "handlers", "install_as_pykafka", "librdkafka_version",
+           "common", "exceptions", "handlers", "implementation", "install_as_pykafka", "librdkafka_version",
            "partitioners"]

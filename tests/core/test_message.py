@@ -17,6 +17,7 @@ Message = core.Message
 
 def test_the_core_says_which_implementation_runs():
     assert core.implementation in ("c", "python")
+    assert pyrdk.implementation == core.implementation
     assert pyrdk.librdkafka_version().implementation == core.implementation
 
 
