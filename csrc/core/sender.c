@@ -1,7 +1,8 @@
 /* SenderCore: the per-record work of pyrdk.aio's producer (see SenderCore in
  * pyrdk/core/pure.py, which this follows step by step): a record to librdkafka in one call
- * (rd_kafka_producev, copied), and a batch of delivery reports resolved into the futures
- * send() returned.
+ * (rd_kafka_producev, copied), send()'s common record made pending with its future in one
+ * call (send_record()), and a batch of delivery reports resolved into the futures send()
+ * returned.
  *
  * It holds the Handle that owns the rd_kafka_t, its topic handles and the use guard
  * (csrc/pyrdk_guard.h), so that their addresses stay good, and enters the guard around each
@@ -11,12 +12,20 @@
 typedef struct {
         PyObject_HEAD
         PyObject *owner;      /* the Handle: keeps rk, the topic handles and guard alive */
-        PyObject *topics;     /* dict {topic name: rd_kafka_topic_t address, an int} */
+        PyObject *topics;     /* dict {topic name: (rd_kafka_topic_t address, its index or 0)} */
         PyObject *names;      /* list: the topic of each index add_topic() gave, [0] None */
+        PyObject *pending;    /* bind()'s: send_record()'s table, its future maker and loop */
+        PyObject *make, *loop;
+        PyObject *make_args, *make_kw; /* (), and {"loop": loop} or NULL: make(loop=loop) */
         rd_kafka_t *rk;
         pyrdk_guard_t *guard; /* NULL once cleared */
         size_t max_size;
+        uint64_t seq;         /* send_record()'s last msg_id >> TOPIC_BITS */
+        uint64_t calls;       /* send_record()'s calls, to say when to yield */
+        uint64_t yield_every;
 } sender_t;
+
+enum { TOPIC_BITS = 6 }; /* TOPIC_MASK's */
 
 static void *sender_address(PyObject *arg, const char *what) {
         void *p = PyLong_Check(arg) ? PyLong_AsVoidPtr(arg) : NULL;
@@ -44,7 +53,8 @@ static PyObject *sender_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
                 return NULL;
         self->owner = Py_NewRef(owner);
         self->max_size = (size_t)max_size;
-        if (!(self->topics = PyDict_New()) || !(self->names = PyList_New(1)) || !(self->rk = sender_address(rk, "rk")) ||
+        if (!(self->topics = PyDict_New()) || !(self->names = PyList_New(1)) ||
+            !(self->make_args = PyTuple_New(0)) || !(self->rk = sender_address(rk, "rk")) ||
             !(self->guard = sender_address(guard, "guard"))) {
                 Py_DECREF(self);
                 return NULL;
@@ -61,6 +71,10 @@ PyDoc_STRVAR(add_topic_doc,
              "deliver(), or 0 once TOPIC_MASK topics have one.");
 
 static PyObject *sender_add_topic(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
+        Py_ssize_t index = 0;
+        PyObject *entry;
+        int stored;
+
         if (nargs != 2) {
                 PyErr_Format(PyExc_TypeError, "add_topic(topic, rkt) takes 2 arguments (%zd given)", nargs);
                 return NULL;
@@ -69,18 +83,23 @@ static PyObject *sender_add_topic(sender_t *self, PyObject *const *args, Py_ssiz
                 PyErr_Format(PyExc_TypeError, "add_topic(): topic must be a str, not %.200s", Py_TYPE(args[0])->tp_name);
                 return NULL;
         }
-        if (!sender_address(args[1], "rkt") || PyDict_SetItem(self->topics, args[0], args[1]) < 0)
+        if (!sender_address(args[1], "rkt"))
                 return NULL;
-        for (Py_ssize_t i = 1; i < PyList_GET_SIZE(self->names); i++) {
+        for (Py_ssize_t i = 1; i < PyList_GET_SIZE(self->names) && !index; i++) {
                 if (PyList_GET_ITEM(self->names, i) == args[0] ||
                     PyUnicode_Compare(PyList_GET_ITEM(self->names, i), args[0]) == 0)
-                        return PyLong_FromSsize_t(i);
+                        index = i;
         }
-        if (PyList_GET_SIZE(self->names) > TOPIC_MASK)
-                return PyLong_FromLong(0);
-        if (PyList_Append(self->names, args[0]) < 0)
+        if (!index && PyList_GET_SIZE(self->names) <= TOPIC_MASK) {
+                if (PyList_Append(self->names, args[0]) < 0)
+                        return NULL;
+                index = PyList_GET_SIZE(self->names) - 1;
+        }
+        if (!(entry = Py_BuildValue("(On)", args[1], index)))
                 return NULL;
-        return PyLong_FromSsize_t(PyList_GET_SIZE(self->names) - 1);
+        stored = PyDict_SetItem(self->topics, args[0], entry);
+        Py_DECREF(entry);
+        return stored < 0 ? NULL : PyLong_FromSsize_t(index);
 }
 
 /* bytes or None: its data and size (NULL, 0 for None). 0, or -1 with a TypeError. */
@@ -128,7 +147,7 @@ static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t n
                         PyErr_Format(PyExc_KeyError, "send(): topic %R was not added (add_topic())", args[0]);
                 return NULL;
         }
-        rkt = PyLong_AsVoidPtr(rkt_obj);
+        rkt = PyLong_AsVoidPtr(PyTuple_GET_ITEM(rkt_obj, 0));
         partition = PyLong_Check(args[1]) ? PyLong_AsLong(args[1]) : (PyErr_Format(PyExc_TypeError,
                     "send(): partition must be an int, not %.200s", Py_TYPE(args[1])->tp_name), -1);
         if (partition == -1 && PyErr_Occurred())
@@ -160,6 +179,143 @@ static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t n
         if (!err && nargs == 6 && args[5] != Py_None && PyObject_IS_GC(args[5]) && PyObject_GC_IsTracked(args[5]))
                 PyObject_GC_UnTrack(args[5]); /* pending: held by the producer's table until its report */
         return PyLong_FromLong(err);
+}
+
+PyDoc_STRVAR(bind_doc,
+             "bind($self, pending, make, loop, yield_every, /)\n--\n\n"
+             "What send_record() works with: the producer's table of pending records ({msg_id: future}),\n"
+             "how to make a future (``make(loop=loop)``, or ``make()`` when loop is None), and how often\n"
+             "to let the event loop run other tasks (every ``yield_every`` calls, > 1: the call after one that\n"
+             "said so never says so).");
+
+static PyObject *sender_bind(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
+        PyObject *kw;
+        Py_ssize_t every;
+
+        if (nargs != 4) {
+                PyErr_Format(PyExc_TypeError, "bind(pending, make, loop, yield_every) takes 4 arguments (%zd given)",
+                             nargs);
+                return NULL;
+        }
+        if (!PyDict_CheckExact(args[0])) {
+                PyErr_Format(PyExc_TypeError, "bind(): pending must be a dict, not %.200s", Py_TYPE(args[0])->tp_name);
+                return NULL;
+        }
+        if (!PyCallable_Check(args[1])) {
+                PyErr_Format(PyExc_TypeError, "bind(): make must be callable, not %.200s", Py_TYPE(args[1])->tp_name);
+                return NULL;
+        }
+        every = PyLong_Check(args[3]) ? PyLong_AsSsize_t(args[3]) : -1;
+        if (every <= 1) {
+                if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                        PyErr_Clear();
+                        PyErr_Format(PyExc_ValueError, "bind(): yield_every must be an int > 1, not %R", args[3]);
+                }
+                return NULL;
+        }
+        if (args[2] == Py_None)
+                kw = NULL;
+        else if (!(kw = Py_BuildValue("{sO}", "loop", args[2])))
+                return NULL;
+        Py_XSETREF(self->make_kw, kw); /* a dict made once: type calls take it as it is */
+        Py_XSETREF(self->pending, Py_NewRef(args[0]));
+        Py_XSETREF(self->make, Py_NewRef(args[1]));
+        Py_XSETREF(self->loop, Py_NewRef(args[2]));
+        self->yield_every = (uint64_t)every;
+        Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(send_record_doc,
+             "send_record($self, topic, value, key, /)\n--\n\n"
+             "-> future, None or False\n"
+             "send()'s common record in one call: to an added topic (a str) with an index, value and key\n"
+             "bytes or None, librdkafka's partitioner choosing. A new future, pending in bind()'s table under a\n"
+             "new msg_id naming the topic's index, and the record through ``rd_kafka_producev`` (copied).\n"
+             "None, having done nothing, for any other record, one librdkafka refuses (a full queue too),\n"
+             "or a closed handle: send()'s general path takes it. False, having done nothing, once every\n"
+             "yield_every calls: let the loop run, then call again. The future is left out of the cyclic\n"
+             "GC until deliver() or release() hands it back.");
+
+static PyObject *sender_send_record(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
+        PyObject *topic, *value, *key, *entry, *fut, *id_obj, *pending;
+        const char *key_data = NULL;
+        size_t value_len = 0, key_len = 0;
+        rd_kafka_topic_t *rkt;
+        uintptr_t index;
+        uint64_t id;
+        int err;
+
+        if (nargs != 3) {
+                PyErr_Format(PyExc_TypeError, "send_record(topic, value, key) takes 3 arguments (%zd given)", nargs);
+                return NULL;
+        }
+        if (!self->pending) {
+                PyErr_SetString(PyExc_RuntimeError, "send_record(): bind() the producer's table first");
+                return NULL;
+        }
+        topic = args[0];
+        value = args[1];
+        key = args[2];
+        if (!PyUnicode_CheckExact(topic) || (value != Py_None && !PyBytes_CheckExact(value)) ||
+            (key != Py_None && !PyBytes_CheckExact(key)))
+                Py_RETURN_NONE;
+        if (!(entry = PyDict_GetItemWithError(self->topics, topic)))
+                return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        if (!(index = (uintptr_t)PyLong_AsSize_t(PyTuple_GET_ITEM(entry, 1))) || index > TOPIC_MASK) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+        }
+        if (value != Py_None)
+                value_len = (size_t)PyBytes_GET_SIZE(value);
+        if (key != Py_None) {
+                key_data = PyBytes_AS_STRING(key);
+                key_len = (size_t)PyBytes_GET_SIZE(key);
+        }
+        if (value_len + key_len > self->max_size || !self->guard || pyrdk_guard_closing(self->guard))
+                Py_RETURN_NONE;
+        if (++self->calls % self->yield_every == 0)
+                Py_RETURN_FALSE;
+        rkt = PyLong_AsVoidPtr(PyTuple_GET_ITEM(entry, 0));
+        /* may run Python code: what is needed of the state is read above */
+        fut = PyObject_Call(self->make, self->make_args, self->make_kw);
+        if (!fut)
+                return NULL;
+        if (!self->pending || !self->guard) { /* cleared meanwhile */
+                Py_DECREF(fut);
+                Py_RETURN_NONE;
+        }
+        pending = Py_NewRef(self->pending);
+        id = (self->seq + 1) << TOPIC_BITS | index;
+        if (!(id_obj = PyLong_FromUnsignedLongLong(id)) || PyDict_SetItem(pending, id_obj, fut) < 0) {
+                Py_XDECREF(id_obj);
+                Py_DECREF(fut);
+                Py_DECREF(pending);
+                return NULL;
+        }
+        self->seq++;
+        if (!pyrdk_guard_enter(self->guard))
+                err = PYRDK_ERR_CLOSED;
+        else {
+                err = rd_kafka_producev(self->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+                                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                        RD_KAFKA_V_VALUE(value == Py_None ? NULL : PyBytes_AS_STRING(value), value_len),
+                                        RD_KAFKA_V_KEY(key_data, key_len),
+                                        RD_KAFKA_V_OPAQUE((void *)(uintptr_t)id), RD_KAFKA_V_END);
+                pyrdk_guard_leave(self->guard);
+        }
+        if (err) { /* not taken: the general path tries it again and says why */
+                int gone = PyDict_DelItem(pending, id_obj);
+
+                Py_DECREF(pending);
+                Py_DECREF(id_obj);
+                Py_DECREF(fut);
+                return gone < 0 ? NULL : Py_NewRef(Py_None);
+        }
+        Py_DECREF(pending);
+        Py_DECREF(id_obj);
+        if (PyObject_IS_GC(fut) && PyObject_GC_IsTracked(fut))
+                PyObject_GC_UnTrack(fut); /* pending: held by the producer's table until its report */
+        return fut;
 }
 
 /* Hand a future send() left out of the cyclic GC back to it. */
@@ -365,6 +521,10 @@ static int sender_traverse(sender_t *self, visitproc visit, void *arg) {
         Py_VISIT(self->owner);
         Py_VISIT(self->topics);
         Py_VISIT(self->names);
+        Py_VISIT(self->pending);
+        Py_VISIT(self->make);
+        Py_VISIT(self->loop);
+        Py_VISIT(self->make_kw);
         return 0;
 }
 
@@ -373,6 +533,11 @@ static int sender_clear(sender_t *self) {
         Py_CLEAR(self->owner);
         Py_CLEAR(self->topics);
         Py_CLEAR(self->names);
+        Py_CLEAR(self->pending);
+        Py_CLEAR(self->make);
+        Py_CLEAR(self->loop);
+        Py_CLEAR(self->make_args);
+        Py_CLEAR(self->make_kw);
         return 0;
 }
 
@@ -388,6 +553,8 @@ static void sender_dealloc(sender_t *self) {
 static PyMethodDef sender_methods[] = {
         {"add_topic", (PyCFunction)(void (*)(void))sender_add_topic, METH_FASTCALL, add_topic_doc},
         {"send", (PyCFunction)(void (*)(void))sender_send, METH_FASTCALL, send_doc},
+        {"bind", (PyCFunction)(void (*)(void))sender_bind, METH_FASTCALL, bind_doc},
+        {"send_record", (PyCFunction)(void (*)(void))sender_send_record, METH_FASTCALL, send_record_doc},
         {"deliver", (PyCFunction)(void (*)(void))sender_deliver, METH_FASTCALL, deliver_doc},
         {"release", (PyCFunction)sender_release, METH_O, release_doc},
         {NULL, NULL, 0, NULL},

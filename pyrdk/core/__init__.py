@@ -92,6 +92,20 @@ The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaPro
   every pending future); ``deliver()`` and ``release(future)`` hand it back. (A producer
   dropped unstopped would keep its pending futures' cycles: its event loop's reader keeps it
   alive anyway until ``stop()``.)
+- ``bind(pending, make, loop, yield_every)``: what ``send_record()`` works with: the
+  producer's table (``{msg_id: future}``), the future maker (called ``make(loop=loop)``, or
+  ``make()`` when ``loop`` is None) and how often to let the loop run (every ``yield_every``
+  calls, > 1).
+- ``send_record(topic, value, key) -> future, None or False``: ``send()``'s common record in
+  one call. A str topic added with an index, a value and a key of bytes or None, within
+  ``max_size``, an open handle: a new future, in ``pending`` under the next ``msg_id`` of the
+  core's own sequence naming the topic's index, and the record through ``rd_kafka_producev``
+  (copied, librdkafka's partitioner), its future left out of the cyclic GC as ``send()``'s.
+  None, having done nothing (a refused record leaves ``pending`` again), for every other
+  record and for any refusal, a full queue too: the caller's general path takes it and says
+  why. False, having done nothing, once every ``yield_every`` calls: the caller lets the loop
+  run, then calls again (that call is never False). The general path's msg_ids have index 0,
+  so that the two sequences never meet.
 - ``deliver(pending, ids, errs, partitions, offsets, timestamps, metadata, partition) ->
   [(future, topic, err)]``: a batch of delivery reports into the futures of ``pending``
   (``{msg_id: (future, topic, timestamp_ms or None)}``, or ``{msg_id: future}`` where

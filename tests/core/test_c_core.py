@@ -177,6 +177,8 @@ _columns = [memoryview(b"")] * 5
     (lambda c: c.deliver([], *_columns, RecordMetadata, TopicPartition), "pending must be a dict"),
     (lambda c: c.deliver({}, *_columns, RecordMetadata, TopicPartition), "ids must be a one-dimensional"),
     (lambda c: c.deliver({}, *_columns, dict, TopicPartition), "metadata must be a namedtuple class"),
+    (lambda c: c.bind([], dict, None, 256), "pending must be a dict"),
+    (lambda c: c.bind({}, 5, None, 256), "make must be callable"),
 ])
 def test_the_sender_core_refuses_what_it_cannot_read(sender_core, call, words):
     with pytest.raises(TypeError, match=words):
@@ -187,7 +189,13 @@ def test_the_sender_core_refuses_what_it_cannot_read(sender_core, call, words):
     (lambda c: c.send("t", 0, b"x", None, 0), "msg_id must be an int > 0"),
     (lambda c: c.send("t", -2, b"x", None, 1), "partition must be -1 or a partition id"),
     (lambda c: c.add_topic("u", 0), "non-zero address"),
+    (lambda c: c.bind({}, dict, None, 1), "yield_every must be an int > 1"),
 ])
 def test_the_sender_core_refuses_bad_values(sender_core, call, words):
     with pytest.raises(ValueError, match=words):
         call(sender_core)
+
+
+def test_send_record_needs_bind_first(sender_core):
+    with pytest.raises(RuntimeError, match="bind"):
+        sender_core.send_record("t", b"x", None)

@@ -73,6 +73,50 @@ def test_send_then_deliver_resolves_the_futures(sender):
         assert not any(gc.is_tracked(md) for md in got.values())
 
 
+def test_send_record_takes_the_common_record_in_one_call(sender):
+    the_core, handle, topic, pending, failed = sender
+    loop = asyncio.new_event_loop()
+    try:
+        the_core.bind(pending, asyncio.Future, loop, 4)
+        taken = []
+        for value, key in [(b"a", None), (b"b", b"k"), (None, b"k")]:
+            fut = the_core.send_record(topic, value, key)
+            assert isinstance(fut, asyncio.Future) and fut.get_loop() is loop and not fut.done()
+            assert gc.is_tracked(fut) == (core.implementation == "python")
+            taken.append(fut)
+        assert the_core.send_record(topic, b"d", None) is False  # the 4th call: nothing done, yield
+        taken.append(the_core.send_record(topic, b"d", None))  # the next takes it
+        ids = list(pending)
+        assert [pending[i] for i in ids] == taken
+        assert all(i & core.TOPIC_MASK == 1 for i in ids) and ids == sorted(set(ids))
+        # anything else is the general path's, with nothing done
+        for args in [("elsewhere", b"x", None), (topic, bytearray(b"x"), None), (topic, b"x", "k"),
+                     (type("Name", (str,), {})(topic), b"x", None), (topic, b"x" * 1001, None)]:
+            assert the_core.send_record(*args) is None
+        assert len(pending) == 4
+        other = asyncio.new_event_loop()
+        try:  # a loop of another kind: its create_future(), called without arguments
+            the_core.bind(pending, other.create_future, None, 4)
+            fut = the_core.send_record(topic, b"e", None)
+            assert fut.get_loop() is other
+            taken.append(fut)
+        finally:
+            other.close()
+        assert handle.flush(util.WAIT_S * 1000)
+        handle.poll(0, dispatch=False)
+        handle.dispatch_reports()
+        assert pending == {} and failed == []
+        results = [fut.result() for fut in taken]
+    finally:
+        loop.close()
+    assert [type(md) for md in results] == [RecordMetadata] * 5
+    assert all(md.topic == topic and md.offset >= 0 for md in results)
+    assert all(gc.is_tracked(fut) for fut in taken)  # deliver() handed each back
+    handle.close()
+    assert the_core.send_record(topic, b"x", None) is None  # a closed handle: the general path says so
+    assert pending == {}
+
+
 def test_add_topic_gives_each_topic_an_index_while_there_are_some(sender):
     the_core, handle, topic, pending, failed = sender
     assert core.TOPIC_MASK == 63
