@@ -4,10 +4,23 @@
  * call (send_record()), and a batch of delivery reports resolved into the futures send()
  * returned.
  *
+ * Given a keep list (the Handle's, which it empties once rd_kafka_destroy has returned),
+ * send_record() hands values over without RD_KAFKA_MSG_F_COPY: librdkafka reads each in
+ * place until the record's delivery report, and the core holds it until deliver() sees that
+ * report, in a ring indexed by send_record()'s sequence (the msg_id >> TOPIC_BITS). What it
+ * still holds when it is cleared goes to the keep list. Should the oldest held be HELD_MAX
+ * records behind, it copies rather than grow the ring further.
+ *
  * It holds the Handle that owns the rd_kafka_t, its topic handles and the use guard
  * (csrc/pyrdk_guard.h), so that their addresses stay good, and enters the guard around each
  * librdkafka call: once the Handle is closed the guard refuses, and so does the core. */
 #include "core.h"
+
+/* A value send_record() handed to librdkafka without a copy, held until the record's report. */
+typedef struct {
+        uint64_t id;     /* its msg_id; 0: a free slot */
+        PyObject *value; /* a reference */
+} held_t;
 
 typedef struct {
         PyObject_HEAD
@@ -20,12 +33,20 @@ typedef struct {
         rd_kafka_t *rk;
         pyrdk_guard_t *guard; /* NULL once cleared */
         size_t max_size;
+        PyObject *keep;       /* NULL (values copied), or the list held values go to when let go unreported */
+        held_t *held;         /* send_record()'s values librdkafka reads in place, a ring of nheld */
+        size_t nheld;         /* 0 or a power of two */
+        size_t nheld_used;    /* the values held */
+        uint64_t oldest;      /* no seq below this is held */
         uint64_t seq;         /* send_record()'s last msg_id >> TOPIC_BITS */
         uint64_t calls;       /* send_record()'s calls, to say when to yield */
         uint64_t yield_every;
 } sender_t;
 
-enum { TOPIC_BITS = 6 }; /* TOPIC_MASK's */
+enum {
+        TOPIC_BITS = 6,         /* TOPIC_MASK's */
+        HELD_MAX = 1 << 22,     /* the most records from the oldest held to the newest (64 MB of ring) */
+};
 
 static void *sender_address(PyObject *arg, const char *what) {
         void *p = PyLong_Check(arg) ? PyLong_AsVoidPtr(arg) : NULL;
@@ -37,22 +58,28 @@ static void *sender_address(PyObject *arg, const char *what) {
 }
 
 static PyObject *sender_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-        static const char *const names[] = {"owner", "rk", "guard", "max_size", NULL};
-        PyObject *owner, *rk, *guard;
+        static const char *const names[] = {"owner", "rk", "guard", "max_size", "keep", NULL};
+        PyObject *owner, *rk, *guard, *keep = Py_None;
         Py_ssize_t max_size;
         sender_t *self;
 
-        if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOn:SenderCore", (char **)names, &owner, &rk, &guard,
-                                         &max_size))
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOn|O:SenderCore", (char **)names, &owner, &rk, &guard,
+                                         &max_size, &keep))
                 return NULL;
         if (max_size < 0) {
                 PyErr_Format(PyExc_ValueError, "SenderCore: max_size must be >= 0, not %zd", max_size);
+                return NULL;
+        }
+        if (keep != Py_None && !PyList_CheckExact(keep)) {
+                PyErr_Format(PyExc_TypeError, "SenderCore: keep must be a list or None, not %.200s",
+                             Py_TYPE(keep)->tp_name);
                 return NULL;
         }
         if (!(self = (sender_t *)type->tp_alloc(type, 0)))
                 return NULL;
         self->owner = Py_NewRef(owner);
         self->max_size = (size_t)max_size;
+        self->keep = keep == Py_None ? NULL : Py_NewRef(keep);
         if (!(self->topics = PyDict_New()) || !(self->names = PyList_New(1)) ||
             !(self->make_args = PyTuple_New(0)) || !(self->rk = sender_address(rk, "rk")) ||
             !(self->guard = sender_address(guard, "guard"))) {
@@ -181,6 +208,83 @@ static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t n
         return PyLong_FromLong(err);
 }
 
+/* -- the values held for librdkafka ------------------------------------------------------ */
+
+static held_t *held_slot(sender_t *self, uint64_t seq) {
+        return &self->held[seq & (self->nheld - 1)];
+}
+
+/* Let the value of report id go: librdkafka is done with it. */
+static void held_release(sender_t *self, uint64_t id) {
+        uint64_t seq = id >> TOPIC_BITS;
+        held_t *h;
+        PyObject *value;
+
+        if (!self->nheld || !(id & TOPIC_MASK) || seq < self->oldest || seq > self->seq || (h = held_slot(self, seq))->id != id)
+                return;
+        value = h->value;
+        h->id = 0;
+        h->value = NULL;
+        self->nheld_used--;
+        while (self->oldest <= self->seq && !held_slot(self, self->oldest)->id)
+                self->oldest++;
+        Py_DECREF(value); /* bytes: no Python code runs */
+}
+
+/* Room for seq in the ring: 0; 1 when the ring would outgrow HELD_MAX; -1 with MemoryError. */
+static int held_room(sender_t *self, uint64_t seq) {
+        size_t n;
+        held_t *ring;
+
+        if (!self->nheld_used)
+                self->oldest = seq; /* none held: the ring starts again here */
+        if (self->nheld && seq - self->oldest < self->nheld)
+                return 0;
+        if (seq - self->oldest >= HELD_MAX)
+                return 1; /* the oldest report is that far behind: copy instead */
+        n = self->nheld ? self->nheld * 2 : 1024;
+        while (seq - self->oldest >= n)
+                n *= 2;
+        if (!(ring = PyMem_Calloc(n, sizeof(*ring)))) {
+                PyErr_NoMemory();
+                return -1;
+        }
+        for (uint64_t s = self->oldest; self->nheld && s < seq; s++) {
+                held_t *h = held_slot(self, s);
+
+                if (h->id && (h->id >> TOPIC_BITS) == s)
+                        ring[s & (n - 1)] = *h;
+        }
+        PyMem_Free(self->held);
+        self->held = ring;
+        self->nheld = n;
+        return 0;
+}
+
+/* Every value still held goes to the keep list (the Handle lets go of it once rd_kafka_destroy
+ * has returned); one the list does not take is leaked rather than freed under librdkafka's feet. */
+static void held_let_go(sender_t *self) {
+        PyObject *type, *exc, *tb;
+
+        PyErr_Fetch(&type, &exc, &tb);
+        for (size_t i = 0; i < self->nheld; i++) {
+                PyObject *value = self->held[i].value;
+
+                if (!value)
+                        continue;
+                self->held[i].id = 0;
+                self->held[i].value = NULL;
+                if (!self->keep || PyList_Append(self->keep, value) < 0)
+                        PyErr_Clear();
+                else
+                        Py_DECREF(value);
+        }
+        PyErr_Restore(type, exc, tb);
+        PyMem_Free(self->held);
+        self->held = NULL;
+        self->nheld = self->nheld_used = 0;
+}
+
 PyDoc_STRVAR(bind_doc,
              "bind($self, pending, make, loop, yield_every, /)\n--\n\n"
              "What send_record() works with: the producer's table of pending records ({msg_id: future}),\n"
@@ -230,7 +334,8 @@ PyDoc_STRVAR(send_record_doc,
              "-> future, None or False\n"
              "send()'s common record in one call: to an added topic (a str) with an index, value and key\n"
              "bytes or None, librdkafka's partitioner choosing. A new future, pending in bind()'s table under a\n"
-             "new msg_id naming the topic's index, and the record through ``rd_kafka_producev`` (copied).\n"
+             "new msg_id naming the topic's index, and the record through ``rd_kafka_producev`` (given a keep\n"
+             "list, the value held until its report rather than copied).\n"
              "None, having done nothing, for any other record, one librdkafka refuses (a full queue too),\n"
              "or a closed handle: send()'s general path takes it. False, having done nothing, once every\n"
              "yield_every calls: let the loop run, then call again. The future is left out of the cyclic\n"
@@ -238,6 +343,8 @@ PyDoc_STRVAR(send_record_doc,
 
 static PyObject *sender_send_record(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
         PyObject *topic, *value, *key, *entry, *fut, *id_obj, *pending;
+        held_t *held;
+        int room = 0;
         const char *key_data = NULL;
         size_t value_len = 0, key_len = 0;
         rd_kafka_topic_t *rkt;
@@ -284,6 +391,11 @@ static PyObject *sender_send_record(sender_t *self, PyObject *const *args, Py_ss
                 Py_DECREF(fut);
                 Py_RETURN_NONE;
         }
+        /* Without a copy when the value can be held until the record's report. */
+        if ((room = self->keep && value != Py_None ? held_room(self, self->seq + 1) : 1) < 0) {
+                Py_DECREF(fut);
+                return NULL;
+        }
         pending = Py_NewRef(self->pending);
         id = (self->seq + 1) << TOPIC_BITS | index;
         if (!(id_obj = PyLong_FromUnsignedLongLong(id)) || PyDict_SetItem(pending, id_obj, fut) < 0) {
@@ -293,11 +405,12 @@ static PyObject *sender_send_record(sender_t *self, PyObject *const *args, Py_ss
                 return NULL;
         }
         self->seq++;
+        held = room == 0 ? held_slot(self, self->seq) : NULL;
         if (!pyrdk_guard_enter(self->guard))
                 err = PYRDK_ERR_CLOSED;
         else {
                 err = rd_kafka_producev(self->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-                                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                        RD_KAFKA_V_MSGFLAGS(held ? 0 : RD_KAFKA_MSG_F_COPY),
                                         RD_KAFKA_V_VALUE(value == Py_None ? NULL : PyBytes_AS_STRING(value), value_len),
                                         RD_KAFKA_V_KEY(key_data, key_len),
                                         RD_KAFKA_V_OPAQUE((void *)(uintptr_t)id), RD_KAFKA_V_END);
@@ -310,6 +423,11 @@ static PyObject *sender_send_record(sender_t *self, PyObject *const *args, Py_ss
                 Py_DECREF(id_obj);
                 Py_DECREF(fut);
                 return gone < 0 ? NULL : Py_NewRef(Py_None);
+        }
+        if (held) {
+                held->id = id;
+                held->value = Py_NewRef(value);
+                self->nheld_used++;
         }
         Py_DECREF(pending);
         Py_DECREF(id_obj);
@@ -398,6 +516,9 @@ static PyObject *sender_deliver(sender_t *self, PyObject *const *args, Py_ssize_
                 const int64_t *offsets = views[3].buf, *timestamps = views[4].buf;
                 PyObject *tp_topic = NULL; /* tp's topic (borrowed from tp) */
                 int32_t tp_part = -1;
+
+                for (Py_ssize_t i = 0; i < n; i++)
+                        held_release(self, ids[i]); /* librdkafka is done with these values */
 
                 for (Py_ssize_t i = 0; i < n; i++) {
                         PyObject *key = PyLong_FromUnsignedLongLong(ids[i]), *entry, *fut, *topic, *ts, *is_done;
@@ -525,11 +646,14 @@ static int sender_traverse(sender_t *self, visitproc visit, void *arg) {
         Py_VISIT(self->make);
         Py_VISIT(self->loop);
         Py_VISIT(self->make_kw);
+        Py_VISIT(self->keep);
         return 0;
 }
 
 static int sender_clear(sender_t *self) {
         self->guard = NULL; /* the owner may go: never call librdkafka again */
+        held_let_go(self);
+        Py_CLEAR(self->keep);
         Py_CLEAR(self->owner);
         Py_CLEAR(self->topics);
         Py_CLEAR(self->names);
@@ -561,7 +685,7 @@ static PyMethodDef sender_methods[] = {
 };
 
 static PyType_Slot sender_slots[] = {
-        {Py_tp_doc, "SenderCore(owner, rk, guard, max_size)\n--\n\nThe asyncio producer's core (see pyrdk.core)."},
+        {Py_tp_doc, "SenderCore(owner, rk, guard, max_size, keep=None)\n--\n\nThe asyncio producer's core (see pyrdk.core)."},
         {Py_tp_new, sender_new},
         {Py_tp_dealloc, sender_dealloc},
         {Py_tp_traverse, sender_traverse},

@@ -1,8 +1,9 @@
 """AIOKafkaProducer: aiokafka's producer on a librdkafka producer.
 
-``send()`` hands the record to librdkafka at once (``rd_kafka_producev``, copied, through
-the core's ``SenderCore``: :mod:`pyrdk.core`; the common record, bytes to a topic sent to
-before, in one call that also makes its future) and returns a future; librdkafka's delivery
+``send()`` hands the record to librdkafka at once (``rd_kafka_producev``, through the
+core's ``SenderCore``: :mod:`pyrdk.core`; the common record, bytes to a topic sent to
+before, in one call that also makes its future, and on the C core without a copy) and
+returns a future; librdkafka's delivery
 reports land in the main queue, which signals a pipe the event loop watches
 (:class:`pyrdk.aio.wakeup.Wakeup`), and the loop's callback serves them (``rd_kafka_poll``
 with a zero timeout) and the core resolves their futures, a batch at a time. The record's partition is

@@ -100,7 +100,10 @@ The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaPro
   one call. A str topic added with an index, a value and a key of bytes or None, within
   ``max_size``, an open handle: a new future, in ``pending`` under the next ``msg_id`` of the
   core's own sequence naming the topic's index, and the record through ``rd_kafka_producev``
-  (copied, librdkafka's partitioner), its future left out of the cyclic GC as ``send()``'s.
+  (librdkafka's partitioner), its future left out of the cyclic GC as ``send()``'s. The C
+  core, given the Handle's ``keep`` list, hands the value over without a copy and holds it
+  until ``deliver()`` sees the record's report (or, freed first, puts it on the list); the
+  reference has librdkafka copy it.
   None, having done nothing (a refused record leaves ``pending`` again), for every other
   record and for any refusal, a full queue too: the caller's general path takes it and says
   why. False, having done nothing, once every ``yield_every`` calls: the caller lets the loop
@@ -211,7 +214,7 @@ def sender_core(handle: rd_handle.Handle, max_size: int) -> SenderCore:
     a record whose value and key are larger than ``max_size`` bytes."""
     if _c is not None:
         rk, _, guard = handle.addresses(None)
-        return _c.SenderCore(handle, rk, guard, max_size)
+        return _c.SenderCore(handle, rk, guard, max_size, handle.keep)
     return pure.SenderCore(handle, max_size)
 
 
