@@ -14,6 +14,7 @@ from pyrdk.common import CompressionType
 from pyrdk.partition import Partition
 
 TOPIC_MASK: int
+TOPIC_SHIFT: int
 
 def setup(default_compression: CompressionType, /) -> None: ...
 

@@ -7,7 +7,7 @@
  * Given a keep list (the Handle's, which it empties once rd_kafka_destroy has returned),
  * send_record() hands values over without RD_KAFKA_MSG_F_COPY: librdkafka reads each in
  * place until the record's delivery report, and the core holds it until deliver() sees that
- * report, in a ring indexed by send_record()'s sequence (the msg_id >> TOPIC_BITS). What it
+ * report, in a ring indexed by send_record()'s sequence (SEQ_OF(msg_id)). What it
  * still holds when it is cleared goes to the keep list. Should the oldest held be HELD_MAX
  * records behind, it copies rather than grow the ring further.
  *
@@ -38,13 +38,12 @@ typedef struct {
         size_t nheld;         /* 0 or a power of two */
         size_t nheld_used;    /* the values held */
         uint64_t oldest;      /* no seq below this is held */
-        uint64_t seq;         /* send_record()'s last msg_id >> TOPIC_BITS */
+        uint64_t seq;         /* send_record()'s last SEQ_OF(msg_id) */
         uint64_t calls;       /* send_record()'s calls, to say when to yield */
         uint64_t yield_every;
 } sender_t;
 
 enum {
-        TOPIC_BITS = 6,         /* TOPIC_MASK's */
         HELD_MAX = 1 << 22,     /* the most records from the oldest held to the newest (64 MB of ring) */
 };
 
@@ -94,7 +93,7 @@ PyDoc_STRVAR(add_topic_doc,
              "add_topic($self, topic, rkt, /)\n--\n\n"
              "-> index\n"
              "Let send() produce to topic (a str) through its rd_kafka_topic_t (an address from\n"
-             "Handle.addresses()); the topic's index (1 to TOPIC_MASK) that msg_id & TOPIC_MASK names in\n"
+             "Handle.addresses()); the topic's index (1 to TOPIC_MASK) that msg_id >> TOPIC_SHIFT names in\n"
              "deliver(), or 0 once TOPIC_MASK topics have one.");
 
 static PyObject *sender_add_topic(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -216,11 +215,11 @@ static held_t *held_slot(sender_t *self, uint64_t seq) {
 
 /* Let the value of report id go: librdkafka is done with it. */
 static void held_release(sender_t *self, uint64_t id) {
-        uint64_t seq = id >> TOPIC_BITS;
+        uint64_t seq = SEQ_OF(id);
         held_t *h;
         PyObject *value;
 
-        if (!self->nheld || !(id & TOPIC_MASK) || seq < self->oldest || seq > self->seq || (h = held_slot(self, seq))->id != id)
+        if (!self->nheld || !TOPIC_OF(id) || seq < self->oldest || seq > self->seq || (h = held_slot(self, seq))->id != id)
                 return;
         value = h->value;
         h->id = 0;
@@ -252,7 +251,7 @@ static int held_room(sender_t *self, uint64_t seq) {
         for (uint64_t s = self->oldest; self->nheld && s < seq; s++) {
                 held_t *h = held_slot(self, s);
 
-                if (h->id && (h->id >> TOPIC_BITS) == s)
+                if (h->id && SEQ_OF(h->id) == s)
                         ring[s & (n - 1)] = *h;
         }
         PyMem_Free(self->held);
@@ -397,7 +396,7 @@ static PyObject *sender_send_record(sender_t *self, PyObject *const *args, Py_ss
                 return NULL;
         }
         pending = Py_NewRef(self->pending);
-        id = (self->seq + 1) << TOPIC_BITS | index;
+        id = (uint64_t)index << TOPIC_SHIFT | (self->seq + 1);
         if (!(id_obj = PyLong_FromUnsignedLongLong(id)) || PyDict_SetItem(pending, id_obj, fut) < 0) {
                 Py_XDECREF(id_obj);
                 Py_DECREF(fut);
@@ -458,7 +457,7 @@ PyDoc_STRVAR(deliver_doc,
              "-> [(future, topic, err)]\n"
              "A batch of delivery reports (memoryviews, as pyrdk.rd.callbacks drains them) into the futures\n"
              "of ``pending`` ({msg_id: (future, topic, timestamp_ms or None)}, or {msg_id: future} where\n"
-             "msg_id & TOPIC_MASK is the index add_topic() gave the topic): each report's entry leaves\n"
+             "msg_id >> TOPIC_SHIFT is the index add_topic() gave the topic): each report's entry leaves\n"
              "pending, its future back under the cyclic GC; a delivered record's future, unless done, gets ``metadata(topic, partition,\n"
              "partition(topic, partition), offset, timestamp, 0, None)`` (the timestamp: timestamp_ms when\n"
              "one was given, else the report's), left out of the cyclic GC when its fields are immutable.\n"
@@ -541,10 +540,10 @@ static PyObject *sender_deliver(sender_t *self, PyObject *const *args, Py_ssize_
                                 goto done;
                         }
                         Py_DECREF(key);
-                        if (!PyTuple_Check(entry) && (ids[i] & TOPIC_MASK) &&
-                            (ids[i] & TOPIC_MASK) < (uintptr_t)PyList_GET_SIZE(self->names)) {
+                        if (!PyTuple_Check(entry) && TOPIC_OF(ids[i]) &&
+                            TOPIC_OF(ids[i]) < (uint64_t)PyList_GET_SIZE(self->names)) {
                                 fut = entry; /* the topic by its index */
-                                topic = PyList_GET_ITEM(self->names, ids[i] & TOPIC_MASK);
+                                topic = PyList_GET_ITEM(self->names, (Py_ssize_t)TOPIC_OF(ids[i]));
                                 ts = Py_None;
                         } else if (PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 3) {
                                 fut = PyTuple_GET_ITEM(entry, 0);

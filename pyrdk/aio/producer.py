@@ -23,7 +23,7 @@ from pyrdk.aio.client import Client
 from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.core import TOPIC_MASK, sender_core
+from pyrdk.core import sender_core
 from pyrdk.exceptions import ProducerQueueFullError
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
@@ -38,7 +38,6 @@ _ids = itertools.count(1)
 _numbers = itertools.count(1)
 COMPRESSION = {None: "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 YIELD_EVERY = 256  # send() lets the loop run other tasks once per this many calls (well under 1 ms)
-TOPIC_BITS = TOPIC_MASK.bit_length()  # a msg_id is a sequence number, then its topic's index (0 here)
 PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: its partitioner chooses
 
 
@@ -232,10 +231,9 @@ class AIOKafkaProducer(Client):
             headers = check_headers(headers)
         if self._partitioner is not None and partition == PARTITION_UA:
             partition = await self._choose_partition(topic, key)
-        seq = next(_ids)
-        if seq % YIELD_EVERY == 0:
+        msg_id = next(_ids)  # no topic index (pyrdk.core.TOPIC_SHIFT): its topic in its entry
+        if msg_id % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
-        msg_id = seq << TOPIC_BITS  # its topic in its entry
         fut = self._track(msg_id, topic, timestamp_ms)
         try:
             if headers is None and timestamp_ms is None:
@@ -334,7 +332,7 @@ class AIOKafkaProducer(Client):
             await asyncio.wait((previous,))
         futures = []
         for value, key, timestamp_ms, headers in records:
-            msg_id = next(_ids) << TOPIC_BITS  # its topic in its entry
+            msg_id = next(_ids)  # no topic index: its topic in its entry
             fut = self._track(msg_id, topic, timestamp_ms)
             try:
                 await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)

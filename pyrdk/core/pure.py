@@ -35,7 +35,8 @@ BATCH_AT_ONCE = 256  # the most messages handed to one rd_kafka_produce_batch ca
 SIZE_MARGIN = 64
 FULL_WAIT_MS = 10  # produce_batch's wait for room in a full queue, at a time
 POLL_EVERY = 1024  # produce_batch serves librdkafka's events every this many messages
-TOPIC_MASK = 63  # SenderCore: a msg_id's low bits, the index of its topic (0: none)
+TOPIC_MASK = 63  # SenderCore: the most topics with an index, named by a msg_id's bits from TOPIC_SHIFT up
+TOPIC_SHIFT = 58  # (0: none); the bits below: a sequence number, consecutive slots of the producer's dict
 
 
 def _size(data: Optional[bytes]) -> int:
@@ -492,7 +493,7 @@ class SenderCore:
         self._make: Callable[..., Any] = lambda: None
         self._loop: Any = None
         self._yield_every = 0
-        self._seq = 0  # send_record()'s last msg_id >> TOPIC_BITS
+        self._seq = 0  # send_record()'s last sequence number (a msg_id's bits below TOPIC_SHIFT)
         self._calls = 0
 
     def add_topic(self, topic: str, rkt: int) -> int:
@@ -541,7 +542,7 @@ class SenderCore:
             return False  # nothing done: let the loop run, then call again
         fut = self._make() if self._loop is None else self._make(loop=self._loop)
         self._seq += 1
-        msg_id = self._seq << TOPIC_MASK.bit_length() | index
+        msg_id = index << TOPIC_SHIFT | self._seq
         self._pending[msg_id] = fut
         try:
             self._handle.produce_guarded(topic, -1, value, key, None, None, msg_id)
@@ -562,8 +563,8 @@ class SenderCore:
             entry = pending.pop(msg_id, None)
             if entry is None:
                 continue
-            if type(entry) is not tuple and 0 < msg_id & TOPIC_MASK < len(self._names):
-                fut, topic, timestamp_ms = entry, self._names[msg_id & TOPIC_MASK], None
+            if type(entry) is not tuple and 0 < msg_id >> TOPIC_SHIFT < len(self._names):
+                fut, topic, timestamp_ms = entry, self._names[msg_id >> TOPIC_SHIFT], None
             else:
                 fut, topic, timestamp_ms = entry
             if fut.done():  # cancelled by the program: nothing to tell

@@ -43,10 +43,10 @@ def test_send_then_deliver_resolves_the_futures(sender):
                                                       (0, b"c", None)], 1):
             fut = futures[seq] = loop.create_future()
             if seq == 4:  # a timestamp given: the entry says the topic
-                msg_id = seq << 6
+                msg_id = seq
                 pending[msg_id] = (fut, topic, 1700000000000)
             else:  # the future alone: the msg_id names the topic by its index
-                msg_id = seq << 6 | 1
+                msg_id = 1 << core.TOPIC_SHIFT | seq
                 pending[msg_id] = fut
             assert the_core.send(topic, partition, value, key, msg_id, fut) == 0
             # pending, the C core leaves the future out of the cyclic GC
@@ -88,7 +88,9 @@ def test_send_record_takes_the_common_record_in_one_call(sender):
         taken.append(the_core.send_record(topic, b"d", None))  # the next takes it
         ids = list(pending)
         assert [pending[i] for i in ids] == taken
-        assert all(i & core.TOPIC_MASK == 1 for i in ids) and ids == sorted(set(ids))
+        # the topic's index in the high bits, consecutive sequence numbers below
+        assert [i >> core.TOPIC_SHIFT for i in ids] == [1] * 4
+        assert [i & ((1 << core.TOPIC_SHIFT) - 1) for i in ids] == [1, 2, 3, 4]
         # anything else is the general path's, with nothing done
         for args in [("elsewhere", b"x", None), (topic, bytearray(b"x"), None), (topic, b"x", "k"),
                      (type("Name", (str,), {})(topic), b"x", None), (topic, b"x" * 1001, None)]:
@@ -119,7 +121,7 @@ def test_send_record_takes_the_common_record_in_one_call(sender):
 
 def test_add_topic_gives_each_topic_an_index_while_there_are_some(sender):
     the_core, handle, topic, pending, failed = sender
-    assert core.TOPIC_MASK == 63
+    assert core.TOPIC_MASK == 63 and core.TOPIC_SHIFT == 58
     rkt = handle.addresses(topic)[1]
     assert the_core.add_topic(topic, rkt) == 1  # again: the same
     assert [the_core.add_topic("t%d" % i, rkt) for i in range(63)] == list(range(2, 64)) + [0]
@@ -148,13 +150,14 @@ def test_release_hands_a_pending_future_back_to_the_gc(sender):
     loop = asyncio.new_event_loop()
     try:
         fut = loop.create_future()
-        assert the_core.send(topic, 0, b"x", None, 1 << 6 | 1, fut) == 0
+        assert the_core.send(topic, 0, b"x", None, 1 << core.TOPIC_SHIFT | 1, fut) == 0
         the_core.release(fut)
         assert gc.is_tracked(fut)
         the_core.release(fut)  # again: nothing to do
         assert gc.is_tracked(fut)
         refused = loop.create_future()
-        assert the_core.send(topic, 0, b"x" * 1001, None, 2 << 6 | 1, refused) == errors.MSG_SIZE_TOO_LARGE
+        err = the_core.send(topic, 0, b"x" * 1001, None, 1 << core.TOPIC_SHIFT | 2, refused)
+        assert err == errors.MSG_SIZE_TOO_LARGE
         assert gc.is_tracked(refused)  # a refused record's future is the caller's at once
     finally:
         handle.purge(in_flight=True)
