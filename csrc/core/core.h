@@ -33,8 +33,13 @@ static inline PyObject *Py_NewRef(PyObject *o) {
 }
 #endif
 
-/* SenderCore: a msg_id's low bits, the index of its topic (0: none); pyrdk._core.TOPIC_MASK. */
-enum { TOPIC_MASK = 63 };
+/* SenderCore: a msg_id's bits from TOPIC_SHIFT up are the index of its topic (0: none, at most
+ * TOPIC_MASK), the bits below a sequence number: ids in sequence hash to consecutive slots of
+ * the producer's table (a dict), where the index in the low bits spread them 64 apart, and
+ * collided. pyrdk._core.TOPIC_MASK and TOPIC_SHIFT. */
+enum { TOPIC_MASK = 63, TOPIC_SHIFT = 58 };
+#define TOPIC_OF(id) (((uint64_t)(id) >> TOPIC_SHIFT) & TOPIC_MASK)
+#define SEQ_OF(id) ((uint64_t)(id) & ((UINT64_C(1) << TOPIC_SHIFT) - 1))
 
 /* Freed Messages kept for reuse (see message.c). */
 enum { MESSAGE_FREE_MAX = 1024 };

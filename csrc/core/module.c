@@ -85,7 +85,8 @@ static int core_exec(PyObject *module) {
             add_type(module, &consumer_spec, &st->consumer_type) < 0 ||
             add_type(module, &sender_spec, &st->sender_type) < 0 ||
             !(st->iterator_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &iterator_spec, NULL)) ||
-            PyModule_AddIntConstant(module, "TOPIC_MASK", TOPIC_MASK) < 0)
+            PyModule_AddIntConstant(module, "TOPIC_MASK", TOPIC_MASK) < 0 ||
+            PyModule_AddIntConstant(module, "TOPIC_SHIFT", TOPIC_SHIFT) < 0)
                 return -1;
         return 0;
 #endif

@@ -1,7 +1,9 @@
 """AIOKafkaProducer: aiokafka's producer on a librdkafka producer.
 
-``send()`` hands the record to librdkafka at once (``rd_kafka_producev``, copied, through
-the core's ``SenderCore``: :mod:`pyrdk.core`) and returns a future; librdkafka's delivery
+``send()`` hands the record to librdkafka at once (``rd_kafka_producev``, through the
+core's ``SenderCore``: :mod:`pyrdk.core`; the common record, bytes to a topic sent to
+before, in one call that also makes its future, and on the C core without a copy) and
+returns a future; librdkafka's delivery
 reports land in the main queue, which signals a pipe the event loop watches
 (:class:`pyrdk.aio.wakeup.Wakeup`), and the loop's callback serves them (``rd_kafka_poll``
 with a zero timeout) and the core resolves their futures, a batch at a time. The record's partition is
@@ -21,7 +23,7 @@ from pyrdk.aio.client import Client
 from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.core import TOPIC_MASK, sender_core
+from pyrdk.core import sender_core
 from pyrdk.exceptions import ProducerQueueFullError
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
@@ -36,8 +38,6 @@ _ids = itertools.count(1)
 _numbers = itertools.count(1)
 COMPRESSION = {None: "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 YIELD_EVERY = 256  # send() lets the loop run other tasks once per this many calls (well under 1 ms)
-_Future = asyncio.Future
-TOPIC_BITS = TOPIC_MASK.bit_length()  # a msg_id is a sequence number, then its topic's index
 PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: its partitioner chooses
 
 
@@ -118,11 +118,11 @@ class AIOKafkaProducer(Client):
         self._handle = None
         self._wakeup = None
         self._loop = None
-        self._pending = {}  # msg_id -> (future, topic, timestamp_ms)
+        self._pending = {}  # msg_id -> (future, topic, timestamp_ms), or future (the core's send_record())
         self._room = None  # set when deliveries free queue room
         self._flushing = []  # flush()'s futures, done when nothing is pending
         self._core = None
-        self._plain_loop = False
+        self._fast = None  # the core while send_record() may take records: started, no partitioner
         self._topics = {}  # topic -> its index in the core (0: none, its records' entries name it)
         self._closed = False
         self._batches = {}  # (topic, partition) -> the future of the last send_batch()
@@ -137,8 +137,6 @@ class AIOKafkaProducer(Client):
         if self._closed:
             raise ProducerClosed("the producer is stopped; make a new one")
         self._loop = asyncio.get_running_loop()
-        # asyncio's own loops make their futures as asyncio.Future(loop=loop): send() does so directly
-        self._plain_loop = type(self._loop).create_future is asyncio.BaseEventLoop.create_future
         self._room = asyncio.Event()
         handle = Handle("producer", self._config, Callbacks(on_deliveries=self._on_deliveries),
                         closed_exc=ProducerClosed, what="producer")
@@ -149,6 +147,13 @@ class AIOKafkaProducer(Client):
             raise
         self._handle = handle
         self._core = sender_core(handle, sys.maxsize)  # librdkafka checks the size (message.max.bytes)
+        # asyncio's own loops make their futures as asyncio.Future(loop=loop): the core does so directly
+        if type(self._loop).create_future is asyncio.BaseEventLoop.create_future:
+            self._core.bind(self._pending, asyncio.Future, self._loop, YIELD_EVERY)
+        else:
+            self._core.bind(self._pending, self._loop.create_future, None, YIELD_EVERY)
+        if self._partitioner is None:
+            self._fast = self._core
         if self._transactional:
             await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
 
@@ -166,6 +171,7 @@ class AIOKafkaProducer(Client):
             self._serve()
         finally:
             self._closed = True
+            self._fast = None
             self._wakeup.close()
             # rd_kafka_destroy joins librdkafka's threads: off the loop
             await self._blocking(self._handle.close)
@@ -193,30 +199,17 @@ class AIOKafkaProducer(Client):
             key = self._key_serializer(key)
         if self._value_serializer is not None:
             value = self._value_serializer(value)
-        index = (self._topics.get(topic) if topic.__class__ is str and partition is None and timestamp_ms is None
-                 and headers is None and self._partitioner is None else None)
-        if (not index or value.__class__ is not bytes or (key is not None and key.__class__ is not bytes)
-                or self._closed):
-            return await self._send(topic, value, key, partition, timestamp_ms, headers)
-        # The common record: bytes to a topic sent to before, librdkafka's partitioner; its
-        # entry in _pending is the future alone, its msg_id naming the topic.
-        seq = next(_ids)
-        if seq % YIELD_EVERY == 0:
-            await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
-        msg_id = seq << TOPIC_BITS | index
-        fut = _Future(loop=self._loop) if self._plain_loop else self._loop.create_future()
-        self._pending[msg_id] = fut
-        err = self._core.send(topic, PARTITION_UA, value, key, msg_id, fut)
-        if err:
-            try:
-                if err != QUEUE_FULL:
-                    self._handle.raise_produce_error(err, topic, PARTITION_UA)
-                await self._produce_when_room(topic, PARTITION_UA, value, key, None, None, msg_id)
-            except BaseException:
-                self._pending.pop(msg_id, None)
-                self._check_drained()
-                raise
-        return fut
+        fast = self._fast
+        if fast is not None and partition is None and timestamp_ms is None and headers is None:
+            # The common record, in one call to the core: bytes to a topic sent to before,
+            # librdkafka's partitioner (or None: the general path below).
+            fut = fast.send_record(topic, value, key)
+            if fut is False:  # once every YIELD_EVERY calls: a loop of send() calls lets other tasks run
+                await asyncio.sleep(0)
+                fut = self._fast.send_record(topic, value, key) if self._fast is not None else None
+            if fut is not None:
+                return fut
+        return await self._send(topic, value, key, partition, timestamp_ms, headers)
 
     async def _send(self, topic, value, key, partition, timestamp_ms, headers):
         """send() of every other record: checked, then through ``rd_kafka_producev``."""
@@ -238,10 +231,9 @@ class AIOKafkaProducer(Client):
             headers = check_headers(headers)
         if self._partitioner is not None and partition == PARTITION_UA:
             partition = await self._choose_partition(topic, key)
-        seq = next(_ids)
-        if seq % YIELD_EVERY == 0:
+        msg_id = next(_ids)  # no topic index (pyrdk.core.TOPIC_SHIFT): its topic in its entry
+        if msg_id % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # a loop of send() calls must let other tasks run
-        msg_id = seq << TOPIC_BITS  # its topic in its entry
         fut = self._track(msg_id, topic, timestamp_ms)
         try:
             if headers is None and timestamp_ms is None:
@@ -340,7 +332,7 @@ class AIOKafkaProducer(Client):
             await asyncio.wait((previous,))
         futures = []
         for value, key, timestamp_ms, headers in records:
-            msg_id = next(_ids) << TOPIC_BITS  # its topic in its entry
+            msg_id = next(_ids)  # no topic index: its topic in its entry
             fut = self._track(msg_id, topic, timestamp_ms)
             try:
                 await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)

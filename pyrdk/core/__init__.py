@@ -92,10 +92,28 @@ The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaPro
   every pending future); ``deliver()`` and ``release(future)`` hand it back. (A producer
   dropped unstopped would keep its pending futures' cycles: its event loop's reader keeps it
   alive anyway until ``stop()``.)
+- ``bind(pending, make, loop, yield_every)``: what ``send_record()`` works with: the
+  producer's table (``{msg_id: future}``), the future maker (called ``make(loop=loop)``, or
+  ``make()`` when ``loop`` is None) and how often to let the loop run (every ``yield_every``
+  calls, > 1).
+- ``send_record(topic, value, key) -> future, None or False``: ``send()``'s common record in
+  one call. A str topic added with an index, a value and a key of bytes or None, within
+  ``max_size``, an open handle: a new future, in ``pending`` under a new ``msg_id`` (the
+  topic's index ``<< TOPIC_SHIFT``, the core's own sequence number below), and the record
+  through ``rd_kafka_producev`` (librdkafka's partitioner), its future left out of the cyclic
+  GC as ``send()``'s. The C
+  core, given the Handle's ``keep`` list, hands the value over without a copy and holds it
+  until ``deliver()`` sees the record's report (or, freed first, puts it on the list); the
+  reference has librdkafka copy it.
+  None, having done nothing (a refused record leaves ``pending`` again), for every other
+  record and for any refusal, a full queue too: the caller's general path takes it and says
+  why. False, having done nothing, once every ``yield_every`` calls: the caller lets the loop
+  run, then calls again (that call is never False). The general path's msg_ids have index 0,
+  so that the two sequences never meet.
 - ``deliver(pending, ids, errs, partitions, offsets, timestamps, metadata, partition) ->
   [(future, topic, err)]``: a batch of delivery reports into the futures of ``pending``
   (``{msg_id: (future, topic, timestamp_ms or None)}``, or ``{msg_id: future}`` where
-  ``msg_id & TOPIC_MASK`` is the topic's index: one object per record fewer for the cyclic
+  ``msg_id >> TOPIC_SHIFT`` is the topic's index: one object per record fewer for the cyclic
   GC to follow): each report's entry leaves ``pending``, its future back under the GC; a
   delivered record's future, unless done (cancelled), gets
   ``metadata(topic, partition id, partition(topic, partition id), offset, timestamp, 0,
@@ -164,7 +182,11 @@ implementation, _c = _choose()
 """``"c"`` or ``"python"``: the core in use."""
 
 TOPIC_MASK: int = _c.TOPIC_MASK if _c is not None else pure.TOPIC_MASK
-"""SenderCore: the low bits of a ``msg_id`` that name its topic's index (0: none)."""
+"""SenderCore: the most topics with an index (``msg_id >> TOPIC_SHIFT``; 0: none)."""
+
+TOPIC_SHIFT: int = _c.TOPIC_SHIFT if _c is not None else pure.TOPIC_SHIFT
+"""SenderCore: a ``msg_id``'s bits from here up name its topic's index; the bits below are a
+sequence number, so that ids in sequence take consecutive slots of the producer's dict."""
 
 Message: type[common.Message] = _c.Message if _c is not None else pure.Message
 """The class of the messages the core makes."""
@@ -197,7 +219,7 @@ def sender_core(handle: rd_handle.Handle, max_size: int) -> SenderCore:
     a record whose value and key are larger than ``max_size`` bytes."""
     if _c is not None:
         rk, _, guard = handle.addresses(None)
-        return _c.SenderCore(handle, rk, guard, max_size)
+        return _c.SenderCore(handle, rk, guard, max_size, handle.keep)
     return pure.SenderCore(handle, max_size)
 
 

@@ -35,7 +35,8 @@ BATCH_AT_ONCE = 256  # the most messages handed to one rd_kafka_produce_batch ca
 SIZE_MARGIN = 64
 FULL_WAIT_MS = 10  # produce_batch's wait for room in a full queue, at a time
 POLL_EVERY = 1024  # produce_batch serves librdkafka's events every this many messages
-TOPIC_MASK = 63  # SenderCore: a msg_id's low bits, the index of its topic (0: none)
+TOPIC_MASK = 63  # SenderCore: the most topics with an index, named by a msg_id's bits from TOPIC_SHIFT up
+TOPIC_SHIFT = 58  # (0: none); the bits below: a sequence number, consecutive slots of the producer's dict
 
 
 def _size(data: Optional[bytes]) -> int:
@@ -487,6 +488,13 @@ class SenderCore:
         self._max_size = max_size
         self._topics: dict[str, int] = {}
         self._names: list[str] = [""]  # the topic of each index add_topic() gave ([0]: none)
+        self._indexes: dict[str, int] = {}  # topic -> its index, for the topics that have one
+        self._pending: Optional[dict[int, Any]] = None  # bind()'s
+        self._make: Callable[..., Any] = lambda: None
+        self._loop: Any = None
+        self._yield_every = 0
+        self._seq = 0  # send_record()'s last sequence number (a msg_id's bits below TOPIC_SHIFT)
+        self._calls = 0
 
     def add_topic(self, topic: str, rkt: int) -> int:
         self._topics[topic] = rkt
@@ -495,6 +503,7 @@ class SenderCore:
         if len(self._names) > TOPIC_MASK:
             return 0
         self._names.append(topic)
+        self._indexes[topic] = len(self._names) - 1
         return len(self._names) - 1
 
     def send(self, topic: str, partition: int, value: Optional[bytes], key: Optional[bytes], msg_id: int,
@@ -511,6 +520,37 @@ class SenderCore:
             return exc.code
         return 0  # the future stays under the cyclic GC: Python cannot take it out
 
+    def bind(self, pending: dict[int, Any], make: Callable[..., Any], loop: Any, yield_every: int) -> None:
+        if type(pending) is not dict:
+            raise TypeError("bind(): pending must be a dict, not %s" % type(pending).__name__)
+        if not callable(make):
+            raise TypeError("bind(): make must be callable, not %s" % type(make).__name__)
+        if type(yield_every) is not int or yield_every <= 1:
+            raise ValueError("bind(): yield_every must be an int > 1, not %r" % (yield_every,))
+        self._pending, self._make, self._loop, self._yield_every = pending, make, loop, yield_every
+
+    def send_record(self, topic: str, value: Optional[bytes], key: Optional[bytes]) -> Any:
+        if self._pending is None:
+            raise RuntimeError("send_record(): bind() the producer's table first")
+        if type(topic) is not str or not _bytes_or_none(value) or not _bytes_or_none(key):
+            return None
+        index = self._indexes.get(topic)
+        if index is None or _size(value) + _size(key) > self._max_size or not self._handle.usable:
+            return None
+        self._calls += 1
+        if self._calls % self._yield_every == 0:
+            return False  # nothing done: let the loop run, then call again
+        fut = self._make() if self._loop is None else self._make(loop=self._loop)
+        self._seq += 1
+        msg_id = index << TOPIC_SHIFT | self._seq
+        self._pending[msg_id] = fut
+        try:
+            self._handle.produce_guarded(topic, -1, value, key, None, None, msg_id)
+        except KafkaException:  # not taken: the general path tries it again and says why
+            del self._pending[msg_id]
+            return None
+        return fut  # it stays under the cyclic GC: Python cannot take it out
+
     def release(self, future: Any) -> None:
         pass  # send() left it under the cyclic GC
 
@@ -523,8 +563,8 @@ class SenderCore:
             entry = pending.pop(msg_id, None)
             if entry is None:
                 continue
-            if type(entry) is not tuple and 0 < msg_id & TOPIC_MASK < len(self._names):
-                fut, topic, timestamp_ms = entry, self._names[msg_id & TOPIC_MASK], None
+            if type(entry) is not tuple and 0 < msg_id >> TOPIC_SHIFT < len(self._names):
+                fut, topic, timestamp_ms = entry, self._names[msg_id >> TOPIC_SHIFT], None
             else:
                 fut, topic, timestamp_ms = entry
             if fut.done():  # cancelled by the program: nothing to tell

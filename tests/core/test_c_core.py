@@ -1,6 +1,7 @@
 """What the C core (``pyrdk._core``) does beyond the interface: Messages kept for reuse, headers
 parsed on first use, Messages left out of the cyclic GC until they could be in a cycle, clear
 refusals of what it cannot read, and librdkafka's functions bound when it is imported."""
+import asyncio
 import gc
 import glob
 import os
@@ -177,6 +178,8 @@ _columns = [memoryview(b"")] * 5
     (lambda c: c.deliver([], *_columns, RecordMetadata, TopicPartition), "pending must be a dict"),
     (lambda c: c.deliver({}, *_columns, RecordMetadata, TopicPartition), "ids must be a one-dimensional"),
     (lambda c: c.deliver({}, *_columns, dict, TopicPartition), "metadata must be a namedtuple class"),
+    (lambda c: c.bind([], dict, None, 256), "pending must be a dict"),
+    (lambda c: c.bind({}, 5, None, 256), "make must be callable"),
 ])
 def test_the_sender_core_refuses_what_it_cannot_read(sender_core, call, words):
     with pytest.raises(TypeError, match=words):
@@ -187,7 +190,55 @@ def test_the_sender_core_refuses_what_it_cannot_read(sender_core, call, words):
     (lambda c: c.send("t", 0, b"x", None, 0), "msg_id must be an int > 0"),
     (lambda c: c.send("t", -2, b"x", None, 1), "partition must be -1 or a partition id"),
     (lambda c: c.add_topic("u", 0), "non-zero address"),
+    (lambda c: c.bind({}, dict, None, 1), "yield_every must be an int > 1"),
 ])
 def test_the_sender_core_refuses_bad_values(sender_core, call, words):
     with pytest.raises(ValueError, match=words):
         call(sender_core)
+
+
+def test_the_sender_core_refuses_a_keep_list_of_another_type(mock_cluster, handles):
+    handle = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers})
+    rk, _, guard = handle.addresses(None)
+    with pytest.raises(TypeError, match="keep must be a list or None, not int"):
+        core._c.SenderCore(handle, rk, guard, 10, 5)
+
+
+def test_send_record_holds_the_value_librdkafka_reads_in_place(mock_cluster, handles):
+    """send_record() hands the value to librdkafka without a copy: it holds it until the
+    record's delivery report, or, let go before (the core freed), on the Handle's keep list."""
+    pending, cores = {}, []
+    handle = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
+                     on_deliveries=lambda *columns: cores[0].deliver(pending, *columns, RecordMetadata,
+                                                                     TopicPartition))
+    loop = asyncio.new_event_loop()
+    try:
+        for table in (pending, {}):
+            cores.append(core.sender_core(handle, 1 << 20))
+            cores[-1].add_topic("t", handle.addresses("t")[1])
+            cores[-1].bind(table, loop.create_future, None, 1 << 20)
+        delivered, dropped = bytes(bytearray(b"delivered")), bytes(bytearray(b"dropped"))
+        counts = sys.getrefcount(delivered), sys.getrefcount(dropped)
+        fut = cores[0].send_record("t", delivered, None)
+        many = [b"value-%d" % i for i in range(3000)]  # the ring of held values grows twice
+        assert all(cores[0].send_record("t", value, None) is not None for value in many)
+        assert {sys.getrefcount(value) for value in many} == {4}  # the list's, the loop's, the call's, held
+        assert cores[1].send_record("t", dropped, b"k") is not None
+        assert (sys.getrefcount(delivered), sys.getrefcount(dropped)) == (counts[0] + 1, counts[1] + 1)
+        cores.pop()  # freed with its record in flight: the value waits on the keep list
+        gc.collect()
+        assert handle.keep == [dropped]
+        assert handle.flush(util.WAIT_S * 1000)
+        handle.poll(0, dispatch=False)
+        handle.dispatch_reports()
+        assert fut.result().offset >= 0
+    finally:
+        loop.close()
+    assert sys.getrefcount(delivered) == counts[0] and {sys.getrefcount(value) for value in many} == {3}
+    handle.close()
+    assert handle.keep == [] and sys.getrefcount(dropped) == counts[1]
+
+
+def test_send_record_needs_bind_first(sender_core):
+    with pytest.raises(RuntimeError, match="bind"):
+        sender_core.send_record("t", b"x", None)

@@ -43,10 +43,10 @@ def test_send_then_deliver_resolves_the_futures(sender):
                                                       (0, b"c", None)], 1):
             fut = futures[seq] = loop.create_future()
             if seq == 4:  # a timestamp given: the entry says the topic
-                msg_id = seq << 6
+                msg_id = seq
                 pending[msg_id] = (fut, topic, 1700000000000)
             else:  # the future alone: the msg_id names the topic by its index
-                msg_id = seq << 6 | 1
+                msg_id = 1 << core.TOPIC_SHIFT | seq
                 pending[msg_id] = fut
             assert the_core.send(topic, partition, value, key, msg_id, fut) == 0
             # pending, the C core leaves the future out of the cyclic GC
@@ -73,9 +73,55 @@ def test_send_then_deliver_resolves_the_futures(sender):
         assert not any(gc.is_tracked(md) for md in got.values())
 
 
+def test_send_record_takes_the_common_record_in_one_call(sender):
+    the_core, handle, topic, pending, failed = sender
+    loop = asyncio.new_event_loop()
+    try:
+        the_core.bind(pending, asyncio.Future, loop, 4)
+        taken = []
+        for value, key in [(b"a", None), (b"b", b"k"), (None, b"k")]:
+            fut = the_core.send_record(topic, value, key)
+            assert isinstance(fut, asyncio.Future) and fut.get_loop() is loop and not fut.done()
+            assert gc.is_tracked(fut) == (core.implementation == "python")
+            taken.append(fut)
+        assert the_core.send_record(topic, b"d", None) is False  # the 4th call: nothing done, yield
+        taken.append(the_core.send_record(topic, b"d", None))  # the next takes it
+        ids = list(pending)
+        assert [pending[i] for i in ids] == taken
+        # the topic's index in the high bits, consecutive sequence numbers below
+        assert [i >> core.TOPIC_SHIFT for i in ids] == [1] * 4
+        assert [i & ((1 << core.TOPIC_SHIFT) - 1) for i in ids] == [1, 2, 3, 4]
+        # anything else is the general path's, with nothing done
+        for args in [("elsewhere", b"x", None), (topic, bytearray(b"x"), None), (topic, b"x", "k"),
+                     (type("Name", (str,), {})(topic), b"x", None), (topic, b"x" * 1001, None)]:
+            assert the_core.send_record(*args) is None
+        assert len(pending) == 4
+        other = asyncio.new_event_loop()
+        try:  # a loop of another kind: its create_future(), called without arguments
+            the_core.bind(pending, other.create_future, None, 4)
+            fut = the_core.send_record(topic, b"e", None)
+            assert fut.get_loop() is other
+            taken.append(fut)
+        finally:
+            other.close()
+        assert handle.flush(util.WAIT_S * 1000)
+        handle.poll(0, dispatch=False)
+        handle.dispatch_reports()
+        assert pending == {} and failed == []
+        results = [fut.result() for fut in taken]
+    finally:
+        loop.close()
+    assert [type(md) for md in results] == [RecordMetadata] * 5
+    assert all(md.topic == topic and md.offset >= 0 for md in results)
+    assert all(gc.is_tracked(fut) for fut in taken)  # deliver() handed each back
+    handle.close()
+    assert the_core.send_record(topic, b"x", None) is None  # a closed handle: the general path says so
+    assert pending == {}
+
+
 def test_add_topic_gives_each_topic_an_index_while_there_are_some(sender):
     the_core, handle, topic, pending, failed = sender
-    assert core.TOPIC_MASK == 63
+    assert core.TOPIC_MASK == 63 and core.TOPIC_SHIFT == 58
     rkt = handle.addresses(topic)[1]
     assert the_core.add_topic(topic, rkt) == 1  # again: the same
     assert [the_core.add_topic("t%d" % i, rkt) for i in range(63)] == list(range(2, 64)) + [0]
@@ -104,13 +150,14 @@ def test_release_hands_a_pending_future_back_to_the_gc(sender):
     loop = asyncio.new_event_loop()
     try:
         fut = loop.create_future()
-        assert the_core.send(topic, 0, b"x", None, 1 << 6 | 1, fut) == 0
+        assert the_core.send(topic, 0, b"x", None, 1 << core.TOPIC_SHIFT | 1, fut) == 0
         the_core.release(fut)
         assert gc.is_tracked(fut)
         the_core.release(fut)  # again: nothing to do
         assert gc.is_tracked(fut)
         refused = loop.create_future()
-        assert the_core.send(topic, 0, b"x" * 1001, None, 2 << 6 | 1, refused) == errors.MSG_SIZE_TOO_LARGE
+        err = the_core.send(topic, 0, b"x" * 1001, None, 1 << core.TOPIC_SHIFT | 2, refused)
+        assert err == errors.MSG_SIZE_TOO_LARGE
         assert gc.is_tracked(refused)  # a refused record's future is the caller's at once
     finally:
         handle.purge(in_flight=True)
