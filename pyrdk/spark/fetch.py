@@ -94,7 +94,11 @@ def _take(opts):
     """The kept ``_Kept`` of ``opts``, its metadata refreshed (``KafkaClient.update_cluster``),
     or a new one; first closes what was unused for ``IDLE_SECONDS``."""
     now = time.monotonic()
+    pid = os.getpid()
     for key, kept in list(_cached.items()):
+        if key[0] != pid:  # a forked worker's copy: the handles are its parent's
+            del _cached[key]
+            continue
         for tp, (consumer, used) in list(kept.consumers.items()):
             if now - used > IDLE_SECONDS:
                 del kept.consumers[tp]
@@ -102,7 +106,7 @@ def _take(opts):
         if not kept.tasks and not kept.consumers and now - kept.used > IDLE_SECONDS:
             del _cached[key]
             kept.client.close()
-    key = (os.getpid(), opts.hosts, repr(sorted(opts.rdkafka_config.items())))
+    key = (pid, opts.hosts, repr(sorted(opts.rdkafka_config.items())))
     kept = _cached.get(key)
     if kept is None:
         kept = _cached[key] = _Kept(opts)  # its client just read the metadata
