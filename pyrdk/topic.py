@@ -39,13 +39,17 @@ class Topic:
         return self._partitions
 
     def update(self, metadata: Any) -> None:
-        """Take partitions, leaders and replicas from a fresh ``TopicMetadata``."""
+        """Take partitions, leaders and replicas from a fresh ``TopicMetadata``; partitions it
+        no longer lists (the topic was deleted and re-created with fewer) are dropped, as in
+        pykafka."""
         brokers = self._cluster.brokers
         for pm in metadata.partitions:
             partition = self._partitions.get(pm.id)
             if partition is None:
                 self._partitions[pm.id] = partition = Partition(self, pm.id, None, [], [])
             partition.update(brokers, pm)
+        for gone in set(self._partitions) - {pm.id for pm in metadata.partitions}:
+            del self._partitions[gone]
 
     # -- factories -----------------------------------------------------------------------------
 
