@@ -12,7 +12,7 @@ def pytest_configure(config):
                       ("zookeeper", "needs a ZooKeeper server"),
                       ("mock", "uses librdkafka's mock cluster"),
                       ("spark", "needs a SparkSession"),
-                      ("slow", "takes more than a few seconds; the pure-Python core runs it in make soak, not make test")):
+                      ("slow", "takes more than a few seconds; make soak runs it on the pure-Python core")):
         config.addinivalue_line("markers", "%s: %s" % (name, doc))
 
 
