@@ -111,11 +111,10 @@ static PyObject *sender_add_topic(sender_t *self, PyObject *const *args, Py_ssiz
         }
         if (!sender_address(args[1], "rkt"))
                 return NULL;
-        for (Py_ssize_t i = 1; i < PyList_GET_SIZE(self->names) && !index; i++) {
-                if (PyList_GET_ITEM(self->names, i) == args[0] ||
-                    PyUnicode_Compare(PyList_GET_ITEM(self->names, i), args[0]) == 0)
-                        index = i;
-        }
+        if ((entry = PyDict_GetItemWithError(self->topics, args[0]))) /* added before: its index stays */
+                index = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
+        else if (PyErr_Occurred())
+                return NULL;
         if (!index && PyList_GET_SIZE(self->names) <= TOPIC_MASK) {
                 if (PyList_Append(self->names, args[0]) < 0)
                         return NULL;

@@ -498,8 +498,8 @@ class SenderCore:
 
     def add_topic(self, topic: str, rkt: int) -> int:
         self._topics[topic] = rkt
-        if topic in self._names[1:]:
-            return self._names.index(topic, 1)
+        if topic in self._indexes:
+            return self._indexes[topic]
         if len(self._names) > TOPIC_MASK:
             return 0
         self._names.append(topic)
