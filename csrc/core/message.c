@@ -17,6 +17,12 @@
 
 #include "core.h"
 
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#define Py_READONLY READONLY
+#endif
+
 #define FIELD(name) ((Py_ssize_t)offsetof(message_t, name))
 #define SLOT(self, offset) ((PyObject **)((char *)(self) + (offset)))
 
@@ -79,8 +85,10 @@ static int may_have_headers(const rd_kafka_message_t *m) {
                 varint[n++] = (unsigned char)((zigzag & 0x7f) | (zigzag > 0x7f ? 0x80 : 0));
                 zigzag >>= 7;
         } while (zigzag);
-        if (memcmp(value - n, varint, (size_t)n) != 0)
-                return 1;
+        for (int i = 0; i < n; i++) { /* 1 or 2 bytes: a loop costs less than a call of memcmp */
+                if (value[i - n] != varint[i])
+                        return 1;
+        }
         return value[m->len] != 0;
 }
 
@@ -357,10 +365,25 @@ static PyObject *get_timestamp_dt(message_t *self, void *closure) {
         return dt;
 }
 
+/* value and the key, which a consumer reads per message, are read-only members, which the
+ * interpreter reads straight from the object (a getset costs a call of the getter); both are
+ * set in every Message there is. message_setattro() writes them. */
+static PyMemberDef message_members[] = {
+        {"value", Py_T_OBJECT_EX, FIELD(value), Py_READONLY, NULL},
+        {"partition_key", Py_T_OBJECT_EX, FIELD(key), Py_READONLY, NULL},
+        {"key", Py_T_OBJECT_EX, FIELD(key), Py_READONLY, "Alias of ``partition_key``."},
+        {NULL, 0, 0, 0, NULL},
+};
+
+static int message_setattro(PyObject *self, PyObject *name, PyObject *value) {
+        if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "value") == 0)
+                return set_object((message_t *)self, value, (void *)FIELD(value));
+        if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "partition_key") == 0)
+                return set_object((message_t *)self, value, (void *)FIELD(key));
+        return PyObject_GenericSetAttr(self, name, value);
+}
+
 static PyGetSetDef message_getset[] = {
-        {"value", (getter)get_object, (setter)set_object, NULL, (void *)FIELD(value)},
-        {"partition_key", (getter)get_object, (setter)set_object, NULL, (void *)FIELD(key)},
-        {"key", (getter)get_object, NULL, "Alias of ``partition_key``.", (void *)FIELD(key)},
         {"partition", (getter)get_object, (setter)set_object, NULL, (void *)FIELD(partition)},
         {"topic", (getter)get_object, (setter)set_object, NULL, (void *)FIELD(topic)},
         {"partition_id", (getter)get_partition_id, (setter)set_partition_id, NULL, NULL},
@@ -577,7 +600,9 @@ static PyType_Slot message_slots[] = {
         {Py_tp_traverse, message_traverse},
         {Py_tp_clear, message_clear},
         {Py_tp_repr, message_repr},
+        {Py_tp_members, message_members},
         {Py_tp_getset, message_getset},
+        {Py_tp_setattro, message_setattro},
         {Py_tp_methods, message_methods},
         {0, NULL},
 };

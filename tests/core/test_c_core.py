@@ -80,6 +80,25 @@ def test_a_message_is_tracked_once_a_field_could_lead_back_to_it(consumed):
     assert gc.is_tracked(with_dict) and gc.is_tracked(with_message)
 
 
+def test_value_and_key_are_members_written_through_the_message_s_setter(consumed):
+    """The interpreter reads a member straight from the object; writes still go through the
+    Message's own setter, which puts it under the collector and refuses a deletion."""
+    assert all(type(vars(core.Message)[name]).__name__ == "member_descriptor"
+               for name in ("value", "partition_key", "key"))
+    the_core, _, _ = consumed([(0, b"v", b"k", 0, None)])
+    msg = the_core.next()
+    assert (msg.value, msg.partition_key, msg.key) == (b"v", b"k", b"k")
+    box = {}
+    msg.partition_key = box
+    assert gc.is_tracked(msg) and msg.key is box
+    for name in ("value", "partition_key"):
+        with pytest.raises(AttributeError, match="cannot delete"):
+            delattr(msg, name)
+    with pytest.raises(AttributeError):
+        msg.key = b"alias"  # read-only, as it was
+    assert (msg.value, msg.key) == (b"v", box)
+
+
 def test_a_cycle_through_a_dict_stored_untracked_is_collected(consumed):
     class Sentinel:
         pass
