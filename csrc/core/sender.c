@@ -145,13 +145,13 @@ static int bytes_arg(PyObject *obj, const char *what, const char **data, size_t 
 }
 
 PyDoc_STRVAR(send_doc,
-             "send($self, topic, partition, value, key, msg_id, future=None, /)\n--\n\n"
+             "send($self, topic, partition, value, key, msg_id, /)\n--\n\n"
              "-> err\n"
              "One record through ``rd_kafka_producev`` (copied), ``msg_id`` its delivery report's opaque:\n"
              "0, or librdkafka's code refusing it (MSG_SIZE_TOO_LARGE above max_size; PYRDK_ERR_CLOSED once\n"
              "the handle is closed). ``partition`` -1: librdkafka's partitioner chooses. A topic not\n"
-             "added (add_topic()) raises KeyError. The ``future`` of a record taken is left out of the\n"
-             "cyclic GC until deliver() or release() hands it back.");
+             "added (add_topic()) raises KeyError. The record's future, in the producer's table, stays\n"
+             "under the cyclic GC (send_record()'s are left out of it).");
 
 static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t nargs) {
         const char *value, *key;
@@ -162,9 +162,9 @@ static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t n
         uint64_t id;
         int err;
 
-        if (nargs != 5 && nargs != 6) {
-                PyErr_Format(PyExc_TypeError, "send(topic, partition, value, key, msg_id, future=None) takes 5 or 6 "
-                             "arguments (%zd given)", nargs);
+        if (nargs != 5) {
+                PyErr_Format(PyExc_TypeError, "send(topic, partition, value, key, msg_id) takes 5 arguments (%zd given)",
+                             nargs);
                 return NULL;
         }
         if (!(rkt_obj = PyDict_GetItemWithError(self->topics, args[0]))) {
@@ -201,8 +201,6 @@ static PyObject *sender_send(sender_t *self, PyObject *const *args, Py_ssize_t n
                                         RD_KAFKA_V_OPAQUE((void *)(uintptr_t)id), RD_KAFKA_V_END);
                 pyrdk_guard_leave(self->guard);
         }
-        if (!err && nargs == 6 && args[5] != Py_None && PyObject_IS_GC(args[5]) && PyObject_GC_IsTracked(args[5]))
-                PyObject_GC_UnTrack(args[5]); /* pending: held by the producer's table until its report */
         return PyLong_FromLong(err);
 }
 
@@ -434,7 +432,7 @@ static PyObject *sender_send_record(sender_t *self, PyObject *const *args, Py_ss
         return fut;
 }
 
-/* Hand a future send() left out of the cyclic GC back to it. */
+/* Hand a future send_record() left out of the cyclic GC back to it. */
 static void retrack(PyObject *fut) {
         if (PyObject_IS_GC(fut) && !PyObject_GC_IsTracked(fut))
                 PyObject_GC_Track(fut);
@@ -442,7 +440,7 @@ static void retrack(PyObject *fut) {
 
 PyDoc_STRVAR(release_doc,
              "release($self, future, /)\n--\n\n"
-             "A future send() took that leaves the producer's table another way than deliver(): back\n"
+             "A future send_record() made that leaves the producer's table another way than deliver(): back\n"
              "under the cyclic GC.");
 
 static PyObject *sender_release(sender_t *self, PyObject *fut) {

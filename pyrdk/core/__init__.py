@@ -82,16 +82,11 @@ The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaPro
 - ``add_topic(topic, rkt) -> index``: let ``send()`` produce to ``topic`` (its
   ``rd_kafka_topic_t`` address, from ``Handle.addresses()``); the topic's index, 1 to
   :data:`TOPIC_MASK` (0 once that many topics have one).
-- ``send(topic, partition, value, key, msg_id, future=None) -> err``: one record (bytes or
-  None) through ``rd_kafka_producev`` (copied), ``partition`` -1 for librdkafka's
-  partitioner, ``msg_id`` (> 0) its report's opaque; 0, or librdkafka's code refusing it
-  (``MSG_SIZE_TOO_LARGE`` above ``max_size``). A closed handle: ``PYRDK_ERR_CLOSED`` (C) or
-  the Handle's refusal raised (Python); a topic not added: ``KeyError``. The C core leaves
-  the ``future`` of a record it took out of the cyclic GC while it is pending (held by the
-  producer's table, it cannot be garbage; the GC's full collections would otherwise visit
-  every pending future); ``deliver()`` and ``release(future)`` hand it back. (A producer
-  dropped unstopped would keep its pending futures' cycles: its event loop's reader keeps it
-  alive anyway until ``stop()``.)
+- ``send(topic, partition, value, key, msg_id) -> err``: one record (bytes or None) through
+  ``rd_kafka_producev`` (copied), ``partition`` -1 for librdkafka's partitioner, ``msg_id``
+  (> 0) its report's opaque; 0, or librdkafka's code refusing it (``MSG_SIZE_TOO_LARGE``
+  above ``max_size``). A closed handle: ``PYRDK_ERR_CLOSED`` (C) or the Handle's refusal
+  raised (Python); a topic not added: ``KeyError``.
 - ``bind(pending, make, loop, yield_every)``: what ``send_record()`` works with: the
   producer's table (``{msg_id: future}``), the future maker (called ``make(loop=loop)``, or
   ``make()`` when ``loop`` is None) and how often to let the loop run (every ``yield_every``
@@ -100,8 +95,11 @@ The asyncio producer's core (:func:`sender_core`), one per started ``AIOKafkaPro
   one call. A str topic added with an index, a value and a key of bytes or None, within
   ``max_size``, an open handle: a new future, in ``pending`` under a new ``msg_id`` (the
   topic's index ``<< TOPIC_SHIFT``, the core's own sequence number below), and the record
-  through ``rd_kafka_producev`` (librdkafka's partitioner), its future left out of the cyclic
-  GC as ``send()``'s. The C
+  through ``rd_kafka_producev`` (librdkafka's partitioner). The C core leaves the future out
+  of the cyclic GC while it is pending (held by the producer's table, it cannot be garbage;
+  the GC's full collections would otherwise visit every pending future); ``deliver()`` and
+  ``release(future)`` hand it back. (A producer dropped unstopped would keep its pending
+  futures' cycles: its event loop's reader keeps it alive anyway until ``stop()``.) The C
   core, given the Handle's ``keep`` list, hands the value over without a copy and holds it
   until ``deliver()`` sees the record's report (or, freed first, puts it on the list); the
   reference has librdkafka copy it.

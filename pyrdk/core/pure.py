@@ -506,8 +506,7 @@ class SenderCore:
         self._indexes[topic] = len(self._names) - 1
         return len(self._names) - 1
 
-    def send(self, topic: str, partition: int, value: Optional[bytes], key: Optional[bytes], msg_id: int,
-             future: Any = None) -> int:
+    def send(self, topic: str, partition: int, value: Optional[bytes], key: Optional[bytes], msg_id: int) -> int:
         if topic not in self._topics:
             raise KeyError("send(): topic %r was not added (add_topic())" % (topic,))
         if _size(value) + _size(key) > self._max_size:
@@ -518,7 +517,7 @@ class SenderCore:
             if exc.code is None:
                 raise
             return exc.code
-        return 0  # the future stays under the cyclic GC: Python cannot take it out
+        return 0
 
     def bind(self, pending: dict[int, Any], make: Callable[..., Any], loop: Any, yield_every: int) -> None:
         if type(pending) is not dict:
@@ -552,7 +551,7 @@ class SenderCore:
         return fut  # it stays under the cyclic GC: Python cannot take it out
 
     def release(self, future: Any) -> None:
-        pass  # send() left it under the cyclic GC
+        pass  # send_record() left it under the cyclic GC
 
     def deliver(self, pending: dict[int, Any], ids: memoryview, errs: memoryview,
                 partitions: memoryview, offsets: memoryview, timestamps: memoryview,

@@ -48,9 +48,7 @@ def test_send_then_deliver_resolves_the_futures(sender):
             else:  # the future alone: the msg_id names the topic by its index
                 msg_id = 1 << core.TOPIC_SHIFT | seq
                 pending[msg_id] = fut
-            assert the_core.send(topic, partition, value, key, msg_id, fut) == 0
-            # pending, the C core leaves the future out of the cyclic GC
-            assert gc.is_tracked(fut) == (core.implementation == "python")
+            assert the_core.send(topic, partition, value, key, msg_id) == 0
         cancelled = futures[1]
         cancelled.cancel()
         assert handle.flush(util.WAIT_S * 1000)
@@ -61,7 +59,6 @@ def test_send_then_deliver_resolves_the_futures(sender):
     finally:
         loop.close()
     assert cancelled.cancelled()
-    assert all(gc.is_tracked(fut) for fut in futures.values())  # deliver() handed each back
     for msg_id, md in got.items():
         assert type(md) is RecordMetadata and type(md.topic_partition) is TopicPartition
         assert md.topic == topic and md.topic_partition == (topic, md.partition) and md.offset >= 0
@@ -149,16 +146,15 @@ def test_release_hands_a_pending_future_back_to_the_gc(sender):
     the_core, handle, topic, pending, failed = sender
     loop = asyncio.new_event_loop()
     try:
-        fut = loop.create_future()
-        assert the_core.send(topic, 0, b"x", None, 1 << core.TOPIC_SHIFT | 1, fut) == 0
+        the_core.bind(pending, asyncio.Future, loop, 4)
+        fut = the_core.send_record(topic, b"x", None)
+        assert gc.is_tracked(fut) == (core.implementation == "python")
         the_core.release(fut)
         assert gc.is_tracked(fut)
         the_core.release(fut)  # again: nothing to do
         assert gc.is_tracked(fut)
-        refused = loop.create_future()
-        err = the_core.send(topic, 0, b"x" * 1001, None, 1 << core.TOPIC_SHIFT | 2, refused)
-        assert err == errors.MSG_SIZE_TOO_LARGE
-        assert gc.is_tracked(refused)  # a refused record's future is the caller's at once
+        assert the_core.send_record(topic, b"x" * 1001, None) is None  # refused: no future made
+        assert list(pending.values()) == [fut]
     finally:
         handle.purge(in_flight=True)
         loop.close()
