@@ -375,11 +375,38 @@ static PyMemberDef message_members[] = {
         {NULL, 0, 0, 0, NULL},
 };
 
+/* The offset of the member name is, when self's type finds this type's descriptor for it
+ * (a subclass may put its own in front), or -1 (an exception set when it was raised). */
+static Py_ssize_t written_member(PyObject *self, PyObject *name) {
+        core_state *st = core_state_of_type(Py_TYPE(self));
+        Py_ssize_t offset;
+        PyObject *descr;
+        int ours;
+
+        if (!PyUnicode_Check(name) || !st)
+                return -1;
+        if (PyUnicode_CompareWithASCIIString(name, "value") == 0)
+                offset = FIELD(value);
+        else if (PyUnicode_CompareWithASCIIString(name, "partition_key") == 0)
+                offset = FIELD(key);
+        else
+                return -1;
+        if (Py_TYPE(self) == st->message_type)
+                return offset;
+        if (!(descr = PyObject_GetAttr((PyObject *)Py_TYPE(self), name))) /* a member descriptor itself */
+                return -1;
+        ours = Py_IS_TYPE(descr, &PyMemberDescr_Type) && PyDescr_TYPE(descr) == st->message_type;
+        Py_DECREF(descr);
+        return ours ? offset : -1;
+}
+
 static int message_setattro(PyObject *self, PyObject *name, PyObject *value) {
-        if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "value") == 0)
-                return set_object((message_t *)self, value, (void *)FIELD(value));
-        if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "partition_key") == 0)
-                return set_object((message_t *)self, value, (void *)FIELD(key));
+        Py_ssize_t offset = written_member(self, name);
+
+        if (offset >= 0)
+                return set_object((message_t *)self, value, (void *)offset);
+        if (PyErr_Occurred())
+                return -1;
         return PyObject_GenericSetAttr(self, name, value);
 }
 

@@ -94,6 +94,27 @@ def test_an_instance_of_a_subclass_pickles_with_its_own_fields(cls):
     assert copy.compression_type is CompressionType.ZSTD and copy.headers == []
 
 
+class _OwnValue(Message):
+    __slots__ = ("given",)
+
+    @property
+    def value(self):
+        return ("own", self.given)
+
+    @value.setter
+    def value(self, value):
+        self.given = value
+
+
+def test_a_subclass_s_own_value_property_is_what_sets_and_reads_it():
+    msg = _OwnValue(b"v")
+    msg.value = b"w"
+    assert msg.value == ("own", b"w") and msg.given == b"w"
+    plain = _Plain(b"v", partition_key=b"k")
+    plain.value, plain.partition_key = b"x", b"y"  # the Message's own fields, through its setter
+    assert (plain.value, plain.partition_key, plain.key) == (b"x", b"y", b"y")
+
+
 def test_compression_type_defaults_to_pyrdks_member():
     assert Message(b"v").compression_type is CompressionType.NONE
     assert pickle.loads(pickle.dumps(Message(b"v"))).compression_type is CompressionType.NONE
