@@ -259,8 +259,29 @@ class RepeatedLines:
 
 repeats = RepeatedLines()
 
+_running = threading.local()
+
+
+def in_callback():
+    """Whether this thread is in a trampoline below that calls a handler: from a poll, it
+    is then inside that call on its handle (``Handle.close`` refuses to run there)."""
+    return getattr(_running, "depth", 0) > 0
+
+
+def _calls_handlers(trampoline):
+    """The trampoline, counting this thread in it while it runs (``in_callback``)."""
+    def run(*args):
+        _running.depth = getattr(_running, "depth", 0) + 1
+        try:
+            return trampoline(*args)
+        finally:
+            _running.depth -= 1
+    run.__name__, run.__doc__ = trampoline.__name__, trampoline.__doc__
+    return run
+
 
 @ffi.def_extern()
+@_calls_handlers
 def _pyrdk_error_cb(rk, err, reason, opaque):
     cbs = _lookup(opaque)
     if cbs is None:
@@ -296,6 +317,7 @@ def _pyrdk_log_cb(rk, level, fac, buf):
 
 
 @ffi.def_extern()
+@_calls_handlers
 def _pyrdk_stats_cb(rk, json, json_len, opaque):
     cbs = _lookup(opaque)
     if cbs is not None and cbs.on_stats is not None:
@@ -311,6 +333,7 @@ DEFERRED = object()
 
 
 @ffi.def_extern()
+@_calls_handlers
 def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
     """Tell the handler, then assign or revoke (``rd_kafka_assign`` or the incremental pair).
 
@@ -352,6 +375,7 @@ def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
 
 
 @ffi.def_extern()
+@_calls_handlers
 def _pyrdk_offset_commit_cb(rk, err, offsets, opaque):
     cbs = _lookup(opaque)
     if cbs is None or cbs.on_commit is None:

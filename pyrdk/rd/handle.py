@@ -45,33 +45,53 @@ LibrdkafkaVersion = collections.namedtuple("LibrdkafkaVersion", "runtime built_a
 
 
 class _Use:
-    """The context manager behind ``Handle.use`` (a class: it is on every call's path)."""
-    __slots__ = ("_handle", "_closed_ok", "_held")
+    """The context manager behind ``Handle.use`` (a class: it is on every call's path).
+
+    The count of uses goes up and down by thread, with no call between the steps: the
+    interpreter raises KeyboardInterrupt (a signal's handler) only at a call, a function's
+    start or a loop's end. One that lands after the count went up, in ``__enter__``, takes
+    it down again; one at the very start of ``__exit__`` leaves the count up, and
+    ``close()`` in that thread tells it from a call in progress (see there)."""
+    __slots__ = ("_handle", "_closed_ok", "_thread")
 
     def __init__(self, handle, closed_ok):
         self._handle = handle
         self._closed_ok = closed_ok
-        self._held = False
+        self._thread = None
 
     def __enter__(self):
         h = self._handle
-        with h._cond:
-            closed = h._closing or h._ptr is None
-            if closed and not self._closed_ok:
-                raise h.refusal()
-            if h._pid != os.getpid():
-                raise h.refusal(forked=True)
-            if closed:
-                return None
-            h._users += 1
-        self._held = True
+        me = threading.get_ident()
+        try:
+            with h._lock:  # the lock itself: a C context manager, with no function start to interrupt
+                closed = h._closing or h._ptr is None
+                if closed and not self._closed_ok:
+                    raise h.refusal()
+                if h._pid != os.getpid():
+                    raise h.refusal(forked=True)
+                if closed:
+                    return None
+                h._users += 1
+                h._by_thread[me] += 1
+                self._thread = me
+        except BaseException as exc:
+            if self._thread is not None:  # interrupted once counted: uncount it
+                self.__exit__(type(exc), exc, exc.__traceback__)
+            raise
         return h._ptr
 
     def __exit__(self, *exc_info):
-        if self._held:
+        me = self._thread
+        if me is not None:
             h = self._handle
-            with h._cond:
+            with h._lock:
                 h._users -= 1
+                left = h._by_thread[me] - 1
+                if left:
+                    h._by_thread[me] = left
+                else:
+                    del h._by_thread[me]
+                self._thread = None
                 if h._users == 0:
                     h._cond.notify_all()
             if exc_info[0] is None:  # else it waits for the next call: never mask the one raised
@@ -96,8 +116,10 @@ class Handle:
         self.stats_enabled = _stats_enabled(config)  # whether librdkafka reports statistics
         if self.stats_enabled and self._cbs.on_stats is None:
             self._cbs.on_stats = self._on_stats
-        self._cond = threading.Condition()
-        self._users = 0
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._users = 0  # calls in progress (use())
+        self._by_thread = collections.defaultdict(int)  # the same, by thread ident
         self._closing = False
         self._topics = {}
         self._queue = None
@@ -184,8 +206,28 @@ class Handle:
         return self._pid == os.getpid()
 
     def close(self, consumer_close=True):
-        """Wait for calls in flight, then ``rd_kafka_consumer_close`` and ``rd_kafka_destroy``."""
+        """Wait for calls in flight in other threads, then ``rd_kafka_consumer_close`` and
+        ``rd_kafka_destroy``.
+
+        A call this thread still counts is one a KeyboardInterrupt cut short in its last
+        step (see ``_Use``), unless this thread is in one of librdkafka's callbacks, inside
+        a call on a handle: closing a handle from there would free it under that call, so
+        that raises RuntimeError instead."""
+        me = threading.get_ident()
         with self._cond:
+            own = self._by_thread.get(me, 0)
+            if own and callbacks.in_callback():  # a call of this thread is in progress
+                if self._closing:
+                    return  # another thread closes it, once that call has returned
+                raise RuntimeError("close() of the %s from inside one of its own callbacks (rebalance, "
+                                   "error, statistics or commit): librdkafka is still in the call that "
+                                   "runs it; close it after that call has returned"
+                                   % (self._what or "%s %s" % (self.kind, getattr(self, "name", ""))))
+            if own:  # no call of this thread is in progress: an interrupt cut their end short
+                log.debug("%s: %d call(s) cut short by an interrupt", self.name, own)
+                del self._by_thread[me]
+                self._users -= own
+                self._cond.notify_all()
             if self._closing:
                 return
             self._closing = True
