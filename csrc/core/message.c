@@ -365,9 +365,9 @@ static PyObject *get_timestamp_dt(message_t *self, void *closure) {
         return dt;
 }
 
-/* value and the key, which a consumer reads per message, are read-only members, which the
- * interpreter reads straight from the object (a getset costs a call of the getter); both are
- * set in every Message there is. message_setattro() writes them. */
+/* value and the key, which a consumer reads per message, are read-only members: the
+ * interpreter reads them straight from the object (a getset costs a call of its getter).
+ * Both are set in every Message made; message_setattro() writes them. */
 static PyMemberDef message_members[] = {
         {"value", Py_T_OBJECT_EX, FIELD(value), Py_READONLY, NULL},
         {"partition_key", Py_T_OBJECT_EX, FIELD(key), Py_READONLY, NULL},
@@ -375,8 +375,9 @@ static PyMemberDef message_members[] = {
         {NULL, 0, 0, 0, NULL},
 };
 
-/* The offset of the member name is, when self's type finds this type's descriptor for it
- * (a subclass may put its own in front), or -1 (an exception set when it was raised). */
+/* The offset of the member name when message_setattro() writes it: one of the two, found
+ * by self's type as this type's own descriptor (a subclass may put its own in front).
+ * Otherwise -1, with an exception set if one was raised. */
 static Py_ssize_t written_member(PyObject *self, PyObject *name) {
         core_state *st = core_state_of_type(Py_TYPE(self));
         Py_ssize_t offset;

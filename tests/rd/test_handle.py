@@ -1,7 +1,11 @@
 """rd.handle: an ``rd_kafka_t`` from ``rd_kafka_new`` to ``rd_kafka_destroy`` — produce,
 consume, metadata, offsets, and closing while other threads use it."""
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 import uuid
 
 import pytest
@@ -315,7 +319,6 @@ def test_close_from_inside_a_callback_of_its_own_call_is_refused(handles):
 
 
 _CTRL_C_CHILD = """
-import sys
 from pyrdk.rd.handle import Handle
 h = Handle("producer", {"bootstrap.servers": "127.0.0.1:1"})
 print("ready", flush=True)
@@ -332,10 +335,6 @@ print("closed", h.closed, flush=True)
 def test_ctrl_c_in_a_loop_of_calls_never_hangs_close_or_exit():
     """Real processes in a loop of calls, each sent SIGINT: every one closes its handle and
     exits. (Before, about one in ten was left with a call counted and hung in close().)"""
-    import signal
-    import subprocess
-    import sys
-    import time
     for _ in range(12):
         proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_CHILD], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
