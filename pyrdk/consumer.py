@@ -239,6 +239,7 @@ class Consumer:
 
     def _close(self):
         """Stop reading: forget what was fetched and not returned, close the handle."""
+        self._handle.check_close()
         self._running = False
         self._core.clear()
         self._stash.clear()

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from pyrdk import KafkaClient
+from pyrdk.exceptions import ProducerStoppedException
 
 pytestmark = pytest.mark.kafka
 
@@ -75,6 +76,27 @@ def test_a_failing_callback_is_logged_not_raised(topic, caplog):
             until(lambda: producer.stats() is not None, "a snapshot")
             producer.produce(b"y")
     assert any("stats_callback" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def test_stopping_from_a_stats_callback_is_refused_and_changes_nothing(topic, caplog):
+    """librdkafka runs the callback inside a poll of the producer: stop() there raises (logged,
+    as any exception of the callback) before it changes anything, and works afterwards."""
+    refused = []
+
+    def stop_here(stats):
+        try:
+            producer.stop()
+        except RuntimeError as exc:
+            refused.append(exc)
+            raise
+    with caplog.at_level(logging.ERROR, logger="pyrdk"):
+        producer = topic.get_producer(linger_ms=5, statistics_interval_ms=50, stats_callback=stop_here)
+        until(lambda: refused, "a refused stop()")
+    assert "from inside one of its own callbacks" in str(refused[0])
+    producer.produce(b"still running")
+    producer.stop()
+    with pytest.raises(ProducerStoppedException):
+        producer.produce(b"after stop")
 
 
 def test_bad_statistics_arguments_are_named(kafka_hosts, topic):

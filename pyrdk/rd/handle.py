@@ -205,24 +205,31 @@ class Handle:
         """False in a child process forked after the handle was made."""
         return self._pid == os.getpid()
 
+    def check_close(self):
+        """Raise RuntimeError where ``close()`` may not run: in this thread, inside one of
+        librdkafka's callbacks during a call on this handle (closing would free the handle
+        under that call). Producers and consumers ask before their ``stop()`` changes
+        anything."""
+        if self._by_thread.get(threading.get_ident()) and callbacks.in_callback() and not self._closing:
+            raise RuntimeError("stopping the %s from inside one of its own callbacks (a rebalance "
+                               "listener, stats_callback): librdkafka is still in the call that runs "
+                               "it; stop it after that call has returned"
+                               % (self._what or "%s %s" % (self.kind, getattr(self, "name", ""))))
+
     def close(self, consumer_close=True):
         """Wait for calls in flight in other threads, then ``rd_kafka_consumer_close`` and
         ``rd_kafka_destroy``.
 
         A call this thread still counts is one a KeyboardInterrupt cut short in its last
         step (see ``_Use``), unless this thread is in one of librdkafka's callbacks, inside
-        a call on a handle: closing a handle from there would free it under that call, so
-        that raises RuntimeError instead."""
+        a call on this handle: there ``check_close()`` raises RuntimeError, and a close
+        another thread began is left to it."""
         me = threading.get_ident()
         with self._cond:
+            self.check_close()
             own = self._by_thread.get(me, 0)
             if own and callbacks.in_callback():  # a call of this thread is in progress
-                if self._closing:
-                    return  # another thread closes it, once that call has returned
-                raise RuntimeError("close() of the %s from inside one of its own callbacks (rebalance, "
-                                   "error, statistics or commit): librdkafka is still in the call that "
-                                   "runs it; close it after that call has returned"
-                                   % (self._what or "%s %s" % (self.kind, getattr(self, "name", ""))))
+                return  # another thread closes it, once that call has returned
             if own:  # no call of this thread is in progress: an interrupt cut their end short
                 log.debug("%s: %d call(s) cut short by an interrupt", self.name, own)
                 del self._by_thread[me]
