@@ -13,6 +13,7 @@ import pytest
 from pyrdk.testing import free_port
 from tests.cli.util import BIN, assert_one_line_error, run
 from tests.fix_kafka import commit, fill, make_topic, running_member, tansu_gap, unique_name
+from tests.rd.util import default_sigint
 
 pytestmark = pytest.mark.kafka
 
@@ -240,7 +241,8 @@ def test_lag_watch_refreshes_until_interrupted(kafka_hosts, client, topic_name, 
     fill(topic, {0: 2})
     commit(topic, group_name, {0: 1})
     proc = subprocess.Popen([sys.executable, "-m", "pyrdk", "--hosts", kafka_hosts, "lag", group_name.decode(),
-                             "--watch", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "--watch", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=default_sigint)
     try:
         seen = 0
         while seen < 3:

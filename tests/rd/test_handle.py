@@ -337,7 +337,7 @@ def test_ctrl_c_in_a_loop_of_calls_never_hangs_close_or_exit():
     exits. (Before, about one in ten was left with a call counted and hung in close().)"""
     for _ in range(12):
         proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_CHILD], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=util.default_sigint)
         try:
             assert proc.stdout.readline() == "ready\n"
             time.sleep(0.02)

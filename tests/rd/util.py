@@ -1,4 +1,6 @@
-"""Helpers for the rd tests: waiting for an outcome, producing and consuming N messages."""
+"""Helpers for the rd tests: waiting for an outcome, producing and consuming N messages, a
+child process that Ctrl-C reaches."""
+import signal
 import time
 
 import pytest
@@ -19,6 +21,13 @@ def wait_until(predicate, what, step=None, timeout_s=WAIT_S):
             pytest.fail("gave up waiting for %s" % what)
         if step is None:
             time.sleep(0.05)
+
+
+def default_sigint():
+    """``preexec_fn`` of a child that a test sends SIGINT: a shell's background job (``make
+    test &``) runs with SIGINT ignored, its children inherit that, and Python then installs
+    no KeyboardInterrupt handler. The child gets the default back, as under a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def consume(handle, count, timeout_s=WAIT_S):
