@@ -282,11 +282,10 @@ class Producer:
         with self._lock:
             if not self._running:
                 return
-            assert self._handle is not None  # start() made it
-            self._handle.check_close()
+            handle, core, poller = self._handle, self._core, self._poller
+            assert handle is not None and core is not None and poller is not None  # start() made them
+            handle.check_close()
             self._running = False
-        handle, core, poller = self._handle, self._core, self._poller
-        assert handle is not None and core is not None and poller is not None  # start() made them
         core.close()  # produce() now raises ProducerStoppedException
         try:
             self._wait_entered(self._pending_timeout_ms)
