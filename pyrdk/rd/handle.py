@@ -71,7 +71,6 @@ class _Use:
                     raise h.refusal(forked=True)
                 if closed:
                     return None
-                h._users += 1
                 h._by_thread[me] += 1
                 self._thread = me
         except BaseException as exc:
@@ -85,14 +84,13 @@ class _Use:
         if me is not None:
             h = self._handle
             with h._lock:
-                h._users -= 1
                 left = h._by_thread[me] - 1
                 if left:
                     h._by_thread[me] = left
                 else:
                     del h._by_thread[me]
                 self._thread = None
-                if h._users == 0:
+                if not h._by_thread:
                     h._cond.notify_all()
             if exc_info[0] is None:  # else it waits for the next call: never mask the one raised
                 h._cbs.reraise()
@@ -118,8 +116,7 @@ class Handle:
             self._cbs.on_stats = self._on_stats
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
-        self._users = 0  # calls in progress (use())
-        self._by_thread = collections.defaultdict(int)  # the same, by thread ident
+        self._by_thread = collections.defaultdict(int)  # calls in progress (use()), by thread ident
         self._closing = False
         self._topics = {}
         self._queue = None
@@ -181,7 +178,7 @@ class Handle:
     def refusal(self, forked=False):
         """The exception for a call on this handle once it is closed, or from a child
         process forked after it was made."""
-        what = self._what or "%s %s" % (self.kind, getattr(self, "name", ""))
+        what = self._described()
         if forked:
             return self._closed_exc("the %s was created in another process: librdkafka's threads "
                                     "do not survive fork(); create it after forking" % what)
@@ -205,6 +202,16 @@ class Handle:
         """False in a child process forked after the handle was made."""
         return self._pid == os.getpid()
 
+    @property
+    def _users(self):
+        """The number of calls in progress (``use()``), of every thread."""
+        with self._lock:  # the dict changes under it otherwise
+            return sum(self._by_thread.values())
+
+    def _described(self):
+        """How errors name the handle: its ``what``, else its kind and name."""
+        return self._what or "%s %s" % (self.kind, getattr(self, "name", ""))
+
     def check_close(self):
         """Raise RuntimeError where ``close()`` may not run: in this thread, inside one of
         librdkafka's callbacks during a call on this handle (closing would free the handle
@@ -213,8 +220,7 @@ class Handle:
         if self._by_thread.get(threading.get_ident()) and callbacks.in_callback() and not self._closing:
             raise RuntimeError("stopping the %s from inside one of its own callbacks (a rebalance "
                                "listener, stats_callback): librdkafka is still in the call that runs "
-                               "it; stop it after that call has returned"
-                               % (self._what or "%s %s" % (self.kind, getattr(self, "name", ""))))
+                               "it; stop it after that call has returned" % self._described())
 
     def close(self, consumer_close=True):
         """Wait for calls in flight in other threads, then ``rd_kafka_consumer_close`` and
@@ -226,14 +232,11 @@ class Handle:
         another thread began is left to it."""
         me = threading.get_ident()
         with self._cond:
-            self.check_close()
+            self.check_close()  # in a callback, raises unless another thread is closing
             own = self._by_thread.get(me, 0)
-            if own and callbacks.in_callback():  # a call of this thread is in progress
-                return  # another thread closes it, once that call has returned
-            if own:  # no call of this thread is in progress: an interrupt cut their end short
+            if own and not callbacks.in_callback():  # none in progress: an interrupt cut their end short
                 log.debug("%s: %d call(s) cut short by an interrupt", self.name, own)
                 del self._by_thread[me]
-                self._users -= own
                 self._cond.notify_all()
             if self._closing:
                 return
