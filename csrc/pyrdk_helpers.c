@@ -2,6 +2,7 @@
  * rd_kafka_producev) and the delivery-report path, which runs on librdkafka's thread
  * without the GIL. The hot paths that make Python objects are the C core's (csrc/core/). */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -251,4 +252,23 @@ rd_kafka_resp_err_t pyrdk_produce(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka
 void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt) {
         for (size_t i = 0; i < cnt; i++)
                 rd_kafka_message_destroy(msgs[i]);
+}
+
+char *pyrdk_conf_properties(void) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+
+        if (!fp)
+                return NULL;
+        rd_kafka_conf_properties_show(fp);
+        if (fclose(fp) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
+}
+
+void pyrdk_free(void *p) {
+        free(p);
 }

@@ -52,4 +52,9 @@ rd_kafka_resp_err_t pyrdk_produce(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka
                                   rd_kafka_headers_t *headers, uintptr_t id, size_t max_size);
 void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt);
 
+/* rd_kafka_conf_properties_show()'s table of every property (its name, the clients it
+ * applies to, ...) as one string, or NULL; free it with pyrdk_free(). */
+char *pyrdk_conf_properties(void);
+void pyrdk_free(void *p);
+
 #endif

@@ -21,7 +21,7 @@ from pyrdk.exceptions import (GroupIdNotFoundError, InternalTopicExcluded, Kafka
                               NoBrokersAvailableError, NonEmptyGroupError, SocketDisconnectedError, UnknownMemberId,
                               for_code)
 from pyrdk.handlers import ThreadingHandler
-from pyrdk.rd import admin
+from pyrdk.rd import admin, conf
 from pyrdk.rd.callbacks import security_failure
 from pyrdk.rd.handle import Handle
 from pyrdk.rd.partitions import TopicPartition
@@ -204,7 +204,7 @@ class Cluster:
         self.stats_callback = stats_callback  # the default of producers and consumers
         self._timeout_ms = socket_timeout_ms
         # The metadata handle is polled only now and then: it keeps no statistics.
-        self._handle = Handle("producer", {k: v for k, v in self.rdkafka_config.items()
+        self._handle = Handle("producer", {k: v for k, v in self.config_for("producer").items()
                                            if k != "statistics.interval.ms"}, what="KafkaClient")
         self._brokers: dict[int, Broker] = {}
         self._topics = TopicDict(self, exclude_internal_topics)
@@ -213,6 +213,12 @@ class Cluster:
         except BaseException:
             self._handle.close()
             raise
+
+    def config_for(self, kind: str) -> dict[str, Any]:
+        """A copy of ``rdkafka_config`` for a handle of ``kind`` ("producer" or "consumer"):
+        without the properties librdkafka reads only in the other kind, which it would
+        ignore with a CONFWARN (``pyrdk.rd.conf.for_kind``)."""
+        return conf.for_kind(self.rdkafka_config, kind)
 
     @property
     def brokers(self) -> dict[int, Broker]:
@@ -339,7 +345,7 @@ class Cluster:
     def _group_handle(self, consumer_group):
         """A consumer-type handle of ``consumer_group`` that joins nothing: it only commits and
         fetches the group's offsets. Close it after use."""
-        config = dict(self.rdkafka_config)
+        config = self.config_for("consumer")
         config.update({"group.id": to_str(consumer_group, "consumer_group"),
                        "enable.auto.commit": False})
         return Handle("consumer", config, what="offsets of group %r" % consumer_group)

@@ -187,7 +187,7 @@ class Consumer:
             offsets_commit_max_retries=offsets_commit_max_retries)
         self._commit_retries = offsets_commit_max_retries
         self._commit_backoff_ms = offsets_channel_backoff_ms
-        self._config = dict(cluster.rdkafka_config)
+        self._config = cluster.config_for("consumer")
         self._reset_offset_on_fetch = reset_offset_on_fetch
         self._config.update({
             "group.id": group_id,

@@ -186,7 +186,7 @@ class Producer:
         self._in_transaction = False
         self._txn_fatal: Optional[KafkaException] = None  # the fatal error a transactional call raised
         self._aborting = False  # purged messages of an aborted transaction are not failures to tell
-        self._config = dict(cluster.rdkafka_config)
+        self._config = cluster.config_for("producer")
         self._config.update({
             "compression.codec": self._compression.codec,
             "message.send.max.retries": max_retries,

@@ -1,4 +1,5 @@
 """KafkaClient: construction, bad input, unreachable brokers."""
+import logging
 import subprocess
 import sys
 
@@ -62,6 +63,34 @@ def test_bad_config_value_names_key_and_value():
     with pytest.raises(ConfigurationError) as info:
         KafkaClient(hosts="127.0.0.1:1", rdkafka_config={"socket.timeout.ms": "forever"})
     assert "socket.timeout.ms" in str(info.value) and "forever" in str(info.value)
+
+
+@pytest.mark.kafka
+def test_a_shared_config_gives_each_kind_of_client_its_own_properties(kafka_hosts, topic, caplog):
+    """A client-wide rdkafka_config holds producer and consumer properties alike: each
+    handle gets those of its kind (and the common ones), so librdkafka warns of none."""
+    shared = {"sticky.partitioning.linger.ms": 7, "fetch.max.bytes": 2000000, "group.id": "shared",
+              "client.id": "shared-client"}
+    client = KafkaClient(hosts=kafka_hosts, rdkafka_config=shared)
+    with caplog.at_level(logging.WARNING, logger="pyrdk"):
+        client.update_cluster()
+        producer = client.topics[topic.name].get_producer()
+        producer.produce(b"m")
+        producer.stop()
+        consumer = client.topics[topic.name].get_simple_consumer(consumer_timeout_ms=1000)
+        assert [m.value for m in consumer] == [b"m"]
+        consumer.stop()
+    assert not [r.getMessage() for r in caplog.records if "CONFWARN" in r.getMessage()]
+    assert producer._config["sticky.partitioning.linger.ms"] == 7 and producer._config["client.id"] == "shared-client"
+    assert "fetch.max.bytes" not in producer._config and "group.id" not in producer._config
+    assert consumer._config["fetch.max.bytes"] == 2000000 and consumer._config["client.id"] == "shared-client"
+    assert "sticky.partitioning.linger.ms" not in consumer._config
+    # Given to the producer itself, a consumer property still reaches librdkafka, which warns.
+    with caplog.at_level(logging.WARNING, logger="pyrdk"):
+        producer = client.topics[topic.name].get_producer(rdkafka_config={"fetch.max.bytes": 2000000})
+        producer.produce(b"n")
+        producer.stop()
+    assert any("CONFWARN" in r.getMessage() and "fetch.max.bytes" in r.getMessage() for r in caplog.records)
 
 
 def test_librdkafka_version_names_runtime_and_headers():

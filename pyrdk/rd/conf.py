@@ -3,6 +3,8 @@
 Topic-level properties go through the same call: librdkafka puts them in the default
 topic configuration.
 """
+import functools
+
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import ConfigurationError
 from pyrdk.rd import errors
@@ -101,3 +103,36 @@ def check(config, arguments, given=()):
                 raise type(exc)("%s=%r: %s" % (arguments[key], value, exc)) from None
     finally:
         conf.destroy()
+
+
+# The kind of a Handle ("producer" or "consumer") and the role letter librdkafka's property
+# table gives what only the other kind reads.
+_OTHER_ROLE = {"producer": "C", "consumer": "P"}
+
+
+@functools.lru_cache(maxsize=None)
+def roles():
+    """``{property: "C", "P" or "*"}``: the clients each property applies to (consumers,
+    producers, both), read from ``rd_kafka_conf_properties_show``'s table."""
+    text = lib.pyrdk_conf_properties()
+    if text == ffi.NULL:
+        return {}
+    try:
+        table = ffi.string(text).decode("utf-8", "replace")
+    finally:
+        lib.pyrdk_free(text)
+    found = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.split("|")]
+        if len(cells) > 2 and cells[1] in ("C", "P", "*"):
+            found.setdefault(cells[0], cells[1])
+    return found
+
+
+def for_kind(config, kind):
+    """``config`` without the properties librdkafka reads only in the other kind of client
+    than ``kind`` ("producer" or "consumer"): a configuration that a KafkaClient shares
+    between its producers and consumers would otherwise make librdkafka log a CONFWARN
+    for each such property in every handle."""
+    other, known = _OTHER_ROLE[kind], roles()
+    return {key: value for key, value in config.items() if known.get(key) != other}
