@@ -107,12 +107,8 @@ void producer_forget(struct producer_s *self, uint64_t id) {
         slot_of(self, id)->msg = NULL;
 }
 
-/* A Message made anew from a weak entry whose Message was freed (its references taken). */
-static PyObject *remade(producer_t *self, slot_t *s) {
-        message_t *msg = message_new(state_of(self));
-
-        if (!msg)
-                return NULL;
+/* msg, made anew from a weak entry whose Message was freed (its references taken). */
+static PyObject *remade(producer_t *self, slot_t *s, message_t *msg) {
         msg->value = s->value;
         msg->key = s->key;
         msg->partition = s->partition;
@@ -142,12 +138,28 @@ static void keep_value(producer_t *self, slot_t *s) {
 /* The Message of id, no longer kept: a new reference, made anew when it was freed and
  * remake is true; else NULL (none, or with an exception when it could not be made).
  * reported: its delivery report came (librdkafka is done with its value). */
+static int is_kept(producer_t *self, uint64_t id) {
+        return id >= self->oldest_id && id < self->next_id && slot_of(self, id)->used;
+}
+
 static PyObject *kept_take(producer_t *self, uint64_t id, int remake, int reported) {
         PyObject *msg = NULL, *drop[3];
+        message_t *fresh = NULL;
         slot_t *s;
 
-        if (id < self->oldest_id || id >= self->next_id || !(s = slot_of(self, id))->used)
+        if (!is_kept(self, id))
                 return NULL;
+        if (remake && slot_of(self, id)->weak && !slot_of(self, id)->msg) {
+                /* Made before the slot is read: making it may run a collection, and finalizers
+                 * that produce (and so move the table) or take this id themselves. */
+                if (!(fresh = message_new(state_of(self))))
+                        return NULL;
+                if (!is_kept(self, id)) {
+                        Py_DECREF(fresh);
+                        return NULL;
+                }
+        }
+        s = slot_of(self, id);
         if (!reported)
                 keep_value(self, s);
         if (!s->weak)
@@ -155,8 +167,11 @@ static PyObject *kept_take(producer_t *self, uint64_t id, int remake, int report
         else if (s->msg) {
                 msg = Py_NewRef(s->msg);
                 ((message_t *)msg)->core = NULL;
-        } else if (remake)
-                msg = remade(self, s);
+        } else if (fresh) {
+                msg = remade(self, s, fresh);
+                fresh = NULL;
+        }
+        Py_XDECREF(fresh); /* not needed after all */
         /* The slot is free before anything is let go: that may run Python code. */
         drop[0] = s->value;
         drop[1] = s->key;
@@ -265,16 +280,24 @@ static int refuse(producer_t *self, uint64_t id, int err) {
 /* Hand partition pid's queue to librdkafka, BATCH_AT_ONCE at a time. Every message it took
  * leaves the queue, also one after a refused one (never handed twice: librdkafka may be
  * reading it in place); what a full queue (or a closed handle) refuses stays, in order;
- * another refusal fails the message, for refused(). 0, or -1 with an exception. */
+ * another refusal fails the message, for refused(), once the queue is in order again
+ * (refuse() may run Python code, which may produce). 0, or -1 with an exception: then the
+ * refused messages not yet failed stay kept, for stop() to report. */
 static int hand_off_queue(producer_t *self, int32_t pid) {
         rd_kafka_message_t msgs[BATCH_AT_ONCE];
         unsigned char stays[BATCH_AT_ONCE];
+        uint64_t refused_ids[BATCH_AT_ONCE];
+        int refused_errs[BATCH_AT_ONCE];
 
         for (;;) {
-                queue_t *q = &self->queues[pid];
-                int n = q->len < BATCH_AT_ONCE ? (int)q->len : BATCH_AT_ONCE, full = 0, failed = 0;
+                queue_t *q;
+                int n, full = 0, nrefused = 0;
                 size_t w, gone;
 
+                if ((size_t)pid >= self->nqueues) /* take_all() emptied them meanwhile */
+                        return 0;
+                q = &self->queues[pid];
+                n = q->len < BATCH_AT_ONCE ? (int)q->len : BATCH_AT_ONCE;
                 if (n == 0)
                         return 0;
                 for (int i = 0; i < n; i++) {
@@ -293,12 +316,15 @@ static int hand_off_queue(producer_t *self, int32_t pid) {
                         stays[i] = 0;
                         if (!err)
                                 slot_of(self, id)->handed = 1;
-                        else if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL || failed)
-                                stays[i] = 1, full = 1; /* after an exception: tried again later */
-                        else if (refuse(self, id, err) < 0)
-                                failed = 1;
+                        else if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                                stays[i] = 1, full = 1;
+                        else {
+                                refused_ids[nrefused] = id;
+                                refused_errs[nrefused++] = err;
+                        }
                 }
-                /* The messages that stay move up against the rest of the queue, in order. */
+                /* The messages that stay move up against the rest of the queue, in order
+                 * (the values are bytes or None: letting them go runs no Python code). */
                 w = q->head + (size_t)n;
                 for (int i = n - 1; i >= 0; i--) {
                         queued_t *item = &q->items[q->head + (size_t)i];
@@ -314,8 +340,11 @@ static int hand_off_queue(producer_t *self, int32_t pid) {
                 q->len -= gone;
                 q->head = q->len ? w : 0;
                 self->queued -= gone;
-                if (failed)
-                        return -1;
+                if (nrefused)
+                        self->divert = 1; /* the producer raises them from the general path */
+                for (int k = 0; k < nrefused; k++)
+                        if (refuse(self, refused_ids[k], refused_errs[k]) < 0)
+                                return -1;
                 if (full)
                         return 0;
         }

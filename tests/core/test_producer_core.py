@@ -1,5 +1,6 @@
 """The producer's core: the fast path queues Messages per partition and hands them over,
 the general path gets everything else, delivery reports fill the Messages in."""
+import gc
 import os
 import sys
 import uuid
@@ -257,6 +258,45 @@ def test_messages_the_program_let_go_of_are_still_reported(mock_cluster, handles
     taken = the_core.take_all()
     assert sorted(m.value for m in taken) == [b"w%d" % i for i in range(5)] and len(the_core) == 0
     assert {(m.partition_id, m.partition, m.offset) for m in taken} == {(0, "p0", -1)}
+
+
+@pytest.mark.mock
+def test_a_finalizer_that_produces_while_failed_messages_are_made_anew_loses_none(mock_cluster, handles):
+    """Reports of messages the program let go of make each Message anew; making one may run
+    a collection, and a finalizer may produce meanwhile, which grows the core's table."""
+    topic = "pcore-" + uuid.uuid4().hex[:10]
+    mock_cluster.create_topic(topic, 2, 1)
+    reports, fired = [], []
+    handle = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 60000},
+                     on_deliveries=lambda *columns: reports.extend(the_core.deliver(*columns)))
+    the_core = core.producer_core(handle, topic, [(0, "p0"), (1, "p1")], None, CompressionType.NONE, 1000, 1, False,
+                                  lambda *args: "general")
+    values = [b"v%d" % i for i in range(3000)]
+    later = [b"later%d" % i for i in range(6000)]
+    for value in values:
+        the_core.produce(value)
+
+    def produce_more():
+        if not fired and len(the_core) < 2500:  # inside deliver(): some of them made anew already
+            fired.append(True)
+            for value in later:
+                the_core.produce(value)
+        elif not fired:
+            util.collect_then(produce_more)
+
+    handle.purge()
+    threshold = gc.get_threshold()
+    gc.collect()
+    util.collect_then(produce_more)
+    try:
+        handle.poll(util.WAIT_S * 1000)  # serves the purge's reports
+    finally:
+        gc.set_threshold(*threshold)
+    assert fired
+    handle.purge()
+    assert handle.flush(util.WAIT_S * 1000)
+    assert sorted(m.value for m, _ in reports) == sorted(values + later)
+    assert {err for _, err in reports} == {errors.PURGE_QUEUE} and len(the_core) == 0
 
 
 @pytest.mark.mock

@@ -1,5 +1,6 @@
 """Helpers for the rd tests: waiting for an outcome, producing and consuming N messages, a
 child process that Ctrl-C reaches."""
+import gc
 import signal
 import time
 
@@ -21,6 +22,19 @@ def wait_until(predicate, what, step=None, timeout_s=WAIT_S):
             pytest.fail("gave up waiting for %s" % what)
         if step is None:
             time.sleep(0.05)
+
+
+def collect_then(action):
+    """Run ``action`` from a finalizer at the next collection of the cyclic GC, made to come
+    at the next allocation of a GC-tracked object: the caller puts the threshold back
+    (``gc.set_threshold(*threshold)``) once the code under test has run."""
+    class Trigger:
+        def __del__(self):
+            action()
+    trigger = Trigger()
+    trigger.cycle = trigger
+    del trigger
+    gc.set_threshold(1)
 
 
 def default_sigint():
