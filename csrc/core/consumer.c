@@ -88,6 +88,11 @@ static void ring_clear(consumer_t *self) {
 
 /* -- next offsets ---------------------------------------------------------------------------- */
 
+/* The offset after offset (the largest stays: a Message's offset is any int64). */
+static int64_t after(int64_t offset) {
+        return offset < INT64_MAX ? offset + 1 : INT64_MAX;
+}
+
 /* next[pid] = value (NEXT_UNKNOWN: None, NEXT_ABSENT: forget it). 0, or -1 with an exception. */
 static int next_set(consumer_t *self, long long pid, int64_t value) {
         if (pid >= 0 && pid < NEXT_ARRAY_MAX) {
@@ -145,7 +150,7 @@ static PyObject *consumer_pop(consumer_t *self, int *error) {
         if (!self->len)
                 return NULL;
         msg = (message_t *)ring_pop(self);
-        if (next_set(self, msg->partition_id, msg->offset + 1) < 0) {
+        if (next_set(self, msg->partition_id, after(msg->offset)) < 0) {
                 Py_DECREF(msg);
                 *error = 1;
                 return NULL;
@@ -276,6 +281,12 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
                 }
                 if (!(msg = message_consumed(st, m, topic, partition)))
                         goto done;
+                /* Making the Message may have run a collection, whose finalizers may have
+                 * added to the buffer (a consumer's resume()): the room is checked again. */
+                if (ring_reserve(self, 1) < 0) {
+                        Py_DECREF(msg);
+                        goto done;
+                }
                 ring_push(self, msg);
                 count++;
         }
@@ -392,7 +403,7 @@ static PyObject *consumer_add_records(consumer_t *self, PyObject *const *args, P
                         goto done;
                 }
                 Py_DECREF(rec);
-                if (next_set(self, m->partition, m->offset + 1) < 0) /* counted, as add_columns() counts */
+                if (next_set(self, m->partition, after(m->offset)) < 0) /* counted, as add_columns() counts */
                         goto done;
         }
         result = PyTuple_Pack(2, runs, positions);
@@ -534,7 +545,7 @@ static PyObject *consumer_add_columns(consumer_t *self, PyObject *pointers) {
                         offsets[row] = m->offset;
                         timestamps[row] = rd_kafka_message_timestamp(m, &tstype);
                         types[row] = (int32_t)tstype;
-                        if (next_set(self, m->partition, m->offset + 1) < 0) /* counted, as take() counts */
+                        if (next_set(self, m->partition, after(m->offset)) < 0) /* counted, as take() counts */
                                 goto done;
                         row++;
                 }
@@ -570,6 +581,13 @@ static PyObject *consumer_take(consumer_t *self, PyObject *arg) {
         n = max < 0 ? 0 : (size_t)max < self->len ? max : (Py_ssize_t)self->len;
         if (!(out = PyList_New(n)))
                 return NULL;
+        /* Making the list may have run a collection, whose finalizers may have emptied the
+         * buffer (a consumer's stop()): what is left is taken. */
+        if ((size_t)n > self->len && PyList_SetSlice(out, (Py_ssize_t)self->len, n, NULL) < 0) {
+                Py_DECREF(out);
+                return NULL;
+        }
+        n = PyList_GET_SIZE(out);
         for (Py_ssize_t i = 0; i < n; i++) {
                 PyObject *msg = consumer_pop(self, &error);
 
@@ -692,41 +710,48 @@ static int in_pids(PyObject *pids, message_t *msg, int32_t *last, int *last_answ
 }
 
 static PyObject *consumer_take_partitions(consumer_t *self, PyObject *pids) {
-        PyObject *taken = PyList_New(0), **kept;
-        size_t nkept = 0, n = self->len;
+        size_t n = self->len, len, nkept = 0, t = 0;
+        PyObject **snap = NULL, **kept = NULL, *taken = NULL;
+        unsigned char *found = NULL;
         int32_t last = 0;
         int answer = -1;
 
-        if (!taken)
-                return NULL;
         if (!n)
-                return taken;
-        if (!(kept = PyMem_Malloc(n * sizeof(*kept)))) {
-                Py_DECREF(taken);
+                return PyList_New(0);
+        if (!(snap = PyMem_Malloc(n * sizeof(*snap))) || !(found = PyMem_Malloc(n))) {
+                PyMem_Free(snap);
                 return PyErr_NoMemory();
         }
-        for (size_t i = 0; i < n; i++) { /* ask first: `in` may run Python code */
-                message_t *msg = (message_t *)ring_at(self, i);
-                int found = in_pids(pids, msg, &last, &answer);
+        for (size_t i = 0; i < n; i++)
+                snap[i] = Py_NewRef(ring_at(self, i));
+        /* Ask first, of the buffer as it was: `in` may run Python code, which may change it. */
+        for (size_t i = 0; i < n; i++) {
+                int f = in_pids(pids, (message_t *)snap[i], &last, &answer);
 
-                if (found < 0 || (found && PyList_Append(taken, (PyObject *)msg) < 0)) {
-                        PyMem_Free(kept);
-                        Py_DECREF(taken);
-                        return NULL;
-                }
+                if (f < 0)
+                        goto done;
+                found[i] = (unsigned char)f;
         }
-        if (PyList_GET_SIZE(taken) == 0) {
-                PyMem_Free(kept);
-                return taken;
+        /* Take the ones found that are still in the buffer, in order; keep the others. */
+        if (!(taken = PyList_New(0)))
+                goto done;
+        len = self->len; /* from here on, no Python code runs */
+        if (!(kept = PyMem_Malloc((len ? len : 1) * sizeof(*kept)))) {
+                PyErr_NoMemory();
+                Py_CLEAR(taken);
+                goto done;
         }
-        /* Keep the others, in order. The buffer may have changed while `in` ran: the taken
-         * ones are those still in it. */
-        for (size_t i = 0, t = 0; i < self->len; i++) {
+        for (size_t i = 0; i < len; i++) {
                 PyObject *msg = ring_at(self, i);
 
-                if (t < (size_t)PyList_GET_SIZE(taken) && PyList_GET_ITEM(taken, t) == msg) {
+                while (t < n && !found[t])
                         t++;
-                        Py_DECREF(msg);
+                if (t < n && snap[t] == msg) {
+                        t++;
+                        if (PyList_Append(taken, msg) < 0) { /* the buffer is as it was */
+                                Py_CLEAR(taken);
+                                goto done;
+                        }
                 } else
                         kept[nkept++] = msg;
         }
@@ -734,7 +759,14 @@ static PyObject *consumer_take_partitions(consumer_t *self, PyObject *pids) {
                 self->ring[i] = kept[i];
         self->head = 0;
         self->len = nkept;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(taken); i++)
+                Py_DECREF(PyList_GET_ITEM(taken, i)); /* the buffer's reference */
+done:
         PyMem_Free(kept);
+        PyMem_Free(found);
+        for (size_t i = 0; i < n; i++)
+                Py_DECREF(snap[i]);
+        PyMem_Free(snap);
         return taken;
 }
 

@@ -189,6 +189,100 @@ def test_take_partitions_asks_the_container_and_keeps_the_others_in_order():
     assert the_core.take(100) == [m for m in made if m.partition_id in (0, 2)]
 
 
+@pytest.mark.parametrize("change", ["grow", "empty"])
+def test_take_partitions_survives_a_container_that_changes_the_buffer(change):
+    """``in`` runs Python code, which may add to the buffer or empty it: each message still
+    ends up taken or buffered, once (the pure core's deque refuses the change)."""
+    the_core = core.consumer_core({})
+    made = [core.Message(b"%d" % i, partition_id=i % 4, offset=i // 4) for i in range(40)]
+    added = [core.Message(b"added%d" % i, partition_id=9, offset=i) for i in range(5000)]
+    the_core.extend(made)
+
+    class Changing:
+        asked = False
+
+        def __contains__(self, pid):
+            if not self.asked:
+                self.asked = True
+                if change == "grow":
+                    the_core.extend(added)
+                else:
+                    the_core.clear()
+            return pid in (1, 3)
+
+    try:
+        taken = the_core.take_partitions(Changing())
+    except RuntimeError:
+        assert core.implementation == "python"
+        taken = []
+    rest = the_core.take(10 ** 6)
+    assert all(m.partition_id in (1, 3) for m in taken)
+    everything = taken + rest
+    assert len({id(m) for m in everything}) == len(everything)
+    assert {id(m) for m in everything} == ({id(m) for m in made + added} if change == "grow" else set())
+
+
+def test_take_takes_what_is_left_when_a_collection_empties_the_buffer():
+    """Making the list may run a collection, and a finalizer may empty the buffer (as a
+    consumer's stop() does from another thread)."""
+    the_core = core.consumer_core({})
+    the_core.extend([core.Message(b"%d" % i, partition_id=0, offset=i) for i in range(10)])
+    threshold = gc.get_threshold()
+    gc.collect()
+    util.collect_then(the_core.clear)
+    try:
+        taken = the_core.take(5)
+    finally:
+        gc.set_threshold(*threshold)
+    assert len(taken) + len(the_core) <= 10 and all(isinstance(m, core.Message) for m in taken)
+    assert len(taken) == 5 or len(the_core) == 0
+
+
+def test_the_next_offset_after_the_largest_offset_is_no_overflow():
+    the_core = core.consumer_core({})
+    the_core.extend([core.Message(b"last", partition_id=3, offset=2 ** 63 - 1)])
+    the_core.take(1)
+    assert the_core.next_offsets()[3] >= 2 ** 63 - 1
+
+
+@pytest.mark.mock
+def test_a_finalizer_that_adds_while_a_batch_becomes_messages_loses_none(mock_cluster, handles):
+    """Making a Message may run a collection, and a finalizer may add to the buffer (as a
+    consumer's resume() does) while add() fills it."""
+    topic = "core-" + uuid.uuid4().hex[:10]
+    mock_cluster.create_topic(topic, 2, 1)
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers})
+    values = [b"m%d" % i for i in range(400)]
+    util.produce(producer, topic, [(i % 2, v, None, 0, None) for i, v in enumerate(values)])
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic,
+                                    "enable.partition.eof": False})
+    consumer.assign([(topic, 0, 0), (topic, 1, 0)])
+    the_core = core.consumer_core({0: "p0", 1: "p1"})
+    added = [core.Message(b"added%d" % i, partition_id=9, offset=i) for i in range(100)]
+    held = [core.Message(b"") for _ in range(3000)]  # the C core's free list is empty: each Message is a new object
+    fired = []
+
+    def add_more():
+        if not fired and len(the_core):  # inside add(): some of the batch made
+            fired.append(True)
+            the_core.extend(added)
+        elif not fired:
+            util.collect_then(add_more)
+
+    threshold = gc.get_threshold()
+    gc.collect()
+    util.collect_then(add_more)
+    try:
+        util.wait_until(lambda: fired, "the finalizer", step=lambda: _fetch(consumer, the_core))
+    finally:
+        gc.set_threshold(*threshold)
+    util.wait_until(lambda: len(the_core) >= 500, "the rest", step=lambda: _fetch(consumer, the_core))
+    everything = the_core.take(10 ** 6)
+    assert len({id(m) for m in everything}) == len(everything) == 500
+    assert sorted(m.value for m in everything) == sorted(values + [m.value for m in added])
+    del held
+
+
 def test_no_reference_is_kept_behind_by_any_method():
     partition, refill = object(), (lambda: None)
     partitions = {0: partition}
