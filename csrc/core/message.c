@@ -319,7 +319,9 @@ static PyObject *get_headers(message_t *self, void *closure) {
 }
 
 static int set_headers(message_t *self, PyObject *value, void *closure) {
-        if (set_object(self, value, closure) < 0)
+        if (value == Py_None) /* none: an empty list, made on first use */
+                Py_CLEAR(self->headers);
+        else if (set_object(self, value, closure) < 0)
                 return -1;
         if (self->c_headers) {
                 rd_kafka_headers_destroy(self->c_headers);
@@ -365,13 +367,22 @@ static PyObject *get_timestamp_dt(message_t *self, void *closure) {
         return dt;
 }
 
+/* Alias of partition_key: a subclass's own partition_key, if it has one. */
+static PyObject *get_key(message_t *self, void *closure) {
+        core_state *st = core_state_of_type(Py_TYPE(self));
+
+        (void)closure;
+        if (st && Py_TYPE(self) != st->message_type)
+                return PyObject_GetAttrString((PyObject *)self, "partition_key");
+        return get_object(self, (void *)FIELD(key));
+}
+
 /* value and the key, which a consumer reads per message, are read-only members: the
  * interpreter reads them straight from the object (a getset costs a call of its getter).
  * Both are set in every Message made; message_setattro() writes them. */
 static PyMemberDef message_members[] = {
         {"value", Py_T_OBJECT_EX, FIELD(value), Py_READONLY, NULL},
         {"partition_key", Py_T_OBJECT_EX, FIELD(key), Py_READONLY, NULL},
-        {"key", Py_T_OBJECT_EX, FIELD(key), Py_READONLY, "Alias of ``partition_key``."},
         {NULL, 0, 0, 0, NULL},
 };
 
@@ -426,6 +437,7 @@ static PyGetSetDef message_getset[] = {
         {"delivery_report_q", (getter)get_object, (setter)set_object,
          "The queue :meth:`Producer.get_delivery_report` reads this message's report from.",
          (void *)FIELD(delivery_report_q)},
+        {"key", (getter)get_key, NULL, "Alias of ``partition_key``.", NULL},
         {"timestamp_dt", (getter)get_timestamp_dt, NULL,
          "``timestamp`` as a UTC datetime (None when the message has none).", NULL},
         {NULL, NULL, NULL, NULL, NULL},
@@ -456,6 +468,7 @@ static int message_init(message_t *self, PyObject *args, PyObject *kwds) {
         PyObject *partition = Py_None, *topic = Py_None, *tstype = NULL, *compression = NULL, *attempt = NULL;
         PyObject *queue = Py_None;
         int64_t v_pid = -1, v_offset = -1, v_ts = 0, v_tstype = 0;
+        core_state *st;
 
         if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOOOOOOOO:Message", (char **)names, &value, &key, &pid,
                                          &offset, &timestamp, &headers, &partition, &topic, &tstype,
@@ -466,11 +479,14 @@ static int message_init(message_t *self, PyObject *args, PyObject *kwds) {
             (timestamp != Py_None && message_set_int("timestamp", timestamp, 64, &v_ts) < 0) ||
             (tstype && message_set_int("timestamp_type", tstype, 32, &v_tstype) < 0))
                 return -1;
-        set_object(self, value, (void *)FIELD(value));
-        set_object(self, key, (void *)FIELD(key));
+        st = core_state_of_type(Py_TYPE(self));
+        if (st && Py_TYPE(self) == st->message_type) {
+                set_object(self, value, (void *)FIELD(value));
+                set_object(self, key, (void *)FIELD(key));
+        } else if (PyObject_SetAttrString((PyObject *)self, "value", value) < 0 ||
+                   PyObject_SetAttrString((PyObject *)self, "partition_key", key) < 0)
+                return -1; /* through a subclass's own property, if it has one */
         set_headers(self, headers, (void *)FIELD(headers));
-        if (headers == Py_None)
-                Py_CLEAR(self->headers); /* made on first use */
         set_object(self, partition, (void *)FIELD(partition));
         set_object(self, topic, (void *)FIELD(topic));
         if (compression)

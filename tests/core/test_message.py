@@ -49,6 +49,8 @@ def test_fields_are_settable_and_keyword_arguments_work():
     msg.headers, msg.produce_attempt = [("x", None)], 2
     assert (msg.value, msg.partition_key, msg.offset, msg.timestamp) == ({"any": "object"}, "text", 2 ** 62, None)
     assert (msg.headers, msg.produce_attempt) == ([("x", None)], 2)
+    msg.headers = None  # none: an empty list again, as the constructor's default
+    assert msg.headers == []
     assert "offset=%d" % 2 ** 62 in repr(msg)
 
 
@@ -106,10 +108,25 @@ class _OwnValue(Message):
         self.given = value
 
 
+class _OwnKey(Message):
+    __slots__ = ("given_key",)
+
+    @property
+    def partition_key(self):
+        return ("own", self.given_key)
+
+    @partition_key.setter
+    def partition_key(self, key):
+        self.given_key = key
+
+
 def test_a_subclass_s_own_value_property_is_what_sets_and_reads_it():
     msg = _OwnValue(b"v")
+    assert msg.value == ("own", b"v") and msg.given == b"v"  # the constructor sets it through the property
     msg.value = b"w"
     assert msg.value == ("own", b"w") and msg.given == b"w"
+    keyed = _OwnKey(b"v", b"k")
+    assert keyed.given_key == b"k" and keyed.partition_key == keyed.key == ("own", b"k")
     plain = _Plain(b"v", partition_key=b"k")
     plain.value, plain.partition_key = b"x", b"y"  # the Message's own fields, through its setter
     assert (plain.value, plain.partition_key, plain.key) == (b"x", b"y", b"y")
