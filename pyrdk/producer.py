@@ -495,10 +495,11 @@ class Producer:
                 raise TypeError("produce_batch takes a list of values or (value, partition_key) pairs, not %r"
                                 % (messages,))
             try:
-                messages = list(messages)
+                items = iter(messages)
             except TypeError:
                 raise TypeError("produce_batch takes a list of values or (value, partition_key) pairs, not %s"
                                 % type(messages).__name__) from None
+            messages = list(items)  # what the iterable itself raises, it raises as it is: nothing is queued yet
         if not messages:
             return 0
         self._check()

@@ -815,6 +815,14 @@ def test_produce_batch_refuses_bad_messages(mock_topic):
         with pytest.raises(MessageSizeTooLarge) as info:
             producer.produce_batch([b"small", b"x" * 2000, b"never"])
         assert info.value.produced == 1 and "max_request_size=1000" in str(info.value)
+        with pytest.raises(TypeError, match="takes a list of values .* not int"):
+            producer.produce_batch(42)
+
+        def failing():
+            yield b"first"
+            raise TypeError("the program's own error")
+        with pytest.raises(TypeError, match="the program's own error"):  # as it is; nothing queued
+            producer.produce_batch(failing())
     with pytest.raises(ProducerStoppedException):
         producer.produce_batch([b"late"])
 
