@@ -31,6 +31,10 @@ def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms
         "bootstrap.servers": bootstrap(bootstrap_servers),
         "client.id": client_id,
         "metadata.max.age.ms": metadata_max_age_ms,
+        # aiokafka refreshes its metadata this often, which is how a pattern subscription
+        # finds new topics; librdkafka's own refresh is at most hourly.
+        "topic.metadata.refresh.interval.ms": min(metadata_max_age_ms, 3600000)
+        if isinstance(metadata_max_age_ms, int) else metadata_max_age_ms,
         "socket.timeout.ms": request_timeout_ms,
         "retry.backoff.ms": retry_backoff_ms,
         "security.protocol": security_protocol.lower(),

@@ -47,6 +47,20 @@ ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssigno
 RESETS = {"earliest": "earliest", "latest": "latest", "none": "error"}
 # ConsumerRecord._make, faster: a deserialized record is the core's with its key and value replaced.
 _record = functools.partial(tuple.__new__, ConsumerRecord)
+class _Undeserializable:
+    """A record the key or value deserializer raised on, in the buffer in its place: the
+    getmany() that reaches it raises ``error`` (the records before it are returned first),
+    and the record counts as consumed."""
+    __slots__ = ("record", "error")
+
+    def __init__(self, record, error):
+        self.record, self.error = record, error
+
+    @property
+    def offset(self):
+        return self.record.offset
+
+
 # How often librdkafka reports its statistics to a read_committed consumer, whose
 # last_stable_offset() reads the partitions' ls_offset there (librdkafka has no other API for it).
 LSO_STATISTICS_INTERVAL_MS = 1000
@@ -162,6 +176,7 @@ class AIOKafkaConsumer(Client):
         self._revoke_told = False  # the listener was told of the revocation before the next assignment
         self._assigning = None  # while on_partitions_assigned runs: {TopicPartition: offset it seeked to}
         self._errors = collections.deque()
+        self._may_fail = False  # the buffer may hold an _Undeserializable
         self._closed = False
         self._stopping = False
         self._metadata = {}  # topic -> set of partition ids, from the last metadata request
@@ -171,10 +186,10 @@ class AIOKafkaConsumer(Client):
     async def start(self):
         """Create the librdkafka consumer (``rd_kafka_new``), watch its queue, load the
         cluster's metadata, and subscribe to the topics given to the constructor."""
-        if self._handle is not None:
-            return
         if self._closed:
             raise ConsumerStoppedError("the consumer is stopped; make a new one")
+        if self._handle is not None:
+            return
         self._loop = asyncio.get_running_loop()
         self._core = consumer_core({})
         handle = Handle("consumer", self._config, Callbacks(on_rebalance=self._on_rebalance),
@@ -335,6 +350,7 @@ class AIOKafkaConsumer(Client):
     def _clear(self):
         self._buffer.clear()
         self._buffered = 0
+        self._may_fail = False
 
     # -- rebalances ----------------------------------------------------------------------------
 
@@ -410,13 +426,15 @@ class AIOKafkaConsumer(Client):
         if not self._handle.usable:
             return False
         runs, errs = self._handle.consume_batch(BATCH, 0, self._add)
+        raised = False
         for exc in errs:
             if isinstance(exc, OffsetOutOfRangeError) or getattr(exc, "fatal", False):
                 self._errors.append(_as_aiokafkas(exc))
+                raised = True
             else:
                 log.warning("consumer: %s", exc)
         if not runs:
-            return False
+            return raised
         kd, vd = self._key_deserializer, self._value_deserializer
         count = 0
         now = int(time.time() * 1000)
@@ -425,11 +443,27 @@ class AIOKafkaConsumer(Client):
             count += len(records)
             self._polled[run[0]] = now
             if kd is not None or vd is not None:
-                run[1] = [_record(r[:5] + (kd(r[5]) if kd is not None else r[5],
-                                           vd(r[6]) if vd is not None else r[6]) + r[7:]) for r in records]
+                run[1] = self._deserialized(records, kd, vd)
         self._buffer.extend(runs)
         self._buffered += count
         return True
+
+    def _deserialized(self, records, kd, vd):
+        """The records with their key and value deserialized; one a deserializer raised on
+        stays in its place as an _Undeserializable."""
+        try:
+            return [_record(r[:5] + (kd(r[5]) if kd is not None else r[5],
+                                     vd(r[6]) if vd is not None else r[6]) + r[7:]) for r in records]
+        except Exception:
+            out = []
+            for r in records:
+                try:
+                    out.append(_record(r[:5] + (kd(r[5]) if kd is not None else r[5],
+                                                vd(r[6]) if vd is not None else r[6]) + r[7:]))
+                except Exception as exc:
+                    out.append(_Undeserializable(r, exc))
+            self._may_fail = True
+            return out
 
     def _add(self, pointers):
         return self._core.add_records(pointers, ConsumerRecord, TopicPartition)
@@ -445,31 +479,49 @@ class AIOKafkaConsumer(Client):
         room = max_records
         kept = collections.deque()
         runs = self._buffer
+        failed = None  # (tp, the _Undeserializable this call raises)
         while runs and room > 0:
             run = runs.popleft()
             tp, records = run
             if (wanted is not None and tp not in wanted) or tp in paused:
                 kept.append(run)
                 continue
-            if len(records) > room:
-                run[1] = records[room:]
-                records = records[:room]
+            cut = min(room, len(records))
+            bad = None
+            if self._may_fail:
+                bad = next((i for i in range(cut) if records[i].__class__ is _Undeserializable), None)
+                if bad == 0 and out:  # raised by the next call, after what this one returns
+                    kept.append(run)
+                    break
+                if bad is not None:
+                    cut = bad or 1  # the records before it, or (first in line) itself
+            if cut < len(records):
+                run[1] = records[cut:]
                 kept.append(run)
-            room -= len(records)
+            room -= cut
+            if bad == 0:
+                failed = (tp, records[0])
+                break
             have = out.get(tp)
             if have is None:
-                out[tp] = records
+                out[tp] = records[:cut] if cut < len(records) else records
             else:
-                have.extend(records)
+                have.extend(records[:cut])
+            if bad is not None:
+                break
         if kept:
             kept.extend(runs)
             self._buffer = kept
         self._buffered -= max_records - room
-        if out:
+        if not self._buffered:
+            self._may_fail = False
+        consumed = [(tp, records[-1].offset + 1) for tp, records in out.items()]
+        if failed is not None:
+            consumed.append((failed[0], failed[1].offset + 1))
+        if consumed:
             stored = []
-            for tp, records in out.items():
+            for tp, nxt in consumed:
                 self._fresh.discard(tp)
-                nxt = records[-1].offset + 1
                 self._positions[tp] = nxt
                 stored.append((tp.topic, tp.partition, nxt))
             if self._auto_commit:
@@ -477,20 +529,28 @@ class AIOKafkaConsumer(Client):
                     self._handle.offsets_store(stored)
                 except KafkaError as exc:  # a partition revoked meanwhile: not ours to commit
                     log.debug("offsets_store: %s", exc)
+        if failed is not None:
+            raise failed[1].error
         return out
 
     async def _get(self, partitions, timeout_ms, max_records):
         self._check_running()
         partitions = [_tp(tp) for tp in partitions]
         deadline = None if timeout_ms is None else self._loop.time() + timeout_ms / 1000.0
+        # A loop of getmany() calls must let other tasks run: here, before anything is taken,
+        # so that a cancellation at this await loses no record.
+        await asyncio.sleep(0)
         while True:
+            self._check_running()
             if self._rebalancing is not None and not self._rebalancing.done():
-                await asyncio.shield(self._rebalancing)
+                # Waited on, not awaited: stop() cancels the listener's task, which is no
+                # cancellation of this one.
+                await asyncio.wait((self._rebalancing,))
+                continue
             if self._errors:
                 raise self._errors.popleft()
             out = self._take(partitions, max_records)
             if out:
-                await asyncio.sleep(0)  # a loop of getmany() calls must let other tasks run
                 return out
             if self._fill():
                 continue
@@ -537,9 +597,9 @@ class AIOKafkaConsumer(Client):
             entries = [(tp.topic, tp.partition, off, 0, None)
                        for tp, off in self._positions.items() if tp in assigned]
         else:
-            if not isinstance(offsets, dict):
-                raise ValueError("offsets must be a dict {TopicPartition: offset or (offset, metadata)}, "
-                                 "not %r" % (offsets,))
+            if not isinstance(offsets, dict) or not offsets:
+                raise ValueError("offsets must be a non-empty dict {TopicPartition: offset or (offset, "
+                                 "metadata)}, not %r" % (offsets,))
             entries = []
             for tp, value in offsets.items():
                 tp = _tp(tp, "an offsets key")
@@ -554,8 +614,7 @@ class AIOKafkaConsumer(Client):
                 if not isinstance(meta, str):
                     raise ValueError("commit metadata must be a str, not %r" % (meta,))
                 entries.append((tp.topic, tp.partition, value, 0, meta.encode() or None))
-            if self._subscribed:
-                self._check_assigned([TopicPartition(t, p) for t, p, *_ in entries])
+            self._check_assigned([TopicPartition(t, p) for t, p, *_ in entries])
         if not entries:
             return
         try:

@@ -446,3 +446,114 @@ async def test_offset_out_of_range_carries_aiokafkas_partition_dict(kafka_hosts,
         assert "No offset" in str(info.value)
         await consumer.seek_to_beginning(*info.value.args[0].keys())
         assert [r.offset for r in await drain(consumer, 3)] == [0, 1, 2]
+
+
+@pytest.mark.asyncio
+async def test_a_getone_cancelled_before_it_takes_a_record_loses_none(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    await produce(kafka_hosts, topic, 50, partition=0)
+    tp = TopicPartition(topic, 0)
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, auto_offset_reset="earliest") as consumer:
+        consumer.assign([tp])
+        assert (await consumer.getone()).offset == 0
+        await asyncio.sleep(0.5)  # the rest fetched and buffered
+        for offset in range(1, 6):
+            task = asyncio.ensure_future(consumer.getone())
+            await asyncio.sleep(0)  # the task is at its first await
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert (await consumer.getone()).offset == offset
+
+
+@pytest.mark.asyncio
+async def test_a_record_the_deserializer_fails_on_is_raised_in_its_place(kafka_hosts, new_topic):
+    """The records before it are returned first; it counts as consumed; the ones after it
+    come next. None is lost, with a getmany() waiting or not when they are fetched."""
+    topic = new_topic(1)
+    await produce(kafka_hosts, topic, 300, partition=0)
+
+    def value(data):
+        if data in (b"m5", b"m6"):
+            raise ValueError("cannot read %r" % data)
+        return data.decode()
+
+    tp = TopicPartition(topic, 0)
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, auto_offset_reset="earliest",
+                                         value_deserializer=value) as consumer:
+        consumer.assign([tp])
+        await asyncio.sleep(1)  # fetched while no getmany() waits
+        got, errors = [], []
+        while len(got) + len(errors) < 300:
+            try:
+                batch = await consumer.getmany(timeout_ms=5000)
+            except ValueError as exc:
+                errors.append(str(exc))
+                continue
+            assert batch, "records are missing"
+            got += [(r.offset, r.value) for r in batch[tp]]
+        assert errors == ["cannot read b'm5'", "cannot read b'm6'"]
+        assert got == [(i, "m%d" % i) for i in range(300) if i not in (5, 6)]
+        assert await consumer.position(tp) == 300
+
+
+@pytest.mark.asyncio
+async def test_an_offset_out_of_range_waiting_is_raised_by_getone(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    await produce(kafka_hosts, topic, 10, partition=0)
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="none") as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        with pytest.raises(aiokafka.errors.NoOffsetForPartitionError):
+            await asyncio.wait_for(consumer.getone(), 20)
+
+
+@pytest.mark.asyncio
+async def test_stop_while_the_listener_runs_stops_a_pending_getmany(kafka_hosts, new_topic):
+    topic = new_topic(2)
+    entered = asyncio.Event()
+
+    class Slow(aiokafka.ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            pass
+
+        async def on_partitions_assigned(self, assigned):
+            entered.set()
+            await asyncio.sleep(30)
+
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    await consumer.start()
+    consumer.subscribe([topic], listener=Slow())
+
+    async def reader():
+        async for _ in consumer:
+            pass
+        return "ended"
+
+    task = asyncio.create_task(reader())
+    await asyncio.wait_for(entered.wait(), 30)
+    await asyncio.sleep(0.5)  # the reader waits for the listener
+    await consumer.stop()
+    assert await asyncio.wait_for(task, 10) == "ended"
+
+
+@pytest.mark.asyncio
+async def test_commit_takes_only_assigned_partitions_and_some_offsets(kafka_hosts, new_topic):
+    topic = new_topic(2)
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        with pytest.raises(IllegalStateError):
+            await consumer.commit({TopicPartition(topic, 1): 3})
+        with pytest.raises(ValueError):
+            await consumer.commit({})
+        await consumer.commit({TopicPartition(topic, 0): 3})
+        assert await consumer.committed(TopicPartition(topic, 0)) == 3
+    with pytest.raises(ConsumerStoppedError, match="make a new one"):
+        await consumer.start()
+
+
+def test_metadata_max_age_ms_is_also_how_often_metadata_is_refreshed():
+    """A pattern subscription finds new topics at librdkafka's metadata refresh."""
+    consumer = aiokafka.AIOKafkaConsumer(metadata_max_age_ms=2000)
+    assert consumer._config["topic.metadata.refresh.interval.ms"] == 2000
