@@ -120,7 +120,9 @@ class AIOKafkaProducer(Client):
         self._loop = None
         self._pending = {}  # msg_id -> (future, topic, timestamp_ms), or future (the core's send_record())
         self._room = None  # set when deliveries free queue room
-        self._flushing = []  # flush()'s futures, done when nothing is pending
+        self._flushing = []  # flush()'s [ids pending when it was called, how many are done, its future]
+        self._stopping = False  # stop() flushes: send() refuses new records
+        self._in_transaction = False  # a transactional producer sends only between begin and commit/abort
         self._core = None
         self._fast = None  # the core while send_record() may take records: started, no partitioner
         self._topics = {}  # topic -> its index in the core (0: none, its records' entries name it)
@@ -132,10 +134,10 @@ class AIOKafkaProducer(Client):
     async def start(self):
         """Create the librdkafka producer (``rd_kafka_new``) and watch its main queue; with
         a ``transactional_id``, ``rd_kafka_init_transactions`` too."""
-        if self._handle is not None:
-            return
         if self._closed:
             raise ProducerClosed("the producer is stopped; make a new one")
+        if self._handle is not None:
+            return
         self._loop = asyncio.get_running_loop()
         self._room = asyncio.Event()
         handle = Handle("producer", self._config, Callbacks(on_deliveries=self._on_deliveries),
@@ -152,7 +154,7 @@ class AIOKafkaProducer(Client):
             self._core.bind(self._pending, asyncio.Future, self._loop, YIELD_EVERY)
         else:
             self._core.bind(self._pending, self._loop.create_future, None, YIELD_EVERY)
-        if self._partitioner is None:
+        if self._partitioner is None and not self._transactional:
             self._fast = self._core
         if self._transactional:
             await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
@@ -164,6 +166,8 @@ class AIOKafkaProducer(Client):
         if self._handle is None or self._closed:
             self._closed = True
             return
+        self._stopping = True  # what is sent from now on is refused: the flush can end
+        self._fast = None
         try:
             await asyncio.wait_for(self.flush(), self._request_timeout_ms / 1000.0 + 5)
         except asyncio.TimeoutError:
@@ -184,7 +188,7 @@ class AIOKafkaProducer(Client):
             self._check_drained()
 
     def _check_running(self):
-        if self._closed:
+        if self._closed or self._stopping:
             raise ProducerClosed("the producer is stopped")
         if self._handle is None:
             raise ProducerClosed("the producer is not started: await start() first (or use async with)")
@@ -213,8 +217,10 @@ class AIOKafkaProducer(Client):
 
     async def _send(self, topic, value, key, partition, timestamp_ms, headers):
         """send() of every other record: checked, then through ``rd_kafka_producev``."""
-        if self._closed or self._handle is None:
+        if self._closed or self._stopping or self._handle is None:
             self._check_running()
+        if self._transactional and not self._in_transaction:
+            self._outside_transaction()
         if topic.__class__ is not str or not topic:
             raise TypeError("topic must be a non-empty str, not %r" % (topic,))
         if partition is None:
@@ -318,6 +324,8 @@ class AIOKafkaProducer(Client):
         once every record of the batch is delivered (or with the first failure). The records
         are not serialized: they went into the batch as bytes."""
         self._check_running()
+        if self._transactional and not self._in_transaction:
+            self._outside_transaction()
         if not isinstance(batch, BatchBuilder):
             raise TypeError("batch must come from create_batch(), not %r" % (batch,))
         if topic.__class__ is not str or not topic:
@@ -356,12 +364,14 @@ class AIOKafkaProducer(Client):
         return await fut
 
     async def flush(self):
-        """Wait until every record sent so far is delivered or failed."""
-        self._check_running()
+        """Wait until every record sent so far is delivered or failed (not the ones sent
+        meanwhile)."""
+        if not self._stopping:
+            self._check_running()
         self._serve()
         if self._pending:
             fut = self._loop.create_future()
-            self._flushing.append(fut)
+            self._flushing.append([list(self._pending), 0, fut])  # the ids, in the order sent
             await fut
 
     async def partitions_for(self, topic):
@@ -375,6 +385,10 @@ class AIOKafkaProducer(Client):
 
     # -- transactions --------------------------------------------------------------------------
 
+    def _outside_transaction(self):
+        raise IllegalOperation("the producer has a transactional_id: send inside a transaction "
+                               "(begin_transaction(), or async with producer.transaction())")
+
     def _check_transactional(self):
         self._check_running()
         if not self._transactional:
@@ -384,6 +398,9 @@ class AIOKafkaProducer(Client):
         """``rd_kafka_begin_transaction`` (local: no request)."""
         self._check_transactional()
         transaction.begin_transaction(self._handle)
+        self._in_transaction = True
+        if self._partitioner is None:
+            self._fast = self._core
 
     async def commit_transaction(self):
         """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
@@ -391,6 +408,7 @@ class AIOKafkaProducer(Client):
         self._check_transactional()
         try:
             await self._blocking(transaction.commit_transaction, self._handle, self._request_timeout_ms)
+            self._ended_transaction()
         finally:
             self._serve()
 
@@ -399,19 +417,29 @@ class AIOKafkaProducer(Client):
         self._check_transactional()
         try:
             await self._blocking(transaction.abort_transaction, self._handle, self._request_timeout_ms)
+            self._ended_transaction()
         finally:
             self._serve()
+
+    def _ended_transaction(self):
+        self._in_transaction = False
+        self._fast = None
 
     async def send_offsets_to_transaction(self, offsets, group_id):
         """Commit ``offsets`` (``{TopicPartition: offset or OffsetAndMetadata}``, the next
         offsets to read) for ``group_id`` with the transaction
         (``rd_kafka_send_offsets_to_transaction``)."""
         self._check_transactional()
+        if not isinstance(offsets, dict):
+            raise ValueError("offsets must be a dict {TopicPartition: offset or OffsetAndMetadata}, not %r"
+                             % (offsets,))
         entries = []
         for tp, value in offsets.items():
+            if not (isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str) and isinstance(tp[1], int)):
+                raise ValueError("offsets' keys must be TopicPartition(topic, partition), not %r" % (tp,))
             if isinstance(value, OffsetAndMetadata):
                 value = value.offset
-            if not isinstance(value, int) or value < 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError("the offset for %r must be an int >= 0, not %r" % (tp, value))
             entries.append((tp[0], tp[1], value))
         metadata = transaction.GroupMetadata.for_group(group_id)
@@ -466,11 +494,21 @@ class AIOKafkaProducer(Client):
         self._check_drained()
 
     def _check_drained(self):
-        if not self._pending and self._flushing:
-            waiting, self._flushing = self._flushing, []
-            for fut in waiting:
-                if not fut.done():
-                    fut.set_result(None)
+        """Tell each flush() whose records are all done: each id it waits on is looked up
+        once, from the oldest on, until one is still pending."""
+        if not self._flushing:
+            return
+        pending, waiting = self._pending, []
+        for flush in self._flushing:
+            ids, done, fut = flush
+            while done < len(ids) and ids[done] not in pending:
+                done += 1
+            flush[1] = done
+            if done < len(ids) and not fut.done():
+                waiting.append(flush)
+            elif not fut.done():
+                fut.set_result(None)
+        self._flushing = waiting
 
 
 async def _first_when_all(futures):

@@ -212,3 +212,45 @@ async def test_a_custom_partitioner_is_called_as_aiokafkas(kafka_hosts, new_topi
         assert (await producer.send_and_wait(topic, b"ok", partition=2)).offset == 0  # nothing half-sent
     with pytest.raises(TypeError, match="partitioner must be a callable"):
         aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, partitioner="murmur2")
+
+
+@pytest.mark.asyncio
+async def test_flush_waits_for_what_was_sent_before_it_and_stop_refuses_what_comes_after(kafka_hosts, new_topic):
+    topic = new_topic(4)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, linger_ms=5)
+    await producer.start()
+    sent = []
+
+    async def sender():
+        while True:
+            sent.append(await producer.send(topic, b"x" * 100))
+
+    task = asyncio.create_task(sender())
+    await asyncio.sleep(0.3)
+    before = list(sent)
+    await asyncio.wait_for(producer.flush(), 30)  # another task sends on meanwhile
+    assert before and all(fut.done() and not fut.exception() for fut in before)
+    await asyncio.wait_for(producer.stop(), 30)
+    with pytest.raises(ProducerClosed):
+        await task
+    assert all(fut.done() and not fut.exception() for fut in sent)  # none purged
+    with pytest.raises(ProducerClosed, match="make a new one"):
+        await producer.start()
+
+
+@pytest.mark.asyncio
+async def test_a_transactional_producer_sends_only_inside_a_transaction(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts,
+                                         transactional_id="tx-" + topic) as producer:
+        with pytest.raises(aiokafka.errors.IllegalOperation, match="inside a transaction"):
+            await producer.send(topic, b"x")
+        async with producer.transaction():
+            with pytest.raises(ValueError):
+                await producer.send_offsets_to_transaction({"a": 1}, "g")
+            with pytest.raises(ValueError):
+                await producer.send_offsets_to_transaction([(TopicPartition(topic, 0), 1)], "g")
+            fut = await producer.send(topic, b"inside")
+        assert (await fut).offset >= 0
+        with pytest.raises(aiokafka.errors.IllegalOperation):
+            await producer.send(topic, b"after")
