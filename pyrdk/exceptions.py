@@ -289,6 +289,90 @@ class TopicAlreadyExists(ProtocolClientError, codes=(36,)):
     """A topic of that name exists already."""
 
 
+class BrokerNotAvailable(ProtocolClientError, codes=(8,)):
+    """The broker is not available."""
+
+
+class ReplicaNotAvailable(ProtocolClientError, codes=(9,)):
+    """A replica the request needs is not available."""
+
+
+class StaleControllerEpoch(ProtocolClientError, codes=(11,)):
+    """The controller moved."""
+
+
+class RecordListTooLarge(ProtocolClientError, codes=(18,)):
+    """A produce request's record batch is over the broker's segment size."""
+
+
+class NotEnoughReplicas(ProtocolClientError, codes=(19,)):
+    """Fewer in-sync replicas than ``min.insync.replicas``: the message was not written."""
+
+
+class NotEnoughReplicasAfterAppend(ProtocolClientError, codes=(20,)):
+    """Written, but fewer in-sync replicas than ``min.insync.replicas`` have it."""
+
+
+class InvalidRequiredAcks(ProtocolClientError, codes=(21,)):
+    """The producer's ``required_acks`` is not one the broker takes."""
+
+
+class InvalidGroupId(ProtocolClientError, codes=(24,)):
+    """The group id is empty or not valid."""
+
+
+class InvalidCommitOffsetSize(ProtocolClientError, codes=(28,)):
+    """The offset commit request was too large."""
+
+
+class ClusterAuthorizationFailed(ProtocolClientError, codes=(31,)):
+    """Not authorized for a cluster operation."""
+
+
+class InvalidTimestamp(ProtocolClientError, codes=(32,)):
+    """A message's timestamp is out of the broker's accepted range."""
+
+
+class UnsupportedSaslMechanism(ProtocolClientError, codes=(33,)):
+    """The broker does not offer the SASL mechanism asked for."""
+
+
+class IllegalSaslState(ProtocolClientError, codes=(34,)):
+    """A SASL request out of turn."""
+
+
+class InvalidPartitions(ProtocolClientError, codes=(37,)):
+    """The number of partitions is not valid."""
+
+
+class InvalidReplicationFactor(ProtocolClientError, codes=(38,)):
+    """The replication factor is not valid."""
+
+
+class InvalidReplicaAssignment(ProtocolClientError, codes=(39,)):
+    """The replica assignment is not valid."""
+
+
+class InvalidConfig(ProtocolClientError, codes=(40,)):
+    """A configuration given to the broker is not valid."""
+
+
+class NotController(ProtocolClientError, codes=(41,)):
+    """The request went to a broker that is not the controller."""
+
+
+class InvalidRequest(ProtocolClientError, codes=(42,)):
+    """The broker found the request malformed."""
+
+
+class UnsupportedForMessageFormat(ProtocolClientError, codes=(43,)):
+    """The topic's message format does not support the request."""
+
+
+class PolicyViolation(ProtocolClientError, codes=(44,)):
+    """The request breaks a broker policy."""
+
+
 class NonEmptyGroupError(ProtocolClientError, codes=(68,)):
     """The group has active members (kafka-python's name): stop them first."""
 

@@ -40,6 +40,40 @@ SaslAuthenticationFailed = _e.SaslAuthenticationFailed
 InvalidTxnState = _e.InvalidTxnState
 TransactionCoordinatorFenced = _e.TransactionCoordinatorFenced
 TransactionIdAuthorizationFailed = _e.TransactionalIdAuthorizationFailed
+BrokerResponseError = _e.ProtocolClientError
+UnknownError = _e.UnknownError
+NoOffsetForPartitionError = _e.OffsetOutOfRangeError  # auto_offset_reset="none" raises it
+InvalidFetchRequestError = _e.InvalidMessageSize
+BrokerNotAvailableError = _e.BrokerNotAvailable
+ReplicaNotAvailableError = _e.ReplicaNotAvailable
+StaleControllerEpochError = _e.StaleControllerEpoch
+OffsetMetadataTooLargeError = _e.OffsetMetadataTooLarge
+InvalidTopicError = _e.InvalidTopic
+RecordListTooLargeError = _e.RecordListTooLarge
+NotEnoughReplicasError = _e.NotEnoughReplicas
+NotEnoughReplicasAfterAppendError = _e.NotEnoughReplicasAfterAppend
+InvalidRequiredAcksError = _e.InvalidRequiredAcks
+InconsistentGroupProtocolError = _e.InconsistentGroupProtocol
+InvalidGroupIdError = _e.InvalidGroupId
+InvalidSessionTimeoutError = _e.InvalidSessionTimeout
+InvalidCommitOffsetSizeError = _e.InvalidCommitOffsetSize
+ClusterAuthorizationFailedError = _e.ClusterAuthorizationFailed
+InvalidTimestampError = _e.InvalidTimestamp
+UnsupportedSaslMechanismError = _e.UnsupportedSaslMechanism
+IllegalSaslStateError = _e.IllegalSaslState
+TopicAlreadyExistsError = _e.TopicAlreadyExists
+InvalidPartitionsError = _e.InvalidPartitions
+InvalidReplicationFactorError = _e.InvalidReplicationFactor
+InvalidReplicationAssignmentError = _e.InvalidReplicaAssignment
+InvalidConfigurationError = _e.InvalidConfig
+NotControllerError = _e.NotController
+InvalidRequestError = _e.InvalidRequest
+UnsupportedForMessageFormatError = _e.UnsupportedForMessageFormat
+PolicyViolationError = _e.PolicyViolation
+AuthenticationFailedError = _e.AuthenticationError
+KafkaUnavailableError = _e.NoBrokersAvailableError
+IllegalArgumentError = _e.ConfigurationError  # a ValueError too
+NodeNotReadyError = KafkaProtocolError = CorrelationIdError = _e.SocketDisconnectedError
 
 
 class IllegalStateError(_e.KafkaException):
@@ -63,4 +97,45 @@ class UnrecognizedBrokerVersion(_e.KafkaException):
     """aiokafka's name; librdkafka negotiates versions, so pyrdk never raises it."""
 
 
-__all__ = [name for name in dir() if name[0].isupper()]
+class IncompatibleBrokerVersion(_e.KafkaException):
+    """aiokafka's name; librdkafka negotiates versions, so pyrdk never raises it."""
+
+
+class AuthenticationMethodNotSupported(_e.KafkaException):
+    """aiokafka's name; pyrdk raises ``UnsupportedSaslMechanismError`` or ``KafkaConfigurationError``."""
+
+
+class UnsupportedCodecError(_e.KafkaException):
+    """aiokafka's name; librdkafka decompresses every codec it was built with."""
+
+
+class Cancelled(_e.KafkaException):
+    """aiokafka's name for an internal request cancelled; pyrdk never raises it."""
+
+
+class TooManyInFlightRequests(_e.KafkaException):
+    """aiokafka's name; librdkafka bounds its in-flight requests itself."""
+
+
+class StaleMetadata(_e.KafkaException):
+    """aiokafka's name; librdkafka refreshes its metadata itself."""
+
+
+class StaleLeaderEpochCodeError(_e.KafkaException):
+    """aiokafka's name; pyrdk never raises it."""
+
+
+class QuotaViolationError(_e.KafkaException):
+    """aiokafka's name; librdkafka waits out a broker's throttling."""
+
+
+class NoError(_e.KafkaException):
+    """aiokafka's class of error code 0, which is no error: pyrdk never raises it."""
+
+
+def for_code(code):
+    """The exception class pyrdk raises for Kafka (or librdkafka) error ``code``."""
+    return _e.for_code(code)
+
+
+__all__ = [name for name in dir() if name[0].isupper()] + ["for_code"]
