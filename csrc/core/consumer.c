@@ -192,19 +192,20 @@ static PyObject *consumer_new(PyTypeObject *type, PyObject *args, PyObject *kwds
         return (PyObject *)self;
 }
 
-/* The topic name of m's rd_kafka_topic_t as a str, the last one made when it is the same
- * (borrowed from self->topic). */
+/* The topic name of m's rd_kafka_topic_t as a str (a new reference), the last one made
+ * when it is the same: the caller holds it, as making objects may run Python code that
+ * adds another topic's batch meanwhile. */
 static PyObject *topic_of(consumer_t *self, const rd_kafka_message_t *m) {
         const char *name = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL;
         const char *cached;
 
         if (!name)
-                return Py_None;
+                return Py_NewRef(Py_None);
         if (self->topic && (cached = PyUnicode_AsUTF8(self->topic)) && strcmp(cached, name) == 0)
-                return self->topic;
+                return Py_NewRef(self->topic);
         PyErr_Clear();
         Py_XSETREF(self->topic, PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace"));
-        return self->topic;
+        return Py_XNewRef(self->topic);
 }
 
 /* Is message i of a batch an error event? 1 (its position appended to positions), 0, or -1
@@ -237,7 +238,7 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
         core_state *st = state_of(self);
         PyObject *positions = NULL, *partition = NULL, *result = NULL;
         const rd_kafka_topic_t *rkt = NULL;
-        PyObject *topic = Py_None;
+        PyObject *topic = NULL;
         int32_t last_pid = -1;
         int topic_known = 0;
         Py_ssize_t count = 0, n;
@@ -263,7 +264,8 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
                 if (!topic_known || m->rkt != rkt) {
                         rkt = m->rkt;
                         topic_known = 1;
-                        if (!(topic = topic_of(self, m)))
+                        Py_XSETREF(topic, topic_of(self, m));
+                        if (!topic)
                                 goto done;
                 }
                 if (!partition || m->partition != last_pid) { /* once for a run of one partition's */
@@ -272,11 +274,16 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
                         Py_CLEAR(partition);
                         if (!key)
                                 goto done;
-                        partition = self->partitions ? PyDict_GetItemWithError(self->partitions, key) : NULL;
+                        PyObject *parts = Py_XNewRef(self->partitions), *found; /* held: a key's __eq__ */
+
+                        found = parts ? PyDict_GetItemWithError(parts, key) : NULL;
                         Py_DECREF(key);
+                        partition = Py_XNewRef(found);
+                        Py_XDECREF(parts);
                         if (!partition && PyErr_Occurred())
                                 goto done;
-                        partition = Py_NewRef(partition ? partition : Py_None);
+                        if (!partition)
+                                partition = Py_NewRef(Py_None);
                         last_pid = m->partition;
                 }
                 if (!(msg = message_consumed(st, m, topic, partition)))
@@ -292,6 +299,7 @@ static PyObject *consumer_add(consumer_t *self, PyObject *pointers) {
         }
         result = Py_BuildValue("(nO)", count, positions);
 done:
+        Py_XDECREF(topic);
         Py_XDECREF(partition);
         Py_XDECREF(positions);
         PyBuffer_Release(&view);
@@ -334,7 +342,7 @@ static PyObject *consumer_add_records(consumer_t *self, PyObject *const *args, P
         record_ints_t ints = {NULL, NULL, 0, 0};
         PyTypeObject *record_type, *tp_type;
         const rd_kafka_topic_t *rkt = NULL;
-        PyObject *topic = Py_None;
+        PyObject *topic = NULL;
         int32_t last_pid = -1;
         int in_run = 0;
         rd_kafka_message_t **msgs;
@@ -371,7 +379,8 @@ static PyObject *consumer_add_records(consumer_t *self, PyObject *const *args, P
 
                         if (!in_run || m->rkt != rkt) {
                                 rkt = m->rkt;
-                                if (!(topic = topic_of(self, m)))
+                                Py_XSETREF(topic, topic_of(self, m));
+                                if (!topic)
                                         goto done;
                         }
                         Py_XSETREF(pid, PyLong_FromLong(m->partition));
@@ -408,6 +417,7 @@ static PyObject *consumer_add_records(consumer_t *self, PyObject *const *args, P
         }
         result = PyTuple_Pack(2, runs, positions);
 done:
+        Py_XDECREF(topic);
         Py_XDECREF(ints.timestamp);
         Py_XDECREF(ints.value_size);
         Py_XDECREF(records);
@@ -591,6 +601,13 @@ static PyObject *consumer_take(consumer_t *self, PyObject *arg) {
         for (Py_ssize_t i = 0; i < n; i++) {
                 PyObject *msg = consumer_pop(self, &error);
 
+                if (!msg && !error) { /* counting one ran Python code, which emptied the buffer */
+                        if (PyList_SetSlice(out, i, n, NULL) < 0) {
+                                Py_DECREF(out);
+                                return NULL;
+                        }
+                        break;
+                }
                 if (!msg) { /* out of memory counting it */
                         PyList_SET_ITEM(out, i, Py_NewRef(Py_None));
                         for (Py_ssize_t j = i + 1; j < n; j++)

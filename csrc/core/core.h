@@ -31,6 +31,32 @@ static inline PyObject *Py_NewRef(PyObject *o) {
         Py_INCREF(o);
         return o;
 }
+static inline PyObject *Py_XNewRef(PyObject *o) {
+        Py_XINCREF(o);
+        return o;
+}
+/* PyGC_Disable() and PyGC_Enable() of Python 3.10, through the gc module. */
+static inline int pyrdk_gc_call(const char *name) {
+        PyObject *gc = PyImport_ImportModule("gc"), *r = gc ? PyObject_CallMethod(gc, name, NULL) : NULL;
+        int was = r ? PyObject_IsTrue(r) : 0;
+
+        Py_XDECREF(gc);
+        Py_XDECREF(r);
+        PyErr_Clear();
+        return was > 0;
+}
+static inline int PyGC_Disable(void) {
+        int was = pyrdk_gc_call("isenabled");
+
+        pyrdk_gc_call("disable");
+        return was;
+}
+static inline int PyGC_Enable(void) {
+        int was = pyrdk_gc_call("isenabled");
+
+        pyrdk_gc_call("enable");
+        return was;
+}
 #endif
 
 /* SenderCore: a msg_id's bits from TOPIC_SHIFT up are the index of its topic (0: none, at most

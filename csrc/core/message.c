@@ -304,8 +304,13 @@ static int set_timestamp_type(message_t *self, PyObject *value, void *closure) {
 static PyObject *get_headers(message_t *self, void *closure) {
         (void)closure;
         if (!self->headers) {
+                /* With the collector off, making the list runs no Python code (a finalizer
+                 * could read or set these headers, and free c_headers, meanwhile). */
+                int collecting = PyGC_Disable();
                 PyObject *list = self->c_headers ? headers_list(self->c_headers) : PyList_New(0);
 
+                if (collecting)
+                        PyGC_Enable();
                 if (!list)
                         return NULL;
                 if (self->c_headers) {
@@ -590,13 +595,21 @@ static PyObject *message_reduce(message_t *self, PyObject *unused) {
         headers = self->headers || self->c_headers ? get_headers(self, NULL) : Py_NewRef(Py_None);
         compression = get_compression(self, NULL);
         attempt = get_produce_attempt(self, NULL);
-        args = headers && compression && attempt
-                ? Py_BuildValue("(OOiLOOOOiOOO)", self->value ? self->value : Py_None,
-                                self->key ? self->key : Py_None, (int)self->partition_id, (long long)self->offset,
-                                Py_None, headers, self->partition ? self->partition : Py_None,
-                                self->topic ? self->topic : Py_None, (int)self->timestamp_type, compression,
-                                attempt, self->delivery_report_q ? self->delivery_report_q : Py_None)
-                : NULL;
+        {
+                /* Held: making the tuple may run Python code, which may set these fields. */
+                PyObject *fields[] = {get_object(self, (void *)FIELD(value)), get_object(self, (void *)FIELD(key)),
+                                      get_object(self, (void *)FIELD(partition)),
+                                      get_object(self, (void *)FIELD(topic)),
+                                      get_object(self, (void *)FIELD(delivery_report_q))};
+
+                args = headers && compression && attempt
+                        ? Py_BuildValue("(OOiLOOOOiOOO)", fields[0], fields[1], (int)self->partition_id,
+                                        (long long)self->offset, Py_None, headers, fields[2], fields[3],
+                                        (int)self->timestamp_type, compression, attempt, fields[4])
+                        : NULL;
+                for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+                        Py_DECREF(fields[i]);
+        }
         Py_XDECREF(headers);
         Py_XDECREF(compression);
         Py_XDECREF(attempt);

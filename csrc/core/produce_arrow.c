@@ -244,8 +244,6 @@ PyObject *producer_produce_arrow(producer_t *self, PyObject *const *args, Py_ssi
             ((block_ms = PyNumber_AsSsize_t(args[2], PyExc_OverflowError)) == -1 && PyErr_Occurred()) ||
             (hashed = PyObject_IsTrue(PyTuple_GET_ITEM(columns, 1))) < 0)
                 return NULL;
-        if (!self->nparts)
-                Py_RETURN_NONE; /* nowhere to send them: the caller says so */
         has_key = PyTuple_GET_ITEM(columns, 3) != Py_None;
         has_part = PyTuple_GET_ITEM(columns, 4) != Py_None;
         if (binary_arg(&views, PyTuple_GET_ITEM(columns, 2), rows, "value", &value) < 0 ||
@@ -272,9 +270,13 @@ PyObject *producer_produce_arrow(producer_t *self, PyObject *const *args, Py_ssi
                 PyErr_Format(PyExc_ValueError, "produce_arrow: start %zd is past the %zd rows", start, rows);
                 goto done;
         }
-        /* The partitions' ids stay as they are: no Python code runs while serving (the
-         * delivery reports are only queued in C), but a copy costs little. */
-        npids = self->nparts;
+        /* Read once the arguments are: reading them may have run Python code (__index__,
+         * __bool__). A copy of the partitions' ids, which Python code run while serving
+         * (librdkafka's error and statistics callbacks, other threads) may change. */
+        if (!(npids = self->nparts)) {
+                result = Py_NewRef(Py_None); /* nowhere to send them: the caller says so */
+                goto done;
+        }
         if (!(pids = PyMem_Malloc(npids * sizeof(*pids)))) {
                 PyErr_NoMemory();
                 goto done;

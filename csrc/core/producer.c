@@ -648,13 +648,19 @@ static PyObject *producer_produce(producer_t *self, PyObject *const *args, size_
                 pos = (Py_ssize_t)(self->counter++ % (uint64_t)self->nparts);
                 partition = Py_NewRef(self->parts[pos]);
         } else {
-                PyObject *partitioner = Py_NewRef(self->partitioner), *list = PyList_New(self->nparts);
+                Py_ssize_t n = self->nparts;
+                PyObject *partitioner = Py_NewRef(self->partitioner), *list = PyList_New(n);
 
                 if (!list) {
                         Py_DECREF(partitioner);
                         return NULL;
                 }
-                for (Py_ssize_t i = 0; i < self->nparts; i++)
+                if (self->nparts != n) { /* the allocation ran Python code, which changed them */
+                        Py_DECREF(list);
+                        Py_DECREF(partitioner);
+                        return call_general(self, a, NULL);
+                }
+                for (Py_ssize_t i = 0; i < n; i++)
                         PyList_SET_ITEM(list, i, Py_NewRef(self->parts[i]));
                 partition = PyObject_CallFunctionObjArgs(partitioner, list, key, NULL);
                 Py_DECREF(list);
@@ -765,11 +771,13 @@ static PyObject *producer_close(producer_t *self, PyObject *unused) {
 }
 
 static PyObject *producer_refused(producer_t *self, PyObject *unused) {
-        PyObject *out = self->refused, *fresh;
+        PyObject *out, *fresh;
 
         (void)unused;
         if (cleared(self) || !(fresh = PyList_New(0)))
                 return NULL;
+        /* Read after the allocation, which may have run a finalizer that called this too. */
+        out = self->refused;
         self->refused = fresh;
         return out;
 }
@@ -864,7 +872,7 @@ static void clear_queues(producer_t *self) {
 }
 
 static PyObject *producer_take_all(producer_t *self, PyObject *unused) {
-        PyObject *out = PyList_New(0), *refused;
+        PyObject *out = PyList_New(0), *refused, *fresh;
 
         (void)unused;
         if (!out || cleared(self)) {
@@ -872,12 +880,12 @@ static PyObject *producer_take_all(producer_t *self, PyObject *unused) {
                 return NULL;
         }
         clear_queues(self);
-        refused = self->refused;
-        if (!(self->refused = PyList_New(0))) {
-                self->refused = refused;
+        if (!(fresh = PyList_New(0))) {
                 Py_DECREF(out);
                 return NULL;
         }
+        refused = self->refused; /* read after the allocation, which may have run Python code */
+        self->refused = fresh;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(refused); i++)
                 if (PyList_Append(out, PyTuple_GET_ITEM(PyList_GET_ITEM(refused, i), 0)) < 0)
                         goto fail;
@@ -890,6 +898,7 @@ static PyObject *producer_take_all(producer_t *self, PyObject *unused) {
                 }
                 Py_XDECREF(msg);
         }
+        clear_queues(self); /* what a finalizer produced while Messages were made anew */
         Py_DECREF(refused);
         return out;
 fail:
@@ -965,6 +974,14 @@ static PyObject *producer_produce_batch(producer_t *self, PyObject *const *args,
                 return NULL;
         if (!(items = PySequence_Fast(args[0], "produce_batch() takes a list of values or (value, key) pairs")))
                 return NULL;
+        /* The GIL is let go (and Python code may run, in librdkafka's callbacks) while it
+         * waits or serves: then the list is a copy, and the partitions' ids too. The copy
+         * is made first: making it may run Python code too. */
+        if (PyList_Check(items) && (block_ms > 0 || PyList_GET_SIZE(items) >= POLL_EVERY)) {
+                Py_SETREF(items, PyList_GetSlice(items, 0, PY_SSIZE_T_MAX));
+                if (!items)
+                        return NULL;
+        }
         n = PySequence_Fast_GET_SIZE(items);
         for (Py_ssize_t i = 0; i < n; i++)
                 if (!batch_item(PySequence_Fast_GET_ITEM(items, i), &value, &key)) {
@@ -977,14 +994,9 @@ static PyObject *producer_produce_batch(producer_t *self, PyObject *const *args,
                         Py_RETURN_NONE; /* no partition to send to: the general path says so */
                 return Py_BuildValue("(ii)", 0, 0);
         }
-        /* The GIL is let go (and Python code may run, in librdkafka's callbacks) while it
-         * waits or serves: then the list is a copy, and the partitions' ids too. */
-        if (PyList_Check(items) && (block_ms > 0 || n >= POLL_EVERY))
-                Py_SETREF(items, PyList_GetSlice(items, 0, n));
         count = self->nparts;
-        if (!items || !(pids = PyMem_Malloc(count * sizeof(*pids)))) {
-                if (items)
-                        PyErr_NoMemory();
+        if (!(pids = PyMem_Malloc(count * sizeof(*pids)))) {
+                PyErr_NoMemory();
                 goto done;
         }
         memcpy(pids, self->pids, count * sizeof(*pids));

@@ -379,8 +379,17 @@ static PyObject *sender_send_record(sender_t *self, PyObject *const *args, Py_ss
         if (++self->calls % self->yield_every == 0)
                 Py_RETURN_FALSE;
         rkt = PyLong_AsVoidPtr(PyTuple_GET_ITEM(entry, 0));
-        /* may run Python code: what is needed of the state is read above */
-        fut = PyObject_Call(self->make, self->make_args, self->make_kw);
+        /* May run Python code: what is needed of the state is read above, and the maker and
+         * its arguments are held (a bind() meanwhile would let go of them). */
+        {
+                PyObject *make = Py_NewRef(self->make), *make_args = Py_NewRef(self->make_args);
+                PyObject *make_kw = Py_XNewRef(self->make_kw);
+
+                fut = PyObject_Call(make, make_args, make_kw);
+                Py_DECREF(make);
+                Py_DECREF(make_args);
+                Py_XDECREF(make_kw);
+        }
         if (!fut)
                 return NULL;
         if (!self->pending || !self->guard) { /* cleared meanwhile */

@@ -24,14 +24,21 @@ def wait_until(predicate, what, step=None, timeout_s=WAIT_S):
             time.sleep(0.05)
 
 
+class _Trigger:
+    """Cyclic garbage whose finalizer runs ``action`` (no dict: freeing one gives no dict back
+    to CPython's free list, and the class is made once, not at each arming)."""
+    __slots__ = ("action", "cycle")
+
+    def __del__(self):
+        self.action()
+
+
 def collect_then(action):
     """Run ``action`` from a finalizer at the next collection of the cyclic GC, made to come
     at the next allocation of a GC-tracked object: the caller puts the threshold back
     (``gc.set_threshold(*threshold)``) once the code under test has run."""
-    class Trigger:
-        def __del__(self):
-            action()
-    trigger = Trigger()
+    trigger = _Trigger()
+    trigger.action = action
     trigger.cycle = trigger
     del trigger
     gc.set_threshold(1)
