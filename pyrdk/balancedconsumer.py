@@ -395,8 +395,13 @@ class BalancedConsumer:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.stop()
+    def __exit__(self, exc_type, exc_value, traceback):
+        try:
+            self.stop()
+        except Exception:
+            if exc_type is None:
+                raise
+            log.exception("error while stopping the consumer after an exception")  # the block's stands
 
     def __del__(self):
         # Only what cannot block: the coordinator thread ends; the session ends with kazoo.

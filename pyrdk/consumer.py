@@ -318,8 +318,14 @@ class Consumer:
     def __enter__(self: _C) -> _C:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: Optional[type[BaseException]], exc_value: Optional[BaseException],
+                 traceback: Any) -> None:
+        try:
+            self.stop()
+        except Exception:
+            if exc_type is None:
+                raise
+            log.exception("error while stopping the consumer after an exception")  # the block's stands
 
     def __del__(self):
         # The handle's own __del__ frees librdkafka; nothing may block here.
@@ -414,12 +420,14 @@ class Consumer:
             return
         timeout = self._consumer_timeout_ms
         deadline = None if timeout < 0 else time.monotonic() + timeout / 1000.0
+        first = True  # one fetch at least, as consume(block=False) makes: a timeout of 0 takes what is ready
         while not len(self._core):
             if unblock_event is not None and unblock_event.is_set():
                 return
             remaining = SLICE_MS if deadline is None else int((deadline - time.monotonic()) * 1000)
-            if remaining <= 0 and deadline is not None:
+            if remaining <= 0 and deadline is not None and not first:
                 return
+            first = False
             self._fetch(BATCH, min(SLICE_MS, max(remaining, 0)))
 
     def _fetch(self, max_messages, timeout_ms, columns=None):
@@ -530,7 +538,7 @@ class Consumer:
         if offsets:
             metadata = self._commit_metadata()
             self._retrying("commit", handle.commit, [TopicPartition(self._topic_name, pid, offset, metadata=metadata)
-                                                     for pid, offset in offsets])
+                                                     for pid, offset in offsets], False, self._cluster.timeout_ms)
 
     def _commit_metadata(self):
         """What each commit's metadata says: pykafka's JSON, with this consumer's id."""

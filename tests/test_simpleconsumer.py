@@ -19,7 +19,7 @@ import pytest
 from pyrdk import KafkaClient
 from pyrdk.common import OffsetType
 from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, GroupLoadInProgress,
-                              KafkaException, OffsetOutOfRangeError, UnknownMemberId,
+                              KafkaException, KafkaTimeoutError, OffsetOutOfRangeError, UnknownMemberId,
                               UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import commit, tansu_gap, unique_name
@@ -1136,3 +1136,50 @@ def test_commit_does_not_retry_other_errors(mock_cluster, mock_client):
             consumer.commit_offsets()
         consumer.commit_offsets()  # the next one goes through
         assert committed(consumer) == {0: 1}
+
+
+@pytest.mark.mock
+def test_a_commit_with_every_broker_down_fails_within_its_timeout(mock_cluster):
+    """No coordinator answers: commit_offsets() raises within socket_timeout_ms."""
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000)
+    topic = mock_topic(mock_cluster, client, 1)
+    produce(topic, [b"v%d" % i for i in range(3)], partition=0)
+    consumer = topic.get_simple_consumer(consumer_group=unique_name("group").encode(), offsets_commit_max_retries=0)
+    take(consumer, 3)
+    mock_cluster.broker_down(-1)
+    try:
+        started = time.monotonic()
+        with pytest.raises(KafkaTimeoutError, match="commit offsets"):
+            consumer.commit_offsets()
+        assert time.monotonic() - started < PATIENCE_S
+    finally:
+        mock_cluster.broker_up(-1)
+        consumer.stop()
+        client.close()
+
+
+@pytest.mark.mock
+def test_a_with_blocks_own_exception_stands_when_stop_fails_too(mock_cluster, mock_client):
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"v%d" % i for i in range(3)], partition=0)
+    consumer = topic.get_simple_consumer(consumer_group=unique_name("group").encode(), auto_commit_enable=True,
+                                         auto_commit_interval_ms=600000, offsets_commit_max_retries=0)
+    take(consumer, 3)
+    mock_cluster.push_request_errors(ApiKey.OffsetCommit, 25)  # the commit at stop() fails
+    with pytest.raises(ValueError, match="the block's own"):
+        with consumer:
+            raise ValueError("the block's own")
+    assert not consumer._running
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("timeout_ms", [0, 1])
+def test_a_consumer_timeout_of_zero_still_takes_what_is_ready(mock_cluster, mock_client, timeout_ms):
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"v%d" % i for i in range(10)], partition=0)
+    with topic.get_simple_consumer(consumer_timeout_ms=timeout_ms, auto_offset_reset=OffsetType.EARLIEST) as consumer:
+        got = []
+        deadline = time.monotonic() + PATIENCE_S
+        while len(got) < 10 and time.monotonic() < deadline:
+            got.extend(m.value for m in consumer)  # each pass ends at the first empty fetch
+        assert got == [b"v%d" % i for i in range(10)]

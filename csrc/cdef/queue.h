@@ -13,3 +13,4 @@ int rd_kafka_event_type(const rd_kafka_event_t *rkev);
 void rd_kafka_event_destroy(rd_kafka_event_t *rkev);
 rd_kafka_resp_err_t rd_kafka_event_error(rd_kafka_event_t *rkev);
 const char *rd_kafka_event_error_string(rd_kafka_event_t *rkev);
+rd_kafka_topic_partition_list_t *rd_kafka_event_topic_partition_list(rd_kafka_event_t *rkev);

@@ -47,6 +47,8 @@ ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssigno
 RESETS = {"earliest": "earliest", "latest": "latest", "none": "error"}
 # ConsumerRecord._make, faster: a deserialized record is the core's with its key and value replaced.
 _record = functools.partial(tuple.__new__, ConsumerRecord)
+
+
 class _Undeserializable:
     """A record the key or value deserializer raised on, in the buffer in its place: the
     getmany() that reaches it raises ``error`` (the records before it are returned first),
@@ -451,15 +453,16 @@ class AIOKafkaConsumer(Client):
     def _deserialized(self, records, kd, vd):
         """The records with their key and value deserialized; one a deserializer raised on
         stays in its place as an _Undeserializable."""
+        def one(r):
+            return _record(r[:5] + (kd(r[5]) if kd is not None else r[5],
+                                    vd(r[6]) if vd is not None else r[6]) + r[7:])
         try:
-            return [_record(r[:5] + (kd(r[5]) if kd is not None else r[5],
-                                     vd(r[6]) if vd is not None else r[6]) + r[7:]) for r in records]
-        except Exception:
+            return [one(r) for r in records]
+        except Exception:  # again, one by one
             out = []
             for r in records:
                 try:
-                    out.append(_record(r[:5] + (kd(r[5]) if kd is not None else r[5],
-                                                vd(r[6]) if vd is not None else r[6]) + r[7:]))
+                    out.append(one(r))
                 except Exception as exc:
                     out.append(_Undeserializable(r, exc))
             self._may_fail = True

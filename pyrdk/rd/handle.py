@@ -558,13 +558,38 @@ class Handle:
         with self.use() as rk:
             errors.check(lib.rd_kafka_unsubscribe(rk), "unsubscribe")
 
-    def commit(self, tps, asynchronous=False):
-        """``rd_kafka_commit`` of explicit offsets (the next offset to read); per-partition
-        errors are raised too."""
+    def commit(self, tps, asynchronous=False, timeout_ms=10000):
+        """Commit explicit offsets (the next offset to read); per-partition errors are raised
+        too. ``rd_kafka_commit_queue`` onto a queue of its own, waited on in slices for up to
+        ``timeout_ms`` (``KafkaTimeoutError`` then: no coordinator answered), so that Ctrl-C
+        and ``close()`` get through; ``asynchronous``: ``rd_kafka_commit`` without waiting."""
         c_list = partitions.to_c(tps)
+        if asynchronous:
+            with self.use() as rk:
+                errors.check(lib.rd_kafka_commit(rk, c_list, 1), "commit offsets")
+            return
+        deadline = _deadline(timeout_ms)
         with self.use() as rk:
-            errors.check(lib.rd_kafka_commit(rk, c_list, 1 if asynchronous else 0), "commit offsets")
-        for tp in partitions.from_c(c_list):
+            queue = lib.rd_kafka_queue_new(rk)
+            event = ffi.NULL
+            try:
+                errors.check(lib.rd_kafka_commit_queue(rk, c_list, queue, ffi.NULL, ffi.NULL), "commit offsets")
+                while event == ffi.NULL and _remaining(deadline) > 0 and not self._closing:
+                    event = lib.rd_kafka_queue_poll(queue, _slice(deadline))
+                if event == ffi.NULL:
+                    if self._closing:
+                        raise self._closed_exc("the %s closed while it committed offsets" % self._described())
+                    raise self._with_reason(errors.exception(errors.TIMED_OUT, "commit offsets",
+                                                             "no answer within %d ms" % timeout_ms))
+                err = lib.rd_kafka_event_error(event)
+                if err:
+                    raise errors.exception(err, "commit offsets", string(lib.rd_kafka_event_error_string(event)))
+                results = partitions.from_c(lib.rd_kafka_event_topic_partition_list(event))
+            finally:
+                if event != ffi.NULL:
+                    lib.rd_kafka_event_destroy(event)
+                lib.rd_kafka_queue_destroy(queue)
+        for tp in results:
             errors.check(tp.error, "commit offset for %s [%d]" % (tp.topic, tp.partition))
 
     def offsets_store(self, tps):
