@@ -65,7 +65,7 @@ try:
 except ImportError as exc:
     raise ImportError("BalancedConsumer needs kazoo: pip install 'pyrdk[zookeeper]' (%s)" % exc) from exc
 
-from pyrdk.common import OffsetType, check_int
+from pyrdk.common import OffsetType, check_int, stop_at_exit
 from pyrdk.consumer import (BATCH, MAX_BATCH, auto_commit_due, check_auto_offset_reset, check_running,
                             check_settings)
 from pyrdk.core import arrow
@@ -396,12 +396,7 @@ class BalancedConsumer:
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
-        try:
-            self.stop()
-        except Exception:
-            if exc_type is None:
-                raise
-            log.exception("error while stopping the consumer after an exception")  # the block's stands
+        stop_at_exit(self.stop, exc_type, "consumer")
 
     def __del__(self):
         # Only what cannot block: the coordinator thread ends; the session ends with kazoo.

@@ -9,6 +9,7 @@ import abc
 import collections
 import datetime
 import enum
+import logging
 import os
 import queue
 from typing import Any, Optional, TypeVar, Union
@@ -18,6 +19,19 @@ INT32_MAX = (1 << 31) - 1
 INT64_MAX = (1 << 63) - 1
 
 _Int = TypeVar("_Int", bound=int)
+
+log = logging.getLogger(__name__)
+
+
+def stop_at_exit(stop: Any, exc_type: Optional[type[BaseException]], what: str) -> None:
+    """The end of a ``with`` block: ``stop()``; when the block raised, a failure of
+    ``stop()`` is logged and the block's own exception stands."""
+    try:
+        stop()
+    except Exception:
+        if exc_type is None:
+            raise
+        log.exception("error while stopping the %s after an exception", what)
 
 
 def check_int(name: str, value: _Int, minimum: int, maximum: Optional[int] = None) -> _Int:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from pyrdk import common
 from pyrdk.common import (INT32_MAX, INT64_MAX, OffsetFetchPartitionResponse, OffsetType, check_config, check_int,
-                          check_pair)
+                          check_pair, stop_at_exit)
 from pyrdk.core import arrow, consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
                               OffsetOutOfRangeError, OffsetRequestFailedError)
@@ -320,12 +320,7 @@ class Consumer:
 
     def __exit__(self, exc_type: Optional[type[BaseException]], exc_value: Optional[BaseException],
                  traceback: Any) -> None:
-        try:
-            self.stop()
-        except Exception:
-            if exc_type is None:
-                raise
-            log.exception("error while stopping the consumer after an exception")  # the block's stands
+        stop_at_exit(self.stop, exc_type, "consumer")
 
     def __del__(self):
         # The handle's own __del__ frees librdkafka; nothing may block here.

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk import common
 from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_config, check_headers, check_int,
-                          check_number, check_pair)
+                          check_number, check_pair, stop_at_exit)
 from pyrdk.core import Message, ProducerCore, producer_core
 from pyrdk.core import arrow
 from pyrdk.exceptions import (CallState, ConfigurationError, KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
@@ -330,12 +330,7 @@ class Producer:
 
     def __exit__(self, exc_type: Optional[type[BaseException]], exc_value: Optional[BaseException],
                  traceback: Any) -> None:
-        try:
-            self.stop()
-        except Exception:
-            if exc_type is None:
-                raise
-            log.exception("error while stopping the producer after an exception")
+        stop_at_exit(self.stop, exc_type, "producer")
 
     def __del__(self):
         # Non-blocking last resort: the handle's own __del__ frees librdkafka.
