@@ -121,7 +121,7 @@ def check_settings(rdkafka_config, **settings):
     TypeError naming it); returns ``rdkafka_config`` as a new dict (``{}`` for None), else
     TypeError."""
     for name, value in settings.items():
-        check_int(name, value, 0, INT32_MAX)
+        check_int(name, value, 1 if name == "fetch_min_bytes" else 0, INT32_MAX)  # librdkafka's least: 1 byte
     return check_config("rdkafka_config", rdkafka_config)
 
 

@@ -175,7 +175,7 @@ class Producer:
         check_number("linger_ms", linger_ms, 0)
         rdkafka_config = check_config("rdkafka_config", rdkafka_config)
         self._block_on_queue_full = block_on_queue_full
-        self._max_request_size = check_int("max_request_size", max_request_size, 1)
+        self._max_request_size = check_int("max_request_size", max_request_size, 1, 1000000000)  # librdkafka's most
         self._sync = sync
         self._delivery_reports = delivery_reports and not sync
         self._pending_timeout_ms = check_int("pending_timeout_ms", pending_timeout_ms, -1)

@@ -357,6 +357,7 @@ def test_bad_rdkafka_config(mock_topic, config, key, value):
     ({"max_request_size": -1}, "max_request_size"),
     ({"max_request_size": 0}, "max_request_size"),
     ({"max_request_size": 1.5}, "max_request_size"),
+    ({"max_request_size": 10 ** 10}, "max_request_size"),  # more than librdkafka's message.max.bytes takes
 ])
 def test_bad_producer_argument_is_refused_before_anything_is_queued(mock_topic, kwargs, name):
     # Unchecked, they would fail later: stop() with a TypeError before its flush, or

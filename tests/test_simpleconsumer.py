@@ -294,6 +294,12 @@ def test_consumer_timeout_ms_must_be_an_int(topic, bad):
         topic.get_simple_consumer(consumer_timeout_ms=bad)
 
 
+@pytest.mark.kafka
+def test_fetch_min_bytes_is_named_when_librdkafka_would_refuse_it(topic):
+    with pytest.raises(TypeError, match="fetch_min_bytes must be an int >= 1"):
+        topic.get_simple_consumer(fetch_min_bytes=0)
+
+
 # -- partitions --------------------------------------------------------------------------------
 
 @pytest.mark.kafka
