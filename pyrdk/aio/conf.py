@@ -1,6 +1,7 @@
 """What aiokafka's producer and consumer options share, as librdkafka properties."""
 from pyrdk.aio import helpers
 from pyrdk.exceptions import ConfigurationError, NotSupportedError
+from pyrdk.rd import conf as rd_conf
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -15,6 +16,27 @@ def bootstrap(servers):
             not all(isinstance(s, str) and s.strip() for s in servers):
         raise ConfigurationError("bootstrap_servers must be 'host[:port]' or a list of them, not %r" % (servers,))
     return ",".join(s.strip() if ":" in s else s.strip() + ":9092" for s in servers)
+
+
+# The librdkafka property each option sets, to name the option when librdkafka refuses it.
+ARGUMENTS = {
+    "client.id": "client_id", "metadata.max.age.ms": "metadata_max_age_ms",
+    "topic.metadata.refresh.interval.ms": "metadata_max_age_ms", "socket.timeout.ms": "request_timeout_ms",
+    "retry.backoff.ms": "retry_backoff_ms", "connections.max.idle.ms": "connections_max_idle_ms",
+    "batch.size": "max_batch_size", "message.max.bytes": "max_request_size", "linger.ms": "linger_ms",
+    "request.timeout.ms": "request_timeout_ms", "message.timeout.ms": "request_timeout_ms",
+    "transaction.timeout.ms": "transaction_timeout_ms", "auto.commit.interval.ms": "auto_commit_interval_ms",
+    "fetch.wait.max.ms": "fetch_max_wait_ms", "fetch.max.bytes": "fetch_max_bytes",
+    "fetch.min.bytes": "fetch_min_bytes", "max.partition.fetch.bytes": "max_partition_fetch_bytes",
+    "session.timeout.ms": "session_timeout_ms", "heartbeat.interval.ms": "heartbeat_interval_ms",
+    "max.poll.interval.ms": "max_poll_interval_ms",
+}
+
+
+def check(config, rdkafka_config):
+    """Refuse at construction what librdkafka would refuse at ``start()``, naming the option
+    that set it (or the ``rdkafka_config`` key the program gave)."""
+    rd_conf.check(config, ARGUMENTS, rdkafka_config or {})
 
 
 def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms, retry_backoff_ms,

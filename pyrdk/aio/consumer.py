@@ -155,6 +155,7 @@ class AIOKafkaConsumer(Client):
         if self._read_committed:
             self._config["statistics.interval.ms"] = LSO_STATISTICS_INTERVAL_MS
         self._config.update(rdkafka_config or {})
+        conf.check(self._config, rdkafka_config)
         self._initial_topics = topics
         self._handle = None
         self._wakeup = None

@@ -114,6 +114,7 @@ class AIOKafkaProducer(Client):
             self._config.update({"transactional.id": transactional_id,
                                  "transaction.timeout.ms": transaction_timeout_ms})
         self._config.update(rdkafka_config or {})
+        conf.check(self._config, rdkafka_config)
         self._transactional = self._config.get("transactional.id") is not None
         self._handle = None
         self._wakeup = None

@@ -254,3 +254,16 @@ async def test_a_transactional_producer_sends_only_inside_a_transaction(kafka_ho
         assert (await fut).offset >= 0
         with pytest.raises(aiokafka.errors.IllegalOperation):
             await producer.send(topic, b"after")
+
+
+@pytest.mark.parametrize("client, kwargs, named", [
+    (aiokafka.AIOKafkaProducer, {"linger_ms": -1}, "linger_ms=-1"),
+    (aiokafka.AIOKafkaProducer, {"request_timeout_ms": "soon"}, "request_timeout_ms='soon'"),
+    (aiokafka.AIOKafkaProducer, {"max_batch_size": None}, "max_batch_size=None"),
+    (aiokafka.AIOKafkaConsumer, {"fetch_max_wait_ms": -1}, "fetch_max_wait_ms=-1"),
+    (aiokafka.AIOKafkaConsumer, {"session_timeout_ms": "x"}, "session_timeout_ms='x'"),
+])
+def test_an_option_librdkafka_refuses_is_named_at_construction(client, kwargs, named):
+    with pytest.raises((aiokafka.errors.KafkaConfigurationError, TypeError)) as info:
+        client(**kwargs)
+    assert str(info.value).startswith(named)
