@@ -171,6 +171,7 @@ class AIOKafkaConsumer(Client):
         self._waiters = set()
         self._subscribed = False
         self._subscription_names = []
+        self._pattern = None  # a pattern subscription's, compiled
         self._manual = False
         self._assigned_all = False  # subscribed without a group: every partition assigned
         self._listener = None
@@ -291,11 +292,18 @@ class AIOKafkaConsumer(Client):
                 self._assigned_all = False
             self._handle.subscribe(names)
         self._subscription_names = names
+        self._pattern = None if pattern is None else re.compile(names[0])
         self._subscribed = True
 
     def subscription(self):
-        """The topics subscribed to (``rd_kafka_subscription``'s, as a set)."""
-        return set(self._subscription_names) if self._subscribed else set()
+        """The topics subscribed to, as a set: for a pattern, as aiokafka's, the topics it
+        matches (of the last metadata, and those assigned)."""
+        if not self._subscribed:
+            return set()
+        if self._pattern is None:
+            return set(self._subscription_names)
+        return {name for name in self._metadata if self._pattern.match(name) and not name.startswith("__")} | \
+            {tp.topic for tp in self.assignment()}
 
     def unsubscribe(self):
         """Leave the group's assignment (``rd_kafka_unsubscribe``) or drop the manual one."""

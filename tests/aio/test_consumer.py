@@ -557,3 +557,11 @@ def test_metadata_max_age_ms_is_also_how_often_metadata_is_refreshed():
     """A pattern subscription finds new topics at librdkafka's metadata refresh."""
     consumer = aiokafka.AIOKafkaConsumer(metadata_max_age_ms=2000)
     assert consumer._config["topic.metadata.refresh.interval.ms"] == 2000
+
+
+@pytest.mark.asyncio
+async def test_a_pattern_subscription_names_the_topics_it_matches(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic) as consumer:
+        consumer.subscribe(pattern=topic[:-2] + ".*")
+        assert consumer.subscription() == {topic}  # as aiokafka's: the matching topics, not the pattern
