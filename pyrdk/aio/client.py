@@ -1,5 +1,8 @@
-"""What the asyncio producer and consumer share: ``async with``, and the one way the control
-path reaches librdkafka's blocking calls."""
+"""What the asyncio producer and consumer share: ``async with``, the event loop they belong
+to, and the one way the control path reaches librdkafka's blocking calls."""
+import asyncio
+
+from pyrdk.aio.errors import IllegalStateError
 
 
 class Client:
@@ -16,3 +19,13 @@ class Client:
         """Run one of librdkafka's blocking control calls (metadata, commits, offset lookups,
         transactions, close) on the loop's default executor; the data path never does."""
         return await self._loop.run_in_executor(None, fn, *args)
+
+    def _foreign_loop(self):
+        """Whether this call runs in another event loop than the one ``start()`` ran in
+        (whose futures and pipe reader the client's are)."""
+        return self._loop is not None and asyncio.get_running_loop() is not self._loop
+
+    def _check_loop(self):
+        if self._foreign_loop():
+            raise IllegalStateError("this client was started in another event loop (each asyncio.run() has its "
+                                    "own): make one in this loop, and stop each in its own")

@@ -217,7 +217,8 @@ class AIOKafkaConsumer(Client):
             return
         self._stopping = True
         self._closed = True
-        if self._rebalancing is not None and not self._rebalancing.done():
+        foreign = self._foreign_loop()  # started in another loop: its tasks and futures are that loop's
+        if self._rebalancing is not None and not self._rebalancing.done() and not foreign:
             self._rebalancing.cancel()
             self._rebalances.clear()
             try:  # the group waits for the assignment the listener's task was to make
@@ -225,10 +226,10 @@ class AIOKafkaConsumer(Client):
             except KafkaError as exc:
                 log.debug("unassign at stop: %s", exc)
         self._wakeup.close()
-        for fut in self._waiters:
+        for fut in self._waiters if not foreign else ():
             if not fut.done():
                 fut.set_result(None)
-        close = self._loop.run_in_executor(None, self._handle.close)
+        close = asyncio.get_running_loop().run_in_executor(None, self._handle.close)
         try:
             await asyncio.wait_for(asyncio.shield(close), self._request_timeout_ms / 1000.0)
         except asyncio.TimeoutError:
@@ -547,6 +548,7 @@ class AIOKafkaConsumer(Client):
 
     async def _get(self, partitions, timeout_ms, max_records):
         self._check_running()
+        self._check_loop()
         partitions = [_tp(tp) for tp in partitions]
         deadline = None if timeout_ms is None else self._loop.time() + timeout_ms / 1000.0
         # A loop of getmany() calls must let other tasks run: here, before anything is taken,

@@ -20,7 +20,7 @@ from pyrdk.aio import conf
 from pyrdk.aio.batch import BatchBuilder, check_headers, check_timestamp
 from pyrdk.aio.batch import check_bytes as _check_bytes
 from pyrdk.aio.client import Client
-from pyrdk.aio.errors import IllegalOperation, KafkaTimeoutError, ProducerClosed
+from pyrdk.aio.errors import IllegalOperation, IllegalStateError, KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
 from pyrdk.core import sender_core
@@ -39,6 +39,15 @@ _numbers = itertools.count(1)
 COMPRESSION = {None: "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 YIELD_EVERY = 256  # send() lets the loop run other tasks once per this many calls (well under 1 ms)
 PARTITION_UA = -1  # librdkafka's RD_KAFKA_PARTITION_UA: its partitioner chooses
+
+
+def _settle(set_outcome, outcome):
+    """Set a future's result or exception; one of a loop already closed (the producer was
+    used from another loop) cannot tell its callbacks, and is left as it is."""
+    try:
+        set_outcome(outcome)
+    except RuntimeError:  # "Event loop is closed"
+        pass
 
 
 def _future_of(entry):
@@ -163,14 +172,21 @@ class AIOKafkaProducer(Client):
     async def stop(self):
         """Flush what is pending (up to ``request_timeout_ms``: librdkafka fails each record
         still undelivered then), then ``rd_kafka_destroy`` (on the default executor: it joins
-        librdkafka's threads)."""
+        librdkafka's threads). In another event loop than its own, nothing can wait for the
+        futures: it fails what is pending, closes, and raises ``IllegalStateError`` if that
+        was any record."""
         if self._handle is None or self._closed:
             self._closed = True
             return
         self._stopping = True  # what is sent from now on is refused: the flush can end
         self._fast = None
+        foreign = self._foreign_loop()
+        failed = 0
         try:
-            await asyncio.wait_for(self.flush(), self._request_timeout_ms / 1000.0 + 5)
+            if foreign:
+                self._handle.purge(in_flight=True)
+            else:
+                await asyncio.wait_for(self.flush(), self._request_timeout_ms / 1000.0 + 5)
         except asyncio.TimeoutError:
             self._handle.purge(in_flight=True)
             self._serve()
@@ -179,14 +195,19 @@ class AIOKafkaProducer(Client):
             self._fast = None
             self._wakeup.close()
             # rd_kafka_destroy joins librdkafka's threads: off the loop
-            await self._blocking(self._handle.close)
+            await asyncio.get_running_loop().run_in_executor(None, self._handle.close)
             for entry in self._pending.values():
                 fut = _future_of(entry)
                 self._core.release(fut)
                 if not fut.done():
-                    fut.set_exception(ProducerClosed("the producer stopped before the record was delivered"))
+                    failed += 1
+                    _settle(fut.set_exception, ProducerClosed("the producer stopped before the record was delivered"))
             self._pending.clear()
             self._check_drained()
+        if foreign and failed:
+            raise IllegalStateError("stopped in another event loop than the one it was started in: %d record(s) "
+                                    "not yet delivered were failed (stop a client in its own loop, where stop() "
+                                    "delivers them)" % failed)
 
     def _check_running(self):
         if self._closed or self._stopping:
@@ -220,6 +241,7 @@ class AIOKafkaProducer(Client):
         """send() of every other record: checked, then through ``rd_kafka_producev``."""
         if self._closed or self._stopping or self._handle is None:
             self._check_running()
+        self._check_loop()
         if self._transactional and not self._in_transaction:
             self._outside_transaction()
         if topic.__class__ is not str or not topic:
@@ -361,6 +383,7 @@ class AIOKafkaProducer(Client):
     async def send_and_wait(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
                             headers=None):
         """``send()``, then wait for the delivery: the :class:`RecordMetadata`."""
+        self._check_loop()
         fut = await self.send(topic, value, key, partition, timestamp_ms, headers)
         return await fut
 
@@ -369,6 +392,7 @@ class AIOKafkaProducer(Client):
         meanwhile)."""
         if not self._stopping:
             self._check_running()
+        self._check_loop()
         self._serve()
         if self._pending:
             fut = self._loop.create_future()
@@ -508,7 +532,7 @@ class AIOKafkaProducer(Client):
             if done < len(ids) and not fut.done():
                 waiting.append(flush)
             elif not fut.done():
-                fut.set_result(None)
+                _settle(fut.set_result, None)
         self._flushing = waiting
 
 

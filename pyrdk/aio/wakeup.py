@@ -36,7 +36,8 @@ class Wakeup:
         """Stop watching (``rd_kafka_queue_io_event_enable`` with -1) and close the pipe."""
         if self._read is None:
             return
-        self._loop.remove_reader(self._read)
+        if not self._loop.is_closed():  # a closed loop has let go of its readers
+            self._loop.remove_reader(self._read)
         if self._handle.usable:
             self._handle.watch(-1)
         self._close_fds()

@@ -130,3 +130,31 @@ def test_broker_killed_and_restarted_mid_run(own_broker):
     got, after = asyncio.run(main())
     assert got == [b"before %d" % i for i in range(50)]
     assert after == [b"during %d" % i for i in range(30)]
+
+
+def test_a_client_used_from_a_second_event_loop_says_so_and_still_stops(kafka_hosts, new_topic):
+    """Each asyncio.run() has its own loop; a client belongs to the one its start() ran in.
+    From another, the calls that wait on its futures raise IllegalStateError before doing
+    anything, and stop() still closes it."""
+    topic = new_topic(1)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts)
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, auto_offset_reset="earliest")
+
+    async def first():
+        await producer.start()
+        await producer.send_and_wait(topic, b"in its own loop")
+        await consumer.start()
+        consumer.assign([TopicPartition(topic, 0)])
+    asyncio.run(first())
+
+    async def second():
+        with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
+            await producer.send_and_wait(topic, b"from another")
+        with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
+            await producer.flush()
+        with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
+            await consumer.getmany(timeout_ms=100)
+        await producer.stop()  # nothing pending: closed without a word
+        await consumer.stop()
+    asyncio.run(second())
+    assert producer._handle.closed and consumer._handle.closed
