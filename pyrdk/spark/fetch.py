@@ -243,6 +243,19 @@ def _wake(consumer, topic_name, pid):
         log.info("%s [%d]: %s", topic_name, pid, exc)
 
 
+def _position(consumer, topic_name, pid):
+    """librdkafka's position in the partition (``rd_kafka_position``), -1 when unknown: the
+    offset after the last it handed out, which passes the offsets that bring no record (a
+    transaction's commit or abort marker, and to a read_committed reader an aborted
+    transaction's records). Meaningful when the consumer's buffer is empty, as after an
+    empty ``consume_arrow()``."""
+    try:
+        return consumer._handle.position([(topic_name, pid)])[0].offset
+    except KafkaException as exc:
+        log.info("%s [%d]: no position: %s", topic_name, pid, exc)
+        return -1
+
+
 def _read(opts, topic, reading, offset_range):
     import pyarrow.compute as pc
     topic_name, pid, start, end = offset_range
@@ -256,6 +269,8 @@ def _read(opts, topic, reading, offset_range):
         batch = reading.consumer.consume_arrow(min(ROWS_PER_BATCH, end - wanted), POLL_MS,
                                                headers=opts.include_headers)
         if not batch.num_rows:
+            if _position(reading.consumer, topic_name, pid) >= end:
+                break  # the rest of the range holds no record (a transaction's marker, say)
             high = reading.consumer.highwater(pid)
             if high is not None and wanted >= high and not fresh:
                 reading.renew(wanted)

@@ -250,3 +250,28 @@ def test_a_kept_consumer_reads_what_the_partition_holds_now(kafka_hosts, client,
     with pytest.raises(DataLossError, match=r"\[1\] is gone"):
         read_rows(opts, name, 1, 0, 5)
     assert [kind for kind in handles_made if kind == "consumer"] == ["consumer"]  # the one kept
+
+
+def test_a_range_ending_in_a_transaction_marker_is_read_to_its_end(kafka_hosts, client):
+    """A transaction's commit marker takes an offset and brings no record: a range up to the
+    log end (after it) ends with the last record, not at pollTimeoutMs."""
+    from pyrdk.spark import fetch
+    from pyrdk.spark.options import ReadOptions
+    name = unique_name("txn")
+    topic = make_topic(client, name, 1)
+    producer = topic.get_producer(transactional_id=name, linger_ms=5)
+    try:
+        with producer.transaction():
+            for i in range(5):
+                producer.produce(b"v%d" % i)
+    finally:
+        producer.stop()
+    end = topic.partitions[0].latest_available_offset()
+    assert end == 6  # 5 records and the marker
+    opts = ReadOptions({"kafka.bootstrap.servers": kafka_hosts, "subscribe": name,
+                        "kafkaConsumer.pollTimeoutMs": "10000"}, streaming=False)
+    try:  # (it used to wait for the marker's record until pollTimeoutMs, then fail the task)
+        assert read_rows(opts, name, 0, 0, end) == [(o, b"v%d" % o) for o in range(5)]
+        assert read_rows(opts, name, 0, 5, end) == []  # the kept consumer: nothing but the marker left
+    finally:
+        fetch.close_kept()
