@@ -555,8 +555,12 @@ class Producer:
                                      "use produce(), or a producer without one")
         total = 0
         for part in arrow.record_batches(batch):
-            columns = arrow.write_columns(part)
-            total += self._produce_columns(part, columns)
+            try:
+                columns = arrow.write_columns(part)
+                total += self._produce_columns(part, columns)
+            except Exception as exc:  # its ``produced`` counts the rows of the batches before too
+                exc.produced = total + getattr(exc, "produced", 0)
+                raise
         return total
 
     def _produce_columns(self, batch, columns):

@@ -241,11 +241,23 @@ def test_produce_arrow_refuses_what_it_cannot_send_and_names_it(client, topic_na
             producer.produce_arrow(pa.record_batch({"value": [b"a"], "key": [1]}))
         with pytest.raises(TypeError, match="RecordBatch or Table, not list"):
             producer.produce_arrow([b"a"])
+        with pytest.raises(ValueError, match="column 'partition' holds a value that is no partition id") as caught:
+            producer.produce_arrow(pa.record_batch({"value": [b"a"], "partition": pa.array([2 ** 40])}))
+        assert caught.value.produced == 0
+        # A table of two batches: produced counts the first batch's rows too.
+        table = pa.Table.from_batches([pa.record_batch({"value": [b"d", b"e"], "partition": [0, 0]}),
+                                       pa.record_batch({"value": [b"f", b"g"], "partition": [0, 7]})])
+        with pytest.raises(ValueError, match="holds 7") as caught:
+            producer.produce_arrow(table)
+        assert caught.value.produced == 3
+        # A value column of the null type: every row without a value.
+        assert producer.produce_arrow(pa.table({"value": pa.array([None, None])})) == 2
     with topic.get_producer(serializer=lambda v, k: (v, k)) as producer:
         with pytest.raises(ConfigurationError, match="serializer"):
             producer.produce_arrow(pa.record_batch({"value": [b"a"]}))
-    where, _ = landed(topic, 2)
-    assert set(where) == {(None, b"a"), (None, b"c")}
+    _, by_partition = landed(topic, 7)
+    assert by_partition[0] == [(None, b"a"), (None, b"c"), (None, b"d"), (None, b"e"), (None, b"f"),
+                               (None, None), (None, None)]
 
 
 def test_produce_arrow_waits_for_room_in_a_full_queue_and_keeps_the_order(client, topic_name):

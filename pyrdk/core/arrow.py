@@ -137,12 +137,18 @@ def write_columns(batch):
         if not pa.types.is_integer(part.type):
             raise TypeError("column 'partition' must hold integers, not %s" % part.type)
         if part.type != pa.int32():
-            part = part.cast(pa.int32())  # ArrowInvalid (a ValueError) when one does not fit
+            try:
+                part = part.cast(pa.int32())
+            except pa.ArrowInvalid as exc:
+                raise ValueError("column 'partition' holds a value that is no partition id: %s" % exc) from None
         valid, data = part.buffers()
         part = (part.offset, valid if part.null_count else None, data)
     else:
         part = None
-    return batch.num_rows, _binary(batch.column("value"), "value"), key, part
+    value = batch.column("value")
+    if pa.types.is_null(value.type):  # none has a value
+        value = value.cast(pa.binary())
+    return batch.num_rows, _binary(value, "value"), key, part
 
 
 def _binary(column, name):
