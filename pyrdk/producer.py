@@ -559,7 +559,7 @@ class Producer:
                 columns = arrow.write_columns(part)
                 total += self._produce_columns(part, columns)
             except Exception as exc:  # its ``produced`` counts the rows of the batches before too
-                exc.produced = total + getattr(exc, "produced", 0)
+                setattr(exc, "produced", total + getattr(exc, "produced", 0))
                 raise
         return total
 
