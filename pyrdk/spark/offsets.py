@@ -187,6 +187,19 @@ def _require_all(spec, tps):
                if extra else ""))
 
 
+def check_order(opts, starts, until):
+    """A batch read's ending offsets given as JSON may not come before its starting ones:
+    ``ConfigurationError`` naming both options (a log end before the start, on the other
+    hand, is data loss: see :func:`ranges`)."""
+    if opts.ending.kind != "offsets":
+        return
+    for (topic, pid), given in sorted(opts.ending.value.items()):
+        start, end = starts.get((topic, pid)), until.get((topic, pid))
+        if given >= 0 and start is not None and end is not None and end < start:
+            raise ConfigurationError("options '%s' and '%s': %s [%d] would end at offset %d, before it starts "
+                                     "(%d)" % (opts.starting.option, opts.ending.option, topic, pid, end, start))
+
+
 def ranges(opts, starts, ends):
     """``OffsetRange`` per partition in ``ends``; a partition whose end lies before its
     start (offsets beyond the log, or a topic deleted and re-created) is data loss, and a

@@ -152,6 +152,9 @@ def _offset_spec(opts, which, default, streaming):
                                      "per-partition JSON")
         return OffsetSpec(kind, None, name)
     offsets = _partition_json(raw, name)
+    if which == "starting" and not streaming and any(o == LATEST for o in offsets.values()):
+        raise ConfigurationError("option 'startingOffsets' cannot use -1 (latest) in a batch query "
+                                 "(that partition would read nothing): use -2 (earliest) or an offset")
     if which == "ending" and any(o == EARLIEST for o in offsets.values()):
         raise ConfigurationError("option 'endingOffsets' cannot use -2 (earliest): use -1 (latest) "
                                  "or an offset")
@@ -170,7 +173,7 @@ def _partition_json(raw, name, timestamps=False):
             ok = False
             break
         for p, value in parts.items():
-            if not (isinstance(p, str) and p.isdigit() and _is_int(value)) or \
+            if not (isinstance(p, str) and p.isascii() and p.isdigit() and _is_int(value)) or \
                     value < (0 if timestamps else EARLIEST):
                 ok = False
                 break

@@ -116,6 +116,8 @@ class _Sink:
         if not topic_name:
             raise ConfigurationError("a row has a null 'topic' and the option 'topic' is not set")
         self.partitioner.partition = partition
+        if headers and any(h is None for h in headers):
+            raise ValueError("a row's 'headers' holds a null element: each must be a (key, value) struct")
         self.producer(topic_name).produce(
             _bytes(value, "value"), partition_key=_bytes(key, "key"),
             headers=[(h["key"], _bytes(h["value"], "headers.value")) for h in headers] if headers else None)

@@ -45,6 +45,8 @@ def test_exactly_one_subscription(options, named):
     ({"startingOffsets": '{"t": [0]}'}, "'startingOffsets' must be"),
     ({"startingOffsets": '{"t": {"x": 1}}'}, "'startingOffsets' must be"),
     ({"startingOffsets": '{"t": {"0": -3}}'}, "'startingOffsets' must be"),
+    ({"startingOffsets": '{"t": {"\u00b2": 1}}'}, "'startingOffsets' must be"),  # a digit, but not 0-9
+    ({"startingOffsets": '{"t": {"0": -1}}'}, "'startingOffsets' cannot use -1 (latest) in a batch query"),
     ({"startingOffsets": "latest"}, "'startingOffsets' cannot be 'latest' in a batch query"),
     ({"endingOffsets": "earliest"}, "'endingOffsets' cannot be 'earliest'"),
     ({"endingOffsets": '{"t": {"0": -2}}'}, "'endingOffsets' cannot use -2"),

@@ -79,6 +79,11 @@ def test_start_beyond_the_end_is_data_loss(spark, kafka_hosts, filled):
     assert "failOnDataLoss" in str(info.value)
     df = reader(spark, kafka_hosts, subscribe=filled, startingOffsets=starting, failOnDataLoss="false").load()
     assert [(r.partition, r.offset) for r in df.collect()] == [(1, o) for o in range(20)]
+    # An end the program gave before the start is its mistake, not data loss.
+    df = reader(spark, kafka_hosts, subscribe=filled, startingOffsets='{"%s": {"0": 7, "1": 0}}' % filled,
+                endingOffsets='{"%s": {"0": 3, "1": -1}}' % filled).load()
+    with pytest.raises(Exception, match="options 'startingOffsets' and 'endingOffsets'.*end at offset 3"):
+        df.collect()
 
 
 def test_deleted_topic_is_data_loss_when_the_range_runs(spark, kafka_hosts, client, filled):
