@@ -701,6 +701,16 @@ class Consumer:
         high = self._handle.get_watermark_offsets(self._topic_name, pid)[1]
         return high if high >= 0 else None
 
+    def fetched_to(self, partition: Union[Partition, int]) -> int:
+        """The offset after the last one librdkafka handed this consumer for ``partition``
+        (``rd_kafka_position``; -1 when unknown): past the offsets that bring no message (a
+        transaction's commit or abort marker, and to a read_committed consumer an aborted
+        transaction's messages). It reaches the high watermark at the end of a partition
+        whose last offset is a marker, where the last message's offset + 1 does not."""
+        self._check_running()
+        pid = self._partition_id(partition)
+        return self._handle.position([(self._topic_name, pid)])[0].offset
+
     def seek(self, partition: Union[Partition, int], offset: int) -> None:
         """Make ``offset`` the next offset returned for ``partition`` (``rd_kafka_seek_partitions``);
         ``offset`` may also be an ``OffsetType``, looked up with ListOffsets."""

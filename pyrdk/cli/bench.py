@@ -49,6 +49,8 @@ def bench(env, messages, size, partitions, topic, as_json):
     try:
         value = b"x" * size
         chunk = 10000
+        # Where this run's messages start: the log end before it (a topic given may hold others).
+        before = {} if made else {pid: r.offset[0] for pid, r in t.latest_available_offsets().items()}
         bar = _bar("producing", messages)
         producer = t.get_producer(linger_ms=5, min_queued_messages=10000)
         try:
@@ -64,12 +66,11 @@ def bench(env, messages, size, partitions, topic, as_json):
         finally:
             _end(bar)
             producer.stop()
-        low = {pid: r.offset[0] for pid, r in t.earliest_available_offsets().items()}
         consumer = t.get_simple_consumer(consumer_timeout_ms=5000)
         bar = _bar("consuming", messages)
         try:
-            if not made:  # read only this run's messages: the last ``messages`` of the topic
-                consumer.reset_offsets([(p, low[p.id] - 1) for p in t.partitions.values()])
+            for p in t.partitions.values() if not made else ():  # read only this run's messages
+                consumer.seek(p, before[p.id])
             start = time.perf_counter()
             got = 0
             while got < messages:

@@ -136,13 +136,14 @@ def _format(fmt, topic):
 
 def _at_end(consumer, counts):
     """True when every partition's fetch has told its high watermark and what was read of it
-    reaches it (``counts``: the messages read per partition)."""
+    reaches it (``counts``: the messages read per partition), or librdkafka's fetch passed it
+    (the last offsets may be a transaction's marker, which brings no message)."""
     held = consumer.held_offsets
     for pid in consumer.partitions:
         high = consumer.highwater(pid)
         if high is None:
             return False
-        if counts.get(pid) and held.get(pid, -1) + 1 < high:
+        if counts.get(pid) and held.get(pid, -1) + 1 < high and consumer.fetched_to(pid) < high:
             return False
     return True
 
@@ -169,7 +170,8 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
     try:
         if not isinstance(start, str):  # an offset or a datetime, for every partition read
             if isinstance(start, int):
-                consumer.reset_offsets([(p, start - 1) for p in consumer.partitions.values()])
+                for p in consumer.partitions.values():
+                    consumer.seek(p, start)  # the next offset read (reset_offsets takes the last one read)
             else:
                 consumer.reset_offsets([(p, start) for p in consumer.partitions.values()])
         while count is None or read < count:

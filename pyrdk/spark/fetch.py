@@ -244,13 +244,10 @@ def _wake(consumer, topic_name, pid):
 
 
 def _position(consumer, topic_name, pid):
-    """librdkafka's position in the partition (``rd_kafka_position``), -1 when unknown: the
-    offset after the last it handed out, which passes the offsets that bring no record (a
-    transaction's commit or abort marker, and to a read_committed reader an aborted
-    transaction's records). Meaningful when the consumer's buffer is empty, as after an
-    empty ``consume_arrow()``."""
+    """``consumer.fetched_to(pid)`` (-1 when unknown): after an empty ``consume_arrow()``,
+    the next offset that may bring a record."""
     try:
-        return consumer._handle.position([(topic_name, pid)])[0].offset
+        return consumer.fetched_to(pid)
     except KafkaException as exc:
         log.info("%s [%d]: no position: %s", topic_name, pid, exc)
         return -1

@@ -163,6 +163,7 @@ def test_consume_from_an_offset(kafka_hosts, client, topic_name):
     topic = make_topic(client, topic_name, 1)
     fill(topic, {0: 6})
     assert run(["consume", topic_name, "--from", 4], kafka_hosts).out.split() == ["m4", "m5"]
+    assert run(["consume", topic_name, "--from", 0], kafka_hosts).out.split() == ["m%d" % i for i in range(6)]
     assert run(["consume", topic_name, "--from", "latest"], kafka_hosts).out == ""
     assert run(["consume", topic_name, "--partition", 7], kafka_hosts).code == 1
 
@@ -339,3 +340,25 @@ def test_bench_measures_both_ways(kafka_hosts, client):
     assert [(r["phase"], r["messages"]) for r in doc["results"]] == [("produce", 3000), ("consume", 3000)]
     assert all(r["msgs_per_s"] > 0 and r["mb_per_s"] >= 0 for r in doc["results"])
     assert doc["topic"].encode() not in client.cluster.list_topics(), "the bench topic is deleted"
+
+
+def test_bench_on_a_topic_with_messages_reads_back_its_own(kafka_hosts, client, topic_name):
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 50, 1: 50})
+    result = run(["bench", "--topic", topic_name, "--messages", 300, "--size", 10, "--json"], kafka_hosts)
+    assert result.code == 0, result
+    assert [(r["phase"], r["messages"]) for r in result.json["results"]] == [("produce", 300), ("consume", 300)]
+
+
+def test_consume_reads_to_the_end_of_a_topic_written_in_a_transaction(kafka_hosts, client, topic_name):
+    """A transaction's commit marker is the partition's last offset: it brings no message."""
+    topic = make_topic(client, topic_name, 1)
+    producer = topic.get_producer(transactional_id=topic_name, linger_ms=5)
+    try:
+        with producer.transaction():
+            producer.produce(b"t1")
+            producer.produce(b"t2")
+    finally:
+        producer.stop()
+    result = run(["consume", topic_name], kafka_hosts)
+    assert (result.code, result.out.split()) == (0, ["t1", "t2"])
