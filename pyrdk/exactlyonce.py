@@ -117,11 +117,13 @@ class Processor:
         transaction was aborted: they are read again)."""
         self._batch = []
         deadline = time.monotonic() + self._batch_timeout_ms / 1000.0
+        first = True  # one consume_batch() at least: a timeout of 0 takes what is ready
         while len(self._batch) < self._batch_size:
             remaining_ms = int((deadline - time.monotonic()) * 1000)
-            if remaining_ms <= 0:
+            if remaining_ms <= 0 and not first:
                 break
-            messages = self.consumer.consume_batch(self._batch_size - len(self._batch), remaining_ms)
+            first = False
+            messages = self.consumer.consume_batch(self._batch_size - len(self._batch), max(remaining_ms, 0))
             self._batch.extend(messages)
         batch, self._batch = self._batch, []
         if not batch:

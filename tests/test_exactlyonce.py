@@ -68,6 +68,21 @@ def test_processor_commits_outputs_with_the_input_offsets(client, topic_name, gr
     assert group_offsets(source, group_name) == log_ends(source)
 
 
+def test_a_batch_timeout_of_zero_takes_what_is_ready(client, topic_name, group_name):
+    source = make_topic(client, topic_name, 1)
+    sink = make_topic(client, topic_name + "-out", 1)
+    produce_inputs(source, 5)
+    with Processor(source, sink, group_name, unique_name("proc"), batch_size=100, batch_timeout_ms=0,
+                   consumer_kwargs=GROUP) as processor:
+        total = 0
+        deadline = time.monotonic() + PATIENCE_S
+        while total < 5:
+            assert time.monotonic() < deadline, "%d of 5 processed" % total
+            total += processor.process_batch(lambda m: [m.value])
+            time.sleep(0.01)
+    assert total == 5
+
+
 def test_a_failing_process_aborts_and_its_messages_are_read_again(client, topic_name, group_name):
     source = make_topic(client, topic_name, 1)
     sink = make_topic(client, topic_name + "-out", 1)

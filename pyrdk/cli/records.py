@@ -9,6 +9,7 @@ import click
 
 from pyrdk.cli.common import CommandError, OffsetSpec, decode, emit_json, pass_env
 from pyrdk.common import OffsetType
+from pyrdk.exceptions import KafkaException
 from pyrdk.partitioners import murmur2_partitioner
 
 # -- produce -----------------------------------------------------------------------------------------
@@ -94,7 +95,11 @@ def produce(env, topic, path, fmt, key_separator, headers, partition, as_json):
                     key, value = None, record
             else:
                 value = record
-            producer.produce(value, partition_key=key, headers=header_list)
+            try:
+                producer.produce(value, partition_key=key, headers=header_list)
+            except KafkaException as exc:  # the records before it are sent: say how many
+                raise CommandError("%s (record %d; the %d before it were produced)" % (exc, count + 1, count)) \
+                    from exc
             count += 1
             done += len(record) + (1 if fmt == "lines" else 4)
             if progress and count % 1000 == 0:

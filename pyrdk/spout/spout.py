@@ -175,9 +175,14 @@ class KafkaSpout:
             replay = self._due_replay()
             if replay is not None:
                 return replay
-            if self.pending >= self._max_pending or self.uncommitted >= self._max_uncommitted:
+            if self.pending >= self._max_pending:
                 return None
+            full = self.uncommitted >= self._max_uncommitted
             revocations = self._revocations
+        # Acked tuples count against max_uncommitted_offsets until committed: commit the acked
+        # prefix now, rather than at the interval, when that makes room.
+        if full and (not self.commit() or self.uncommitted >= self._max_uncommitted):
+            return None
         message = self.consumer.consume(block=False)
         if message is None:
             return None

@@ -76,6 +76,10 @@ class StormKafkaSpout(pystorm.Spout):
                 options[name] = self.client.topics[options[name]]
         if "output_topic" in options and "outputs" not in options:
             options["outputs"] = self.tuple_outputs
+        if options.get("transactional_id") and context.get("taskid") is not None:
+            # One transactional id per spout task: tasks of one component sharing it would
+            # fence each other. A task keeps its id across restarts, and fences its old self.
+            options["transactional_id"] = "%s-%s" % (options["transactional_id"], context["taskid"])
         group = settings["consumer_group"] or self.component_name or type(self).__name__
         self.kafka = KafkaSpout(self.client.topics[settings["topic"]], group, consumer=settings["consumer"],
                                 **dict(options, **settings["consumer_options"]))
@@ -92,10 +96,20 @@ class StormKafkaSpout(pystorm.Spout):
         return [(message.value, message.partition_key)]
 
     def next_tuple(self):
-        """Emit the next tuple, if there is one (never waits)."""
+        """Emit the next tuple, if there is one (never waits). A message :meth:`tuple_values`
+        cannot make a tuple of (say, a value that is not UTF-8) fails as a tuple would: it
+        is tried again, then goes to the dead-letter topic or is reported and skipped."""
         emitted = self.kafka.next_tuple()
-        if emitted is not None:
-            self.emit(self.tuple_values(emitted.message), tup_id=list(emitted.id))
+        if emitted is None:
+            return
+        try:
+            values = self.tuple_values(emitted.message)
+        except Exception:
+            self.logger.exception("no tuple made of %s [%d] offset %d: failed", emitted.message.topic,
+                                  emitted.message.partition_id, emitted.message.offset)
+            self.kafka.fail(emitted.id)
+            return
+        self.emit(values, tup_id=list(emitted.id))
 
     def ack(self, tup_id):
         self.kafka.ack(tup_id)

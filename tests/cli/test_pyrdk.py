@@ -159,6 +159,13 @@ def test_produce_length_prefixed_records_from_a_file(kafka_hosts, client, topic_
                           "ends inside a record")
 
 
+def test_produce_says_how_many_records_were_sent_before_one_it_cannot_send(kafka_hosts, client, topic_name):
+    make_topic(client, topic_name, 1)
+    result = run(["produce", topic_name], kafka_hosts, stdin=b"a\nb\n" + b"x" * 11000000 + b"\nc\n")
+    assert_one_line_error(result, "record 3; the 2 before it were produced")
+    assert run(["consume", topic_name], kafka_hosts).out.split() == ["a", "b"]
+
+
 def test_consume_from_an_offset(kafka_hosts, client, topic_name):
     topic = make_topic(client, topic_name, 1)
     fill(topic, {0: 6})

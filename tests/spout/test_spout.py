@@ -125,6 +125,18 @@ def test_max_spout_pending_and_max_uncommitted_offsets_bound_what_is_tracked(cli
         assert len(take(spout, 3)) == 3
 
 
+def test_an_acked_prefix_that_fills_max_uncommitted_offsets_is_committed_at_once(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    produce(topic, 10)
+    with KafkaSpout(topic, group_name, consumer="simple", max_uncommitted_offsets=3,
+                    commit_interval_ms=600000) as spout:
+        tuples = take(spout, 3)
+        for t in tuples:
+            spout.ack(t.id)
+        assert len(take(spout, 1)) == 1  # the acked three were committed, not waited on for the interval
+        assert spout.uncommitted == 1 and spout.stats["commits"] == 1
+
+
 def test_a_managed_member_commits_the_acked_prefix_before_its_partitions_are_revoked(
         client, topic_name, group_name):
     topic = make_topic(client, topic_name, 2)

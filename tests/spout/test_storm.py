@@ -26,15 +26,17 @@ def produce_keyed(topic, count):
     return {(m.partition_id, m.offset): i for m, i in zip(messages, range(count))}
 
 
-def start_spout(kafka_hosts, topic_name, group, tmp_path, name="spout", consumer="managed", **spout_options):
-    """The example's EventSpout as a process, configured through the topology config."""
+def start_spout(kafka_hosts, topic_name, group, tmp_path, name="spout", consumer="managed", task_id=3,
+                **spout_options):
+    """The example's EventSpout as a process (Storm task ``task_id``), configured through the
+    topology config."""
     conf = {"topology.name": "event_counts", "pyrdk.hosts": kafka_hosts, "pyrdk.topic": topic_name,
             "pyrdk.consumer_group": group, "pyrdk.consumer": consumer,
             "pyrdk.spout_options": dict({"retry_backoff_ms": 10, "commit_interval_ms": 200}, **spout_options),
             "pyrdk.consumer_options": GROUP if consumer == "managed" else {}}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(EXAMPLE, "src"), ROOT]))
     return ShellSpout([sys.executable, os.path.join(EXAMPLE, "src", "spouts", "events.py")], conf, env=env,
-                      cwd=EXAMPLE, log_path=str(tmp_path / ("%s.log" % name)))
+                      cwd=EXAMPLE, log_path=str(tmp_path / ("%s.log" % name)), task_id=task_id)
 
 
 def test_the_spout_over_the_multilang_protocol_acks_fails_and_commits(kafka_hosts, client, topic_name, tmp_path):
@@ -82,6 +84,62 @@ def test_the_spout_over_the_multilang_protocol_acks_fails_and_commits(kafka_host
     finally:
         spout.close()
     assert spout.process.returncode == 2  # pystorm's exit when Storm goes away
+
+
+def test_a_message_that_makes_no_tuple_fails_and_is_skipped_not_fatal(kafka_hosts, client, topic_name, tmp_path):
+    """The default tuple is the key and value decoded as UTF-8: a value that is not fails as
+    a tuple would (tried again, then reported and skipped); the spout goes on."""
+    topic = make_topic(client, topic_name, 1)
+    with topic.get_producer(linger_ms=5) as producer:
+        for value in (b"ok0", b"\xff\xfe not UTF-8", b"ok2"):
+            producer.produce(value)
+    group = unique_name("storm")
+    spout = start_spout(kafka_hosts, topic_name, group, tmp_path, consumer="simple", max_retries=1)
+    try:
+        assert spout.activate() == []
+        emitted = []
+        deadline = time.monotonic() + PATIENCE_S
+        while len(emitted) < 2 or not any("giving up" in line for line in spout.logs):
+            assert time.monotonic() < deadline and spout.alive, "emitted %r" % emitted
+            emitted.extend(spout.next())
+        assert [values[1] for values, _ in emitted] == ["ok0", "ok2"]
+        for _, tuple_id in emitted:
+            spout.ack(tuple_id)
+        spout.deactivate()  # commits
+        assert group_offsets(topic, group.encode()) == {0: 3}
+    finally:
+        spout.close()
+
+
+def test_exactly_once_spout_tasks_of_one_component_do_not_fence_each_other(kafka_hosts, client, topic_name,
+                                                                           tmp_path):
+    """Each task's transactional id gets its task id: two tasks with the topology's one
+    transactional_id each commit their own transactions."""
+    topic = make_topic(client, topic_name, 2)
+    make_topic(client, topic_name + "-out", 1)
+    produce_keyed(topic, 20)
+    group = unique_name("storm-eos")
+    options = dict(output_topic=topic_name + "-out", transactional_id=unique_name("tx"))
+    spouts = [start_spout(kafka_hosts, topic_name, group, tmp_path, name="task%d" % task, consumer="simple",
+                          task_id=task, **options) for task in (3, 4)]
+    try:
+        for spout in spouts:
+            assert spout.activate() == []
+        for spout in spouts:
+            emitted = []
+            deadline = time.monotonic() + PATIENCE_S
+            while len(emitted) < 5:
+                assert time.monotonic() < deadline and spout.alive, spout.errors
+                emitted.extend(spout.next())
+            for _, tuple_id in emitted:
+                spout.ack(tuple_id)
+            spout.deactivate()  # commits in a transaction
+        for spout in spouts:
+            spout.deactivate()
+            assert spout.alive and spout.errors == []
+    finally:
+        for spout in spouts:
+            spout.close()
 
 
 def test_fleet_of_spouts_loses_nothing_when_one_is_killed(kafka_hosts, client, topic_name, tmp_path):
