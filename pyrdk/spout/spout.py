@@ -307,6 +307,8 @@ class KafkaSpout:
 
     def _locate(self, tuple_id):
         try:
+            if isinstance(tuple_id, (str, bytes)):  # three characters would unpack
+                raise TypeError
             topic, pid, offset = tuple_id
         except (TypeError, ValueError):
             raise TypeError("a tuple id is (topic, partition, offset), as next_tuple() gave it, not %r"

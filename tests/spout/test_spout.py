@@ -243,6 +243,8 @@ def test_bad_arguments_are_refused(client, topic_name, group_name):
     spout = KafkaSpout(topic, group_name, consumer="simple")
     with pytest.raises(TypeError, match="tuple id"):
         spout.ack("not an id")
+    with pytest.raises(TypeError, match="tuple id"):
+        spout.fail("abc")  # three characters, which would unpack as one
     with pytest.raises(ValueError, match="exactly-once"):
         spout.ack((topic_name, 0, 0), outputs=[b"x"])
     assert not spout.ack(("another-topic", 0, 0))
