@@ -256,14 +256,14 @@ static int produce_batch_c(producer_t *self, int32_t pid, rd_kafka_message_t *ms
         return 0;
 }
 
-/* A refusal other than a full queue: the message is failed, for refused(). 0, or -1 with
- * an exception. */
+/* A refusal other than a full queue: the message is failed, for refused() (hand_off_queue()
+ * has set divert: the producer raises it from the general path). 0, or -1 with an
+ * exception. */
 static int refuse(producer_t *self, uint64_t id, int err) {
         PyObject *msg = kept_take(self, id, 1, 1), *pair;
 
         if (!msg && PyErr_Occurred())
                 return -1;
-        self->divert = 1; /* the producer raises it from the general path */
         if (!msg || !self->refused) { /* the GC cleared the core: nowhere to tell */
                 Py_XDECREF(msg);
                 return 0;
