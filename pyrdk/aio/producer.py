@@ -192,7 +192,6 @@ class AIOKafkaProducer(Client):
             self._serve()
         finally:
             self._closed = True
-            self._fast = None
             self._wakeup.close()
             # rd_kafka_destroy joins librdkafka's threads: off the loop
             await asyncio.get_running_loop().run_in_executor(None, self._handle.close)
