@@ -50,18 +50,25 @@ def log_ends(topic):
             for pid, p in sorted(topic.partitions.items())}
 
 
+def process_all(processor, count, process, pause_s=0):
+    """``processor.process_batch(process)`` until ``count`` messages are committed (at most
+    PATIENCE_S), ``pause_s`` between calls; the number committed."""
+    total = 0
+    deadline = time.monotonic() + PATIENCE_S
+    while total < count:
+        assert time.monotonic() < deadline, "%d of %d processed" % (total, count)
+        total += processor.process_batch(process)
+        time.sleep(pause_s)
+    return total
+
+
 def test_processor_commits_outputs_with_the_input_offsets(client, topic_name, group_name):
     source = make_topic(client, topic_name, 2)
     sink = make_topic(client, topic_name + "-out", 2)
     produce_inputs(source, 300)
     with Processor(source, sink, group_name, unique_name("proc"), batch_size=100, batch_timeout_ms=500,
                    consumer_kwargs=GROUP) as processor:
-        total = 0
-        deadline = time.monotonic() + PATIENCE_S
-        while total < 300:
-            assert time.monotonic() < deadline, "%d of 300 processed" % total
-            total += processor.process_batch(lambda m: [(b"out-" + m.value, m.partition_key)])
-        assert total == 300
+        assert process_all(processor, 300, lambda m: [(b"out-" + m.value, m.partition_key)]) == 300
     records, still_open = committed_output(sink)
     assert sorted(r.value for r in records) == sorted(b"out-%d" % i for i in range(300))
     assert still_open == []
@@ -74,13 +81,7 @@ def test_a_batch_timeout_of_zero_takes_what_is_ready(client, topic_name, group_n
     produce_inputs(source, 5)
     with Processor(source, sink, group_name, unique_name("proc"), batch_size=100, batch_timeout_ms=0,
                    consumer_kwargs=GROUP) as processor:
-        total = 0
-        deadline = time.monotonic() + PATIENCE_S
-        while total < 5:
-            assert time.monotonic() < deadline, "%d of 5 processed" % total
-            total += processor.process_batch(lambda m: [m.value])
-            time.sleep(0.01)
-    assert total == 5
+        assert process_all(processor, 5, lambda m: [m.value], pause_s=0.01) == 5
 
 
 def test_a_failing_process_aborts_and_its_messages_are_read_again(client, topic_name, group_name):
