@@ -386,6 +386,8 @@ class Consumer:
                     self._calls.crash(exc)  # return what is ready; raise on the next call
                     break
                 out.append(msg)
+        if not out:
+            self._check_running()  # stop() from another thread ended the wait: raise, as consume() does
         self._maybe_auto_commit()
         return out
 
@@ -406,6 +408,8 @@ class Consumer:
             batch = arrow.from_messages(self._core.take(max_messages), headers)
         else:
             batch = arrow.record_batch(self._fetch(max_messages, timeout_ms, self._core.add_columns))
+        if not batch.num_rows:
+            self._check_running()  # as consume_batch()
         self._maybe_auto_commit()
         return batch
 

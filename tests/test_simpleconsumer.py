@@ -937,15 +937,21 @@ def test_consume_after_stop_raises(topic, group_name):
 
 
 @pytest.mark.kafka
-def test_stop_from_another_thread_ends_a_blocked_consume(topic, group_name):
+@pytest.mark.parametrize("call", ["consume", "consume_batch", "consume_arrow"])
+def test_stop_from_another_thread_ends_a_blocked_consume(topic, group_name, call):
+    """Each way of waiting for messages raises when another thread stops the consumer,
+    rather than returning nothing as if the wait had timed out."""
     consumer = topic.get_simple_consumer(consumer_group=group_name, consumer_timeout_ms=-1,
                                          auto_commit_enable=True)
-    thread, box = in_thread(consumer.consume, True)
+    wait = {"consume": lambda: consumer.consume(True),
+            "consume_batch": lambda: consumer.consume_batch(10, timeout_ms=-1),
+            "consume_arrow": lambda: consumer.consume_arrow(10, timeout_ms=-1)}[call]
+    thread, box = in_thread(wait)
     time.sleep(0.3)  # let it block
     assert thread.is_alive()
     consumer.stop()
     thread.join(PATIENCE_S)
-    assert not thread.is_alive(), "consume() stayed blocked after stop()"
+    assert not thread.is_alive(), "%s() stayed blocked after stop()" % call
     assert isinstance(box.get("error"), ConsumerStoppedException), box
 
 
