@@ -17,7 +17,9 @@ class Client:
 
     async def _blocking(self, fn, *args):
         """Run one of librdkafka's blocking control calls (metadata, commits, offset lookups,
-        transactions, close) on the loop's default executor; the data path never does."""
+        transactions, close) on the loop's default executor; the data path never does.
+        From another loop than the client's, ``IllegalStateError`` (see ``_check_loop()``)."""
+        self._check_loop()
         return await self._loop.run_in_executor(None, fn, *args)
 
     def _foreign_loop(self):

@@ -154,6 +154,13 @@ def test_a_client_used_from_a_second_event_loop_says_so_and_still_stops(kafka_ho
             await producer.flush()
         with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
             await consumer.getmany(timeout_ms=100)
+        # The control calls too, before they reach librdkafka (they used to fail with
+        # "Event loop is closed", from the first loop's executor).
+        for call in (lambda: producer.partitions_for(topic), consumer.topics,
+                     lambda: consumer.beginning_offsets([TopicPartition(topic, 0)]),
+                     lambda: consumer.end_offsets([TopicPartition(topic, 0)])):
+            with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
+                await call()
         await producer.stop()  # nothing pending: closed without a word
         await consumer.stop()
     asyncio.run(second())
