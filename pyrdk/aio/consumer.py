@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 # Records taken from librdkafka per rd_kafka_consume_batch_queue call, made into records in one
 # loop step: about half a millisecond of work with the C core (several with the Python one).
 BATCH = 2048 if core_implementation == "c" else 256
+# A partition with more than HOLD_MAX records in the buffer (a program's getmany(*partitions)
+# asks for others) is no longer fetched (rd_kafka_pause_partitions) until getmany() has
+# taken it below HOLD_MAX / 2: what a program does not ask for cannot fill the memory.
+HOLD_MAX = 4 * BATCH
 _numbers = itertools.count(1)
 ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssignor": "range",
              "roundrobin": "roundrobin", "range": "range"}  # eager ones: the listener runs before the change
@@ -163,6 +167,8 @@ class AIOKafkaConsumer(Client):
         self._core = None
         self._buffer = collections.deque()  # [TopicPartition, [ConsumerRecord]] runs, not yet returned
         self._buffered = 0  # records in the buffer
+        self._counts = collections.Counter()  # TopicPartition -> its records in the buffer
+        self._held = set()  # partitions paused in librdkafka for their buffered records (HOLD_MAX)
         self._positions = {}  # TopicPartition -> next offset, for the records returned
         self._polled = {}  # TopicPartition -> when records of it last came from librdkafka (ms)
         self._paused = set()
@@ -358,11 +364,41 @@ class AIOKafkaConsumer(Client):
             kept = [run for run in self._buffer if not chosen(run[0])]
             self._buffer = collections.deque(kept)
             self._buffered = sum(len(run[1]) for run in kept)
+            self._counts = collections.Counter()
+            for tp, records in kept:
+                self._counts[tp] += len(records)
+        self._release()
 
     def _clear(self):
         self._buffer.clear()
         self._buffered = 0
+        self._counts.clear()
         self._may_fail = False
+        self._release()
+
+    def _hold(self, tps):
+        """Stop fetching ``tps`` (``rd_kafka_pause_partitions``) while their buffered records
+        wait for a getmany() that asks for them; not the program's pause (``paused()``)."""
+        tps = [tp for tp in tps if tp not in self._held and tp not in self._paused]
+        if tps:
+            try:
+                self._handle.pause([(tp.topic, tp.partition) for tp in tps])
+            except KafkaError as exc:  # revoked meanwhile: the buffer bound waits for the next fill
+                log.debug("pause of a partition's fetch: %s", exc)
+                return
+            self._held.update(tps)
+
+    def _release(self):
+        """Fetch again (``rd_kafka_resume_partitions``) the partitions :meth:`_hold` stopped
+        whose buffered records are down to HOLD_MAX / 2."""
+        tps = [tp for tp in self._held if self._counts[tp] <= HOLD_MAX // 2]
+        if tps:
+            self._held.difference_update(tps)
+            if self._handle is not None and self._handle.usable:
+                try:
+                    self._handle.resume([(tp.topic, tp.partition) for tp in tps])
+                except KafkaError as exc:  # no longer assigned: nothing to fetch
+                    log.debug("resume of a partition's fetch: %s", exc)
 
     # -- rebalances ----------------------------------------------------------------------------
 
@@ -450,14 +486,21 @@ class AIOKafkaConsumer(Client):
         kd, vd = self._key_deserializer, self._value_deserializer
         count = 0
         now = int(time.time() * 1000)
+        counts = self._counts
+        full = []
         for run in runs:
             records = run[1]
             count += len(records)
             self._polled[run[0]] = now
+            counts[run[0]] += len(records)
+            if counts[run[0]] > HOLD_MAX:
+                full.append(run[0])
             if kd is not None or vd is not None:
                 run[1] = self._deserialized(records, kd, vd)
         self._buffer.extend(runs)
         self._buffered += count
+        if full:
+            self._hold(full)
         return True
 
     def _deserialized(self, records, kd, vd):
@@ -529,8 +572,14 @@ class AIOKafkaConsumer(Client):
         if not self._buffered:
             self._may_fail = False
         consumed = [(tp, records[-1].offset + 1) for tp, records in out.items()]
+        counts = self._counts
+        for tp, records in out.items():
+            counts[tp] -= len(records)
         if failed is not None:
             consumed.append((failed[0], failed[1].offset + 1))
+            counts[failed[0]] -= 1
+        if self._held:
+            self._release()
         if consumed:
             stored = []
             for tp, nxt in consumed:
@@ -807,6 +856,7 @@ class AIOKafkaConsumer(Client):
         self._check_assigned(tps)
         self._handle.pause([(tp.topic, tp.partition) for tp in tps])
         self._paused.update(tps)
+        self._held.difference_update(tps)  # the program's pause now: resume() ends it
 
     def resume(self, *partitions):
         """Fetch ``partitions`` again (``rd_kafka_resume_partitions``)."""
@@ -814,6 +864,7 @@ class AIOKafkaConsumer(Client):
         tps = [_tp(tp) for tp in partitions]
         self._handle.resume([(tp.topic, tp.partition) for tp in tps])
         self._paused.difference_update(tps)
+        self._held.difference_update(tps)
         self._wake()
 
     def paused(self):

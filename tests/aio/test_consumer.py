@@ -7,6 +7,7 @@ import time
 import pytest
 
 import pyrdk.aio as aiokafka
+from pyrdk.aio.consumer import HOLD_MAX
 from pyrdk.aio.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
 from pyrdk.aio.structs import ConsumerRecord, TopicPartition
 from tests.aio.conftest import FAST_GROUP
@@ -80,6 +81,35 @@ async def test_committed_is_none_then_the_commit(kafka_hosts, new_topic):
         consumer.assign(tps)
         got = await drain(consumer, 3)
         assert [r.offset for r in got] == [7, 8, 9]
+
+
+@pytest.mark.asyncio
+async def test_getmany_of_some_partitions_bounds_the_others_backlog(kafka_hosts, new_topic):
+    """While a program asks for partition 0 only, partition 1's backlog stops being fetched
+    once HOLD_MAX of its records wait in the buffer, and is fetched again, from where it
+    stopped, when the program asks for it: none lost, none twice."""
+    topic = new_topic(2)
+    backlog = 6 * HOLD_MAX
+    await produce(kafka_hosts, topic, backlog, partition=1)
+    consumer, (tp0, tp1) = assigned_consumer(kafka_hosts, topic, 2)
+    async with consumer:
+        consumer.assign([tp0, tp1])
+        most = 0
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            assert await consumer.getmany(tp0, timeout_ms=200) == {}
+            most = max(most, consumer._buffered)
+        assert HOLD_MAX <= most < 2 * HOLD_MAX, most  # it came, and stopped coming
+        assert consumer.paused() == set()  # not the program's pause
+        await produce(kafka_hosts, topic, 3, partition=0)
+        got = await consumer.getmany(tp0, timeout_ms=10000)
+        assert [r.value for r in got[tp0]] == [b"m0", b"m1", b"m2"]
+        offsets = []
+        deadline = time.monotonic() + 60
+        while len(offsets) < backlog and time.monotonic() < deadline:
+            batch = await consumer.getmany(tp1, timeout_ms=1000)
+            offsets.extend(r.offset for r in batch.get(tp1, []))
+        assert offsets == list(range(backlog))
 
 
 @pytest.mark.asyncio
