@@ -55,6 +55,8 @@ class SpoutTuple(NamedTuple):
 
 
 CONSUMERS = ("managed", "zookeeper", "simple")
+# Back-pressure lasting this long pauses the consumer's partitions, which are polled on.
+STALL_AFTER_S = 1.0
 DEAD_LETTER_HEADERS = ("spout.topic", "spout.partition", "spout.offset", "spout.failures")
 
 
@@ -137,6 +139,9 @@ class KafkaSpout:
         self._retries: list[tuple[float, int, int, Entry]] = []  # a heap of (retry_at, seq, partition id, Entry)
         self._seq = itertools.count()
         self._revocations = 0  # pre_revoke_callback calls so far
+        self._pressed_since: Optional[float] = None  # when the current back-pressure began
+        self._stalled: set[int] = set()  # partitions the back-pressure paused
+        self._stalled_at = 0  # _revocations when they were paused
         self._last_commit = time.monotonic()
         self._closed = False
         # emitted, replayed, acked, failed, dead_lettered, skipped...
@@ -175,18 +180,58 @@ class KafkaSpout:
             replay = self._due_replay()
             if replay is not None:
                 return replay
-            if self.pending >= self._max_pending:
-                return None
-            full = self.uncommitted >= self._max_uncommitted
+            pressed = self.pending >= self._max_pending
+            full = not pressed and self.uncommitted >= self._max_uncommitted
             revocations = self._revocations
         # Acked tuples count against max_uncommitted_offsets until committed: commit the acked
         # prefix now, rather than at the interval, when that makes room.
-        if full and (not self.commit() or self.uncommitted >= self._max_uncommitted):
-            return None
+        if pressed or (full and (not self.commit() or self.uncommitted >= self._max_uncommitted)):
+            message = self._press()
+            if message is None:
+                return None
+            return self._track(message, revocations)
+        if self._pressed_since is not None:
+            self._release()
         message = self.consumer.consume(block=False)
         if message is None:
             return None
         return self._track(message, revocations)
+
+    def _press(self):
+        """Back-pressure: nothing new is taken. Once it has lasted STALL_AFTER_S, the
+        consumer's partitions are paused (``rd_kafka_pause_partitions``) and the consumer is
+        polled on, so that a group member keeps its place in the group (librdkafka's
+        ``max.poll.interval.ms``) and serves rebalances while the topology catches up. The
+        poll returns a message only from a partition assigned during it: that one is
+        emitted."""
+        now = time.monotonic()
+        if self._pressed_since is None:
+            self._pressed_since = now
+        if now - self._pressed_since < STALL_AFTER_S:
+            return None
+        consumer = self.consumer
+        if self._stalled_at != self._revocations:  # a rebalance may have undone the pauses
+            self._stalled, self._stalled_at = set(), self._revocations
+        fresh = sorted(set(consumer.partitions) - self._stalled)
+        if fresh:
+            try:
+                consumer.pause(fresh)
+            except (ValueError, KafkaException) as exc:  # the assignment changed meanwhile: next call
+                log.debug("back-pressure pause: %s", exc)
+            else:
+                self._stalled.update(fresh)
+        return consumer.consume(block=False)
+
+    def _release(self):
+        """The back-pressure is over: resume what :meth:`_press` paused."""
+        self._pressed_since = None
+        stalled, self._stalled = self._stalled, set()
+        held = [pid for pid in sorted(stalled) if pid in self.consumer.partitions]
+        if held:
+            try:
+                self.consumer.resume(held)
+            except (ValueError, KafkaException) as exc:  # revoked meanwhile: nothing to resume
+                log.debug("back-pressure resume: %s", exc)
 
     def _due_replay(self):
         now = time.monotonic()

@@ -174,6 +174,32 @@ def test_a_managed_member_commits_the_acked_prefix_before_its_partitions_are_rev
                 spout.close()
 
 
+def test_a_managed_member_held_back_longer_than_max_poll_interval_stays_in_its_group(
+        client, topic_name, group_name, caplog):
+    """Back-pressure pauses the partitions and polls on: the member is not dropped from the
+    group (librdkafka's max.poll.interval.ms) however long the topology takes, and goes on
+    from where it stopped, its unacked tuples still tracked."""
+    topic = make_topic(client, topic_name, 1)
+    produce(topic, 10)
+    with KafkaSpout(topic, group_name, max_spout_pending=2, commit_interval_ms=60000, **GROUP) as spout:
+        tuples = take(spout, 2)
+        until = time.monotonic() + 2 * GROUP["max_poll_interval_ms"] / 1000.0
+        while time.monotonic() < until:
+            assert spout.next_tuple() is None  # held back: two in flight
+            time.sleep(0.05)
+        for t in tuples:
+            assert spout.ack(t.id)
+        for _ in range(8):
+            tuples += take(spout, 1)
+            assert spout.ack(tuples[-1].id)
+        assert [t.id.offset for t in tuples] == list(range(10))
+        assert spout.commit() == {0: 10}
+    assert spout.stats["replayed"] == 0
+    # librdkafka's MAXPOLL log ("... exceeded ...: leaving group"), served by the polls after it
+    left = [r.getMessage() for r in caplog.records if "maximum poll interval" in r.getMessage()]
+    assert left == []
+
+
 @pytest.mark.zookeeper
 def test_a_zookeeper_member_commits_the_acked_prefix_before_it_gives_partitions_up(
         client, topic_name, group_name, zookeeper_chroot):
