@@ -274,8 +274,9 @@ def _read(opts, topic, reading, offset_range):
                 fresh = True
                 continue
             if high is not None and wanted >= high:
-                report_data_loss(opts, "%s [%d]: offsets %d to %d are not in the partition any more "
-                                       "(it ends at %d)" % (topic_name, pid, wanted, end, high))
+                report_data_loss(opts, "%s [%d]: offsets %d to %d are not in the partition, which ends at "
+                                       "%d (truncated, or an endingOffsets past its end)"
+                                 % (topic_name, pid, wanted, end, high))
                 break
             if time.monotonic() - idle_since > opts.poll_timeout_ms / 1000.0:
                 raise KafkaTimeoutError("%s [%d]: no record at offset %d or later within "
