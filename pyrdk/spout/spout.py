@@ -218,8 +218,8 @@ class KafkaSpout:
                 consumer.pause(fresh)
             except (ValueError, KafkaException) as exc:  # the assignment changed meanwhile: next call
                 log.debug("back-pressure pause: %s", exc)
-            else:
-                self._stalled.update(fresh)
+                return None
+            self._stalled.update(fresh)
         return consumer.consume(block=False)
 
     def _release(self):
