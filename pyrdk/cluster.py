@@ -42,15 +42,19 @@ _TOPIC_PENDING = (3, 5)  # UNKNOWN_TOPIC_OR_PART, LEADER_NOT_AVAILABLE
 
 
 def to_str(name: Union[str, bytes], what: str = "topic name") -> str:
-    """A topic or group name given as bytes or str, as str."""
+    """A topic or group name given as bytes or str, as str; ValueError for one with a NUL
+    character, which librdkafka would cut short there (``delete_topics(["t\\0x"])`` must not
+    delete topic "t")."""
     if isinstance(name, bytes):
         try:
-            return name.decode()
+            name = name.decode()
         except UnicodeDecodeError:
             raise ValueError("%s %r is not UTF-8" % (what, name)) from None
-    if isinstance(name, str):
-        return name
-    raise TypeError("%s must be bytes or str, not %s" % (what, type(name).__name__))
+    elif not isinstance(name, str):
+        raise TypeError("%s must be bytes or str, not %s" % (what, type(name).__name__))
+    if "\0" in name:
+        raise ValueError("%s %r holds a NUL character" % (what, name))
+    return name
 
 
 def _list_of(method, items, what, one=False):
@@ -105,7 +109,7 @@ def _topic_request(req):
     if config is not None and not isinstance(config, dict):
         raise TypeError("the config of topic %r must be a dict {name: value}, not %r" % (name, config))
     return (to_str(name), num_partitions, replication_factor,
-            {to_str(k, "config key"): to_str(v, "config value") if isinstance(v, bytes) else v
+            {to_str(k, "config key"): to_str(v, "config value") if isinstance(v, (str, bytes)) else v
              for k, v in (config or {}).items()})
 
 
@@ -554,7 +558,7 @@ class Cluster:
         if not isinstance(changes, dict) or not changes:
             raise TypeError("changes must be a non-empty dict {name: value or None}, not %r" % (changes,))
         entries = [(to_str(k, "config name"), "delete" if v is None else "set",
-                    None if v is None else to_str(v, "config value") if isinstance(v, bytes) else v)
+                    None if v is None else to_str(v, "config value") if isinstance(v, (str, bytes)) else v)
                    for k, v in sorted(changes.items())]
         admin.incremental_alter_configs(self._handle, [spec + (entries,)], self._timeout_ms)
 

@@ -128,6 +128,21 @@ def test_delete_topics_refuses_one_name_and_deletes_nothing(client, topic, one):
     assert topic.name in client.topics
 
 
+@pytest.mark.parametrize("suffix", ["\0", "\0junk"])
+def test_a_name_with_a_nul_character_is_refused_and_deletes_nothing(client, topic, suffix):
+    name = topic.name.decode() + suffix  # librdkafka would read only up to the NUL: the topic
+    with pytest.raises(ValueError, match="NUL character"):
+        client.cluster.delete_topics([name])
+    with pytest.raises(ValueError, match="NUL character"):
+        client.cluster.delete_topics([name.encode()])
+    with pytest.raises(ValueError, match="NUL character"):
+        client.topics[name]
+    with pytest.raises(ValueError, match="NUL character"):
+        client.cluster.alter_configs({"retention.ms": "1\0"}, topic=topic)
+    client.update_cluster()
+    assert topic.name in client.topics
+
+
 @pytest.mark.parametrize("reqs, exc, match", [
     (("{}", 1, 1), TypeError, r"takes a list of requests, not one: use \[\("),
     (["{}"], TypeError, r"request is a \(name, num_partitions, replication_factor\[, config\]\) tuple"),
