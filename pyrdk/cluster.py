@@ -422,7 +422,7 @@ class Cluster:
         """``{group_id (bytes): GroupInfo}`` with state, protocol and members
         (``rd_kafka_list_groups`` for each group)."""
         out = {}
-        for group in group_ids:
+        for group in _list_of("describe_groups", group_ids, "group ids"):
             for info in admin.list_groups(self._handle, to_str(group, "group id"), self._timeout_ms):
                 out[info.group_id.encode()] = info
         return out

@@ -67,6 +67,9 @@ def test_group_calls_take_lists(client, group_name):
         client.cluster.delete_groups(group_name)
     with pytest.raises(TypeError, match="list"):
         client.cluster.describe_consumer_groups("g")
+    for one in (group_name, group_name.decode()):  # not groups "g", "r", "o", ... one per character
+        with pytest.raises(TypeError, match=r"describe_groups takes a list of group ids, not one: use \["):
+            client.cluster.describe_groups(one)
     with pytest.raises(TypeError, match="offset"):
         client.cluster.alter_consumer_group_offsets(group_name, {("t", 0): -5})
 
