@@ -6,9 +6,11 @@ list frees with it; read back from what ``rd_kafka_committed`` filled in.
 """
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple, Optional
 
 from pyrdk._ffi import ffi, lib, string
+from pyrdk.common import INT32_MAX, INT64_MAX
 
 
 class TopicPartition(NamedTuple):
@@ -32,14 +34,33 @@ def to_c(tps):
     ptr = ffi.gc(lib.rd_kafka_topic_partition_list_new(max(len(tps), 1)),
                  lib.rd_kafka_topic_partition_list_destroy)
     for tp in tps:
-        if not isinstance(tp[0], str):
-            raise TypeError("topic names must be str, not %s: %r" % (type(tp[0]).__name__, tp[0]))
-        elem = lib.rd_kafka_topic_partition_list_add(ptr, tp[0].encode(), tp[1])
-        if len(tp) > 2 and tp[2] is not None:
-            elem.offset = tp[2]
+        topic, partition = tp[0], tp[1]
+        offset = tp[2] if len(tp) > 2 else None
+        if not isinstance(topic, str):
+            raise TypeError("topic names must be str, not %s: %r" % (type(topic).__name__, topic))
+        if "\0" in topic:
+            raise ValueError("topic name %r holds a NUL character" % (topic,))
+        if not _is_int(partition, -1, INT32_MAX):
+            raise TypeError("the partition of %s must be an int from 0 to %d, not %r" % (topic, INT32_MAX, partition))
+        if offset is not None and not _is_int(offset, -INT64_MAX - 1, INT64_MAX):
+            raise TypeError("the offset of %s [%d] must be an int, not %r" % (topic, partition, offset))
+        elem = lib.rd_kafka_topic_partition_list_add(ptr, topic.encode(), partition)
+        if offset is not None:
+            elem.offset = offset
         if len(tp) > 4 and tp[4]:
             _set_metadata(elem, tp[4])
     return ptr
+
+
+def _is_int(value, low, high):
+    """Whether ``value`` is an int (or has ``__index__``, as numpy's), not a bool, from
+    ``low`` to ``high``."""
+    if isinstance(value, bool):
+        return False
+    try:
+        return low <= operator.index(value) <= high
+    except TypeError:
+        return False
 
 
 def _set_metadata(elem, data):

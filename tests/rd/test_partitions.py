@@ -59,6 +59,19 @@ def test_non_int_partition_or_offset_is_a_type_error(tp):
         partitions.to_c([tp])
 
 
+@pytest.mark.parametrize("tp, exc, match", [
+    (("t", "0"), TypeError, r"the partition of t must be an int from 0 to 2147483647, not '0'"),
+    (("t", True), TypeError, "the partition of t must be an int"),
+    (("t", 1 << 31), TypeError, "the partition of t must be an int"),
+    (("t", 0, "5"), TypeError, r"the offset of t \[0\] must be an int, not '5'"),
+    (("t", 0, 1 << 63), TypeError, r"the offset of t \[0\] must be an int"),
+    (("t\0x", 0), ValueError, "NUL character"),
+])
+def test_a_bad_entry_is_named_in_the_error(tp, exc, match):
+    with pytest.raises(exc, match=match):
+        partitions.to_c([("ok", 0, 1), tp])
+
+
 def test_metadata_round_trip():
     back = partitions.from_c(partitions.to_c([TopicPartition("t", 0, 5, metadata=b'{"a": 1}'),
                                               ("t", 1, 6, 0, b""), ("t", 2, 7)]))
