@@ -9,6 +9,7 @@ fetched by a short-lived consumer-type handle of that group.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -67,6 +68,31 @@ def _list_of(method, items, what, one=False):
         return list(items)
     except TypeError:
         raise TypeError("%s takes a list of %s, not %s" % (method, what, type(items).__name__)) from None
+
+
+def _pair(method, item, what="(topic, partition) pairs"):
+    """``(topic name (str), partition id)`` of a ``(topic, partition)`` pair, or TypeError
+    naming ``method``."""
+    if not isinstance(item, (tuple, list)) or len(item) != 2:
+        raise TypeError("%s takes %s, not %r" % (method, what, item))
+    topic, partition = item
+    topic = to_str(topic.name if isinstance(topic, Topic) else topic)
+    return topic, check_int("the partition of topic %r" % topic, partition, 0, INT32_MAX)
+
+
+def _offsets_of(method, offsets):
+    """``[((topic, partition), offset)]``, sorted, of a ``{(topic, partition): offset}`` dict, or
+    TypeError naming ``method``."""
+    if not isinstance(offsets, collections.abc.Mapping):
+        raise TypeError("%s takes a dict {(topic, partition): offset}, not %r" % (method, offsets))
+    return sorted(((_pair(method, key, "a dict with (topic, partition) keys"), offset)
+                   for key, offset in offsets.items()), key=lambda item: item[0])
+
+
+def _admin_timeout(timeout, default):
+    """``timeout`` (ms) of an Admin API request, ``default`` for 0; TypeError unless it is an
+    int from 0 to librdkafka's bound of one hour."""
+    return check_int("timeout (ms; 0 for socket_timeout_ms)", timeout, 0, 3600000) or default
 
 
 _REQUEST_SHAPE = "a (name, num_partitions, replication_factor[, config]) tuple"
@@ -324,8 +350,9 @@ class Cluster:
             topic_reqs = topic_reqs.topic_requests
         one = hasattr(topic_reqs, "topic_name") or (
             isinstance(topic_reqs, tuple) and bool(topic_reqs) and isinstance(topic_reqs[0], (str, bytes)))
+        timeout = _admin_timeout(timeout, self._timeout_ms)
         reqs = [_topic_request(req) for req in _list_of("create_topics", topic_reqs, "requests", one)]
-        results = admin.create_topics(self._handle, reqs, timeout or self._timeout_ms)
+        results = admin.create_topics(self._handle, reqs, timeout)
         self._raise_first(results)
         self.update()
 
@@ -340,9 +367,10 @@ class Cluster:
                 hasattr(topics, "timeout"):  # a DeleteTopicsRequest
             timeout = timeout or topics.timeout
             topics = topics.topics
+        timeout = _admin_timeout(timeout, self._timeout_ms)
         names = [to_str(t.name if isinstance(t, Topic) else t)
                  for t in _list_of("delete_topics", topics, "topic names")]
-        results = admin.delete_topics(self._handle, names, timeout or self._timeout_ms)
+        results = admin.delete_topics(self._handle, names, timeout)
         self._raise_first(results)
         self.update()
 
@@ -453,7 +481,9 @@ class Cluster:
         it will read; -1001 where it committed none), for ``(topic, partition)`` pairs or, with
         None, every partition it committed (``rd_kafka_ListConsumerGroupOffsets``)."""
         group = to_str(consumer_group, "consumer_group")
-        tps = None if partitions is None else [(to_str(t), p) for t, p in partitions]
+        tps = None if partitions is None else [
+            _pair("list_consumer_group_offsets", item)
+            for item in _list_of("list_consumer_group_offsets", partitions, "(topic, partition) pairs")]
         if tps == []:
             return {}
         return {(tp.topic, tp.partition): tp.offset
@@ -465,15 +495,15 @@ class Cluster:
         not running (``rd_kafka_AlterConsumerGroupOffsets``). A group with members raises
         ``NonEmptyGroupError`` before anything is written."""
         group = to_str(consumer_group, "consumer_group")
-        items = sorted(dict(offsets).items())
+        items = _offsets_of("alter_consumer_group_offsets", offsets)
         for (topic, partition), offset in items:
-            check_int("offset of %s [%s]" % (to_str(topic), partition), offset, 0)
+            check_int("offset of %s [%s]" % (topic, partition), offset, 0)
         description = self._group_description(group)
         if description is not None and (description.members or description.state in _ACTIVE_STATES):
             raise NonEmptyGroupError("group %r is running (state %s, %d member(s)): stop its members before "
                                      "altering its offsets" % (group, description.state, len(description.members)))
         try:
-            admin.alter_group_offsets(self._handle, group, [(to_str(t), p, o) for (t, p), o in items],
+            admin.alter_group_offsets(self._handle, group, [(t, p, o) for (t, p), o in items],
                                       self._timeout_ms)
         except UnknownMemberId as exc:  # what Kafka answers for a group with members
             raise NonEmptyGroupError("group %r is running: stop its members before altering its offsets (%s)"
@@ -511,25 +541,29 @@ class Cluster:
         """Grow topics to ``[(name, total partition count)]`` (``rd_kafka_CreatePartitions``);
         raise the first error."""
         reqs = []
+        timeout = _admin_timeout(timeout, self._timeout_ms)
         for item in _list_of("create_partitions", topic_totals, "(topic, total) pairs"):
+            if not isinstance(item, (tuple, list)) or len(item) != 2:
+                raise TypeError("create_partitions takes (topic, total) pairs, not %r" % (item,))
             name, total = item
             reqs.append((to_str(name.name if isinstance(name, Topic) else name), check_int("total", total, 1)))
-        self._raise_first(admin.create_partitions(self._handle, reqs, timeout or self._timeout_ms))
+        self._raise_first(admin.create_partitions(self._handle, reqs, timeout))
         self.update()
 
     def delete_records(self, offsets: dict[tuple[Union[str, bytes], int], int],
                        timeout: int = 0) -> dict[tuple[str, int], int]:
         """Delete the records before ``{(topic, partition): offset}`` (``rd_kafka_DeleteRecords``);
         ``OffsetType.LATEST`` deletes all. Returns ``{(topic, partition): new log start}``."""
+        timeout = _admin_timeout(timeout, self._timeout_ms)
         tps = []
-        for (topic, partition), offset in sorted(dict(offsets).items()):
+        for (topic, partition), offset in _offsets_of("delete_records", offsets):
             if offset != OffsetType.LATEST:
-                check_int("offset of %s [%s]" % (to_str(topic), partition), offset, 0)
-            tps.append((to_str(topic), partition, offset))
+                check_int("offset of %s [%s]" % (topic, partition), offset, 0)
+            tps.append((topic, partition, offset))
         if not tps:
             return {}
         return {(tp.topic, tp.partition): tp.offset
-                for tp in admin.delete_records(self._handle, tps, timeout or self._timeout_ms)}
+                for tp in admin.delete_records(self._handle, tps, timeout)}
 
     # -- configs -------------------------------------------------------------------------------
 

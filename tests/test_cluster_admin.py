@@ -74,6 +74,28 @@ def test_group_calls_take_lists(client, group_name):
         client.cluster.alter_consumer_group_offsets(group_name, {("t", 0): -5})
 
 
+@pytest.mark.parametrize("call, match", [
+    (lambda c, t, g: c.list_consumer_group_offsets(g, [(t, "0")]), r"the partition of topic '.*' must be an int"),
+    (lambda c, t, g: c.list_consumer_group_offsets(g, [(t, 0, 1)]), r"takes \(topic, partition\) pairs, not"),
+    (lambda c, t, g: c.alter_consumer_group_offsets(g, {(t, "0"): 1}), "the partition of topic"),
+    (lambda c, t, g: c.alter_consumer_group_offsets(g, [(t, 0, 1)]), r"takes a dict \{\(topic, partition\): offset\}"),
+    (lambda c, t, g: c.delete_records({(t, "0"): 1}), "the partition of topic"),
+    (lambda c, t, g: c.delete_records({t: 1}), r"takes a dict with \(topic, partition\) keys, not"),
+    (lambda c, t, g: c.delete_records([(t, 0, 1)]), r"takes a dict \{\(topic, partition\): offset\}"),
+    (lambda c, t, g: c.create_partitions([(t,)]), r"takes \(topic, total\) pairs, not"),
+    (lambda c, t, g: c.create_partitions([(t, 8)], timeout="10"), r"timeout \(ms; 0 for .*\) must be an int"),
+    (lambda c, t, g: c.delete_topics([t], timeout=-5), r"timeout .* must be an int >= 0"),
+    (lambda c, t, g: c.create_topics([(t + "-new", 1, 1)], timeout=1 << 40), r"timeout .* <= 3600000"),
+])
+def test_malformed_arguments_are_named_and_change_nothing(client, topic, group_name, call, match):
+    with pytest.raises(TypeError, match=match):
+        call(client.cluster, topic.name.decode(), group_name)
+    client.update_cluster()
+    assert topic.name in client.topics and len(topic.partitions) == 4
+    assert topic.name + b"-new" not in client.cluster.list_topics()
+    assert client.cluster.list_consumer_group_offsets(group_name) == {}
+
+
 def test_list_topics_shows_internal_ones_on_request(client, topic):
     internal = "__" + unique_name("internal")
     client.cluster.create_topics([(internal, 1, 1)])
