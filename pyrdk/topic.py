@@ -20,6 +20,18 @@ if TYPE_CHECKING:
     from pyrdk.simpleconsumer import SimpleConsumer
 
 
+def _partition_ids(partitions: Any) -> list[int]:
+    """``partitions`` as a list of partition ids, or TypeError saying it is not one."""
+    try:
+        ids = list(partitions)
+    except TypeError:
+        ids = None
+    if ids is None or isinstance(partitions, (str, bytes)) or \
+            any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in ids):
+        raise TypeError("partitions must be a list of partition ids (ints >= 0), not %r" % (partitions,))
+    return ids
+
+
 class Topic:
     """A Kafka topic: ``name`` (bytes, as in pykafka) and ``partitions`` ({id: Partition})."""
 
@@ -106,7 +118,7 @@ class Topic:
         since 0.10.1 and only one offset is returned).
         """
         timestamp = to_timestamp_ms(offsets_before)
-        ids = sorted(self._partitions) if partitions is None else partitions
+        ids = sorted(self._partitions) if partitions is None else _partition_ids(partitions)
         results = self._cluster.offsets_for_times([(self._name.decode(), i, timestamp) for i in ids])
         out = {}
         for tp in results:

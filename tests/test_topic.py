@@ -62,6 +62,10 @@ def test_fetch_offset_limits_rejects_bad_values(topic):
         topic.fetch_offset_limits("latest")
     with pytest.raises(ValueError):
         topic.fetch_offset_limits(-7)
+    for partitions in (0, "0", [0, "1"], [True], [-1]):
+        with pytest.raises(TypeError, match="partitions must be a list of partition ids"):
+            topic.fetch_offset_limits(OffsetType.LATEST, partitions=partitions)
+    assert list(topic.fetch_offset_limits(OffsetType.LATEST, partitions=(p for p in [2, 0]))) == [2, 0]
 
 
 def test_factories_make_producers_and_consumers(topic):
