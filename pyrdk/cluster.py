@@ -206,7 +206,9 @@ class TopicDict(dict):
 
     def sync(self, topics, complete):
         """Add or update the topics in ``topics`` (``TopicMetadata`` by name); with
-        ``complete``, drop those the metadata no longer lists."""
+        ``complete``, drop those the metadata no longer lists. Threads may sync at once (a
+        balanced consumer refreshes the metadata in its own): the names are taken at one go,
+        and one dropped meanwhile is no error."""
         for name, tm in topics.items():
             if tm.error or self.excluded(name):
                 continue
@@ -217,8 +219,8 @@ class TopicDict(dict):
             else:
                 topic.update(tm)
         if complete:
-            for key in [k for k in self.keys() if k.decode() not in topics]:
-                super().__delitem__(key)
+            for key in [k for k in list(self) if k.decode() not in topics]:
+                super().pop(key, None)
 
 
 class Cluster:
@@ -288,7 +290,7 @@ class Cluster:
             if broker is None or (broker.host, broker.port) != (bm.host, bm.port):
                 self._brokers[bm.id] = Broker(bm.id, bm.host, bm.port, self)
         for gone in set(self._brokers) - {bm.id for bm in brokers}:
-            del self._brokers[gone]
+            self._brokers.pop(gone, None)  # another thread's update may have dropped it
 
     def update(self) -> None:
         """Refresh brokers and topics from the cluster metadata (``rd_kafka_metadata``)."""

@@ -61,7 +61,7 @@ class Topic:
                 self._partitions[pm.id] = partition = Partition(self, pm.id, None, [], [])
             partition.update(brokers, pm)
         for gone in set(self._partitions) - {pm.id for pm in metadata.partitions}:
-            del self._partitions[gone]
+            self._partitions.pop(gone, None)  # another thread's update may have dropped it
 
     # -- factories -----------------------------------------------------------------------------
 

@@ -1,4 +1,8 @@
 """Cluster: metadata, topic lookup and auto-creation, administration."""
+import itertools
+import sys
+import threading
+
 import pytest
 
 from pyrdk import KafkaClient
@@ -44,6 +48,38 @@ def test_unknown_topic_is_created_where_the_broker_allows_it(client):
     name = unique_name("auto")
     topic = client.topics[name]
     assert topic.partitions, "an auto-created topic has partitions"
+
+
+def test_topics_are_refreshed_in_one_thread_while_another_looks_one_up(client):
+    """A balanced consumer refreshes the metadata in its own thread (``cluster.update()``)
+    while the program looks up a new topic (``client.topics[name]``): both change the
+    topics, neither may fail on the other's change."""
+    prefix = unique_name("many")
+    client.cluster.create_topics([("%s-%d" % (prefix, i), 1, 1) for i in range(100)])
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often: inside the scan of the topic names
+    failures, done = [], threading.Event()
+
+    def look_up():
+        for i in itertools.count():
+            if done.is_set():
+                return
+            try:
+                client.topics["%s-new-%d" % (prefix, i)]
+            except Exception as exc:
+                failures.append(exc)
+                return
+
+    thread = threading.Thread(target=look_up)
+    thread.start()
+    try:
+        for _ in range(100):
+            client.update_cluster()
+    finally:
+        done.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+    assert failures == []
 
 
 @pytest.mark.mock
