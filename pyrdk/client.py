@@ -81,23 +81,33 @@ def security_config(ssl_config=None, security_protocol=None, sasl_mechanism=None
     return config
 
 
-def _bootstrap_servers(hosts):
+def _bootstrap_servers(hosts, name="hosts", security_protocol=None):
     """``hosts`` (str or bytes) as librdkafka's ``bootstrap.servers``; TypeError or ValueError
-    naming ``hosts`` for what is not a list of ``[protocol://]host[:port]`` with ports from 1
-    to 65535 (librdkafka would take a bad port as another and wait for it to answer)."""
+    naming ``hosts`` (or ``name``) for what is not a list of ``[protocol://]host[:port]`` with
+    ports from 1 to 65535 in ASCII digits, hosts without blanks and protocols librdkafka knows
+    (librdkafka would take a bad port as another, or a host it cannot parse as none at all,
+    and wait for it to answer); a protocol must be ``security_protocol``, when given."""
     if isinstance(hosts, bytes):
         try:
             hosts = hosts.decode()
         except UnicodeDecodeError:
-            raise TypeError("hosts must be a 'host:port,...' string (bytes must be UTF-8), not %r" % (hosts,)) from None
+            raise TypeError("%s must be a 'host:port,...' string (bytes must be UTF-8), not %r"
+                            % (name, hosts)) from None
     entries = [h.strip() for h in hosts.split(",") if h.strip()] if isinstance(hosts, str) else []
     if not entries:
-        raise TypeError("hosts must be a non-empty 'host:port,...' string, not %r" % (hosts,))
+        raise TypeError("%s must be a non-empty 'host:port,...' string, not %r" % (name, hosts))
     for entry in entries:
-        address = entry.split("://", 1)[-1]
+        protocol, scheme, address = entry.rpartition("://")
+        if scheme and protocol.upper() not in SECURITY_PROTOCOLS:
+            raise ValueError("%s: %r names protocol %r, not one of %s" % (name, entry, protocol,
+                                                                        ", ".join(SECURITY_PROTOCOLS)))
+        if scheme and security_protocol and protocol.upper() != security_protocol.upper():
+            raise ValueError("%s: %r names protocol %r, but security.protocol is %s: librdkafka connects "
+                             "only to brokers of that protocol" % (name, entry, protocol, security_protocol))
         host, colon, port = address.rpartition(":") if ":" in address.rpartition("]")[2] else (address, "", "")
-        if not host or (colon and not (port.isdigit() and 1 <= int(port) <= 65535)):
-            raise ValueError("hosts: %r is not host:port with a port from 1 to 65535" % (entry,))
+        if not host or any(c.isspace() for c in host) or \
+                (colon and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535)):
+            raise ValueError("%s: %r is not host:port with a port from 1 to 65535" % (name, entry))
     return ",".join(entries)
 
 
@@ -186,6 +196,13 @@ class KafkaClient:
         config.update(security_config(ssl_config, security_protocol, sasl_mechanism,
                                       sasl_plain_username, sasl_plain_password, oauth_cb))
         config.update(rdkafka_config)
+        for key in ("bootstrap.servers", "metadata.broker.list"):  # as hosts, or given in rdkafka_config
+            if key in config:
+                value = config[key]
+                config[key] = _bootstrap_servers(
+                    conf.to_str(key, value) if isinstance(value, (list, tuple)) else value,
+                    "rdkafka_config[%r]" % key if key in rdkafka_config else "hosts",
+                    str(config.get("security.protocol", "plaintext")))
         conf.check(config, {"bootstrap.servers": "hosts", "socket.timeout.ms": "socket_timeout_ms",
                             "statistics.interval.ms": "statistics_interval_ms"}, rdkafka_config)
         self.cluster = Cluster(config, socket_timeout_ms=socket_timeout_ms,

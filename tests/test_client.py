@@ -53,6 +53,30 @@ def test_bad_constructor_arguments(kwargs, exc):
         KafkaClient(**args)
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    ({"hosts": "127.0.0.1:\u0663"}, r"hosts: .* port from 1 to 65535"),  # an Arabic-Indic 3, read as port 0
+    ({"hosts": "127.0.0.1 9092"}, r"hosts: .* port from 1 to 65535"),
+    ({"hosts": "http://127.0.0.1:9092"}, r"names protocol 'http', not one of PLAINTEXT, SSL"),
+    ({"hosts": "127.0.0.1:1,ssl://127.0.0.1:2"}, r"names protocol 'ssl', but security.protocol is plaintext"),
+    ({"rdkafka_config": {"bootstrap.servers": "127.0.0.1:99999"}}, r"rdkafka_config\['bootstrap.servers'\]: .* port"),
+    ({"rdkafka_config": {"metadata.broker.list": "127.0.0.1:0"}}, r"rdkafka_config\['metadata.broker.list'\]"),
+])
+def test_hosts_librdkafka_cannot_reach_are_refused_at_once(kwargs, match):
+    """Each of these would have librdkafka connect to no broker, or to another port, until
+    socket_timeout_ms passed."""
+    args = {"hosts": "127.0.0.1:1", "socket_timeout_ms": 1000}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        KafkaClient(**args)
+
+
+def test_hosts_may_name_the_security_protocol(kafka_hosts):
+    with KafkaClient(hosts="PLAINTEXT://" + kafka_hosts) as client:
+        assert client.brokers
+    with KafkaClient(hosts="127.0.0.1:1", rdkafka_config={"bootstrap.servers": [kafka_hosts]}) as client:
+        assert client.brokers
+
+
 def test_unknown_config_key_names_key_and_value():
     with pytest.raises(ConfigurationError) as info:
         KafkaClient(hosts="127.0.0.1:1", rdkafka_config={"no.such.property": "42"})
