@@ -7,11 +7,12 @@
 Each call posts its request with a private result queue and waits for the one event.
 """
 import collections
+import time
 
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import KafkaException, KafkaTimeoutError
 from pyrdk.rd import errors, partitions
-from pyrdk.rd.handle import BrokerMetadata
+from pyrdk.rd.handle import SLICE_MS, BrokerMetadata
 from pyrdk.rd.queue import Queue
 
 GroupMember = collections.namedtuple("GroupMember", "member_id client_id client_host metadata assignment")
@@ -41,10 +42,19 @@ def _options(rk, api, timeout_ms):
     return opts
 
 
-def _wait(queue, timeout_ms, what):
-    event = queue.poll_event(timeout_ms + 1000)
-    if event == ffi.NULL:
-        raise KafkaTimeoutError("%s: no answer within %d ms" % (what, timeout_ms))
+def _wait(handle, queue, timeout_ms, what):
+    """The result event, waited for in slices (``SLICE_MS``) so that Ctrl-C and ``close()``
+    from another thread get through (the ``close()`` ends the wait with the handle's
+    exception); ``KafkaTimeoutError`` after ``timeout_ms`` and a second."""
+    deadline = time.monotonic() + (timeout_ms + 1000) / 1000.0
+    event = ffi.NULL
+    while event == ffi.NULL:
+        if handle.closing:
+            raise handle.closed_while(what)
+        remaining_ms = (deadline - time.monotonic()) * 1000
+        if remaining_ms <= 0:
+            raise KafkaTimeoutError("%s: no answer within %d ms" % (what, timeout_ms))
+        event = queue.poll_event(int(min(SLICE_MS, remaining_ms)))
     err = lib.rd_kafka_event_error(event)
     if err:
         reason = string(lib.rd_kafka_event_error_string(event))
@@ -53,13 +63,13 @@ def _wait(queue, timeout_ms, what):
     return event
 
 
-def _request(rk, api, timeout_ms, what, post, read):
+def _request(handle, rk, api, timeout_ms, what, post, read):
     """Post one request with a private result queue (``post(options, queue)``), wait for its
     event and return ``read(event)``; the event, queue and options are freed here."""
     queue = Queue(rk)
     try:
         post(_options(rk, api, timeout_ms), queue._ptr)
-        event = _wait(queue, timeout_ms, what)
+        event = _wait(handle, queue, timeout_ms, what)
         try:
             return read(event)
         finally:
@@ -99,7 +109,7 @@ def create_topics(handle, topics, timeout_ms=10000):
                                  "topic config %s=%s" % (key, value))
             array = ffi.new("rd_kafka_NewTopic_t *[]", new_topics)
             return _request(
-                rk, lib.RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms, "create topics",
+                handle, rk, lib.RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms, "create topics",
                 lambda options, queue: lib.rd_kafka_CreateTopics(rk, array, len(new_topics), options, queue),
                 lambda event: _topic_results(lib.rd_kafka_CreateTopics_result_topics,
                                              lib.rd_kafka_event_CreateTopics_result(event)))
@@ -115,7 +125,7 @@ def delete_topics(handle, names, timeout_ms=10000):
         try:
             array = ffi.new("rd_kafka_DeleteTopic_t *[]", dts)
             return _request(
-                rk, lib.RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout_ms, "delete topics",
+                handle, rk, lib.RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout_ms, "delete topics",
                 lambda options, queue: lib.rd_kafka_DeleteTopics(rk, array, len(dts), options, queue),
                 lambda event: _topic_results(lib.rd_kafka_DeleteTopics_result_topics,
                                              lib.rd_kafka_event_DeleteTopics_result(event)))
@@ -145,7 +155,7 @@ def group_coordinator(handle, group, timeout_ms=10000):
         name = ffi.new("char[]", group.encode())  # must outlive the call, as must the array
         groups = ffi.new("const char *[]", [name])
         return _request(
-            rk, lib.RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout_ms, "describe group %r" % group,
+            handle, rk, lib.RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout_ms, "describe group %r" % group,
             lambda options, queue: lib.rd_kafka_DescribeConsumerGroups(rk, groups, 1, options, queue),
             lambda event: _coordinator(event, group))
 
@@ -214,7 +224,7 @@ def list_consumer_groups(handle, timeout_ms=10000):
                 for g in (valid[i] for i in range(count[0]))]
 
     with handle.use() as rk:
-        return _request(rk, lib.RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS, timeout_ms, "list groups",
+        return _request(handle, rk, lib.RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS, timeout_ms, "list groups",
                         lambda options, queue: lib.rd_kafka_ListConsumerGroups(rk, options, queue), read)
 
 
@@ -259,7 +269,7 @@ def describe_consumer_groups(handle, groups, timeout_ms=10000):
 
     names, keep = _cstrings(groups)
     with handle.use() as rk:
-        return _request(rk, lib.RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout_ms, "describe groups",
+        return _request(handle, rk, lib.RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS, timeout_ms, "describe groups",
                         lambda options, queue: lib.rd_kafka_DescribeConsumerGroups(rk, names, len(keep), options,
                                                                                    queue), read)
 
@@ -283,7 +293,7 @@ def delete_groups(handle, groups, timeout_ms=10000):
         dgs = [lib.rd_kafka_DeleteGroup_new(g.encode()) for g in groups]
         try:
             array = ffi.new("rd_kafka_DeleteGroup_t *[]", dgs)
-            return _request(rk, lib.RD_KAFKA_ADMIN_OP_DELETEGROUPS, timeout_ms, "delete groups",
+            return _request(handle, rk, lib.RD_KAFKA_ADMIN_OP_DELETEGROUPS, timeout_ms, "delete groups",
                             lambda options, queue: lib.rd_kafka_DeleteGroups(rk, array, len(dgs), options, queue),
                             read)
         finally:
@@ -301,7 +311,7 @@ def list_group_offsets(handle, group, tps=None, timeout_ms=10000):
         try:
             array = ffi.new("rd_kafka_ListConsumerGroupOffsets_t *[]", [request])
             return _request(
-                rk, lib.RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS, timeout_ms, "offsets of group %r" % group,
+                handle, rk, lib.RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS, timeout_ms, "offsets of group %r" % group,
                 lambda options, queue: lib.rd_kafka_ListConsumerGroupOffsets(rk, array, 1, options, queue),
                 lambda event: _read_group_partitions(
                     lib.rd_kafka_ListConsumerGroupOffsets_result_groups,
@@ -324,7 +334,8 @@ def alter_group_offsets(handle, group, tps, timeout_ms=10000):
         try:
             array = ffi.new("rd_kafka_AlterConsumerGroupOffsets_t *[]", [request])
             result = _request(
-                rk, lib.RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS, timeout_ms, "alter offsets of group %r" % group,
+                handle, rk, lib.RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS, timeout_ms,
+                "alter offsets of group %r" % group,
                 lambda options, queue: lib.rd_kafka_AlterConsumerGroupOffsets(rk, array, 1, options, queue),
                 lambda event: _read_group_partitions(
                     lib.rd_kafka_AlterConsumerGroupOffsets_result_groups,
@@ -347,7 +358,7 @@ def delete_records(handle, tps, timeout_ms=10000):
         try:
             array = ffi.new("rd_kafka_DeleteRecords_t *[]", [request])
             done = _request(
-                rk, lib.RD_KAFKA_ADMIN_OP_DELETERECORDS, timeout_ms, "delete records",
+                handle, rk, lib.RD_KAFKA_ADMIN_OP_DELETERECORDS, timeout_ms, "delete records",
                 lambda options, queue: lib.rd_kafka_DeleteRecords(rk, array, 1, options, queue),
                 lambda event: partitions.from_c(lib.rd_kafka_DeleteRecords_result_offsets(
                     lib.rd_kafka_event_DeleteRecords_result(event))))
@@ -372,7 +383,7 @@ def create_partitions(handle, totals, timeout_ms=10000):
                 new_parts.append(np)
             array = ffi.new("rd_kafka_NewPartitions_t *[]", new_parts)
             return _request(
-                rk, lib.RD_KAFKA_ADMIN_OP_CREATEPARTITIONS, timeout_ms, "create partitions",
+                handle, rk, lib.RD_KAFKA_ADMIN_OP_CREATEPARTITIONS, timeout_ms, "create partitions",
                 lambda options, queue: lib.rd_kafka_CreatePartitions(rk, array, len(new_parts), options, queue),
                 lambda event: _topic_results(lib.rd_kafka_CreatePartitions_result_topics,
                                              lib.rd_kafka_event_CreatePartitions_result(event)))
@@ -429,7 +440,7 @@ def describe_configs(handle, specs, timeout_ms=10000):
                     lib.rd_kafka_event_DescribeConfigs_result(event), count)
                 return _resource_results(resources, count[0], _entries)
 
-            return _request(rk, lib.RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms, "describe configs",
+            return _request(handle, rk, lib.RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms, "describe configs",
                             lambda options, queue: lib.rd_kafka_DescribeConfigs(rk, array, len(made), options,
                                                                                 queue), read)
         finally:
@@ -461,7 +472,7 @@ def incremental_alter_configs(handle, changes, timeout_ms=10000):
                 resources = lib.pyrdk_incremental_alter_result(event, count)
                 return _resource_results(resources, count[0], lambda r: None)
 
-            return _request(rk, lib.RD_KAFKA_ADMIN_OP_ANY, timeout_ms, "alter configs",
+            return _request(handle, rk, lib.RD_KAFKA_ADMIN_OP_ANY, timeout_ms, "alter configs",
                             lambda options, queue: lib.pyrdk_incremental_alter_configs(rk, array, len(made), options,
                                                                                        queue), read)
         finally:

@@ -184,6 +184,11 @@ class Handle:
                                     "do not survive fork(); create it after forking" % what)
         return self._closed_exc("the %s is closed" % what)
 
+    def closed_while(self, what):
+        """The exception for a wait (``what``: for a commit, an Admin API answer...) that
+        ``close()`` from another thread ended."""
+        return self._closed_exc("the %s closed while it waited for %s" % (self._described(), what))
+
     @property
     def closed(self):
         return self._closing or self._ptr is None

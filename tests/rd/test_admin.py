@@ -1,5 +1,6 @@
 """rd.admin: ``rd_kafka_CreateTopics``, ``rd_kafka_DeleteTopics``, ``rd_kafka_list_groups`` and
 ``rd_kafka_DescribeConsumerGroups`` against a real broker."""
+import threading
 import uuid
 
 import pytest
@@ -129,3 +130,26 @@ def test_committed_offsets_of_a_group(producer, kafka_hosts, handles):
     committed = other.committed([(topic, 0), (topic, 1)])
     assert [(tp.partition, tp.offset) for tp in committed] == [(0, 7), (1, 3)]
     assert all(tp.offset != partitions.OFFSET_INVALID for tp in committed)
+
+
+def test_close_from_another_thread_ends_a_pending_request(producer):
+    """DescribeConfigs of a broker the cluster does not have waits for that broker until the
+    request times out (10 minutes here): close() ends the wait, rather than waiting for it."""
+    outcome = []
+
+    def describe():
+        try:
+            outcome.append(admin.describe_configs(producer, [("broker", "987654")], timeout_ms=600000))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    waiting = threading.Thread(target=describe, daemon=True)
+    waiting.start()
+    util.wait_until(lambda: producer._users > 0, "the request to be waited for")
+    closing = threading.Thread(target=producer.close, daemon=True)
+    closing.start()
+    closing.join(util.WAIT_S)
+    waiting.join(util.WAIT_S)
+    assert not closing.is_alive() and not waiting.is_alive(), "close() waited for the request to time out"
+    assert len(outcome) == 1 and isinstance(outcome[0], KafkaException), outcome
+    assert "closed while it waited for describe configs" in str(outcome[0])
