@@ -23,7 +23,14 @@ __all__ = ["BasePartitioner", "RandomPartitioner", "random_partitioner", "Hashin
 
 
 def _sha1_hash(key):
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise TypeError("HashingPartitioner hashes bytes keys, not %s" % type(key).__name__)
     return int(hashlib.sha1(key).hexdigest(), 16)
+
+
+def _require_callable(hash_func):
+    if not callable(hash_func):
+        raise TypeError("hash_func must be a callable bytes -> int, not %r" % (hash_func,))
 
 
 def _require_partitions(partitions):
@@ -66,6 +73,8 @@ class HashingPartitioner(BasePartitioner):
     """
 
     def __init__(self, hash_func: Optional[Callable[[Any], int]] = None) -> None:
+        if hash_func is not None:
+            _require_callable(hash_func)
         self.hash_func = hash_func if hash_func is not None else _sha1_hash
 
     def __call__(self, partitions: Sequence[Partition], key: Any) -> Partition:  # type: ignore[override]  # a key is required
@@ -88,6 +97,9 @@ class GroupHashingPartitioner(BasePartitioner):
     def __init__(self, hash_func: Callable[[Any], int], group_size: int = 1) -> None:
         if hash_func is None:
             raise ValueError("hash_func must be specified when using GroupHashingPartitioner")
+        _require_callable(hash_func)
+        if isinstance(group_size, bool) or not isinstance(group_size, int):
+            raise TypeError("group_size must be an int >= 1, not %r" % (group_size,))
         if group_size < 1:
             raise ValueError("group_size cannot be < 1 when using GroupHashingPartitioner")
         self.hash_func = hash_func

@@ -128,6 +128,19 @@ def test_hashing_partitioner_refuses_none_key():
         hashing_partitioner(partitions(3), None)
 
 
+@pytest.mark.parametrize("key", ["user:42", 42, 4.2])
+def test_hashing_partitioner_names_a_key_that_is_not_bytes(key):
+    with pytest.raises(TypeError, match="HashingPartitioner hashes bytes keys, not %s" % type(key).__name__):
+        hashing_partitioner(partitions(3), key)
+    assert hashing_partitioner(partitions(3), bytearray(b"user:42")).id == sha1_partition(b"user:42", 3)
+
+
+def test_a_hash_func_that_cannot_be_called_is_refused_when_made():
+    for make in (lambda: HashingPartitioner(b"sha1"), lambda: GroupHashingPartitioner("sha1", 2)):
+        with pytest.raises(TypeError, match="hash_func must be a callable bytes -> int"):
+            make()
+
+
 # -- GroupHashingPartitioner ---------------------------------------------------------------------
 
 def _sha1(key):
@@ -159,6 +172,9 @@ def test_group_hashing_partitioner_argument_errors():
         GroupHashingPartitioner(_sha1, group_size=5)(partitions(4), b"k")
     with pytest.raises(ValueError):
         GroupHashingPartitioner(_sha1, group_size=2)(partitions(4), None)
+    for group_size in ("2", 2.0, None):
+        with pytest.raises(TypeError, match="group_size must be an int >= 1"):
+            GroupHashingPartitioner(_sha1, group_size=group_size)
 
 
 # -- Murmur2Partitioner --------------------------------------------------------------------------
