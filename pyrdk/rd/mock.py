@@ -7,6 +7,8 @@ CreateTopics, or ListOffsets by timestamp.
 import enum
 
 from pyrdk._ffi import ffi, lib, string
+from pyrdk.common import check_int
+from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors
 from pyrdk.rd.handle import Handle
 
@@ -36,6 +38,7 @@ class MockCluster:
     """A mock cluster of ``num_brokers`` brokers (ids 1..N), owned by a private handle."""
 
     def __init__(self, num_brokers=3):
+        check_int("num_brokers", num_brokers, 1)  # librdkafka makes a cluster of none, unreachable
         self._handle = Handle("producer", {"client.id": "pyrdk-mock"})
         with self._handle.use() as rk:
             self._ptr = lib.rd_kafka_mock_cluster_new(rk, num_brokers)
@@ -46,50 +49,56 @@ class MockCluster:
         self._handle.before_destroy.append(self._destroy)
         self.num_brokers = num_brokers
 
+    def _cluster(self):
+        """The ``rd_kafka_mock_cluster_t``; KafkaException once the mock cluster is closed."""
+        if self._ptr is None:
+            raise KafkaException("the mock cluster is closed")
+        return self._ptr
+
     @property
     def bootstrap_servers(self):
         """``rd_kafka_mock_cluster_bootstraps``: ``host:port,...`` to connect to."""
-        return string(lib.rd_kafka_mock_cluster_bootstraps(self._ptr))
+        return string(lib.rd_kafka_mock_cluster_bootstraps(self._cluster()))
 
     def create_topic(self, name, num_partitions=1, replication_factor=1):
         """``rd_kafka_mock_topic_create``."""
-        errors.check(lib.rd_kafka_mock_topic_create(self._ptr, name.encode(), num_partitions,
+        errors.check(lib.rd_kafka_mock_topic_create(self._cluster(), name.encode(), num_partitions,
                                                     replication_factor), "mock topic create")
 
     def push_request_errors(self, api_key, *codes):
         """``rd_kafka_mock_push_request_errors_array``: the next ``len(codes)`` requests of
         ``api_key`` fail with these codes, in order."""
         array = ffi.new("rd_kafka_resp_err_t[]", [int(c) for c in codes])
-        lib.rd_kafka_mock_push_request_errors_array(self._ptr, int(api_key), len(codes), array)
+        lib.rd_kafka_mock_push_request_errors_array(self._cluster(), int(api_key), len(codes), array)
 
     def clear_request_errors(self, api_key):
         """``rd_kafka_mock_clear_request_errors``."""
-        lib.rd_kafka_mock_clear_request_errors(self._ptr, int(api_key))
+        lib.rd_kafka_mock_clear_request_errors(self._cluster(), int(api_key))
 
     def set_topic_error(self, topic, code):
         """``rd_kafka_mock_topic_set_error``: Metadata answers ``code`` for ``topic``."""
-        lib.rd_kafka_mock_topic_set_error(self._ptr, topic.encode(), int(code))
+        lib.rd_kafka_mock_topic_set_error(self._cluster(), topic.encode(), int(code))
 
     def set_partition_leader(self, topic, partition, broker_id):
         """``rd_kafka_mock_partition_set_leader`` (-1: no leader)."""
-        errors.check(lib.rd_kafka_mock_partition_set_leader(self._ptr, topic.encode(), partition,
+        errors.check(lib.rd_kafka_mock_partition_set_leader(self._cluster(), topic.encode(), partition,
                                                             broker_id), "mock set leader")
 
     def broker_down(self, broker_id):
         """``rd_kafka_mock_broker_set_down``: disconnect and refuse connections (-1: all)."""
-        errors.check(lib.rd_kafka_mock_broker_set_down(self._ptr, broker_id), "mock broker down")
+        errors.check(lib.rd_kafka_mock_broker_set_down(self._cluster(), broker_id), "mock broker down")
 
     def broker_up(self, broker_id):
         """``rd_kafka_mock_broker_set_up``."""
-        errors.check(lib.rd_kafka_mock_broker_set_up(self._ptr, broker_id), "mock broker up")
+        errors.check(lib.rd_kafka_mock_broker_set_up(self._cluster(), broker_id), "mock broker up")
 
     def set_broker_rtt(self, broker_id, rtt_ms):
         """``rd_kafka_mock_broker_set_rtt``: delay every response of the broker."""
-        errors.check(lib.rd_kafka_mock_broker_set_rtt(self._ptr, broker_id, rtt_ms), "mock rtt")
+        errors.check(lib.rd_kafka_mock_broker_set_rtt(self._cluster(), broker_id, rtt_ms), "mock rtt")
 
     def set_coordinator(self, key_type, key, broker_id):
         """``rd_kafka_mock_coordinator_set``; ``key_type`` is ``"group"`` or ``"transaction"``."""
-        errors.check(lib.rd_kafka_mock_coordinator_set(self._ptr, key_type.encode(), key.encode(),
+        errors.check(lib.rd_kafka_mock_coordinator_set(self._cluster(), key_type.encode(), key.encode(),
                                                        broker_id), "mock coordinator")
 
     def _destroy(self):

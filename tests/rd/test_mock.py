@@ -53,6 +53,22 @@ def test_create_topic_twice_is_an_error(mock_cluster):
         mock_cluster.create_topic(topic, 1, 1)
 
 
+def test_a_closed_mock_cluster_says_so():
+    cluster = MockCluster(1)
+    cluster.close()
+    for call in (lambda: cluster.bootstrap_servers, lambda: cluster.create_topic("t"),
+                 lambda: cluster.push_request_errors(ApiKey.Produce, 6), lambda: cluster.broker_down(1),
+                 lambda: cluster.set_topic_error("t", 3)):
+        with pytest.raises(KafkaException, match="the mock cluster is closed"):
+            call()
+
+
+@pytest.mark.parametrize("num_brokers", [0, -1, "3"])
+def test_a_cluster_of_no_brokers_is_refused(num_brokers):
+    with pytest.raises(TypeError, match="num_brokers must be an int >= 1"):
+        MockCluster(num_brokers)
+
+
 def test_context_manager_and_close_twice():
     with MockCluster(1) as cluster:
         assert len(cluster.bootstrap_servers.split(",")) == 1
