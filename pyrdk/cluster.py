@@ -95,6 +95,22 @@ def _admin_timeout(timeout, default):
     return check_int("timeout (ms; 0 for socket_timeout_ms)", timeout, 0, 3600000) or default
 
 
+def _config_value(name, value):
+    """A topic or broker config value as Kafka reads it: a bool as ``true`` or ``false``, a
+    list (``cleanup.policy``...) comma-separated; TypeError for what has no such form (str()
+    would have written ``None``, ``False`` or ``['compact', 'delete']``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, (str, bytes)):
+        return to_str(value, "the value of config %r" % (name,))
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, (list, tuple)) for v in value):
+        return ",".join(_config_value(name, v) for v in value)
+    raise TypeError("the value of config %r must be a str, bytes, int, float, bool or a list of them, not %r"
+                    % (name, value))
+
+
 _REQUEST_SHAPE = "a (name, num_partitions, replication_factor[, config]) tuple"
 
 
@@ -135,7 +151,7 @@ def _topic_request(req):
     if config is not None and not isinstance(config, dict):
         raise TypeError("the config of topic %r must be a dict {name: value}, not %r" % (name, config))
     return (to_str(name), num_partitions, replication_factor,
-            {to_str(k, "config key"): to_str(v, "config value") if isinstance(v, (str, bytes)) else v
+            {to_str(k, "config key"): _config_value(k, v)
              for k, v in (config or {}).items()})
 
 
@@ -594,7 +610,7 @@ class Cluster:
         if not isinstance(changes, dict) or not changes:
             raise TypeError("changes must be a non-empty dict {name: value or None}, not %r" % (changes,))
         entries = [(to_str(k, "config name"), "delete" if v is None else "set",
-                    None if v is None else to_str(v, "config value") if isinstance(v, (str, bytes)) else v)
+                    None if v is None else _config_value(k, v))
                    for k, v in sorted(changes.items())]
         admin.incremental_alter_configs(self._handle, [spec + (entries,)], self._timeout_ms)
 

@@ -116,6 +116,25 @@ def test_topic_configs_are_altered_incrementally(client, topic):
     assert configs["cleanup.policy"].value == "compact"
 
 
+def test_config_values_are_written_as_kafka_reads_them(client, topic_name):
+    client.cluster.create_topics([(topic_name, 1, 1, {"cleanup.policy": ["compact", "delete"],
+                                                      "unclean.leader.election.enable": False})])
+    configs = client.cluster.describe_configs(topic=topic_name)
+    assert configs["cleanup.policy"].value == "compact,delete"  # not "['compact', 'delete']"
+    assert configs["unclean.leader.election.enable"].value == "false"  # not "False"
+    client.cluster.alter_configs({"cleanup.policy": ("delete",), "unclean.leader.election.enable": True},
+                                 topic=topic_name)
+    configs = client.cluster.describe_configs(topic=topic_name)
+    assert configs["cleanup.policy"].value == "delete"
+    assert configs["unclean.leader.election.enable"].value == "true"
+    for value in ({"a": 1}, object()):
+        with pytest.raises(TypeError, match="the value of config 'retention.ms' must be"):
+            client.cluster.alter_configs({"retention.ms": value}, topic=topic_name)
+    with pytest.raises(TypeError, match="the value of config 'retention.ms' must be"):
+        client.cluster.create_topics([(topic_name + "-none", 1, 1, {"retention.ms": None})])
+    assert (topic_name + "-none").encode() not in client.cluster.list_topics()
+
+
 def test_config_calls_name_one_resource(client, topic):
     with pytest.raises(TypeError, match="exactly one"):
         client.cluster.describe_configs()
