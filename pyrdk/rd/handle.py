@@ -155,6 +155,7 @@ class Handle:
         finally:
             conf.destroy()
         self._ptr = ptr
+        self.name = string(lib.rd_kafka_name(ptr))  # before anything may fail: _destroy() names it
         lib.rd_kafka_set_log_queue(ptr, ffi.NULL)  # log lines to the main queue, served by poll
         try:
             callbacks.started(ptr, self._cbs)
@@ -164,7 +165,6 @@ class Handle:
         if kind == "consumer":
             lib.rd_kafka_poll_set_consumer(ptr)
             self._queue = Queue(ptr, consumer=True)
-        self.name = string(lib.rd_kafka_name(ptr))
         _live.add(self)
 
     # -- lifetime -------------------------------------------------------------------------------

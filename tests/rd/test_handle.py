@@ -15,6 +15,7 @@ from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, Producer
                               UnknownTopicOrPartition)
 from pyrdk.rd import handle as handle_module
 from pyrdk.rd import admin, partitions
+from pyrdk.rd import callbacks as callbacks_module
 from pyrdk.testing import free_port
 from tests.fix_kafka import on_tansu, tansu_gap
 from tests.rd import util
@@ -245,6 +246,15 @@ def test_close_twice_is_harmless(handles):
     h.close()
     h.close()
     assert h.closed
+
+
+def test_a_handle_that_fails_after_rd_kafka_new_raises_librdkafkas_reason():
+    """An oauth_cb without the OAUTHBEARER mechanism: rd_kafka_new() succeeds, enabling the
+    token refresh then fails, and the handle is destroyed again."""
+    registered = set(callbacks_module._registry)
+    with pytest.raises(KafkaException, match="enable OAUTHBEARER token refresh: No SASL mechanism"):
+        handle_module.Handle("producer", {"bootstrap.servers": "127.0.0.1:1", "oauth_cb": lambda config: ("t", 2e9)})
+    assert set(callbacks_module._registry) == registered
 
 
 class _InterruptedLock:
