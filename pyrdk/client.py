@@ -196,6 +196,13 @@ class KafkaClient:
         config.update(security_config(ssl_config, security_protocol, sasl_mechanism,
                                       sasl_plain_username, sasl_plain_password, oauth_cb))
         config.update(rdkafka_config)
+        mechanism, protocol = config.get("sasl.mechanism"), config.get("security.protocol")
+        if callable(config.get("oauth_cb")) and (str(mechanism).upper() != "OAUTHBEARER" or
+                                                 not str(protocol).upper().startswith("SASL_")):
+            # librdkafka would refuse it only once the handle is made, and name neither
+            raise ValueError("oauth_cb needs sasl.mechanism OAUTHBEARER and security.protocol SASL_PLAINTEXT or "
+                             "SASL_SSL, not sasl.mechanism=%s and security.protocol=%s (see rdkafka_config)"
+                             % (mechanism, protocol))
         for key in ("bootstrap.servers", "metadata.broker.list"):  # as hosts, or given in rdkafka_config
             if key in config:
                 value = config[key]

@@ -346,6 +346,12 @@ def test_oauth_cb_selects_oauthbearer():
     ({"oauth_cb": "token"}, TypeError, "oauth_cb must be a callable"),
     ({"rdkafka_config": {"oauth_cb": "token"}}, TypeError, "oauth_cb must be a callable"),
     ({"oauth_cb": print, "sasl_mechanism": "PLAIN"}, ValueError, "oauth_cb needs sasl_mechanism OAUTHBEARER"),
+    ({"oauth_cb": print, "rdkafka_config": {"security.protocol": "plaintext"}}, ValueError,
+     "oauth_cb needs sasl.mechanism OAUTHBEARER and security.protocol SASL_PLAINTEXT or SASL_SSL, not "
+     "sasl.mechanism=OAUTHBEARER and security.protocol=plaintext"),
+    ({"oauth_cb": print, "rdkafka_config": {"sasl.mechanism": "PLAIN", "sasl.username": "u", "sasl.password": "p"}},
+     ValueError, "not sasl.mechanism=PLAIN and security.protocol=sasl_plaintext"),
+    ({"rdkafka_config": {"oauth_cb": print}}, ValueError, "not sasl.mechanism=None and security.protocol=None"),
 ])
 def test_bad_security_arguments_say_what_to_fix(kwargs, error, message):
     with pytest.raises(error) as info:
