@@ -22,7 +22,7 @@ from pyrdk.exceptions import (GroupIdNotFoundError, InternalTopicExcluded, Kafka
                               NoBrokersAvailableError, NonEmptyGroupError, SocketDisconnectedError, UnknownMemberId,
                               for_code)
 from pyrdk.handlers import ThreadingHandler
-from pyrdk.rd import admin, conf
+from pyrdk.rd import admin, conf, errors
 from pyrdk.rd.callbacks import security_failure
 from pyrdk.rd.handle import Handle
 from pyrdk.rd.partitions import TopicPartition
@@ -331,7 +331,10 @@ class Cluster:
                 self._topics.sync({name: tm}, complete=False)
                 return dict.__getitem__(self._topics, name.encode())
             code = tm.error if tm is not None else 3
-            if code not in _TOPIC_PENDING or time.monotonic() + delay > deadline:
+            if code not in _TOPIC_PENDING:  # not missing: refused (authorization, an invalid name...)
+                raise for_code(code)("the broker refused the metadata of topic %r: %s (error %d)"
+                                     % (name, errors.err2str(code), code), code=code)
+            if time.monotonic() + delay > deadline:
                 raise for_code(code)("Unknown topic %r: the broker answered error %d and does not "
                                      "create topics on demand; create it first" % (name, code),
                                      code=code)

@@ -92,6 +92,18 @@ def test_unknown_topic_raises_where_the_broker_refuses(mock_cluster):
         assert name in str(info.value)
 
 
+@pytest.mark.mock
+def test_a_topic_the_broker_refuses_is_not_called_unknown(mock_cluster):
+    name = unique_name("denied")
+    mock_cluster.set_topic_error(name, 29)  # TOPIC_AUTHORIZATION_FAILED: creating it would not help
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=2000) as client:
+        with pytest.raises(KafkaException) as info:
+            client.topics[name]
+    assert info.value.code == 29
+    assert "the broker refused the metadata of topic %r: Broker: Topic authorization failed (error 29)" % name \
+        == str(info.value)
+
+
 def test_topic_name_of_wrong_type_is_a_type_error(client):
     with pytest.raises(TypeError):
         client.topics[42]
