@@ -287,6 +287,9 @@ def test_oauth_cb_is_called_again_before_each_token_expires(kafka_hosts):
     ("just-a-token", "oauth_cb must return (token, expiry)"),
     (("token", "tomorrow"), "expiry oauth_cb returns must be seconds since the epoch"),
     (("token", 1.0), "librdkafka refused the token from oauth_cb"),  # expired in 1970
+    (("tok\udcff", 4e9), "the token oauth_cb returns must be UTF-8 text without NUL"),
+    (("token", 4e9, "user\0root"), "the principal oauth_cb returns must be UTF-8 text without NUL"),
+    (("token", 4e9, "", {"k": "v\0x"}), "the extensions oauth_cb returns must be UTF-8 text without NUL"),
 ])
 def test_failing_oauth_cb_raises_authentication_error(kafka_hosts, returns, message):
     def oauth_cb(config):

@@ -416,9 +416,21 @@ def security_failure(exc):
     return isinstance(exc, (SslError, AuthenticationError))
 
 
+def _c_text(what, text):
+    """``text`` as the bytes of a C string, or ValueError: librdkafka would read a NUL as the
+    end of it."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        data = None
+    if data is None or b"\0" in data:
+        raise ValueError("the %s oauth_cb returns must be UTF-8 text without NUL characters, not %r" % (what, text))
+    return data
+
+
 def _oauth_token(result):
     """``(token, lifetime_ms, principal, [key, value, ...])`` from what an ``oauth_cb``
-    returned; TypeError or ValueError saying what is wrong with it."""
+    returned, as bytes for librdkafka; TypeError or ValueError saying what is wrong with it."""
     if not isinstance(result, (tuple, list)) or len(result) not in (2, 3, 4):
         raise TypeError("oauth_cb must return (token, expiry) or (token, expiry, principal, "
                         "extensions), not %r" % (result,))
@@ -438,8 +450,8 @@ def _oauth_token(result):
         raise TypeError("the extensions oauth_cb returns must be a dict, not %r" % (extensions,))
     flat = []
     for key, value in (extensions or {}).items():
-        flat += [str(key), str(value)]
-    return token, int(expiry * 1000), principal, flat
+        flat += [_c_text("extensions", str(key)), _c_text("extensions", str(value))]
+    return _c_text("token", token), int(expiry * 1000), _c_text("principal", principal), flat
 
 
 @ffi.def_extern()
@@ -460,10 +472,10 @@ def _pyrdk_oauthbearer_cb(rk, config, opaque):
                                         code=errors.AUTHENTICATION)
             error.__cause__ = exc
         else:
-            keep = [ffi.new("char[]", item.encode()) for item in extensions]
+            keep = [ffi.new("char[]", item) for item in extensions]
             buf = errors.errstr()
             err = lib.rd_kafka_oauthbearer_set_token(
-                rk, token.encode(), lifetime_ms, principal.encode(),
+                rk, token, lifetime_ms, principal,
                 ffi.new("const char *[]", keep) if keep else ffi.NULL, len(keep),
                 buf, errors.ERRSTR_SIZE)
             if not err:
