@@ -217,6 +217,23 @@ class TopicDict(dict):
     def get(self, key: Union[str, bytes], default: Any = None) -> Any:
         return super().get(to_str(key).encode(), default)
 
+    # Iteration goes over a copy, taken at one go (dict's own items, in C): a refresh in
+    # another thread (a balanced consumer's) may add or drop a topic while a program's loop runs.
+    def _copy(self):
+        return dict(dict.items(self))
+
+    def __iter__(self):
+        return iter(self._copy())
+
+    def keys(self):  # type: ignore[override]
+        return self._copy().keys()
+
+    def values(self):  # type: ignore[override]
+        return self._copy().values()
+
+    def items(self):  # type: ignore[override]
+        return self._copy().items()
+
     def excluded(self, name):
         return self._exclude_internal and name.startswith("__")
 

@@ -75,6 +75,10 @@ def test_topics_are_refreshed_in_one_thread_while_another_looks_one_up(client):
     try:
         for _ in range(100):
             client.update_cluster()
+            for _ in range(10):  # a program's loops over the topics
+                assert all(name == topic.name for name, topic in client.topics.items())
+            assert all(isinstance(name, bytes) for name in client.topics)
+            assert isinstance(client.topics.keys() & {b"x"}, set)  # still views, of a copy
     finally:
         done.set()
         thread.join()
