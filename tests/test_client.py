@@ -83,6 +83,17 @@ def test_unknown_config_key_names_key_and_value():
     assert "no.such.property" in str(info.value) and "42" in str(info.value)
 
 
+@pytest.mark.parametrize("value", [True, "1", "TRUE"])
+def test_delivery_reports_of_errors_only_are_refused(kafka_hosts, topic, value):
+    """With them librdkafka reports no success, and every delivered message would be
+    counted as undelivered at stop()."""
+    config = {"delivery.report.only.error": value}
+    with pytest.raises(ConfigurationError, match="delivery.report.only.error=true is not supported"):
+        KafkaClient(hosts=kafka_hosts, rdkafka_config=config)
+    with pytest.raises(ConfigurationError, match="delivery.report.only.error=true is not supported"):
+        topic.get_producer(rdkafka_config=config)
+
+
 def test_bad_config_value_names_key_and_value():
     with pytest.raises(ConfigurationError) as info:
         KafkaClient(hosts="127.0.0.1:1", rdkafka_config={"socket.timeout.ms": "forever"})

@@ -142,6 +142,9 @@ class Handle:
                 self._cbs.oauth_cb = oauth_cb
             for key, value in config.items():
                 conf.set(key, value)
+            if kind == "producer" and conf.get("delivery.report.only.error") == "true":
+                raise ConfigurationError("delivery.report.only.error=true is not supported: pyrdk counts a message "
+                                         "without a delivery report as not delivered; drop the property")
             callbacks.install(conf, self._cbs, producer=(kind == "producer"), tls=tls)
             buf = errors.errstr()
             rd_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
