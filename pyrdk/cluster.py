@@ -296,10 +296,12 @@ class Cluster:
         return self._topics
 
     def _metadata(self, topic=None):
-        """``rd_kafka_metadata`` within ``socket_timeout_ms``, asked in growing slices (from
-        ``FIRST_SLICE_MS``) with error callbacks served between them, so that a TLS failure
+        """``rd_kafka_metadata`` within ``socket_timeout_ms``, asked in slices of
+        ``FIRST_SLICE_MS`` with error callbacks served between them, so that a TLS failure
         (``SslError``) or a refused login (``AuthenticationError``) is raised as soon as
-        librdkafka reports it instead of after the whole timeout."""
+        librdkafka reports it instead of after the whole timeout, and Ctrl-C gets through.
+        A slice grows (doubles) only when a request went out and its answer was late
+        (``KafkaTimeoutError``): while no broker is up, the wait for one stays short."""
         deadline = time.monotonic() + self._timeout_ms / 1000.0
         slice_ms = self.FIRST_SLICE_MS
         while True:
@@ -312,7 +314,8 @@ class Cluster:
                     raise NoBrokersAvailableError(
                         "no broker of %s answered a metadata request within %d ms (%s)"
                         % (self.rdkafka_config.get("bootstrap.servers"), self._timeout_ms, exc)) from exc
-                slice_ms *= 2
+                if isinstance(exc, KafkaTimeoutError):
+                    slice_ms *= 2
                 continue
             self._handle.poll(0)  # serve log lines and error callbacks
             return md

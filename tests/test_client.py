@@ -7,7 +7,9 @@ import pytest
 
 import pyrdk
 from pyrdk import KafkaClient
+from pyrdk.cluster import Cluster
 from pyrdk.exceptions import ConfigurationError, NoBrokersAvailableError
+from pyrdk.rd.handle import Handle
 from pyrdk.testing import free_port
 
 
@@ -36,6 +38,22 @@ def test_unreachable_bootstrap_raises_within_socket_timeout():
     message = str(info.value)
     assert "127.0.0.1:%d" % port in message
     assert "1500 ms" in message
+
+
+def test_an_unreachable_bootstrap_is_waited_for_in_short_slices(monkeypatch):
+    """Each rd_kafka_metadata blocks the calling thread, Ctrl-C included: while no broker is
+    up, none may wait longer than the first slice."""
+    waits = []
+    metadata = Handle.metadata
+
+    def recorded(self, topic=None, timeout_ms=10000, all_topics=True):
+        waits.append(timeout_ms)
+        return metadata(self, topic, timeout_ms, all_topics)
+
+    monkeypatch.setattr(Handle, "metadata", recorded)
+    with pytest.raises(NoBrokersAvailableError):
+        KafkaClient(hosts="127.0.0.1:%d" % free_port(), socket_timeout_ms=2000)
+    assert len(waits) > 1 and max(waits) <= Cluster.FIRST_SLICE_MS, waits
 
 
 @pytest.mark.parametrize("kwargs, exc", [
