@@ -261,19 +261,22 @@ class Handle:
         self._destroy(0)
 
     def _destroy(self, flags):
-        """Free what hangs off the handle, then ``rd_kafka_destroy_flags`` it."""
+        """Free what hangs off the handle, then ``rd_kafka_destroy_flags`` it, and only then
+        the callbacks' opaque, which librdkafka's threads use until then. Each step may be
+        repeated: one that raises (a KeyboardInterrupt as a hook starts) leaves the handle
+        to ``__del__``, which destroys it."""
+        for hook in self.before_destroy:
+            hook()
+        for queue in (self._queue, self._main):
+            if queue is not None:
+                queue.io_event_enable(-1)
+                queue.destroy()
+        for topic in list(self._topics.values()):
+            topic.destroy()
+        self._topics.clear()
         ptr, self._ptr = self._ptr, None
         try:
-            for hook in self.before_destroy:
-                hook()
-            for queue in (self._queue, self._main):
-                if queue is not None:
-                    queue.io_event_enable(-1)
-                    queue.destroy()
-            for topic in self._topics.values():
-                topic.destroy()
-            self._topics.clear()
-            lib.rd_kafka_destroy_flags(ptr, flags)
+            lib.rd_kafka_destroy_flags(ptr, flags)  # no interrupt between the line above and this call
             self.keep.clear()
         finally:
             self._cbs.unregister()

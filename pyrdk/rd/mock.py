@@ -103,8 +103,8 @@ class MockCluster:
 
     def _destroy(self):
         if self._ptr is not None:
-            lib.rd_kafka_mock_cluster_destroy(self._ptr)
-            self._ptr = None
+            ptr, self._ptr = self._ptr, None  # first: an interrupt after the call must not destroy it twice
+            lib.rd_kafka_mock_cluster_destroy(ptr)
 
     def close(self):
         """``rd_kafka_mock_cluster_destroy``, then the owning handle."""

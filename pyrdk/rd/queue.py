@@ -42,5 +42,5 @@ class Queue:
     def destroy(self):
         """``rd_kafka_queue_destroy``."""
         if self._ptr is not None:
-            lib.rd_kafka_queue_destroy(self._ptr)
-            self._ptr = None
+            ptr, self._ptr = self._ptr, None  # first: an interrupt after the call must not destroy it twice
+            lib.rd_kafka_queue_destroy(ptr)

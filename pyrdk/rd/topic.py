@@ -14,8 +14,8 @@ class TopicHandle:
     def destroy(self):
         """``rd_kafka_topic_destroy``."""
         if self._ptr is not None:
-            lib.rd_kafka_topic_destroy(self._ptr)
-            self._ptr = None
+            ptr, self._ptr = self._ptr, None  # first: an interrupt after the call must not destroy it twice
+            lib.rd_kafka_topic_destroy(ptr)
 
 
 def murmur2_partition(key, partition_count):

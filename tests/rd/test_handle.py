@@ -308,6 +308,28 @@ def test_close_is_not_held_up_by_a_call_an_interrupt_cut_short(handles):
     assert lone._ptr is None and lone._users == 0
 
 
+def test_an_interrupt_before_rd_kafka_destroy_leaves_the_handle_to_del(handles):
+    """A KeyboardInterrupt before rd_kafka_destroy (here: as a hook run before it starts)
+    must not free the callbacks' opaque, which librdkafka's threads go on using; the
+    handle is destroyed later, by __del__."""
+    h = handles("producer", {})
+    h.topic("interrupted")
+    cbs = h._cbs
+
+    def interrupt():
+        h.before_destroy.remove(interrupt)
+        raise KeyboardInterrupt
+
+    h.before_destroy.append(interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        h.close()
+    assert h.closed and h._ptr is not None, "rd_kafka_destroy did not run: the handle is not gone"
+    assert cbs.opaque is not None and cbs.id in callbacks_module._registry
+    assert h._topics["interrupted"]._ptr is not None
+    h.__del__()  # what the garbage collector does
+    assert h._ptr is None and cbs.opaque is None and h._topics == {}
+
+
 def test_close_from_inside_a_callback_of_its_own_call_is_refused(handles):
     """From a handler librdkafka runs inside poll(), closing would free the handle under
     that poll: a RuntimeError saying so comes back from the poll, and the handle closes
