@@ -608,13 +608,20 @@ class Cluster:
 
     # -- configs -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _resource(topic, broker):
+    def _resource(self, topic, broker):
+        """``("topic", name)`` or ``("broker", id)``; a broker id the cluster does not have (in
+        fresh metadata) is a ValueError: librdkafka would wait socket_timeout_ms for it."""
         if (topic is None) == (broker is None):
             raise TypeError("name exactly one of topic= or broker=")
         if topic is not None:
             return "topic", to_str(topic.name if isinstance(topic, Topic) else topic)
-        return "broker", str(check_int("broker", broker, 0))
+        check_int("broker", broker, 0)
+        if broker not in self._brokers:
+            self.update()
+            if broker not in self._brokers:
+                raise ValueError("broker=%d: the cluster has no such broker (its brokers: %s)"
+                                 % (broker, ", ".join(str(b) for b in sorted(self._brokers)) or "none"))
+        return "broker", str(broker)
 
     def describe_configs(self, topic: Union[str, bytes, Topic, None] = None,
                          broker: Optional[int] = None) -> dict[str, Any]:

@@ -152,6 +152,15 @@ def quick_client(kafka_hosts):
     c.close()
 
 
+def test_configs_of_a_broker_the_cluster_lacks_are_refused_at_once(quick_client):
+    unknown = max(quick_client.brokers) + 1000
+    for call in (lambda: quick_client.cluster.describe_configs(broker=unknown),
+                 lambda: quick_client.cluster.alter_configs({"log.retention.hours": "1"}, broker=unknown)):
+        with pytest.raises(ValueError, match="broker=%d: the cluster has no such broker \\(its brokers: %d" %
+                           (unknown, min(quick_client.brokers))):
+            call()
+
+
 @tansu_gap("DescribeConfigs of a broker is not answered")
 def test_broker_configs_are_described(quick_client):
     broker_id = sorted(quick_client.brokers)[0]
