@@ -41,7 +41,7 @@ from pyrdk.common import (INT32_MAX, INT64_MAX, OffsetFetchPartitionResponse, Of
                           check_pair, stop_at_exit)
 from pyrdk.core import arrow, consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
-                              OffsetOutOfRangeError, OffsetRequestFailedError)
+                              OffsetOutOfRangeError, OffsetRequestFailedError, UnicodeException)
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd import conf
 from pyrdk.rd.errors import exception as errors_exception
@@ -66,6 +66,21 @@ def check_running(running):
     """Raise ``ConsumerStoppedException`` unless ``running``."""
     if not running:
         raise ConsumerStoppedException("the consumer is stopped; call start() or use a new one")
+
+
+def check_group(consumer_group: Union[bytes, str]) -> bytes:
+    """``consumer_group`` (bytes or str) as UTF-8 bytes, for librdkafka's ``group.id``;
+    TypeError for another type, UnicodeException for bytes that are not UTF-8."""
+    if not isinstance(consumer_group, (bytes, str)):
+        raise TypeError("consumer_group must be bytes or str, not %s" % type(consumer_group).__name__)
+    try:
+        if isinstance(consumer_group, str):
+            return consumer_group.encode("utf-8")
+        consumer_group.decode("utf-8")
+    except UnicodeError:
+        raise UnicodeException("consumer_group %r is not UTF-8 text: pass a str, or its UTF-8 bytes"
+                               % (consumer_group,)) from None
+    return consumer_group
 
 
 def check_auto_offset_reset(value):

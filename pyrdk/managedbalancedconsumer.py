@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import INT32_MAX, OffsetType, check_config, check_int
-from pyrdk.consumer import Consumer, check_isolation_level, commit_metadata, held_offset, logical
+from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_metadata, held_offset, logical
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
                               MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
@@ -159,6 +159,7 @@ class ManagedBalancedConsumer(Consumer):
                             % ", ".join(sorted(kwargs)))
         if not isinstance(consumer_group, (bytes, str)) or not consumer_group:
             raise TypeError("consumer_group must be a non-empty bytes or str, not %r" % (consumer_group,))
+        consumer_group = check_group(consumer_group)
         if post_rebalance_callback is not None and not callable(post_rebalance_callback):
             raise TypeError("post_rebalance_callback must be callable (consumer, old_offsets, new_offsets)")
         if listener is not None and not (callable(getattr(listener, "on_partitions_revoked", None))
@@ -192,8 +193,6 @@ class ManagedBalancedConsumer(Consumer):
         if group_instance_id is not None:
             config["group.instance.id"] = group_instance_id
         config.update(rdkafka_config)
-        if isinstance(consumer_group, str):
-            consumer_group = consumer_group.encode()
         super().__init__(
             topic, cluster, consumer_group, fetch_message_max_bytes, auto_commit_enable,
             auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import OffsetType, check_config
-from pyrdk.consumer import Consumer, check_isolation_level, commit_metadata
+from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_metadata
 from pyrdk.exceptions import ConsumerStoppedException, KafkaException
 from pyrdk.partition import Partition
 from pyrdk.rd.callbacks import Callbacks
@@ -88,10 +88,8 @@ class SimpleConsumer(Consumer):
                  rdkafka_config: Optional[dict[str, Any]] = None, use_rdkafka: Any = None,
                  statistics_interval_ms: Optional[int] = None,
                  stats_callback: Optional[Callable[[dict[str, Any]], None]] = None) -> None:
-        if consumer_group is not None and not isinstance(consumer_group, (bytes, str)):
-            raise TypeError("consumer_group must be bytes or str, not %s" % type(consumer_group).__name__)
-        if isinstance(consumer_group, str):
-            consumer_group = consumer_group.encode()
+        if consumer_group is not None:
+            consumer_group = check_group(consumer_group)
         # Without a consumer group librdkafka still needs a group.id to assign; pyrdk never
         # commits under this one.
         group_id = (consumer_group or ("pyrdk-simple-%s" % uuid.uuid4().hex).encode()).decode()

@@ -13,7 +13,7 @@ import pytest
 
 from pyrdk import KafkaClient
 from pyrdk.common import OffsetType
-from pyrdk.exceptions import ConfigurationError
+from pyrdk.exceptions import ConfigurationError, UnicodeException
 from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
 from pyrdk.membershipprotocol import CooperativeStickyProtocol, RoundRobinProtocol
 from pyrdk.partitioners import hashing_partitioner
@@ -388,6 +388,13 @@ def test_zookeeper_options_with_managed_true_are_refused_by_name(topic, group_na
 @pytest.mark.parametrize("group", [None, 42, b"", ["g"]])
 def test_consumer_group_of_the_wrong_type_is_a_type_error(topic, group):
     with pytest.raises(TypeError, match="consumer_group must be a non-empty bytes or str"):
+        topic.get_balanced_consumer(group, managed=True)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("group", [b"\xff", "g\udc80"])
+def test_consumer_group_that_is_not_utf8_text_is_named(topic, group):
+    with pytest.raises(UnicodeException, match="consumer_group .* is not UTF-8"):
         topic.get_balanced_consumer(group, managed=True)
 
 

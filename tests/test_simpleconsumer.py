@@ -20,7 +20,7 @@ from pyrdk import KafkaClient
 from pyrdk.common import OffsetType
 from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, GroupLoadInProgress,
                               KafkaException, KafkaTimeoutError, OffsetOutOfRangeError, UnknownMemberId,
-                              UnknownTopicOrPartition)
+                              UnicodeException, UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import commit, tansu_gap, unique_name
 
@@ -1045,6 +1045,13 @@ def test_offsets_need_a_consumer_group(topic):
 @pytest.mark.parametrize("bad", [42, 1.5, ["g"]])
 def test_consumer_group_of_wrong_type(topic, bad):
     with pytest.raises(TypeError, match="consumer_group"):
+        topic.get_simple_consumer(consumer_group=bad)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("bad", [b"\xff", "g\udc80"])
+def test_consumer_group_that_is_not_utf8_text_is_named(topic, bad):
+    with pytest.raises(UnicodeException, match="consumer_group .* is not UTF-8"):
         topic.get_simple_consumer(consumer_group=bad)
 
 
