@@ -225,13 +225,13 @@ class TopicDict(dict):
     def __iter__(self):
         return iter(self._copy())
 
-    def keys(self):  # type: ignore[override]
+    def keys(self):
         return self._copy().keys()
 
-    def values(self):  # type: ignore[override]
+    def values(self):
         return self._copy().values()
 
-    def items(self):  # type: ignore[override]
+    def items(self):
         return self._copy().items()
 
     def excluded(self, name):
