@@ -19,7 +19,8 @@ How a member keeps ownership safe:
    protocol's ``decide_partitions`` on them (pykafka's range or round-robin). Before the
    member gives a partition up, it stops reading it and commits the offsets of the
    messages the program is done with. Then it deletes the node, but only if the node
-   belongs to its own session.
+   belongs to its own session. A node holding its id that it does not count as held (a
+   delete ZooKeeper did not answer in time) is deleted too.
 3. To claim partition ``p``, a member reads the ownership nodes and the version of their
    parent. If a node of ``p`` exists, whatever leader id its name holds, ``p`` is taken
    (``PartitionOwnedError``, retried after ``rebalance_backoff_ms``). Otherwise the member
@@ -825,6 +826,17 @@ class BalancedConsumer:
             if path is not None:
                 self._delete_if_ours(path)
 
+    def _delete_strays(self):
+        """Delete the ownership nodes that hold this member's id but are not in ``_owned``:
+        left by a delete or a claim ZooKeeper did not answer in time while the session
+        lived on, or by an older session. No other member could ever claim them."""
+        owned = set(self._owned.values())
+        paths = ["%s/%s" % (self._topic_path, c) for c in self._children(self._topic_path)]
+        for path, (value, _) in self._get_many([p for p in paths if p not in owned]).items():
+            if value == self._consumer_id:
+                log.info("%s: deleting %s, a node of its own it no longer held", self._consumer_id, path)
+                self._delete_if_ours(path, any_session=True)
+
     # -- the coordinator -----------------------------------------------------------------------
 
     def _state_listener(self):
@@ -1054,6 +1066,7 @@ class BalancedConsumer:
             with self._consumer_turn():
                 self._close_consumer(commit=True)
             self._delete_owned(give_up)
+        self._delete_strays()
         blocked = set()
         for pid in sorted(decided - set(self._owned)):
             try:

@@ -306,6 +306,29 @@ def test_partition_owned_elsewhere_waits_then_raises_after_retries(zk_client, zk
         consumer.stop()
 
 
+def test_nodes_left_with_a_members_id_are_deleted_at_its_next_rebalance(zk_client, zk, topic_name,
+                                                                        group_name):
+    """Ownership nodes holding a member's id that the member does not count as held (a
+    delete ZooKeeper did not answer in time leaves one behind, as would an older session
+    of it) are deleted when it rebalances: the member the partition is decided for gets it."""
+    topic = make_topic(zk_client, topic_name, 2)
+    owners = "/consumers/%s/owners/%s" % (group_name.decode(), topic_name)
+    first = topic.get_balanced_consumer(group_name, **FAST)
+    second = None
+    try:
+        assert sorted(first.partitions) == [0, 1]
+        for pid in (0, 1):  # under another leader id: not the nodes it holds
+            zk.create("%s/999-%d" % (owners, pid), first.consumer_id, ephemeral=True)
+        second = topic.get_balanced_consumer(group_name, **FAST)
+        until(lambda: len(first.partitions) == 1 and len(second.partitions) == 1,
+              "the second member claims its share")
+        assert all(len(o) == 1 for o in owners_in_zookeeper(zk, group_name.decode(), topic_name).values())
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
 def test_members_started_together_back_off_instead_of_raising(zk_client, topic_name, group_name):
     """Members joining at once claim partitions the others still hold, and each change of the
     ownership nodes wakes them: pykafka's backoff (0, 2, 4, 6 s with the defaults) gives the
