@@ -386,11 +386,20 @@ class BalancedConsumer:
                 zk.stop()
                 zk.close()
             else:
+                left = list(self._owned.values()) + [self._path_self]
                 try:
-                    self._delete_owned(list(self._owned))
-                    self._delete_if_ours(self._path_self)
+                    while left:
+                        self._delete_if_ours(left[0])
+                        left.pop(0)
                 except (KazooException, KazooTimeoutError) as exc:
-                    log.warning("could not remove %s's nodes from ZooKeeper: %s", self._consumer_id, exc)
+                    log.warning("could not remove %s's nodes from ZooKeeper now: %s; they are deleted "
+                                "once the session reconnects", self._consumer_id, exc)
+                    if zk.client_id is None or zk.client_id[0] == self._session:
+                        # kazoo sends these once connected again in this session (client_id
+                        # is None until then); if the session expired it fails them, and
+                        # the session's ephemeral nodes are gone with it.
+                        for path in left:
+                            zk.delete_async(path)
             self._owned.clear()
 
     def __enter__(self):

@@ -165,6 +165,34 @@ def test_with_an_external_kazoo_client(kafka_hosts, zk, topic_name, group_name):
         assert zk.get_children("/consumers/%s/ids" % group_name.decode()) == []
 
 
+def test_stop_with_an_external_kazoo_client_while_zookeeper_is_down_frees_the_nodes_later(
+        kafka_hosts, topic_name, group_name):
+    """stop() cannot delete the nodes while ZooKeeper is down; the given client's session
+    outlives the outage, and the nodes go once it is connected again: they would keep the
+    partitions from every other member for as long as that session lives."""
+    from kazoo.client import KazooClient, KazooState
+    server = start_zookeeper_server("a ZooKeeper server of its own")
+    with server, KafkaClient(hosts=kafka_hosts) as client:
+        topic = make_topic(client, topic_name, 2)
+        zk = KazooClient(server.hosts, timeout=30)
+        zk.start(timeout=30)
+        try:
+            consumer = topic.get_balanced_consumer(group_name, zookeeper=zk, **FAST)
+            assert sorted(consumer.partitions) == [0, 1]
+            session = zk.client_id
+            server.stop()
+            consumer.stop()
+            server.start()
+            until(lambda: zk.state == KazooState.CONNECTED, "the client is connected again")
+            assert zk.client_id == session
+            group = group_name.decode()
+            until(lambda: owners_in_zookeeper(zk, group, topic_name) == {}
+                  and zk.get_children("/consumers/%s/ids" % group) == [], "the member's nodes are gone")
+        finally:
+            zk.stop()
+            zk.close()
+
+
 def test_round_robin_protocol_and_idle_extra_member(zk_client, topic_name, group_name):
     topic = make_topic(zk_client, topic_name, 2)
     consumers = [topic.get_balanced_consumer(group_name, membership_protocol=RoundRobinProtocol,
