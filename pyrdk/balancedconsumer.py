@@ -75,7 +75,7 @@ from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaExceptio
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
 from pyrdk.rd.transaction import GroupMetadata
 from pyrdk.simpleconsumer import SimpleConsumer
-from pyrdk.zookeeper import check_kazoo_interface, partition_of
+from pyrdk.zookeeper import check_connect_string, check_kazoo_interface, partition_of
 
 if TYPE_CHECKING:
     from pyrdk import common
@@ -216,6 +216,8 @@ class BalancedConsumer:
         if zookeeper is None and (not isinstance(self._zookeeper_hosts, str) or not self._zookeeper_hosts):
             raise TypeError("zookeeper_hosts must be a 'host:port,...' string, not %r"
                             % (self._zookeeper_hosts,))
+        if zookeeper is None:
+            check_connect_string(self._zookeeper_hosts)
         if zookeeper is not None:
             check_kazoo_interface(zookeeper)
         if not isinstance(membership_protocol, GroupMembershipProtocol):

@@ -19,6 +19,7 @@ try:
     from kazoo.client import KazooClient
     from kazoo.exceptions import KazooException, NoNodeError
     from kazoo.handlers.threading import KazooTimeoutError
+    from kazoo.hosts import collect_hosts
 except ImportError as exc:
     raise ImportError("ZooKeeper needs kazoo: pip install 'pyrdk[zookeeper]' (%s)" % exc) from exc
 
@@ -50,6 +51,17 @@ def check_kazoo_interface(zookeeper):
     return zookeeper
 
 
+def check_connect_string(hosts):
+    """``hosts`` if kazoo reads it as a ZooKeeper connect string (``host:port,...[/chroot]``),
+    else a ``ValueError`` naming it (kazoo's own says "bad hostname", or names a port)."""
+    try:
+        collect_hosts(hosts)
+    except ValueError as exc:
+        raise ValueError("zookeeper_hosts %r is not a 'host:port,...[/chroot]' connect string: %s"
+                         % (hosts, exc)) from None
+    return hosts
+
+
 def _endpoint(info, security_protocol):
     """``host:port`` of a broker's registration for clients speaking ``security_protocol``:
     the endpoint of a listener of that protocol (Kafka 0.9 and later), else the ``host`` and
@@ -68,7 +80,7 @@ def brokers_from_zookeeper(zookeeper_hosts, security_protocol="PLAINTEXT", timeo
     """The ``host:port,...`` of the brokers registered under ``/brokers/ids`` in ZooKeeper,
     as pykafka found them; ``NoBrokersAvailableError`` if ZooKeeper does not answer within
     ``timeout_ms`` or lists no broker for ``security_protocol``."""
-    zk = KazooClient(zookeeper_hosts, timeout=timeout_ms / 1000.0)
+    zk = KazooClient(check_connect_string(zookeeper_hosts), timeout=timeout_ms / 1000.0)
     try:
         zk.start(timeout=timeout_ms / 1000.0)
     except KazooTimeoutError:
@@ -135,7 +147,7 @@ class GroupZnodes:
 
     def __init__(self, hosts, timeout_ms=10000):
         self._hosts = hosts
-        self._zk = KazooClient(hosts=hosts, timeout=timeout_ms / 1000.0, read_only=True)
+        self._zk = KazooClient(hosts=check_connect_string(hosts), timeout=timeout_ms / 1000.0, read_only=True)
         try:
             self._zk.start(timeout=timeout_ms / 1000.0)
         except KazooTimeoutError as exc:

@@ -3,6 +3,7 @@ under /brokers/ids (``KafkaClient(zookeeper_hosts=...)`` without ``hosts``), a
 ``zookeeper=`` client that only has KazooClient's interface, and ``zookeeper_connect``,
 pykafka's old name of ``zookeeper_hosts``."""
 import json
+from contextlib import nullcontext
 
 import pytest
 
@@ -85,6 +86,25 @@ def test_hosts_given_are_used_without_asking_zookeeper(kafka_hosts):
 def test_zookeeper_hosts_must_be_a_connect_string(value):
     with pytest.raises(TypeError, match="zookeeper_hosts must be a non-empty"):
         KafkaClient(hosts="127.0.0.1:1", zookeeper_hosts=value)
+
+
+BAD_CONNECT_STRINGS = ["127.0.0.1:abc", "127.0.0.1:99999", "127.0.0.1:2181,", ":"]
+
+
+@pytest.mark.parametrize("value", BAD_CONNECT_STRINGS)
+def test_a_connect_string_kazoo_cannot_read_is_named(value):
+    with pytest.raises(ValueError, match="zookeeper_hosts %r is not a 'host:port" % value):
+        KafkaClient(zookeeper_hosts=value)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("value", BAD_CONNECT_STRINGS)
+def test_the_balanced_consumer_names_a_connect_string_kazoo_cannot_read(client, topic_name, group_name, value):
+    topic = make_topic(client, topic_name, 1)
+    for connect in [dict(zookeeper_hosts=value), dict(zookeeper_connect=value)]:
+        with pytest.warns(DeprecationWarning) if "zookeeper_connect" in connect else nullcontext(), \
+                pytest.raises(ValueError, match="zookeeper_hosts %r is not a 'host:port" % value):
+            topic.get_balanced_consumer(group_name, auto_start=False, **connect)
 
 
 # -- zookeeper= with KazooClient's interface ---------------------------------------------------
