@@ -261,6 +261,7 @@ class BalancedConsumer:
         # The thread that last called consume(): its end frees the partitions.
         self._reader: Optional[threading.Thread] = None
         self._aside = False  # the member left the group because that thread ended
+        self._left = False  # ...and ZooKeeper has no node of it any more
         self._unblock = threading.Event()  # set while the coordinator needs the consumer
         self._lock = threading.RLock()  # guards _consumer and what consume() hands out
         self._consumer: Optional[SimpleConsumer] = None  # the SimpleConsumer of the partitions held
@@ -916,6 +917,8 @@ class BalancedConsumer:
                 if reader is not None:
                     self._step_aside(reader)
                 if self._aside:
+                    if not self._left:
+                        self._leave()  # ZooKeeper failed it before: again
                     next_renew = time.monotonic() + renew_every
                     continue  # out of the group until consume() is called again
                 rebalance = bool(reasons) or retry_due
@@ -999,13 +1002,21 @@ class BalancedConsumer:
                     "consume() is called again", self._consumer_id, sorted(self._owned), reader.name)
         self._aside = True
         self._reader = None
+        self._left = False
+        self._leave()
+
+    def _leave(self):
+        """Stop reading and delete this member's nodes (those a delete ZooKeeper did not
+        answer left too): what ``_step_aside`` does, again until it is done."""
+        self._lease_until = 0.0
         with self._consumer_turn():
             self._close_consumer(commit=True)
         self._delete_owned(list(self._owned))
+        self._delete_strays()
         self._blocked = set()
         self._retry_at, self._failures = None, 0
         self._delete_if_ours(self._path_self)
-        self._lease_until = 0.0
+        self._left = True
 
     def _renew(self):
         """Confirm the ownership nodes belong to this session and extend the lease; give up

@@ -455,6 +455,42 @@ def test_a_member_whose_reading_thread_died_leaves_the_group(zk_client, topic_na
         other.stop()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_member_whose_reading_thread_died_while_zookeeper_was_down_leaves_once_it_is_back(
+        kafka_hosts, topic_name, group_name):
+    """The member's nodes cannot be deleted while ZooKeeper is down; its session (a given
+    client's, of 30 s) outlives the outage, and the member deletes them once ZooKeeper is
+    back, instead of keeping its share from the other member for good."""
+    from kazoo.client import KazooClient
+    server = start_zookeeper_server("a ZooKeeper server of its own")
+    with server, KafkaClient(hosts=kafka_hosts) as client:
+        topic = make_topic(client, topic_name, 4)
+        produce(topic, 200)
+        zk = KazooClient(server.hosts, timeout=30)
+        zk.start(timeout=30)
+        orphan = topic.get_balanced_consumer(group_name, zookeeper=zk, **FAST)
+        other = topic.get_balanced_consumer(group_name, zookeeper_hosts=server.hosts, **FAST)
+        try:
+            until(lambda: len(orphan.partitions) == 2 and len(other.partitions) == 2, "two members share")
+            dies = threading.Event()
+            worker = threading.Thread(target=lambda: (orphan.consume(), dies.wait()))
+            worker.start()
+            server.stop()
+            dies.set()
+            worker.join()
+            # The member notices within a third of its session timeout, and its deletes
+            # time out after one: ZooKeeper is still down then.
+            time.sleep(FAST["zookeeper_connection_timeout_ms"] * 1.5 / 1000.0)
+            server.start()
+            until(lambda: len(other.partitions) == 4, "the other member takes the orphaned partitions")
+            assert orphan._retry_at is None  # nothing left to retry: the coordinator waits
+        finally:
+            orphan.stop()
+            other.stop()
+            zk.stop()
+            zk.close()
+
+
 @pytest.mark.parametrize("auto_commit", [True, False])
 def test_stop_commits_as_pykafka(zk_client, topic_name, group_name, auto_commit):
     """With auto-commit, stop() commits the message last returned as done (pykafka's
