@@ -114,9 +114,10 @@ def _group_name(consumer_group):
             raise UnicodeException("consumer_group %r is not ASCII" % (consumer_group,)) from None
     if not isinstance(consumer_group, str):
         raise TypeError("consumer_group must be bytes or str, not %s" % type(consumer_group).__name__)
-    if not consumer_group or "/" in consumer_group or consumer_group in (".", ".."):
+    if (not consumer_group or "/" in consumer_group or consumer_group in (".", "..")
+            or any(c < " " or c == "\x7f" for c in consumer_group)):
         raise ValueError("consumer_group %r cannot name a ZooKeeper node: use a non-empty name "
-                         "without '/'" % consumer_group)
+                         "without '/' or control characters" % consumer_group)
     try:
         return consumer_group.encode("ascii")
     except UnicodeEncodeError:

@@ -247,7 +247,8 @@ def test_kazoo_is_imported_only_for_the_balanced_consumer():
 # -- bad input ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("group,error", [(42, TypeError), (None, TypeError), ("", ValueError),
-                                          ("a/b", ValueError), ("gr\u00fcppe", UnicodeException)])
+                                          ("a/b", ValueError), ("gr\u00fcppe", UnicodeException),
+                                          ("a\x00b", ValueError), (b"a\nb", ValueError), ("a\x7f", ValueError)])
 def test_bad_consumer_group_is_named(zk_client, topic_name, group, error):
     topic = make_topic(zk_client, topic_name, 1)
     with pytest.raises(error, match="consumer_group"):
