@@ -726,6 +726,9 @@ class BalancedConsumer:
         zk = self._zk()
         try:
             self._wait(zk.create_async(self._path_self, self._topic.name, ephemeral=True))
+        except NoNodeError:
+            self._make_paths()
+            self._wait(zk.create_async(self._path_self, self._topic.name, ephemeral=True))
         except NodeExistsError:
             stat = self._wait(zk.exists_async(self._path_self))
             if stat is not None and stat.ephemeralOwner == self._session:
@@ -734,6 +737,19 @@ class BalancedConsumer:
             self._wait(zk.create_async(self._path_self, self._topic.name, ephemeral=True))
         log.info("%s joined group %s for topic %s", self._consumer_id, self._consumer_group,
                  self._topic.name)
+
+    def _make_paths(self):
+        """Create the group's ids and owners nodes again, and watch them again: someone
+        deleted them (``rmr /consumers/<group>``), which ended the watches on them too."""
+        zk = self._zk()
+        log.warning("%s: the nodes of group %s were deleted from ZooKeeper; making them again",
+                    self._consumer_id, self._consumer_group)
+        for path in (self._topic_path, self._ids_path):
+            try:
+                self._wait(zk.create_async(path, b"", makepath=True))
+            except NodeExistsError:
+                pass
+        self._set_watches()
 
     def _children(self, path):
         try:
@@ -783,7 +799,11 @@ class BalancedConsumer:
         path = self._path_from_partition(partition)
         self._wait(zk.sync_async(self._topic_path))  # see other members' latest nodes
         for _ in range(CLAIM_ATTEMPTS):
-            children, parent = self._wait(zk.get_children_async(self._topic_path, include_data=True))
+            try:
+                children, parent = self._wait(zk.get_children_async(self._topic_path, include_data=True))
+            except NoNodeError:
+                self._make_paths()
+                continue
             stale = False
             for _, node, value, stat in self._owner_nodes(pid, children):
                 if value != self._consumer_id:

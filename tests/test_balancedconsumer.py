@@ -358,6 +358,42 @@ def test_nodes_left_with_a_members_id_are_deleted_at_its_next_rebalance(zk_clien
             second.stop()
 
 
+def delete_tree(zk, path):
+    """Delete ``path`` and everything under it in one transaction: ``rmr``, without the
+    race with a member making its nodes again in between."""
+    def walk(node):
+        for child in zk.get_children(node):
+            yield from walk("%s/%s" % (node, child))
+        yield node
+    tx = zk.transaction()
+    for node in walk(path):
+        tx.delete(node)
+    assert not any(isinstance(r, Exception) for r in tx.commit())
+
+
+def test_a_member_makes_the_groups_nodes_again_after_someone_deleted_them(zk_client, zk, topic_name,
+                                                                           group_name):
+    """``rmr /consumers/<group>`` under a running member: it registers and claims again,
+    and watches the group again, so it still sees members come and go."""
+    topic = make_topic(zk_client, topic_name, 2)
+    owners = "/consumers/%s/owners/%s" % (group_name.decode(), topic_name)
+    first = topic.get_balanced_consumer(group_name, **FAST)
+    second = None
+    try:
+        assert sorted(first.partitions) == [0, 1]
+        delete_tree(zk, "/consumers/%s" % group_name.decode())
+        until(lambda: sorted(first.partitions) == [0, 1] and zk.exists(owners) is not None
+              and len(zk.get_children(owners)) == 2, "the member owns its partitions again")
+        second = topic.get_balanced_consumer(group_name, **FAST)
+        until(lambda: len(first.partitions) == 1 and len(second.partitions) == 1, "the two share")
+        second.stop()
+        until(lambda: sorted(first.partitions) == [0, 1], "the first takes the partition given back")
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
 def test_members_started_together_back_off_instead_of_raising(zk_client, topic_name, group_name):
     """Members joining at once claim partitions the others still hold, and each change of the
     ownership nodes wakes them: pykafka's backoff (0, 2, 4, 6 s with the defaults) gives the
