@@ -678,6 +678,8 @@ class BalancedConsumer:
         current = self._consumer
         old_offsets = current.held_offsets if current is not None else {}
         self._close_consumer(commit=True)
+        if self._stopping.is_set():
+            return  # stop() began meanwhile: no new consumer, nor a rebalance to report
         if not wanted:
             log.info("%s holds no partition of %s", self._consumer_id, self._topic.name)
             new_offsets = {}

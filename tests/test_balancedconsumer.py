@@ -528,6 +528,37 @@ def test_a_member_whose_reading_thread_died_while_zookeeper_was_down_leaves_once
             zk.close()
 
 
+def test_stop_during_a_rebalance_starts_no_consumer_for_the_partitions_kept(zk_client, zk, topic_name,
+                                                                            group_name):
+    """stop() called while the member gives a partition up (its commit can take a socket
+    timeout while Kafka is down) ends the rebalance there: no consumer is started, and no
+    rebalance reported, for partitions the member is about to give back."""
+    topic = make_topic(zk_client, topic_name, 2)
+    revoking, release = threading.Event(), threading.Event()
+    reported = []
+
+    def pre_revoke(consumer, pids):
+        revoking.set()
+        release.wait(PATIENCE_S)
+
+    consumer = topic.get_balanced_consumer(group_name, pre_revoke_callback=pre_revoke,
+                                           post_rebalance_callback=lambda c, old, new: reported.append(new),
+                                           **FAST)
+    stopper = threading.Thread(target=consumer.stop)
+    try:
+        assert [sorted(new) for new in reported] == [[0, 1]]
+        zk.create("/consumers/%s/ids/other" % group_name.decode(), topic.name, ephemeral=True)
+        until(revoking.is_set, "the member gives a partition up")
+        stopper.start()
+        until(consumer._stopping.is_set, "stop() has begun")
+        release.set()
+        stopper.join()
+    finally:
+        release.set()
+        consumer.stop()
+    assert [sorted(new) for new in reported] == [[0, 1]]
+
+
 @pytest.mark.parametrize("auto_commit", [True, False])
 def test_stop_commits_as_pykafka(zk_client, topic_name, group_name, auto_commit):
     """With auto-commit, stop() commits the message last returned as done (pykafka's
