@@ -707,6 +707,9 @@ class BalancedConsumer:
                 log.exception("post_rebalance_callback raised")
                 self._calls.crash(exc)
                 return
+            if reset and not isinstance(reset, dict):
+                raise TypeError("post_rebalance_callback must return {partition_id: offset} or None, "
+                                "not %s" % type(reset).__name__)
             if reset and self._consumer is not None:
                 self._consumer.reset_offsets(partition_offsets=sorted(reset.items()))
 

@@ -225,6 +225,25 @@ def test_post_rebalance_callback_sees_offsets_and_may_reset(zk_client, topic_nam
         assert sorted(drain(consumer)) == list(range(10, 20))
 
 
+def test_post_rebalance_callback_returning_pairs_is_named(zk_client, zk, topic_name, group_name):
+    """The callback returns a dict; pairs, as reset_offsets() takes them, are a TypeError
+    naming it: from start() for the first rebalance, from consume() for the later ones."""
+    topic = make_topic(zk_client, topic_name, 2)
+    pairs = lambda consumer, old_offsets, new_offsets: sorted(new_offsets.items())  # noqa: E731
+    with pytest.raises(TypeError, match="post_rebalance_callback must return"):
+        topic.get_balanced_consumer(group_name, post_rebalance_callback=pairs, **FAST)
+    calls = []
+
+    def first_fine(consumer, old_offsets, new_offsets):
+        calls.append(new_offsets)
+        return None if len(calls) == 1 else pairs(consumer, old_offsets, new_offsets)
+
+    with topic.get_balanced_consumer(group_name, post_rebalance_callback=first_fine, **FAST) as consumer:
+        zk.create("/consumers/%s/ids/other" % group_name.decode(), topic.name, ephemeral=True)
+        with pytest.raises(TypeError, match="post_rebalance_callback must return"):
+            drain(consumer, idle_rounds=40)
+
+
 def test_reset_offset_on_start(zk_client, topic_name, group_name):
     topic = make_topic(zk_client, topic_name, 1)
     produce(topic, 10)
