@@ -11,6 +11,8 @@ at ``max_batch_size`` bytes. The checks on a record's parts are the ones ``send(
 import collections
 import time
 
+from pyrdk.common import INT64_MAX
+
 BATCH_OVERHEAD = 61  # the header of a v2 record batch, in bytes
 
 BatchRecordMetadata = collections.namedtuple("BatchRecordMetadata", "offset size timestamp crc")
@@ -40,8 +42,8 @@ def check_headers(headers):
 
 def check_timestamp(timestamp_ms):
     if timestamp_ms is not None and (not isinstance(timestamp_ms, int) or isinstance(timestamp_ms, bool)
-                                     or timestamp_ms < 0):
-        raise TypeError("timestamp_ms must be an int >= 0 (ms since the epoch) or None, not %r"
+                                     or not 0 <= timestamp_ms <= INT64_MAX):
+        raise TypeError("timestamp_ms must be an int >= 0 and < 2**63 (ms since the epoch) or None, not %r"
                         % (timestamp_ms,))
 
 

@@ -23,6 +23,7 @@ from pyrdk.aio.client import Client
 from pyrdk.aio.errors import IllegalOperation, IllegalStateError, KafkaTimeoutError, ProducerClosed
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
+from pyrdk.common import INT32_MAX
 from pyrdk.core import sender_core
 from pyrdk.exceptions import ProducerQueueFullError
 from pyrdk.rd import transaction
@@ -247,8 +248,8 @@ class AIOKafkaProducer(Client):
             raise TypeError("topic must be a non-empty str, not %r" % (topic,))
         if partition is None:
             partition = PARTITION_UA
-        elif not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
-            raise TypeError("partition must be an int >= 0 or None, not %r" % (partition,))
+        elif not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition <= INT32_MAX:
+            raise TypeError("partition must be an int >= 0 and < 2**31 or None, not %r" % (partition,))
         if timestamp_ms is not None:
             check_timestamp(timestamp_ms)
         if value.__class__ is not bytes:
@@ -352,8 +353,8 @@ class AIOKafkaProducer(Client):
             raise TypeError("batch must come from create_batch(), not %r" % (batch,))
         if topic.__class__ is not str or not topic:
             raise TypeError("topic must be a non-empty str, not %r" % (topic,))
-        if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
-            raise TypeError("partition must be an int >= 0, not %r" % (partition,))
+        if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition <= INT32_MAX:
+            raise TypeError("partition must be an int >= 0 and < 2**31, not %r" % (partition,))
         if not batch.record_count():
             raise ValueError("the batch is empty: append() records to it first")
         records = batch._take()

@@ -37,6 +37,8 @@ def test_batch_builder_fills_closes_and_checks_its_input():
         batch.append(key=None, value=b"v", timestamp=None, headers=[(b"h", b"v")])
     with pytest.raises(TypeError, match="timestamp"):
         batch.append(key=None, value=b"v", timestamp=-1)
+    with pytest.raises(TypeError, match="timestamp"):
+        batch.append(key=None, value=b"v", timestamp=2 ** 63)  # librdkafka's is an int64
     batch.close()
     assert batch.append(key=None, value=b"v", timestamp=None) is None
     assert batch.record_count() == 2
@@ -65,6 +67,8 @@ async def test_send_batch_delivers_each_batch_whole(kafka_hosts, new_topic):
             batch = producer.create_batch()
             batch.append(key=None, value=b"v", timestamp=None)
             await producer.send_batch(batch, topic, partition=None)
+        with pytest.raises(TypeError, match="partition must be an int >= 0 and < 2..31"):
+            await producer.send_batch(batch, topic, partition=2 ** 40)
     assert all(isinstance(md, RecordMetadata) and md.partition == 1 for md in firsts)
     # each batch's future gives its first record, the batches follow one another
     offset = 0

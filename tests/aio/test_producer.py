@@ -110,6 +110,10 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
             await producer.send(topic, "not bytes")
         with pytest.raises(TypeError, match="partition"):
             await producer.send(topic, b"v", partition=-3)
+        with pytest.raises(TypeError, match="partition must be an int >= 0 and < 2..31"):
+            await producer.send(topic, b"v", partition=2 ** 40)  # no partition id: not librdkafka's int32
+        with pytest.raises(TypeError, match="timestamp_ms must be an int >= 0 and < 2..63"):
+            await producer.send(topic, b"v", timestamp_ms=2 ** 63)
         with pytest.raises(TypeError, match="headers"):
             await producer.send(topic, b"v", headers=[(b"bytes-name", b"v")])
         # nothing half-sent: the next record is the first in the log
