@@ -259,10 +259,57 @@ class Message(metaclass=abc.ABCMeta):
             return None
         return datetime.datetime.fromtimestamp(self.timestamp / 1000.0, datetime.timezone.utc)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """``(type, constructor arguments)``, as the C core's Message pickles (with any
+        protocol): the fields as stored, whatever properties a subclass puts in front of them.
+        An instance of a subclass is made anew by Message's own constructor, then gets the
+        subclass's own ``__dict__`` and slots."""
+        cls = type(self)
+        args = tuple(_stored(self, Message, name) for name in _ARGUMENTS)
+        if cls is Message:
+            return cls, args
+        slots = {}
+        for klass in cls.__mro__[:cls.__mro__.index(Message)]:
+            names = klass.__dict__.get("__slots__", ())
+            for name in [names] if isinstance(names, str) else names:
+                if name.startswith("__") and not name.endswith("__"):
+                    name = "_%s%s" % (klass.__name__.lstrip("_"), name)  # mangled
+                value = _stored(self, klass, name, _UNSET) if name not in ("__dict__", "__weakref__") else _UNSET
+                if value is not _UNSET:
+                    slots[name] = value
+        state = getattr(self, "__dict__", None) or None
+        if slots:
+            state = (state, slots)
+        return (_remade, (cls, args)) if state is None else (_remade, (cls, args), state)
+
     def __repr__(self) -> str:
         return "<pyrdk.Message topic=%r partition=%d offset=%d value=%r>" % (
             self.topic, self.partition_id, self.offset,
             self.value[:40] if isinstance(self.value, (bytes, str)) else self.value)
+
+
+# Message's constructor arguments, in order, as its slots name them.
+_ARGUMENTS = ("value", "partition_key", "_partition_id", "_offset", "_timestamp", "_headers", "partition", "topic",
+              "_timestamp_type", "_compression_type", "_produce_attempt", "_delivery_report_q")
+
+
+_UNSET = object()
+
+
+def _remade(cls: type[Message], args: tuple[Any, ...]) -> Message:
+    """An instance of ``cls``, a subclass of Message, made with Message's own constructor
+    (the subclass's may take other arguments: ``pyrdk.protocol.Message``'s are pykafka's)."""
+    msg = cls.__new__(cls)
+    Message.__init__(msg, *args)
+    return msg
+
+
+def _stored(obj: Any, klass: type, name: str, default: Any = None) -> Any:
+    """The value of ``klass``'s slot ``name`` in ``obj`` (``default`` when it is unset)."""
+    try:
+        return klass.__dict__[name].__get__(obj, klass)
+    except AttributeError:
+        return default
 
 
 class SslConfig:

@@ -1,5 +1,6 @@
 """pyrdk.protocol: pykafka's request classes and Message, with pykafka's constructors."""
 import datetime
+import pickle
 
 import pytest
 
@@ -35,6 +36,16 @@ def test_message_has_pykafkas_constructor_and_attributes():
         Message(b"v", protocol_version=2)
     with pytest.raises(TypeError, match="timestamp must be"):
         Message(b"v", timestamp="yesterday")
+
+
+@pytest.mark.parametrize("protocol_number", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_a_message_made_with_pykafkas_constructor_pickles(protocol_number):
+    m = Message(b"v", b"k", common.CompressionType.GZIP, 7, 2, 1, protocol_version=1, timestamp=1234)
+    copy = pickle.loads(pickle.dumps(m, protocol_number))
+    assert type(copy) is Message
+    assert (copy.value, copy.partition_key, copy.compression_type, copy.offset, copy.partition_id,
+            copy.produce_attempt, copy.protocol_version, copy.timestamp) == (
+        b"v", b"k", common.CompressionType.GZIP, 7, 2, 1, 1, 1234)
 
 
 def test_every_pyrdk_message_is_a_protocol_message():

@@ -71,6 +71,15 @@ def test_a_message_pickles():
             copy.topic, copy.timestamp_type) == (b"v", b"k", 1, 5, 7, [("h", b"1")], "t", 1)
 
 
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_a_message_pickles_with_every_protocol(protocol):
+    msg = Message(b"v", partition_key=b"k", offset=5, timestamp=7, headers=[("h", None)],
+                  compression_type=CompressionType.GZIP, produce_attempt=2)
+    copy = pickle.loads(pickle.dumps(msg, protocol))
+    assert (copy.value, copy.partition_key, copy.offset, copy.timestamp, copy.headers, copy.compression_type,
+            copy.produce_attempt) == (b"v", b"k", 5, 7, [("h", None)], CompressionType.GZIP, 2)
+
+
 class _Plain(Message):
     pass
 
@@ -130,6 +139,14 @@ def test_a_subclass_s_own_value_property_is_what_sets_and_reads_it():
     plain = _Plain(b"v", partition_key=b"k")
     plain.value, plain.partition_key = b"x", b"y"  # the Message's own fields, through its setter
     assert (plain.value, plain.partition_key, plain.key) == (b"x", b"y", b"y")
+
+
+@pytest.mark.parametrize("protocol", [0, pickle.HIGHEST_PROTOCOL])
+def test_a_subclass_s_own_value_property_pickles_what_it_was_given(protocol):
+    copy = pickle.loads(pickle.dumps(_OwnValue(b"v", offset=3), protocol))
+    assert type(copy) is _OwnValue and (copy.given, copy.value, copy.offset) == (b"v", ("own", b"v"), 3)
+    keyed = pickle.loads(pickle.dumps(_OwnKey(b"v", b"k"), protocol))
+    assert (keyed.value, keyed.given_key, keyed.key) == (b"v", b"k", ("own", b"k"))
 
 
 def test_compression_type_defaults_to_pyrdks_member():
