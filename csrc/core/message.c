@@ -569,9 +569,49 @@ done:
         Py_TRASHCAN_END
 }
 
+/* A subclass's repr: its fields read as attributes, through any property of its own in
+ * front of them, as pyrdk.common.Message's __repr__ reads them ("%d": int() of the ids);
+ * a field the subclass's __init__ left unset is the stored one, None. */
+static PyObject *subclass_repr(message_t *self) {
+        static const char *const names[] = {"topic", "partition_id", "offset", "value"};
+        PyObject *fields[4] = {NULL, NULL, NULL, NULL}, *repr = NULL;
+        int i;
+
+        for (i = 0; i < 4; i++) {
+                if (!(fields[i] = PyObject_GetAttrString((PyObject *)self, names[i]))) {
+                        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                                goto done;
+                        PyErr_Clear();
+                        fields[i] = i == 1 ? get_partition_id(self, NULL) : i == 2 ? get_offset(self, NULL)
+                                  : get_object(self, (void *)(i == 0 ? FIELD(topic) : FIELD(value)));
+                        if (!fields[i])
+                                goto done;
+                }
+                if (i == 1 || i == 2) {
+                        Py_SETREF(fields[i], PyNumber_Long(fields[i]));
+                        if (!fields[i])
+                                goto done;
+                }
+        }
+        if (PyBytes_Check(fields[3]) || PyUnicode_Check(fields[3])) {
+                Py_SETREF(fields[3], PySequence_GetSlice(fields[3], 0, 40));
+                if (!fields[3])
+                        goto done;
+        }
+        repr = PyUnicode_FromFormat("<pyrdk.Message topic=%R partition=%S offset=%S value=%R>", fields[0], fields[1],
+                                    fields[2], fields[3]);
+done:
+        for (i = 0; i < 4; i++)
+                Py_XDECREF(fields[i]);
+        return repr;
+}
+
 static PyObject *message_repr(message_t *self) {
         PyObject *value = self->value ? self->value : Py_None, *shown, *repr;
+        core_state *st = core_state_of_type(Py_TYPE(self));
 
+        if (st && Py_TYPE(self) != st->message_type)
+                return subclass_repr(self);
         if (PyBytes_Check(value) || PyUnicode_Check(value))
                 shown = PySequence_GetSlice(value, 0, 40);
         else

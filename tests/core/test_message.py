@@ -141,6 +141,12 @@ def test_a_subclass_s_own_value_property_is_what_sets_and_reads_it():
     assert (plain.value, plain.partition_key, plain.key) == (b"x", b"y", b"y")
 
 
+def test_a_subclass_s_repr_shows_what_its_own_properties_give():
+    assert repr(_OwnValue(b"v", topic="t", offset=3)) == \
+        "<pyrdk.Message topic='t' partition=-1 offset=3 value=('own', b'v')>"
+    assert repr(_Plain(b"x" * 50)) == "<pyrdk.Message topic=None partition=-1 offset=-1 value=%r>" % (b"x" * 40)
+
+
 @pytest.mark.parametrize("protocol", [0, pickle.HIGHEST_PROTOCOL])
 def test_a_subclass_s_own_value_property_pickles_what_it_was_given(protocol):
     copy = pickle.loads(pickle.dumps(_OwnValue(b"v", offset=3), protocol))
