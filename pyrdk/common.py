@@ -136,9 +136,12 @@ class TimestampType(enum.IntEnum):
 
 
 def _int_field(name: str, value: int, bits: int) -> int:
-    """``value`` for an integer field of ``bits`` signed bits, else TypeError or OverflowError."""
+    """``value`` as a plain int for an integer field of ``bits`` signed bits (as the C
+    Message stores it: an IntEnum member or another int subclass reads back as its int),
+    else TypeError or OverflowError."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("Message.%s must be an int, not %s" % (name, type(value).__name__))
+    value = int.__index__(value)  # its int value, whatever methods a subclass overrides
     if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
         raise OverflowError("Message.%s=%d does not fit in %d bits" % (name, value, bits))
     return value

@@ -71,6 +71,19 @@ def test_a_message_pickles():
             copy.topic, copy.timestamp_type) == (b"v", b"k", 1, 5, 7, [("h", b"1")], "t", 1)
 
 
+class _Big(int):
+    def __index__(self):
+        return 0
+
+
+def test_integer_fields_read_back_as_plain_ints():
+    msg = Message(b"v", partition_id=CompressionType.GZIP, offset=_Big(2 ** 40), timestamp=_Big(7),
+                  timestamp_type=TimestampType.LOG_APPEND_TIME)
+    msg.partition_id = CompressionType.ZSTD
+    fields = (msg.partition_id, msg.offset, msg.timestamp, msg.timestamp_type)
+    assert fields == (4, 2 ** 40, 7, 2) and {type(field) for field in fields} == {int}
+
+
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 def test_a_message_pickles_with_every_protocol(protocol):
     msg = Message(b"v", partition_key=b"k", offset=5, timestamp=7, headers=[("h", None)],
