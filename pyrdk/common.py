@@ -167,14 +167,16 @@ class Message(metaclass=abc.ABCMeta):
                  partition: Any = None, topic: Optional[str] = None, timestamp_type: int = 0,
                  compression_type: CompressionType = CompressionType.NONE, produce_attempt: int = 0,
                  delivery_report_q: Optional[queue.Queue[Any]] = None) -> None:
-        self.value = value
+        # Every integer checked before any field is set, as the C Message does: an __init__
+        # that raises leaves a Message as it was; the integers are stored as they are.
+        ints = (_int_field("partition_id", partition_id, 32), _int_field("offset", offset, 64),
+                None if timestamp is None else _int_field("timestamp", timestamp, 64),
+                _int_field("timestamp_type", timestamp_type, 32))
+        self.value = value  # through a subclass's own property, if it has one
         self.partition_key = partition_key
-        self.partition_id = partition_id
-        self.offset = offset
-        self.timestamp = timestamp
+        self._partition_id, self._offset, self._timestamp, self._timestamp_type = ints
         self.partition = partition
         self.topic = topic
-        self.timestamp_type = timestamp_type
         self._headers = headers
         self._compression_type = compression_type
         self._produce_attempt = produce_attempt

@@ -71,6 +71,13 @@ def test_a_message_pickles():
             copy.topic, copy.timestamp_type) == (b"v", b"k", 1, 5, 7, [("h", b"1")], "t", 1)
 
 
+def test_an_init_that_raises_leaves_the_message_as_it_was():
+    msg = Message(b"v", offset=4)
+    with pytest.raises(TypeError, match="timestamp"):
+        msg.__init__(b"w", partition_id=3, timestamp="1")
+    assert (msg.value, msg.partition_id, msg.offset, msg.timestamp) == (b"v", -1, 4, None)
+
+
 class _Big(int):
     def __index__(self):
         return 0
