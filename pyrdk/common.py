@@ -264,6 +264,13 @@ class Message(metaclass=abc.ABCMeta):
             return None
         return datetime.datetime.fromtimestamp(self.timestamp / 1000.0, datetime.timezone.utc)
 
+    def __delattr__(self, name: str, /) -> None:
+        # A Message has every field, always (as the C one, which refuses this too); a
+        # subclass's own attributes, and its own properties' deleters, are its business.
+        if name in _FIELDS and getattr(type(self), name, None) is Message.__dict__.get(name):
+            raise AttributeError("cannot delete Message.%s" % name)
+        object.__delattr__(self, name)
+
     def __reduce__(self) -> tuple[Any, ...]:
         """``(type, constructor arguments)``, as the C core's Message pickles (with any
         protocol): the fields as stored, whatever properties a subclass puts in front of them.
@@ -292,6 +299,11 @@ class Message(metaclass=abc.ABCMeta):
             self.topic, self.partition_id, self.offset,
             self.value[:40] if isinstance(self.value, (bytes, str)) else self.value)
 
+
+# Message's fields, which no Message is without.
+_FIELDS = frozenset(("value", "partition_key", "partition_id", "offset", "timestamp", "headers", "partition", "topic",
+                     "timestamp_type", "compression_type", "produce_attempt", "delivery_report_q", "key",
+                     "timestamp_dt"))
 
 # Message's constructor arguments, in order, as its slots name them.
 _ARGUMENTS = ("value", "partition_key", "_partition_id", "_offset", "_timestamp", "_headers", "partition", "topic",

@@ -78,6 +78,17 @@ def test_an_init_that_raises_leaves_the_message_as_it_was():
     assert (msg.value, msg.partition_id, msg.offset, msg.timestamp) == (b"v", -1, 4, None)
 
 
+@pytest.mark.parametrize("field", ["value", "partition_key", "partition", "topic", "offset", "headers", "key"])
+def test_a_message_s_fields_cannot_be_deleted(field):
+    msg = Message(b"v", partition_key=b"k", topic="t")
+    with pytest.raises(AttributeError):
+        delattr(msg, field)
+    assert repr(msg) == "<pyrdk.Message topic='t' partition=-1 offset=-1 value=b'v'>" and msg.key == b"k"
+    plain = _Slotted(b"v")
+    plain.extra = 1
+    del plain.extra  # a subclass's own
+
+
 class _Big(int):
     def __index__(self):
         return 0
