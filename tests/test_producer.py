@@ -16,7 +16,7 @@ import time
 import pytest
 
 from pyrdk import CompressionType, KafkaClient, Message
-from pyrdk.exceptions import (ConfigurationError, KafkaException, MessageSizeTooLarge,
+from pyrdk.exceptions import (ConfigurationError, KafkaException, MessageSizeTooLarge, NoBrokersAvailableError,
                               ProduceFailureError, ProducerQueueFullError,
                               ProducerStoppedException, RequestTimedOut)
 from pyrdk.producer import Producer
@@ -871,6 +871,30 @@ def test_produce_arrow_failure_is_raised_with_the_row(mock_cluster, mock_topic):
         [(msg, exc)] = info.value.failed
         assert (msg.value, msg.partition_key, msg.partition_id) == (b"bad", b"key", 1)
         assert isinstance(exc, MessageSizeTooLarge)
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("size", [10, 960], ids=["rows", "rows-sent-alone"])
+def test_produce_arrow_with_a_full_queue_and_no_broker_raises(mock_cluster, topic_name, size):
+    """librdkafka's queue full and no broker reachable: produce_arrow() raises
+    NoBrokersAvailableError once socket_timeout_ms has passed, a row near max_request_size
+    (handed over alone) as the others, rather than waiting for room that never comes."""
+    import pyarrow as pa
+    mock_cluster.create_topic(topic_name, 2)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=1000)
+    producer = client.topics[topic_name].get_producer(max_queued_messages=5, linger_ms=0, max_request_size=1000,
+                                                      pending_timeout_ms=0)
+    try:
+        warm(producer)
+        mock_cluster.broker_down(-1)
+        finished, _, exc = run_bounded(lambda: producer.produce_arrow(pa.record_batch({"value": [b"x" * size] * 50})))
+        assert finished, "produce_arrow() waited for room for ever"
+        assert isinstance(exc, NoBrokersAvailableError)
+        with pytest.raises(ProduceFailureError):  # what was queued is reported, not dropped
+            producer.stop()
+    finally:
+        producer.stop()
+        client.close()
 
 
 @pytest.mark.mock

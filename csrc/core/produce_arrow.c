@@ -320,8 +320,8 @@ PyObject *producer_produce_arrow(producer_t *self, PyObject *const *args, Py_ssi
                         err = refusal;
                         break;
                 }
-                if (alone) {
-                        while ((err = send_alone(self, &msgs[n])) == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                if (alone) { /* offered again while a full queue refuses it, for block_ms at most */
+                        while ((err = send_alone(self, &msgs[n])) == RD_KAFKA_RESP_ERR__QUEUE_FULL && waited < block_ms) {
                                 if (producer_serve(self, FULL_WAIT_MS)) {
                                         err = PYRDK_ERR_CLOSED;
                                         break;

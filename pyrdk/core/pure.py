@@ -317,9 +317,9 @@ class ProducerCore:
                         pid = pids[(self._arrow_first + row // run) % len(pids)]
                 elif pid not in pids:
                     return row, errors.UNKNOWN_PARTITION
-                while True:
+                while True:  # offered again while a full queue refuses it, for block_ms at most
                     done, err = self._produce_alone(pid, v, k)
-                    if err != errors.QUEUE_FULL:
+                    if err != errors.QUEUE_FULL or waited >= block_ms:
                         break
                     self._handle.flush(FULL_WAIT_MS)  # sends at once, whatever linger.ms says
                     waited += FULL_WAIT_MS
