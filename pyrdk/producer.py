@@ -401,7 +401,7 @@ class Producer:
                       timestamp=timestamp, headers=headers, partition=partition,
                       topic=self._topic_name, compression_type=self._compression,
                       delivery_report_q=self._report_queue() if self._delivery_reports else None)
-        self._hand_off()  # the queued ones first: each partition's messages stay in order
+        self._hand_off(producing=True)  # the queued ones first: each partition's messages stay in order
         core = self._core
         msg_id = core.track(msg)
         done = _Delivery() if self._sync else None
@@ -436,14 +436,17 @@ class Producer:
         self._core.divert = self._general_only or self._outage.since is not None or bool(self._errors) \
             or bool(self._failures)
 
-    def _hand_off(self, timeout_ms=-1, stopping=False):
+    def _hand_off(self, timeout_ms=-1, stopping=False, producing=False):
         """Hand every queued message to librdkafka, waiting (up to ``timeout_ms``; -1: for
         ever) for room in a full queue as _enqueue() does; returns the ms waited. Once
-        stopped, only stop() itself hands over (``stopping``)."""
+        stopped, only stop() itself hands over (``stopping``). A call that produces
+        (``producing``) raises ``NoBrokersAvailableError`` rather than wait on an outage."""
         core, waited = self._core, 0
         while core.hand_off(stopping) and (timeout_ms < 0 or waited < timeout_ms):
             self._handle.flush(QUEUE_FULL_WAIT_MS)
             waited += QUEUE_FULL_WAIT_MS
+            if producing and self._outage.since is not None:
+                self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
         return waited
 
     def _too_large(self, value, key):
@@ -502,7 +505,7 @@ class Producer:
             return self._produce_each(messages)
         core, handle = self._core, self._handle
         assert core is not None and handle is not None  # start() made them
-        self._hand_off()
+        self._hand_off(producing=True)
         total = 0
         while True:
             result = core.produce_batch(messages, POLL_MS)
@@ -574,7 +577,7 @@ class Producer:
                 not isinstance(self._partitioner, Murmur2Partitioner):
             return self._produce_rows(batch)
         columns = (rows, self._partitioner is not random_partitioner) + columns[1:]
-        self._hand_off()  # the queued ones first
+        self._hand_off(producing=True)  # the queued ones first
         start = 0
         while True:
             result = core.produce_arrow(columns, start, POLL_MS)
@@ -657,6 +660,8 @@ class Producer:
                 # Wait briefly for room: flush sends at once whatever linger_ms says, and
                 # serves delivery reports; a longer wait would drain the whole queue.
                 self._handle.flush(QUEUE_FULL_WAIT_MS)
+                if self._outage.since is not None:
+                    self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
 
     def _wait_delivered(self, msg, done):
         handle = self._handle

@@ -874,6 +874,28 @@ def test_produce_arrow_failure_is_raised_with_the_row(mock_cluster, mock_topic):
 
 
 @pytest.mark.mock
+@pytest.mark.parametrize("headers", [None, [("h", b"1")]], ids=["fast-path", "general-path"])
+def test_produce_with_a_full_queue_and_no_broker_raises(mock_cluster, topic_name, headers):
+    """block_on_queue_full waits for room, but not on lost brokers: once none has been
+    reachable for socket_timeout_ms, produce() raises NoBrokersAvailableError (as it does
+    with room in the queue) rather than wait until message.timeout.ms frees the queue."""
+    mock_cluster.create_topic(topic_name, 2)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=1000)
+    producer = client.topics[topic_name].get_producer(max_queued_messages=5, linger_ms=0, pending_timeout_ms=0)
+    try:
+        warm(producer)
+        mock_cluster.broker_down(-1)
+        finished, _, exc = run_bounded(lambda: [producer.produce(b"x", headers=headers) for _ in range(50)])
+        assert finished, "produce() waited for room for ever"
+        assert isinstance(exc, NoBrokersAvailableError)
+        with pytest.raises(ProduceFailureError):  # what was queued is reported, not dropped
+            producer.stop()
+    finally:
+        producer.stop()
+        client.close()
+
+
+@pytest.mark.mock
 @pytest.mark.parametrize("size", [10, 960], ids=["rows", "rows-sent-alone"])
 def test_produce_arrow_with_a_full_queue_and_no_broker_raises(mock_cluster, topic_name, size):
     """librdkafka's queue full and no broker reachable: produce_arrow() raises
