@@ -515,9 +515,13 @@ class Producer:
             total += sent
             if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
                 messages = messages[sent:]
-                handle.dispatch_reports()
-                if self._outage.since is not None:
-                    self._outage.check(handle)
+                try:
+                    handle.dispatch_reports()
+                    if self._outage.since is not None:
+                        self._outage.check(handle)
+                except Exception as lost:  # NoBrokersAvailableError: what went before it, too
+                    setattr(lost, "produced", total)
+                    raise
                 continue
             if err:
                 try:
@@ -585,9 +589,13 @@ class Producer:
                 raise ValueError("topic %s has no partitions to send the rows to" % self._topic_name)
             start, err = result
             if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
-                handle.dispatch_reports()
-                if self._outage.since is not None:
-                    self._outage.check(handle)
+                try:
+                    handle.dispatch_reports()
+                    if self._outage.since is not None:
+                        self._outage.check(handle)
+                except Exception as lost:  # NoBrokersAvailableError: the rows queued before it, too
+                    setattr(lost, "produced", start)
+                    raise
                 continue
             if err:
                 self._raise_row_error(batch, start, err)

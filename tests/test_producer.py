@@ -896,24 +896,29 @@ def test_produce_with_a_full_queue_and_no_broker_raises(mock_cluster, topic_name
 
 
 @pytest.mark.mock
-@pytest.mark.parametrize("size", [10, 960], ids=["rows", "rows-sent-alone"])
-def test_produce_arrow_with_a_full_queue_and_no_broker_raises(mock_cluster, topic_name, size):
-    """librdkafka's queue full and no broker reachable: produce_arrow() raises
-    NoBrokersAvailableError once socket_timeout_ms has passed, a row near max_request_size
-    (handed over alone) as the others, rather than waiting for room that never comes."""
+@pytest.mark.parametrize("call,size", [("produce_batch", 10), ("produce_arrow", 10), ("produce_arrow", 960)],
+                         ids=["batch", "rows", "rows-sent-alone"])
+def test_many_messages_with_a_full_queue_and_no_broker_raise(mock_cluster, topic_name, call, size):
+    """librdkafka's queue full and no broker reachable: produce_batch() and produce_arrow()
+    raise NoBrokersAvailableError once socket_timeout_ms has passed, a row near
+    max_request_size (handed over alone) as the others, rather than waiting for room that
+    never comes; ``produced`` counts the messages queued before it."""
     import pyarrow as pa
     mock_cluster.create_topic(topic_name, 2)
     client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=1000)
     producer = client.topics[topic_name].get_producer(max_queued_messages=5, linger_ms=0, max_request_size=1000,
                                                       pending_timeout_ms=0)
+    values = [b"x" * size] * 50
     try:
         warm(producer)
         mock_cluster.broker_down(-1)
-        finished, _, exc = run_bounded(lambda: producer.produce_arrow(pa.record_batch({"value": [b"x" * size] * 50})))
-        assert finished, "produce_arrow() waited for room for ever"
-        assert isinstance(exc, NoBrokersAvailableError)
-        with pytest.raises(ProduceFailureError):  # what was queued is reported, not dropped
+        finished, _, exc = run_bounded(lambda: producer.produce_batch(values) if call == "produce_batch"
+                                       else producer.produce_arrow(pa.record_batch({"value": values})))
+        assert finished, "%s() waited for room for ever" % call
+        assert isinstance(exc, NoBrokersAvailableError) and exc.produced == 5
+        with pytest.raises(ProduceFailureError) as info:  # what was queued is reported, not dropped
             producer.stop()
+        assert len(info.value.failed) == 5
     finally:
         producer.stop()
         client.close()
