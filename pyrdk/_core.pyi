@@ -17,6 +17,7 @@ TOPIC_MASK: int
 TOPIC_SHIFT: int
 
 def setup(default_compression: CompressionType, /) -> None: ...
+def _remade(cls: type[Message], args: tuple[Any, ...], /) -> Message: ...
 
 # At runtime a virtual subclass of pyrdk.common.Message (registered by pyrdk.core), so that
 # isinstance(msg, pyrdk.Message) holds: a subclass here, so that type checkers agree.

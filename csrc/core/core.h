@@ -126,6 +126,7 @@ typedef struct {
 PyObject *message_record(core_state *st, const rd_kafka_message_t *m, PyTypeObject *record_type, PyObject *topic,
                          PyObject *partition, record_ints_t *last);
 void message_free_list_clear(core_state *st);
+PyObject *message_remade(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 int message_set_int(const char *name, PyObject *value, int bits, int64_t *out);
 
 /* producer.c, consumer.c, sender.c */

@@ -625,10 +625,34 @@ static PyObject *message_repr(message_t *self) {
         return repr;
 }
 
-/* (type, constructor arguments[, state]): the state is what object.__getstate__ gives,
- * i.e. a subclass's dict and slots. */
+/* _remade(cls, args): an instance of cls, a subclass of Message, made by cls.__new__ and
+ * Message's own constructor (the subclass's may take other arguments), for pickle. */
+PyObject *message_remade(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+        core_state *st = PyModule_GetState(module);
+        PyObject *obj;
+
+        if (nargs != 2 || !PyType_Check(args[0]) || !st->message_type ||
+            !PyType_IsSubtype((PyTypeObject *)args[0], st->message_type) || !PyTuple_Check(args[1])) {
+                PyErr_SetString(PyExc_TypeError, "_remade(cls, args) takes a subclass of Message and a tuple");
+                return NULL;
+        }
+        if (!(obj = PyObject_CallMethod(args[0], "__new__", "O", args[0])))
+                return NULL;
+        if (!PyObject_TypeCheck(obj, st->message_type)) {
+                PyErr_Format(PyExc_TypeError, "%R.__new__ made %.200s, not a Message", args[0], Py_TYPE(obj)->tp_name);
+                Py_DECREF(obj);
+                return NULL;
+        }
+        if (message_init((message_t *)obj, args[1], NULL) < 0)
+                Py_CLEAR(obj);
+        return obj;
+}
+
+/* (type, constructor arguments), or for an instance of a subclass (_remade, (type,
+ * constructor arguments)[, state]): the state is what object.__getstate__ gives, i.e. the
+ * subclass's dict and slots. */
 static PyObject *message_reduce(message_t *self, PyObject *unused) {
-        PyObject *headers, *compression, *attempt, *args, *state, *out;
+        PyObject *headers, *compression, *attempt, *args, *state, *out, *remade;
         core_state *st;
 
         (void)unused;
@@ -667,12 +691,19 @@ static PyObject *message_reduce(message_t *self, PyObject *unused) {
         st = core_state_of_type(Py_TYPE(self));
         if (st && Py_TYPE(self) == st->message_type)
                 return Py_BuildValue("(ON)", Py_TYPE(self), args);
-        if (!(state = PyObject_CallMethod((PyObject *)self, "__getstate__", NULL))) {
+        if (!st || !(remade = PyObject_GetAttrString(((PyHeapTypeObject *)st->message_type)->ht_module, "_remade"))) {
+                if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_RuntimeError, "pyrdk._core is not initialised");
                 Py_DECREF(args);
                 return NULL;
         }
-        out = state == Py_None ? Py_BuildValue("(ON)", Py_TYPE(self), args)
-                               : Py_BuildValue("(ONO)", Py_TYPE(self), args, state);
+        if (!(state = PyObject_CallMethod((PyObject *)self, "__getstate__", NULL))) {
+                Py_DECREF(remade);
+                Py_DECREF(args);
+                return NULL;
+        }
+        out = state == Py_None ? Py_BuildValue("(N(ON))", remade, Py_TYPE(self), args)
+                               : Py_BuildValue("(N(ON)O)", remade, Py_TYPE(self), args, state);
         Py_DECREF(state);
         return out;
 }

@@ -59,6 +59,9 @@ static PyObject *core_setup(PyObject *module, PyObject *compression) {
 
 static PyMethodDef core_functions[] = {
         {"setup", core_setup, METH_O, setup_doc},
+        {"_remade", (PyCFunction)(void (*)(void))message_remade, METH_FASTCALL,
+         "_remade($module, cls, args, /)\n--\n\nAn instance of cls, a subclass of Message, made with Message's own "
+         "constructor:\nwhat a subclass's instance is unpickled through."},
         {NULL, NULL, 0, NULL},
 };
 

@@ -172,6 +172,18 @@ def test_a_subclass_s_own_value_property_is_what_sets_and_reads_it():
     assert (plain.value, plain.partition_key, plain.key) == (b"x", b"y", b"y")
 
 
+class _OwnConstructor(Message):
+    def __init__(self, value, note):
+        super().__init__(value, offset=3)
+        self.note = note
+
+
+@pytest.mark.parametrize("protocol", [0, pickle.HIGHEST_PROTOCOL])
+def test_an_instance_of_a_subclass_with_its_own_constructor_pickles(protocol):
+    copy = pickle.loads(pickle.dumps(_OwnConstructor(b"v", "mine"), protocol))
+    assert type(copy) is _OwnConstructor and (copy.value, copy.offset, copy.note) == (b"v", 3, "mine")
+
+
 def test_a_subclass_s_repr_shows_what_its_own_properties_give():
     assert repr(_OwnValue(b"v", topic="t", offset=3)) == \
         "<pyrdk.Message topic='t' partition=-1 offset=3 value=('own', b'v')>"
