@@ -648,6 +648,66 @@ PyObject *message_remade(PyObject *module, PyObject *const *args, Py_ssize_t nar
         return obj;
 }
 
+#if PY_VERSION_HEX < 0x030B0000
+/* What object.__getstate__ (Python 3.11 on) gives, for the Pythons before it: None, the
+ * instance dict when it holds anything, and with slots holding values (dict or None,
+ * {slot: value}); the slot names are copyreg's, as pickle's own are. */
+static PyObject *object_state(PyObject *self) {
+        PyObject *state, *names = NULL, *slots = NULL, *copyreg;
+
+        if (!(state = PyObject_GetAttrString(self, "__dict__"))) {
+                if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                        return NULL;
+                PyErr_Clear();
+                state = Py_NewRef(Py_None);
+        } else if (!PyDict_Check(state) || PyDict_GET_SIZE(state) == 0) {
+                Py_SETREF(state, Py_NewRef(Py_None));
+        }
+        if (!(copyreg = PyImport_ImportModule("copyreg")))
+                goto fail;
+        names = PyObject_CallMethod(copyreg, "_slotnames", "O", (PyObject *)Py_TYPE(self));
+        Py_DECREF(copyreg);
+        if (names) {
+                PyObject *tuple = PySequence_Tuple(names);
+
+                Py_DECREF(names);
+                names = tuple;
+        }
+        if (!names || !(slots = PyDict_New()))
+                goto fail;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+                PyObject *name = PyTuple_GET_ITEM(names, i), *value = PyObject_GetAttr(self, name);
+
+                if (!value) {
+                        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                                goto fail;
+                        PyErr_Clear(); /* an unset slot */
+                        continue;
+                }
+                if (PyDict_SetItem(slots, name, value) < 0) {
+                        Py_DECREF(value);
+                        goto fail;
+                }
+                Py_DECREF(value);
+        }
+        Py_DECREF(names);
+        if (PyDict_GET_SIZE(slots) == 0) {
+                Py_DECREF(slots);
+                return state;
+        }
+        return Py_BuildValue("(NN)", state, slots);
+fail:
+        Py_XDECREF(names);
+        Py_XDECREF(slots);
+        Py_DECREF(state);
+        return NULL;
+}
+#else
+static PyObject *object_state(PyObject *self) {
+        return PyObject_CallMethod(self, "__getstate__", NULL);
+}
+#endif
+
 /* (type, constructor arguments), or for an instance of a subclass (_remade, (type,
  * constructor arguments)[, state]): the state is what object.__getstate__ gives, i.e. the
  * subclass's dict and slots. */
@@ -697,7 +757,7 @@ static PyObject *message_reduce(message_t *self, PyObject *unused) {
                 Py_DECREF(args);
                 return NULL;
         }
-        if (!(state = PyObject_CallMethod((PyObject *)self, "__getstate__", NULL))) {
+        if (!(state = object_state((PyObject *)self))) {
                 Py_DECREF(remade);
                 Py_DECREF(args);
                 return NULL;
