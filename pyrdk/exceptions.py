@@ -379,6 +379,89 @@ class NonEmptyGroupError(ProtocolClientError, codes=(68,)):
 
 class GroupIdNotFoundError(ProtocolClientError, codes=(69,)):
     """No group of that id exists (kafka-python's name)."""
+
+
+# Kafka's names (aiokafka's too) for the broker errors pykafka had no class for.
+
+class OutOfOrderSequenceNumber(ProtocolClientError, codes=(45,)):
+    """The broker got an idempotent producer's batch out of sequence (``OUT_OF_ORDER_SEQUENCE_NUMBER``)."""
+
+
+class DuplicateSequenceNumber(ProtocolClientError, codes=(46,)):
+    """The broker already has a batch of that sequence number (``DUPLICATE_SEQUENCE_NUMBER``)."""
+
+
+class SecurityDisabled(ProtocolClientError, codes=(54,)):
+    """The broker's security features are disabled (``SECURITY_DISABLED``)."""
+
+
+class OperationNotAttempted(ProtocolClientError, codes=(55,)):
+    """The broker did not attempt the operation (``OPERATION_NOT_ATTEMPTED``)."""
+
+
+class KafkaStorageError(ProtocolClientError, codes=(56,)):
+    """The broker failed to read or write its log on disk (``KAFKA_STORAGE_ERROR``)."""
+    retriable = True
+
+
+class LogDirNotFound(ProtocolClientError, codes=(57,)):
+    """The log directory is not in the broker's config (``LOG_DIR_NOT_FOUND``)."""
+
+
+class UnknownProducerId(ProtocolClientError, codes=(59,)):
+    """The broker has no state for the producer id (``UNKNOWN_PRODUCER_ID``)."""
+
+
+class ReassignmentInProgress(ProtocolClientError, codes=(60,)):
+    """A partition reassignment is in progress (``REASSIGNMENT_IN_PROGRESS``)."""
+
+
+class DelegationTokenAuthDisabled(ProtocolClientError, codes=(61,)):
+    """Delegation tokens are not enabled (``DELEGATION_TOKEN_AUTH_DISABLED``)."""
+
+
+class DelegationTokenNotFound(ProtocolClientError, codes=(62,)):
+    """No such delegation token (``DELEGATION_TOKEN_NOT_FOUND``)."""
+
+
+class DelegationTokenOwnerMismatch(ProtocolClientError, codes=(63,)):
+    """The principal is not the token's owner or renewer (``DELEGATION_TOKEN_OWNER_MISMATCH``)."""
+
+
+class DelegationTokenRequestNotAllowed(ProtocolClientError, codes=(64,)):
+    """Delegation token requests are not allowed on this connection
+    (``DELEGATION_TOKEN_REQUEST_NOT_ALLOWED``)."""
+
+
+class DelegationTokenAuthorizationFailed(ProtocolClientError, codes=(65,)):
+    """Not authorized for the delegation token (``DELEGATION_TOKEN_AUTHORIZATION_FAILED``)."""
+
+
+class DelegationTokenExpired(ProtocolClientError, codes=(66,)):
+    """The delegation token has expired (``DELEGATION_TOKEN_EXPIRED``)."""
+
+
+class InvalidPrincipalType(ProtocolClientError, codes=(67,)):
+    """The principal type is not supported (``INVALID_PRINCIPAL_TYPE``)."""
+
+
+class FetchSessionIdNotFound(ProtocolClientError, codes=(70,)):
+    """The broker does not know the fetch session (``FETCH_SESSION_ID_NOT_FOUND``)."""
+
+
+class InvalidFetchSessionEpoch(ProtocolClientError, codes=(71,)):
+    """The fetch session epoch is invalid (``INVALID_FETCH_SESSION_EPOCH``)."""
+
+
+class ListenerNotFound(ProtocolClientError, codes=(72,)):
+    """The broker has no listener matching the request's (``LISTENER_NOT_FOUND``)."""
+
+
+class MemberIdRequired(ProtocolClientError, codes=(79,)):
+    """The group member must join again with the member id the broker gave
+    (``MEMBER_ID_REQUIRED``)."""
+
+
 # -- transactions ------------------------------------------------------------------------------
 
 class TransactionError(KafkaException):
@@ -418,6 +501,15 @@ class TransactionCoordinatorFenced(ProtocolClientError, TransactionError, codes=
 
 class TransactionalIdAuthorizationFailed(ProtocolClientError, TransactionError, codes=(53,)):
     """Not authorized to use the ``transactional_id`` (``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``)."""
+
+
+class InvalidProducerIdMapping(ProtocolClientError, TransactionError, codes=(49,)):
+    """The producer id is not the one of its ``transactional_id`` (``INVALID_PRODUCER_ID_MAPPING``)."""
+
+
+class InvalidTransactionTimeout(ProtocolClientError, TransactionError, codes=(50,)):
+    """The transaction timeout is over the broker's ``max.transaction.timeout.ms``
+    (``INVALID_TRANSACTION_TIMEOUT``)."""
 
 
 ERROR_CODES = {code: cls for code, cls in _BY_CODE.items() if code >= -1}

@@ -74,6 +74,28 @@ AuthenticationFailedError = _e.AuthenticationError
 KafkaUnavailableError = _e.NoBrokersAvailableError
 IllegalArgumentError = _e.ConfigurationError  # a ValueError too
 NodeNotReadyError = KafkaProtocolError = CorrelationIdError = _e.SocketDisconnectedError
+MetadataEmptyBrokerList = _e.NoBrokersAvailableError
+OutOfOrderSequenceNumber = _e.OutOfOrderSequenceNumber
+DuplicateSequenceNumber = _e.DuplicateSequenceNumber
+InvalidProducerIdMapping = _e.InvalidProducerIdMapping
+InvalidTransactionTimeout = _e.InvalidTransactionTimeout
+SecurityDisabled = _e.SecurityDisabled
+OperationNotAttempted = _e.OperationNotAttempted
+KafkaStorageError = _e.KafkaStorageError
+LogDirNotFound = _e.LogDirNotFound
+UnknownProducerId = _e.UnknownProducerId
+ReassignmentInProgress = _e.ReassignmentInProgress
+DelegationTokenAuthDisabled = _e.DelegationTokenAuthDisabled
+DelegationTokenNotFound = _e.DelegationTokenNotFound
+DelegationTokenOwnerMismatch = _e.DelegationTokenOwnerMismatch
+DelegationTokenRequestNotAllowed = _e.DelegationTokenRequestNotAllowed
+DelegationTokenAuthorizationFailed = _e.DelegationTokenAuthorizationFailed
+DelegationTokenExpired = _e.DelegationTokenExpired
+InvalidPrincipalType = _e.InvalidPrincipalType
+FetchSessionIdNotFound = _e.FetchSessionIdNotFound
+InvalidFetchSessionEpoch = _e.InvalidFetchSessionEpoch
+ListenerNotFound = _e.ListenerNotFound
+MemberIdRequired = _e.MemberIdRequired
 
 
 class IllegalStateError(_e.KafkaException):

@@ -40,6 +40,34 @@ def test_submodules_import_first(first):
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+# aiokafka 0.14's broker errors beyond the documented ones, with their Kafka error codes: an
+# "except aiokafka.errors.UnknownProducerId" must name a class, and catch what pyrdk raises
+BROKER_ERRORS = {
+    "OutOfOrderSequenceNumber": 45, "DuplicateSequenceNumber": 46, "InvalidProducerIdMapping": 49,
+    "InvalidTransactionTimeout": 50, "SecurityDisabled": 54, "OperationNotAttempted": 55,
+    "KafkaStorageError": 56, "LogDirNotFound": 57, "UnknownProducerId": 59,
+    "ReassignmentInProgress": 60, "DelegationTokenAuthDisabled": 61, "DelegationTokenNotFound": 62,
+    "DelegationTokenOwnerMismatch": 63, "DelegationTokenRequestNotAllowed": 64,
+    "DelegationTokenAuthorizationFailed": 65, "DelegationTokenExpired": 66,
+    "InvalidPrincipalType": 67, "FetchSessionIdNotFound": 70, "InvalidFetchSessionEpoch": 71,
+    "ListenerNotFound": 72, "MemberIdRequired": 79,
+}
+
+
+@pytest.mark.parametrize("name,code", sorted(BROKER_ERRORS.items()))
+def test_aiokafka_broker_errors_exist(name, code):
+    from pyrdk import exceptions
+    from pyrdk.aio import errors
+    cls = getattr(errors, name)
+    assert exceptions.for_code(code) is cls
+    assert issubclass(cls, errors.BrokerResponseError)
+
+
+def test_metadata_empty_broker_list():
+    from pyrdk.aio import errors
+    assert errors.MetadataEmptyBrokerList is errors.NoBrokersAvailable
+
+
 def test_errors_are_pyrdks():
     import pyrdk.aio as aiokafka
     from pyrdk.exceptions import KafkaException
