@@ -31,7 +31,7 @@ def one_line(exc):
 
 class Group(click.Group):
     """A click group whose commands' failures are one line and exit 1 (no traceback; set
-    ``PYRDK_TRACEBACK=1`` to see one)."""
+    ``PYRDK_TRACEBACK=1`` to see one); a closed pipe on stdout ends a command quietly (exit 0)."""
 
     def invoke(self, ctx):
         try:
@@ -40,6 +40,9 @@ class Group(click.Group):
             raise
         except KeyboardInterrupt:
             raise click.exceptions.Exit(130) from None
+        except BrokenPipeError:  # the reader went away (| head): done, quietly, as consume is
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # for the flush at exit
+            raise click.exceptions.Exit(0) from None
         except Exception as exc:
             if os.environ.get("PYRDK_TRACEBACK") == "1":
                 raise

@@ -265,6 +265,24 @@ def test_lag_watch_refreshes_until_interrupted(kafka_hosts, client, topic_name, 
     assert proc.returncode == 0
 
 
+def test_lag_watch_into_a_closed_pipe_ends_quietly(kafka_hosts, client, topic_name, group_name):
+    # pyrdk lag G --watch | head -3: the reader goes away, which is how the command ends
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 2})
+    commit(topic, group_name, {0: 1})
+    proc = subprocess.Popen([sys.executable, "-m", "pyrdk", "--hosts", kafka_hosts, "lag", group_name.decode(),
+                             "--watch", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().startswith(b"group %s: lag 1" % group_name), proc.stderr.read()
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert (proc.returncode, err) == (0, b"")
+
+
 def test_offsets_reset_plans_then_applies(kafka_hosts, client, topic_name, group_name):
     topic = make_topic(client, topic_name, 2)
     fill(topic, {0: 6, 1: 4})
