@@ -182,6 +182,16 @@ def test_mutual_tls_refuses_a_missing_or_unknown_client_certificate(tls_listener
     assert_no_reconnect(listener.stunnel)
 
 
+def test_plaintext_client_of_a_tls_listener_is_told_to_use_tls(tls_broker):
+    """stunnel resets a plaintext connection at its first request; librdkafka only logs
+    that (no error event), so the timeout must carry it and say what to fix."""
+    from pyrdk.exceptions import NoBrokersAvailableError
+    with pytest.raises(NoBrokersAvailableError) as info:
+        KafkaClient(hosts=tls_broker.bootstrap_servers, socket_timeout_ms=3000)
+    assert "in state APIVERSION_QUERY" in str(info.value)
+    assert "ssl_config or security_protocol SSL" in str(info.value)
+
+
 def test_wrong_key_password_is_a_configuration_error(tls_broker, tls_certs):
     from pyrdk.exceptions import ConfigurationError
     ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,

@@ -78,6 +78,9 @@ class Callbacks:
         self.tls_refusal = None  # (reason, detail) of the last certificate OpenSSL refused
         self.last_error = None
         self.last_connection_error = None  # the last _TRANSPORT error: names broker and cause
+        self.last_failure = None  # the last connection failure librdkafka only logged (FAIL)
+        self.tls = False
+        self.name = None
         self.calls = CallState()
         with _lock:
             self.id = next(_ids)
@@ -166,6 +169,8 @@ class Callbacks:
         """Forget the handler and free the opaque (after ``rd_kafka_destroy``)."""
         with _lock:
             _registry.pop(self.id, None)
+            if _by_name.get(self.name) is self:
+                del _by_name[self.name]
         with self._dispatch_lock:  # no drain may run on the opaque being freed
             opaque, self.opaque = self.opaque, None
         if opaque is not None:
@@ -180,6 +185,27 @@ _COLUMNS = (("uintptr_t[]", "L" if ffi.sizeof("uintptr_t") == ffi.sizeof("unsign
 
 def _lookup(opaque):
     return _registry.get(lib.pyrdk_opaque_id(opaque))
+
+
+_by_name: dict[str, Callbacks] = {}  # rd_kafka_name() -> Callbacks, for the log callback
+
+# librdkafka logs a connection that fails after it was made (a TLS listener resetting a
+# plaintext client, a broker closing it) at LOG_INFO, with no error event.
+_PLAINTEXT_TO_TLS_HINT = ("; a TLS listener does this to a plaintext client: if the listener "
+                          "speaks TLS, pass ssl_config or security_protocol SSL or SASL_SSL")
+
+
+def _note_failure(client, syslog_level, text):
+    """Keep a connection failure librdkafka logged (facility ``FAIL``) for the message of
+    the timeout that follows, with a hint when a plaintext connection failed at its first
+    request (``APIVERSION_QUERY``)."""
+    cbs = _by_name.get(client)
+    if cbs is None or syslog_level > 6:
+        return
+    text = _THREAD.sub("", text, count=1)
+    if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text:
+        text += _PLAINTEXT_TO_TLS_HINT
+    cbs.last_failure = text
 
 
 # Durations in librdkafka's lines ("after 0ms in state CONNECT") differ between repeats.
@@ -310,8 +336,10 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
 @ffi.def_extern()
 def _pyrdk_log_cb(rk, level, fac, buf):
     try:
-        repeats.log(_LEVELS.get(level, logging.DEBUG), string(lib.rd_kafka_name(rk)), string(fac),
-                    string(buf), level)
+        client, facility, text = string(lib.rd_kafka_name(rk)), string(fac), string(buf)
+        if facility == "FAIL":
+            _note_failure(client, level, text)
+        repeats.log(_LEVELS.get(level, logging.DEBUG), client, facility, text, level)
     except BaseException:  # may run on a librdkafka thread: never raise
         pass
 
@@ -535,6 +563,7 @@ def install(conf, cbs, producer, tls=False):
     with ``tls``, check broker certificates through ``_pyrdk_ssl_verify_cb`` too."""
     ptr = conf._ptr
     lib.rd_kafka_conf_set_opaque(ptr, cbs.opaque)
+    cbs.tls = tls
     lib.rd_kafka_conf_set_error_cb(ptr, lib._pyrdk_error_cb)
     lib.rd_kafka_conf_set_log_cb(ptr, lib._pyrdk_log_cb)
     if cbs.on_stats is not None:
@@ -554,7 +583,11 @@ def install(conf, cbs, producer, tls=False):
 
 def started(rk, cbs):
     """After ``rd_kafka_new``: serve the OAUTHBEARER token refresh on librdkafka's background
-    thread (``rd_kafka_sasl_background_callbacks_enable``)."""
+    thread (``rd_kafka_sasl_background_callbacks_enable``); route the handle's log lines
+    (named by ``rd_kafka_name``) to ``cbs``."""
+    cbs.name = string(lib.rd_kafka_name(rk))
+    with _lock:
+        _by_name[cbs.name] = cbs
     if cbs.oauth_cb is not None:
         errors.raise_for_error(lib.rd_kafka_sasl_background_callbacks_enable(rk),
                                "enable OAUTHBEARER token refresh")

@@ -527,8 +527,9 @@ class Handle:
         return partitions.from_c(c_list)
 
     def _with_reason(self, exc):
-        """Add the last connection error librdkafka reported (else its last error) to the
-        message of a timeout or a transport failure. A producer first serves its pending
+        """Add the last connection error librdkafka reported (else the last connection
+        failure it only logged, else its last error) to the message of a timeout or a
+        transport failure. A producer first serves its pending
         error events (``rd_kafka_poll(rk, 0)``; its delivery reports stay buffered in C); a
         consumer's arrive with its messages."""
         if exc.code not in (errors.TIMED_OUT, errors.TRANSPORT, errors.ALL_BROKERS_DOWN):
@@ -537,7 +538,7 @@ class Handle:
             with self.use(closed_ok=True) as rk:
                 if rk is not None:
                     lib.rd_kafka_poll(rk, 0)
-        last = self._cbs.last_connection_error or self._cbs.last_error
+        last = self._cbs.last_connection_error or self._cbs.last_failure or self._cbs.last_error
         if last is not None:
             exc.args = ("%s (last error: %s)" % (exc.args[0], last),)
         return exc
