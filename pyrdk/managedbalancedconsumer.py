@@ -412,9 +412,15 @@ class ManagedBalancedConsumer(Consumer):
 
     def _commit_held(self, pids, why):
         """Commit the held offsets of ``pids`` (or what ``pre_revoke_callback`` chooses)
-        before they go; never raises for a broker or group error (the next owner then starts
-        from the last commit)."""
-        offsets = self._offsets_to_commit(pids)
+        before they go; never raises, so the revocation goes on: a broker or group error is
+        logged (the next owner then starts from the last commit), and what the callback
+        raised, or offsets it chose that cannot be committed, are kept for the caller's next
+        call (nothing is committed then)."""
+        try:
+            offsets = self._offsets_to_commit(pids)
+        except BaseException as exc:
+            self._calls.crash(exc)
+            return
         if not offsets:
             return
         try:
@@ -424,18 +430,24 @@ class ManagedBalancedConsumer(Consumer):
         except KafkaException as exc:
             log.warning("commit before %s failed (%s); the next owner starts from the last "
                             "committed offsets", why, exc)
+        except (TypeError, ValueError) as exc:  # only the callback's pairs can be refused so
+            error = ValueError("pre_revoke_callback returned offsets that cannot be committed "
+                               "(%s): %s" % (offsets, exc))
+            error.__cause__ = exc
+            self._calls.crash(error)
 
     def _offsets_to_commit(self, pids):
         """``[(pid, next offset)]`` to commit before ``pids`` go: the callback's choice, or
-        the held offsets."""
+        the held offsets. Raises what the callback raised, or TypeError for an answer that
+        is not pairs."""
         if self._pre_revoke_callback is not None:
-            try:
-                chosen = self._pre_revoke_callback(self, list(pids))
-            except BaseException as exc:
-                self._calls.crash(exc)
-                return []
+            chosen = self._pre_revoke_callback(self, list(pids))
             if chosen is not None:
-                return [(getattr(p, "id", p), offset) for p, offset in chosen]
+                try:
+                    return [(getattr(p, "id", p), offset) for p, offset in chosen]
+                except (TypeError, ValueError):
+                    raise TypeError("pre_revoke_callback must return [(partition_id, offset), ...] "
+                                    "or None, not %r" % (chosen,)) from None
         held = self._core.next_offsets()
         return [(pid, held[pid]) for pid in pids if held.get(pid) is not None]
 

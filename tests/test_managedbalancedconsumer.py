@@ -293,6 +293,45 @@ def test_a_callback_error_is_raised_by_consume_and_loses_no_message(client, topi
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("answer, error, message", [
+    (5, TypeError, "pre_revoke_callback must return [(partition_id, offset), ...] or None, not 5"),
+    ([(9, 1)], ValueError, "pre_revoke_callback returned offsets that cannot be committed"),
+], ids=["not-pairs", "unknown-partition"])
+def test_an_unusable_pre_revoke_answer_is_raised_and_the_revocation_still_happens(
+        client, topic_name, group_name, answer, error, message):
+    """The revocation goes on after the callback's answer is refused: the member lets go of
+    the revoked partition instead of holding it beside its new owner."""
+    topic = make_topic(client, topic_name, 2)
+    produce_keyed(topic, 40)
+    first = topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=100,
+                                        pre_revoke_callback=lambda consumer, pids: answer, **GROUP)
+    second = None
+    raised = []
+    try:
+        while first.consume() is None:
+            pass
+        assert sorted(first.partitions) == [0, 1]
+        second = topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=100, **GROUP)
+        deadline = time.monotonic() + PATIENCE_S
+        while time.monotonic() < deadline and not (raised and second.partitions and first.partitions):
+            try:
+                first.consume(block=False)
+            except error as exc:
+                raised.append(str(exc))
+            second.consume(block=False)
+        assert raised and message in raised[0]
+        assert set(first.partitions) | set(second.partitions) == {0, 1}
+        assert not set(first.partitions) & set(second.partitions)
+    finally:
+        for consumer in (first, second):
+            if consumer is not None:
+                try:
+                    consumer.stop()
+                except error:  # the callback answers the same at stop()
+                    pass
+
+
+@pytest.mark.kafka
 def test_stop_commits_held_offsets_only_with_auto_commit(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     produce_keyed(topic, 10)
