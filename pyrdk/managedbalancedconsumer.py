@@ -235,7 +235,9 @@ class ManagedBalancedConsumer(Consumer):
     def stop(self) -> None:
         """Commit held offsets if auto-commit is on (as SimpleConsumer does), then leave the
         group and close the consumer (``rd_kafka_consumer_close``; with
-        ``group_instance_id`` the member stays in the group until its session times out)."""
+        ``group_instance_id`` the member stays in the group until its session times out).
+        What ``pre_revoke_callback`` or the listener raised meanwhile is raised here, once
+        the consumer is closed."""
         if not self._running:
             return
         try:
@@ -245,6 +247,11 @@ class ManagedBalancedConsumer(Consumer):
             self._close()  # serves the final revocation
             self._set_partitions({})
             self._forget(list(self._core.next_offsets()))
+        kept = self._calls.take()  # no consume() follows: what the callbacks raised is raised here
+        for _, exc in kept[1:]:
+            log.error("%r: a callback also raised while it stopped: %r", self, exc)
+        if kept:
+            raise kept[0][1]
 
     def _commit_metadata(self):
         """pykafka's commit metadata, naming this member by its id in the group."""

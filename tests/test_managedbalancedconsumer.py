@@ -331,6 +331,35 @@ def test_an_unusable_pre_revoke_answer_is_raised_and_the_revocation_still_happen
                     pass
 
 
+class FailingOnRevoke(Recorder):
+    def on_partitions_revoked(self, partitions):
+        super().on_partitions_revoked(partitions)
+        raise RuntimeError("callback failed")
+
+
+def failing_pre_revoke(consumer, partition_ids):
+    raise RuntimeError("callback failed")
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("callback", [{"listener": FailingOnRevoke()},
+                                      {"pre_revoke_callback": failing_pre_revoke, "auto_commit_enable": True}],
+                         ids=["listener", "pre_revoke_callback"])
+def test_a_callback_error_during_stop_is_raised_by_stop(client, topic_name, group_name, callback):
+    topic = make_topic(client, topic_name, 1)
+    produce_keyed(topic, 10)
+    consumer = topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
+                                           **callback, **GROUP)
+    assert consumer.consume().offset == 0
+    with pytest.raises(RuntimeError, match="callback failed"):
+        consumer.stop()
+    consumer.stop()  # stopped: nothing more to raise
+    consumer.start()
+    assert consumer.consume() is not None  # the old error is not raised after a restart
+    with pytest.raises(RuntimeError, match="callback failed"):
+        consumer.stop()
+
+
 @pytest.mark.kafka
 def test_stop_commits_held_offsets_only_with_auto_commit(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
