@@ -189,7 +189,7 @@ def test_plaintext_client_of_a_tls_listener_is_told_to_use_tls(tls_broker):
     with pytest.raises(NoBrokersAvailableError) as info:
         KafkaClient(hosts=tls_broker.bootstrap_servers, socket_timeout_ms=3000)
     assert "in state APIVERSION_QUERY" in str(info.value)
-    assert "ssl_config or security_protocol SSL" in str(info.value)
+    assert "set security_protocol SSL or SASL_SSL (with ssl_config" in str(info.value)
 
 
 def test_wrong_key_password_is_a_configuration_error(tls_broker, tls_certs):

@@ -192,7 +192,8 @@ _by_name: dict[str, Callbacks] = {}  # rd_kafka_name() -> Callbacks, for the log
 # librdkafka logs a connection that fails after it was made (a TLS listener resetting a
 # plaintext client, a broker closing it) at LOG_INFO, with no error event.
 _PLAINTEXT_TO_TLS_HINT = ("; a TLS listener does this to a plaintext client: if the listener "
-                          "speaks TLS, pass ssl_config or security_protocol SSL or SASL_SSL")
+                          "speaks TLS, set security_protocol SSL or SASL_SSL (with ssl_config, "
+                          "or ssl_context in pyrdk.aio)")
 
 
 def _note_failure(client, syslog_level, text):
