@@ -30,9 +30,9 @@ from pyrdk.aio.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
 from pyrdk.core import consumer_core
 from pyrdk.core import implementation as core_implementation
-from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, OffsetOutOfRangeError, RebalanceInProgress,
-                              UnknownMemberId)
-from pyrdk.rd.callbacks import DEFERRED, Callbacks
+from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, KafkaTimeoutError, NoBrokersAvailableError,
+                              OffsetOutOfRangeError, RebalanceInProgress, SocketDisconnectedError, UnknownMemberId)
+from pyrdk.rd.callbacks import DEFERRED, Callbacks, security_failure
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END
 
@@ -45,6 +45,7 @@ BATCH = 2048 if core_implementation == "c" else 256
 # asks for others) is no longer fetched (rd_kafka_pause_partitions) until getmany() has
 # taken it below HOLD_MAX / 2: what a program does not ask for cannot fill the memory.
 HOLD_MAX = 4 * BATCH
+FIRST_SLICE_MS = 100  # the first slice of a metadata request (see _refresh_metadata)
 _numbers = itertools.count(1)
 ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssignor": "range",
              "roundrobin": "roundrobin", "range": "range"}  # eager ones: the listener runs before the change
@@ -195,7 +196,9 @@ class AIOKafkaConsumer(Client):
 
     async def start(self):
         """Create the librdkafka consumer (``rd_kafka_new``), watch its queue, load the
-        cluster's metadata, and subscribe to the topics given to the constructor."""
+        cluster's metadata, and subscribe to the topics given to the constructor. If the
+        metadata does not come (``SslError`` or ``AuthenticationError`` as soon as
+        librdkafka reports one), the consumer is closed again and the error raised."""
         if self._closed:
             raise ConsumerStoppedError("the consumer is stopped; make a new one")
         if self._handle is not None:
@@ -210,7 +213,14 @@ class AIOKafkaConsumer(Client):
             handle.close(consumer_close=False)
             raise
         self._handle = handle
-        await self._refresh_metadata()
+        try:
+            await self._refresh_metadata()
+        except Exception:  # nothing may go on reconnecting; start() may be called again
+            self._wakeup.close()
+            self._handle = None
+            self._errors.clear()
+            handle.close(consumer_close=False)
+            raise
         if self._initial_topics:
             self.subscribe(topics=list(self._initial_topics))
 
@@ -473,10 +483,14 @@ class AIOKafkaConsumer(Client):
         anything came."""
         if not self._handle.usable:
             return False
-        runs, errs = self._handle.consume_batch(BATCH, 0, self._add)
+        try:
+            runs, errs = self._handle.consume_batch(BATCH, 0, self._add)
+        except KafkaError as exc:  # a callback's (a TLS or login failure): for getmany(), not the loop
+            self._errors.append(_as_aiokafkas(exc))
+            return True
         raised = False
         for exc in errs:
-            if isinstance(exc, OffsetOutOfRangeError) or getattr(exc, "fatal", False):
+            if isinstance(exc, OffsetOutOfRangeError) or getattr(exc, "fatal", False) or security_failure(exc):
                 self._errors.append(_as_aiokafkas(exc))
                 raised = True
             else:
@@ -872,7 +886,26 @@ class AIOKafkaConsumer(Client):
         return set(self._paused)
 
     async def _refresh_metadata(self):
-        md = await self._blocking(self._handle.metadata, None, self._request_timeout_ms)
+        """``rd_kafka_metadata`` within ``request_timeout_ms``, asked in growing slices (from
+        ``FIRST_SLICE_MS``) with the queue served between them, so that a TLS failure
+        (``SslError``) or a refused login (``AuthenticationError``) is raised as soon as
+        librdkafka reports it instead of after the whole timeout."""
+        deadline = self._loop.time() + self._request_timeout_ms / 1000.0
+        slice_ms = FIRST_SLICE_MS
+        while True:
+            remaining_ms = max(1, int((deadline - self._loop.time()) * 1000))
+            try:
+                md = await self._blocking(self._handle.metadata, None, min(slice_ms, remaining_ms))
+                break
+            except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError):
+                self._fill()
+                failure = next((exc for exc in self._errors if security_failure(exc)), None)
+                if failure is not None:
+                    self._errors.remove(failure)
+                    raise failure from None
+                if remaining_ms <= slice_ms:
+                    raise
+                slice_ms *= 2
         self._metadata = {name: {p.id for p in t.partitions} for name, t in md.topics.items() if not t.error}
         return self._metadata
 

@@ -1,5 +1,6 @@
 """create_ssl_context() and ssl_context= against Tansu behind a TLS listener that asks for a
 client certificate (tests/fix_tls.py), and the librdkafka properties a context maps to."""
+import asyncio
 import os
 import ssl
 
@@ -68,3 +69,60 @@ async def test_produce_and_consume_over_mutual_tls(tls_listener, tls_certs):
         consumer.seek(tp, md.offset)
         record = await consumer.getone()
     assert (record.value, record.offset) == (b"Super Message", md.offset)
+
+
+NEVER_MS = 300 * 1000  # librdkafka's largest socket.timeout.ms, beyond the test's 120 s timeout
+
+
+@pytest.mark.asyncio
+async def test_consumer_start_raises_ssl_error_at_once_and_stops_connecting(tls_listener, tls_certs):
+    from pyrdk.exceptions import SslError
+    listener = tls_listener(tls_certs.broker)
+    consumer = aiokafka.AIOKafkaConsumer(
+        bootstrap_servers=listener.bootstrap_servers, security_protocol="SSL",
+        ssl_context=create_ssl_context(cafile=tls_certs.other_ca.certfile), request_timeout_ms=NEVER_MS)
+    try:
+        with pytest.raises(SslError) as info:
+            await asyncio.wait_for(consumer.start(), 60)
+        assert "unknown CA" in info.value.reason
+        before = listener.stunnel.accepted()
+        await asyncio.sleep(2)  # several of librdkafka's reconnect backoffs
+        assert listener.stunnel.accepted() == before
+    finally:
+        await consumer.stop()
+
+
+async def getmany_until_it_raises(consumer):
+    while True:
+        await consumer.getmany(timeout_ms=500)
+
+
+@pytest.mark.asyncio
+async def test_getmany_raises_ssl_error_when_the_certificate_goes_bad(tls_listener, tls_certs):
+    """The error reaches getmany(), never the event loop's exception handler."""
+    from pyrdk.exceptions import SslError
+    from pyrdk.testing import Stunnel
+    listener = tls_listener(tls_certs.broker)
+    loop_errors = []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: loop_errors.append(context))
+    consumer = aiokafka.AIOKafkaConsumer(
+        bootstrap_servers=listener.bootstrap_servers, security_protocol="SSL",
+        ssl_context=create_ssl_context(cafile=tls_certs.ca.certfile), request_timeout_ms=NEVER_MS)
+    await consumer.start()
+    consumer.assign([TopicPartition(unique_name("aiossl"), 0)])
+    bad = None
+    try:
+        port = listener.stunnel.port
+        listener.stunnel.close()
+        bad = Stunnel(listener.broker.port, tls_certs.expired.certfile, tls_certs.expired.keyfile,
+                      port=port).start()
+        with pytest.raises(SslError) as info:
+            await asyncio.wait_for(getmany_until_it_raises(consumer), 60)
+        assert info.value.reason == "certificate has expired"
+        with pytest.raises(SslError):  # so does a metadata request, at once
+            await asyncio.wait_for(consumer.topics(), 60)
+        assert loop_errors == []
+    finally:
+        await consumer.stop()
+        if bad is not None:
+            bad.close()
