@@ -489,12 +489,12 @@ class AIOKafkaConsumer(Client):
             self._errors.append(_as_aiokafkas(exc))
             return True
         raised = False
-        for exc in errs:
-            if isinstance(exc, OffsetOutOfRangeError) or getattr(exc, "fatal", False) or security_failure(exc):
-                self._errors.append(_as_aiokafkas(exc))
+        for err in errs:
+            if isinstance(err, OffsetOutOfRangeError) or getattr(err, "fatal", False) or security_failure(err):
+                self._errors.append(_as_aiokafkas(err))
                 raised = True
             else:
-                log.warning("consumer: %s", exc)
+                log.warning("consumer: %s", err)
         if not runs:
             return raised
         kd, vd = self._key_deserializer, self._value_deserializer
