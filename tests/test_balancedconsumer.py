@@ -165,6 +165,7 @@ def test_with_an_external_kazoo_client(kafka_hosts, zk, topic_name, group_name):
         assert zk.get_children("/consumers/%s/ids" % group_name.decode()) == []
 
 
+@pytest.mark.slow
 def test_stop_with_an_external_kazoo_client_while_zookeeper_is_down_frees_the_nodes_later(
         kafka_hosts, topic_name, group_name):
     """stop() cannot delete the nodes while ZooKeeper is down; the given client's session
@@ -511,6 +512,7 @@ def test_a_member_whose_reading_thread_died_leaves_the_group(zk_client, topic_na
         other.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_member_whose_reading_thread_died_while_zookeeper_was_down_leaves_once_it_is_back(
         kafka_hosts, topic_name, group_name):

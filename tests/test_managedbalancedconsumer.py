@@ -293,6 +293,7 @@ def test_a_callback_error_is_raised_by_consume_and_loses_no_message(client, topi
 
 
 @pytest.mark.kafka
+@pytest.mark.slow
 @pytest.mark.parametrize("answer, error, message", [
     (5, TypeError, "pre_revoke_callback must return [(partition_id, offset), ...] or None, not 5"),
     ([(9, 1)], ValueError, "pre_revoke_callback returned offsets that cannot be committed"),
@@ -342,6 +343,7 @@ def failing_pre_revoke(consumer, partition_ids):
 
 
 @pytest.mark.kafka
+@pytest.mark.slow
 @pytest.mark.parametrize("callback", [{"listener": FailingOnRevoke()},
                                       {"pre_revoke_callback": failing_pre_revoke, "auto_commit_enable": True}],
                          ids=["listener", "pre_revoke_callback"])
