@@ -5,6 +5,7 @@ rd_kafka_t *rd_kafka_new(rd_kafka_type_t type, rd_kafka_conf_t *conf, char *errs
 void rd_kafka_destroy(rd_kafka_t *rk);
 void rd_kafka_destroy_flags(rd_kafka_t *rk, int flags);
 const char *rd_kafka_name(const rd_kafka_t *rk);
+void *rd_kafka_opaque(const rd_kafka_t *rk);
 int rd_kafka_poll(rd_kafka_t *rk, int timeout_ms);
 rd_kafka_resp_err_t rd_kafka_flush(rd_kafka_t *rk, int timeout_ms);
 rd_kafka_resp_err_t rd_kafka_purge(rd_kafka_t *rk, int purge_flags);

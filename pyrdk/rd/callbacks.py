@@ -80,7 +80,6 @@ class Callbacks:
         self.last_connection_error = None  # the last _TRANSPORT error: names broker and cause
         self.last_failure = None  # the last connection failure librdkafka only logged (FAIL)
         self.tls = False
-        self.name = None
         self.calls = CallState()
         with _lock:
             self.id = next(_ids)
@@ -169,8 +168,6 @@ class Callbacks:
         """Forget the handler and free the opaque (after ``rd_kafka_destroy``)."""
         with _lock:
             _registry.pop(self.id, None)
-            if _by_name.get(self.name) is self:
-                del _by_name[self.name]
         with self._dispatch_lock:  # no drain may run on the opaque being freed
             opaque, self.opaque = self.opaque, None
         if opaque is not None:
@@ -187,8 +184,6 @@ def _lookup(opaque):
     return _registry.get(lib.pyrdk_opaque_id(opaque))
 
 
-_by_name: dict[str, Callbacks] = {}  # rd_kafka_name() -> Callbacks, for the log callback
-
 # librdkafka logs a connection that fails after it was made (a TLS listener resetting a
 # plaintext client, a broker closing it) at LOG_INFO, with no error event.
 _PLAINTEXT_TO_TLS_HINT = ("; a TLS listener does this to a plaintext client: if the listener "
@@ -196,11 +191,11 @@ _PLAINTEXT_TO_TLS_HINT = ("; a TLS listener does this to a plaintext client: if 
                           "or ssl_context in pyrdk.aio)")
 
 
-def _note_failure(client, syslog_level, text):
+def _note_failure(rk, syslog_level, text):
     """Keep a connection failure librdkafka logged (facility ``FAIL``) for the message of
     the timeout that follows, with a hint when a plaintext connection failed at its first
     request (``APIVERSION_QUERY``)."""
-    cbs = _by_name.get(client)
+    cbs = _lookup(lib.rd_kafka_opaque(rk))
     if cbs is None or syslog_level > 6:
         return
     text = _THREAD.sub("", text, count=1)
@@ -339,7 +334,7 @@ def _pyrdk_log_cb(rk, level, fac, buf):
     try:
         client, facility, text = string(lib.rd_kafka_name(rk)), string(fac), string(buf)
         if facility == "FAIL":
-            _note_failure(client, level, text)
+            _note_failure(rk, level, text)
         repeats.log(_LEVELS.get(level, logging.DEBUG), client, facility, text, level)
     except BaseException:  # may run on a librdkafka thread: never raise
         pass
@@ -584,11 +579,7 @@ def install(conf, cbs, producer, tls=False):
 
 def started(rk, cbs):
     """After ``rd_kafka_new``: serve the OAUTHBEARER token refresh on librdkafka's background
-    thread (``rd_kafka_sasl_background_callbacks_enable``); route the handle's log lines
-    (named by ``rd_kafka_name``) to ``cbs``."""
-    cbs.name = string(lib.rd_kafka_name(rk))
-    with _lock:
-        _by_name[cbs.name] = cbs
+    thread (``rd_kafka_sasl_background_callbacks_enable``)."""
     if cbs.oauth_cb is not None:
         errors.raise_for_error(lib.rd_kafka_sasl_background_callbacks_enable(rk),
                                "enable OAUTHBEARER token refresh")
