@@ -41,7 +41,8 @@ def to_c(tps):
         if "\0" in topic:
             raise ValueError("topic name %r holds a NUL character" % (topic,))
         if not _is_int(partition, -1, INT32_MAX):
-            raise TypeError("the partition of %s must be an int from 0 to %d, not %r" % (topic, INT32_MAX, partition))
+            raise TypeError("the partition of %s must be an int from 0 to %d (or -1: none in particular), not %r"
+                            % (topic, INT32_MAX, partition))
         if offset is not None and not _is_int(offset, -INT64_MAX - 1, INT64_MAX):
             raise TypeError("the offset of %s [%d] must be an int, not %r" % (topic, partition, offset))
         elem = lib.rd_kafka_topic_partition_list_add(ptr, topic.encode(), partition)

@@ -60,7 +60,8 @@ def test_non_int_partition_or_offset_is_a_type_error(tp):
 
 
 @pytest.mark.parametrize("tp, exc, match", [
-    (("t", "0"), TypeError, r"the partition of t must be an int from 0 to 2147483647, not '0'"),
+    (("t", "0"), TypeError,
+     r"the partition of t must be an int from 0 to 2147483647 \(or -1: none in particular\), not '0'"),
     (("t", True), TypeError, "the partition of t must be an int"),
     (("t", 1 << 31), TypeError, "the partition of t must be an int"),
     (("t", 0, "5"), TypeError, r"the offset of t \[0\] must be an int, not '5'"),
