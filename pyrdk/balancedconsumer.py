@@ -266,6 +266,8 @@ class BalancedConsumer:
         self._unblock = threading.Event()  # set while the coordinator needs the consumer
         self._lock = threading.RLock()  # guards _consumer and what consume() hands out
         self._consumer: Optional[SimpleConsumer] = None  # the SimpleConsumer of the partitions held
+        # held_offsets of the consumer last closed: the next post_rebalance_callback's old offsets
+        self._last_held: dict[int, int] = {}
         self._generation = 0  # bumped each time _consumer changes
         self._owned: dict[int, str] = {}  # partition id -> ownership node path, in session _session
         self._session: Optional[int] = None  # ZooKeeper session id the ownership nodes belong to
@@ -635,6 +637,7 @@ class BalancedConsumer:
         consumer = self._consumer
         if consumer is None:
             return
+        self._last_held = consumer.held_offsets
         try:
             offsets = self._revoke_offsets(consumer)
             if commit:
@@ -676,13 +679,15 @@ class BalancedConsumer:
 
     def _replace_consumer(self, wanted):
         current = self._consumer
-        old_offsets = current.held_offsets if current is not None else {}
+        # As pykafka: the offsets the previous consumer held, also when a rebalance closed it
+        # before giving its partitions up.
+        old_offsets = current.held_offsets if current is not None else self._last_held
         self._close_consumer(commit=True)
         if self._stopping.is_set():
             return  # stop() began meanwhile: no new consumer, nor a rebalance to report
         if not wanted:
             log.info("%s holds no partition of %s", self._consumer_id, self._topic.name)
-            new_offsets = {}
+            new_offsets, self._last_held = {}, {}
         else:
             consumer = SimpleConsumer(
                 self._topic, self._cluster, consumer_group=self._consumer_group,

@@ -226,6 +226,28 @@ def test_post_rebalance_callback_sees_offsets_and_may_reset(zk_client, topic_nam
         assert sorted(drain(consumer)) == list(range(10, 20))
 
 
+def test_post_rebalance_callback_gets_the_offsets_held_before_the_rebalance(zk_client, topic_name, group_name):
+    """As pykafka: ``old_offsets`` are the held offsets of the consumer the rebalance
+    replaced, though the member closed it before giving partitions up."""
+    topic = make_topic(zk_client, topic_name, 2)
+    produce(topic, 20)
+    calls = []
+
+    def callback(consumer, old_offsets, new_offsets):
+        calls.append((dict(old_offsets), dict(new_offsets)))
+
+    with topic.get_balanced_consumer(group_name, post_rebalance_callback=callback, **FAST) as first:
+        drain(first)
+        held = first.held_offsets
+        assert sorted(held) == [0, 1] and calls == [({}, {0: OffsetType.EARLIEST, 1: OffsetType.EARLIEST})]
+        with topic.get_balanced_consumer(group_name, **FAST) as second:
+            until(lambda: len(first.partitions) == 1 and len(second.partitions) == 1,
+                  "the two members hold one partition each")
+            assert len(calls) == 2
+            assert calls[1][0] == held
+            assert calls[1][1] == {pid: held[pid] for pid in first.partitions}
+
+
 def test_post_rebalance_callback_returning_pairs_is_named(zk_client, zk, topic_name, group_name):
     """The callback returns a dict; pairs, as reset_offsets() takes them, are a TypeError
     naming it: from start() for the first rebalance, from consume() for the later ones."""
