@@ -25,6 +25,7 @@ import atexit
 import contextlib
 import datetime
 import logging
+import math
 import queue
 import threading
 import time
@@ -339,7 +340,7 @@ class Producer:
     # -- producing -----------------------------------------------------------------------------
 
     def produce(self, message: Any, partition_key: Any = None,
-                timestamp: Union[int, datetime.datetime, None] = None,
+                timestamp: Union[int, float, datetime.datetime, None] = None,
                 headers: Union[list[tuple[str, Optional[bytes]]], dict[str, Optional[bytes]], None] = None
                 ) -> common.Message:
         """Send ``message`` to a partition chosen by the partitioner; returns the ``Message``.
@@ -348,7 +349,8 @@ class Producer:
 
         :param message: bytes (or anything the serializer takes)
         :param partition_key: bytes given to the partitioner and stored as the key
-        :param timestamp: ms since the epoch or a ``datetime`` (default: now)
+        :param timestamp: ms since the epoch (an int, or a float such as ``time.time() * 1000``,
+            cut to whole ms as pykafka did) or a ``datetime`` (default: now)
         :param headers: ``[(str, bytes)]`` or ``{str: bytes}``
         """
         core = self._core
@@ -1070,8 +1072,12 @@ def _seconds_ms(method, timeout):
 
 
 def _check_timestamp(value):
+    """A produce() timestamp in ms: an int, or a float (``time.time() * 1000``) cut to an int
+    as pykafka wrote it; else TypeError."""
+    if isinstance(value, float) and math.isfinite(value):
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
-        raise TypeError("timestamp must be ms since the epoch (int >= 0) or a datetime, not %r" % (value,))
+        raise TypeError("timestamp must be ms since the epoch (a number >= 0) or a datetime, not %r" % (value,))
     return value
 
 

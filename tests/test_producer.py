@@ -246,6 +246,16 @@ def test_headers_and_timestamps_round_trip(topic, kafka_hosts, topic_name):
 
 
 @pytest.mark.kafka
+def test_a_float_timestamp_is_taken_as_whole_ms(topic, kafka_hosts, topic_name):
+    """pykafka took ``produce(timestamp=time.time() * 1000)`` and wrote int(timestamp)."""
+    with topic.get_producer(linger_ms=5) as producer:
+        msg = producer.produce(b"float", timestamp=1600000000123.75)
+    assert msg.timestamp == 1600000000123
+    (back,) = read_back(kafka_hosts, topic_name, 1)
+    assert back.timestamp() == (1, 1600000000123)  # CreateTime
+
+
+@pytest.mark.kafka
 def test_serializer_is_applied(topic, kafka_hosts, topic_name):
     def serializer(value, partition_key):
         return json.dumps(value, sort_keys=True).encode(), partition_key.encode()
