@@ -518,8 +518,10 @@ class Consumer:
     def held_offsets(self) -> dict[int, int]:
         """``{partition_id: last offset returned}``, as pykafka reports it: the offset before
         the start where nothing was returned yet, and ``OffsetType.EARLIEST`` (-2) where that
-        is -1 (see :func:`held_offset`)."""
-        return {pid: held_offset(nxt) for pid, nxt in self._core.next_offsets().items()}
+        is -1 (see :func:`held_offset`). Every partition the consumer reads is there, also
+        before ``start()`` (as ``OffsetType.EARLIEST``: nothing returned yet), as in pykafka."""
+        positions = self._core.next_offsets()
+        return {pid: held_offset(positions.get(pid)) for pid in sorted(set(positions) | set(self._held))}
 
     def _require_group(self, what):
         if not self._consumer_group:

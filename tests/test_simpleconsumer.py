@@ -543,7 +543,9 @@ def test_fetch_offsets_before_start_reads_and_changes_nothing(topic, group_name)
     assert [(res.offset, res.err) for _, res in answer] == [(-1, 0), (7, 0), (-1, 0), (-1, 0)]
     assert all(isinstance(res.metadata, bytes) for _, res in answer)
     assert committed(consumer) == {0: -1, 1: 7, 2: -1, 3: -1}
-    assert consumer.held_offsets == {}  # not started: nothing is held
+    # Not started: nothing returned yet from any partition, and fetch_offsets() moved none
+    # (pykafka's would hold 6 for partition 1 now).
+    assert consumer.held_offsets == {pid: OffsetType.EARLIEST for pid in range(4)}
     consumer.stop()  # a consumer never started stops quietly
 
 
@@ -996,6 +998,14 @@ def test_auto_start_false_then_start(topic):
         assert [m.offset for m in take(consumer, 1)] == [0]
     finally:
         consumer.stop()
+
+
+@pytest.mark.kafka
+def test_held_offsets_name_every_partition_before_start(topic):
+    """As pykafka's (and as ``_partitions_by_id`` says): nothing returned yet from any of them."""
+    consumer = topic.get_simple_consumer(partitions=[1, 3], auto_start=False)
+    assert consumer.held_offsets == {1: OffsetType.EARLIEST, 3: OffsetType.EARLIEST}
+    assert {pid: op.last_offset_consumed for pid, op in consumer._partitions_by_id.items()} == {1: -1, 3: -1}
 
 
 @pytest.mark.kafka
