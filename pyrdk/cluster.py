@@ -496,6 +496,12 @@ class Cluster:
                 out[info.group_id.encode()] = info
         return out
 
+    def get_managed_group_descriptions(self) -> dict[bytes, Any]:
+        """pykafka's ``{group_id (bytes): GroupInfo}`` of every group the brokers list: what
+        :meth:`describe_groups` says of the groups of :meth:`list_groups`."""
+        groups = list(self.list_groups())
+        return self.describe_groups(groups) if groups else {}
+
     # -- groups ----------------------------------------------------------------------------------
 
     def list_consumer_groups(self) -> list[Any]:

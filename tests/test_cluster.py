@@ -162,6 +162,19 @@ def test_list_and_describe_groups(client, topic, group_name):
         consumer.stop()
 
 
+def test_get_managed_group_descriptions_describes_the_groups_listed(client, topic, group_name):
+    """pykafka's Cluster.get_managed_group_descriptions(), which kafka-tools calls."""
+    consumer = topic.get_simple_consumer(consumer_group=group_name, consumer_timeout_ms=100)
+    try:
+        consumer.commit_offsets([(0, 0)])
+        described = client.cluster.get_managed_group_descriptions()
+        assert set(described) == set(client.cluster.list_groups())
+        assert described[group_name].group_id == group_name.decode()
+        assert described[group_name].error == 0
+    finally:
+        consumer.stop()
+
+
 def test_broker_admin_methods_delegate_to_cluster(client, topic_name):
     broker = next(iter(client.brokers.values()))
     broker.create_topics([(topic_name, 1, 1)])
