@@ -46,3 +46,47 @@ def test_serializers_on_a_producer_and_a_consumer(topic):
     messages = list(consumer)
     consumer.stop()
     assert [(m.value, m.partition_key) for m in messages] == [("\u65e5\u672c", "\u00e9")]
+
+
+TEXT = b"The man in black fled across the desert, and the gunslinger followed."
+
+
+def test_compression_gzip_round_trips_and_is_gzip():
+    import gzip
+
+    from pyrdk.utils import compression
+    for data in (TEXT, TEXT * 5000, b""):
+        encoded = compression.encode_gzip(data)
+        assert encoded != data
+        assert compression.decode_gzip(encoded) == data
+        assert gzip.decompress(encoded) == data
+
+
+@pytest.mark.parametrize("codec, modules, package", [
+    ("snappy", ("snappy",), "python-snappy"),
+    ("snappy_xerial", ("snappy",), "python-snappy"),
+    ("lz4", ("lz4.frame",), "lz4"),
+    ("lz4_old_kafka", ("lz4.frame", "xxhash"), "lz4"),
+])
+def test_compression_codecs_of_optional_packages(codec, modules, package):
+    """pykafka's snappy and LZ4 codecs: they round-trip where their package is installed, and
+    raise ImportError naming it where it is not."""
+    import importlib
+
+    from pyrdk.utils import compression
+    name = codec.replace("_xerial", "")
+    encode = getattr(compression, "encode_" + name)
+    decode = getattr(compression, "decode_" + name)
+    if codec == "snappy_xerial":
+        encode = lambda data: compression.encode_snappy(data, xerial_compatible=True, xerial_blocksize=64)  # noqa: E731
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install " + (package if len(modules) == 1 else "")):
+            encode(TEXT)
+        return
+    for data in (TEXT, TEXT * 5000, b""):
+        encoded = encode(data)
+        assert encoded != data
+        assert decode(encoded) == data
