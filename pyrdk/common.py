@@ -10,6 +10,7 @@ import collections
 import datetime
 import enum
 import logging
+import math
 import os
 import queue
 from typing import Any, Optional, TypeVar, Union
@@ -147,6 +148,10 @@ def _int_field(name: str, value: int, bits: int) -> int:
     return value
 
 
+_EPOCH = datetime.datetime(1970, 1, 1)
+_EPOCH_UTC = _EPOCH.replace(tzinfo=datetime.timezone.utc)
+
+
 class Message(metaclass=abc.ABCMeta):
     """One Kafka message, produced or consumed (pykafka's ``Message``).
 
@@ -259,10 +264,44 @@ class Message(metaclass=abc.ABCMeta):
 
     @property
     def timestamp_dt(self) -> Optional[datetime.datetime]:
-        """``timestamp`` as a UTC datetime (None when the message has none)."""
+        """``timestamp`` as a UTC datetime (None when the message has none); set from a
+        datetime (naive: UTC), as pykafka's."""
         if not self.timestamp or self.timestamp < 0:
             return None
         return datetime.datetime.fromtimestamp(self.timestamp / 1000.0, datetime.timezone.utc)
+
+    @timestamp_dt.setter
+    def timestamp_dt(self, value: Optional[datetime.datetime]) -> None:
+        if value is not None and not isinstance(value, datetime.datetime):
+            raise TypeError("Message.timestamp_dt takes a datetime or None, not %r" % (value,))
+        self._set_timestamp_from(value, "Message.timestamp_dt")
+
+    def set_timestamp(self, ts: Union[int, float, datetime.datetime, None]) -> None:
+        """pykafka's: set ``timestamp`` from ms since the epoch (an int, or a float cut to
+        whole ms), a datetime (naive: UTC) or None."""
+        self._set_timestamp_from(ts, "set_timestamp()")
+
+    def _set_timestamp_from(self, ts, what):
+        if isinstance(ts, datetime.datetime):
+            epoch = _EPOCH if ts.utcoffset() is None else _EPOCH_UTC
+            ts = (ts - epoch) // datetime.timedelta(milliseconds=1)  # exact, rounded down
+        elif isinstance(ts, float) and math.isfinite(ts):
+            ts = int(ts)
+        elif ts is not None and (isinstance(ts, bool) or not isinstance(ts, int)):
+            raise TypeError("%s takes ms since the epoch (an int or a float), a datetime or None, not %r"
+                            % (what, ts))
+        self.timestamp = ts
+
+    def __len__(self) -> int:
+        """pykafka's: the message's size in the message format pykafka wrote (v1): a 14-byte
+        header, the key, the value and, with a timestamp, 8 bytes for it."""
+        value, key = self.value, self.partition_key
+        return 14 + (0 if value is None else len(value)) + (0 if key is None else len(key)) + \
+            (8 if self.timestamp else 0)
+
+    def __bool__(self) -> bool:
+        """A Message is true, whatever its length (a deserializer may make a value without one)."""
+        return True
 
     def __delattr__(self, name: str, /) -> None:
         # A Message has every field, always (as the C one, which refuses this too); a

@@ -132,6 +132,11 @@ class Message(common.Message, metaclass=_MessageType):
                          delivery_report_q=delivery_report_q)
         self.protocol_version = protocol_version
 
+    def __len__(self) -> int:
+        """pykafka's: as :class:`pyrdk.common.Message`'s, but a v0 message has no timestamp field."""
+        size = super().__len__()
+        return size - 8 if self.protocol_version == 0 and self.timestamp else size
+
 
 def __getattr__(name):
     raise AttributeError("pyrdk.protocol has no %s: librdkafka speaks Kafka's wire protocol, so pyrdk "

@@ -13,6 +13,7 @@
  *   track later: anything of a GC type but an untracked tuple, which is immutable and holds
  *   only such objects), and `headers` when it makes its list, put the Message under the
  *   collector. Messages made by the constructor are tracked from the start, as any object. */
+#include <math.h>
 #include <string.h>
 
 #include "core.h"
@@ -372,6 +373,87 @@ static PyObject *get_timestamp_dt(message_t *self, void *closure) {
         return dt;
 }
 
+/* Days from 1970-01-01 to the proleptic Gregorian date y-m-d. */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+        int64_t era, yoe, doy;
+
+        y -= m <= 2;
+        era = (y >= 0 ? y : y - 399) / 400;
+        yoe = y - era * 400;
+        doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+        return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
+/* The ms since the epoch of datetime dt (naive: UTC, as pykafka took it), rounded down, into
+ * *out; exact, with no float in between. -1 with an exception if dt.utcoffset() raised. */
+static int datetime_ms(core_state *st, PyObject *dt, int64_t *out) {
+        PyObject *offset = PyObject_CallMethod(dt, "utcoffset", NULL);
+        int64_t us, offset_us = 0;
+
+        if (!offset)
+                return -1;
+        if (PyObject_TypeCheck(offset, st->datetime_api->DeltaType))
+                offset_us = ((int64_t)PyDateTime_DELTA_GET_DAYS(offset) * 86400 + PyDateTime_DELTA_GET_SECONDS(offset)) *
+                                    1000000 +
+                            PyDateTime_DELTA_GET_MICROSECONDS(offset);
+        Py_DECREF(offset);
+        us = ((days_from_civil(PyDateTime_GET_YEAR(dt), PyDateTime_GET_MONTH(dt), PyDateTime_GET_DAY(dt)) * 24 +
+               PyDateTime_DATE_GET_HOUR(dt)) * 3600 +
+              PyDateTime_DATE_GET_MINUTE(dt) * 60 + PyDateTime_DATE_GET_SECOND(dt)) * 1000000 +
+             PyDateTime_DATE_GET_MICROSECOND(dt) - offset_us;
+        *out = us >= 0 ? us / 1000 : -((-us + 999) / 1000);
+        return 0;
+}
+
+/* Set self's timestamp (through a subclass's own property, if it has one) from ts: ms since
+ * the epoch (an int, or a finite float cut to whole ms), a datetime or None. what names the
+ * caller in the TypeError for another type. */
+static int set_timestamp_from(PyObject *self, PyObject *ts, const char *what) {
+        core_state *st = core_state_of_type(Py_TYPE(self));
+        PyObject *ms;
+        int64_t v;
+        int ret;
+
+        if (!st || !st->datetime_api) {
+                PyErr_SetString(PyExc_RuntimeError, "pyrdk._core is not initialised");
+                return -1;
+        }
+        if (PyObject_TypeCheck(ts, st->datetime_api->DateTimeType)) {
+                if (datetime_ms(st, ts, &v) < 0)
+                        return -1;
+                ms = PyLong_FromLongLong(v);
+        } else if (PyFloat_Check(ts) && isfinite(PyFloat_AS_DOUBLE(ts))) {
+                ms = PyLong_FromDouble(PyFloat_AS_DOUBLE(ts));
+        } else if (ts == Py_None || (PyLong_Check(ts) && !PyBool_Check(ts))) {
+                ms = Py_NewRef(ts);
+        } else {
+                PyErr_Format(PyExc_TypeError, "%s takes ms since the epoch (an int or a float), a datetime or None, not %R",
+                             what, ts);
+                return -1;
+        }
+        if (!ms)
+                return -1;
+        ret = PyObject_SetAttrString(self, "timestamp", ms);
+        Py_DECREF(ms);
+        return ret;
+}
+
+/* timestamp_dt = dt: pykafka's setter of the timestamp from a datetime (naive: UTC). */
+static int set_timestamp_dt(message_t *self, PyObject *value, void *closure) {
+        core_state *st = core_state_of_type(Py_TYPE(self));
+
+        (void)closure;
+        if (!value) {
+                PyErr_SetString(PyExc_AttributeError, "cannot delete Message.timestamp_dt");
+                return -1;
+        }
+        if (st && st->datetime_api && value != Py_None && !PyObject_TypeCheck(value, st->datetime_api->DateTimeType)) {
+                PyErr_Format(PyExc_TypeError, "Message.timestamp_dt takes a datetime or None, not %R", value);
+                return -1;
+        }
+        return set_timestamp_from((PyObject *)self, value, "Message.timestamp_dt");
+}
+
 /* Alias of partition_key: a subclass's own partition_key, if it has one. */
 static PyObject *get_key(message_t *self, void *closure) {
         core_state *st = core_state_of_type(Py_TYPE(self));
@@ -443,8 +525,10 @@ static PyGetSetDef message_getset[] = {
          "The queue :meth:`Producer.get_delivery_report` reads this message's report from.",
          (void *)FIELD(delivery_report_q)},
         {"key", (getter)get_key, NULL, "Alias of ``partition_key``.", NULL},
-        {"timestamp_dt", (getter)get_timestamp_dt, NULL,
-         "``timestamp`` as a UTC datetime (None when the message has none).", NULL},
+        {"timestamp_dt", (getter)get_timestamp_dt, (setter)set_timestamp_dt,
+         "``timestamp`` as a UTC datetime (None when the message has none); set from a datetime "
+         "(naive: UTC), as pykafka's.",
+         NULL},
         {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -768,8 +852,65 @@ static PyObject *message_reduce(message_t *self, PyObject *unused) {
         return out;
 }
 
+/* pykafka's Message.set_timestamp(ts). */
+static PyObject *message_set_timestamp(PyObject *self, PyObject *ts) {
+        if (set_timestamp_from(self, ts, "set_timestamp()") < 0)
+                return NULL;
+        Py_RETURN_NONE;
+}
+
+/* The size of value or partition_key (None: 0), read through a subclass's own property. */
+static Py_ssize_t field_size(PyObject *self, PyObject *field, const char *name, int exact) {
+        PyObject *value = exact ? Py_XNewRef(field) : PyObject_GetAttrString(self, name);
+        Py_ssize_t size;
+
+        if (exact && !value)
+                return 0;
+        if (!value)
+                return -1;
+        size = value == Py_None ? 0 : PyObject_Size(value);
+        Py_DECREF(value);
+        return size;
+}
+
+/* len(message), as pykafka's: its size in the message format pykafka wrote (v1): a 14-byte
+ * header, the key, the value and, with a timestamp, 8 bytes for it. */
+static Py_ssize_t message_length(PyObject *self) {
+        core_state *st = core_state_of_type(Py_TYPE(self));
+        message_t *msg = (message_t *)self;
+        int exact = st && Py_TYPE(self) == st->message_type;
+        Py_ssize_t value, key, size = 14;
+
+        if ((value = field_size(self, msg->value, "value", exact)) < 0 ||
+            (key = field_size(self, msg->key, "partition_key", exact)) < 0)
+                return -1;
+        if (exact) {
+                size += msg->has_timestamp && msg->timestamp ? 8 : 0;
+        } else {
+                PyObject *ts = PyObject_GetAttrString(self, "timestamp");
+                int set;
+
+                if (!ts || (set = PyObject_IsTrue(ts)) < 0) {
+                        Py_XDECREF(ts);
+                        return -1;
+                }
+                Py_DECREF(ts);
+                size += set ? 8 : 0;
+        }
+        return size + value + key;
+}
+
+/* A Message is true, whatever its length (a deserializer may make a value without one). */
+static int message_bool(PyObject *self) {
+        (void)self;
+        return 1;
+}
+
 static PyMethodDef message_methods[] = {
         {"__reduce__", (PyCFunction)message_reduce, METH_NOARGS, NULL},
+        {"set_timestamp", (PyCFunction)message_set_timestamp, METH_O,
+         "set_timestamp($self, ts, /)\n--\n\npykafka's: set ``timestamp`` from ms since the epoch (an int, or a float "
+         "cut to whole ms), a datetime (naive: UTC) or None."},
         {NULL, NULL, 0, NULL},
 };
 
@@ -792,6 +933,8 @@ static PyType_Slot message_slots[] = {
         {Py_tp_getset, message_getset},
         {Py_tp_setattro, message_setattro},
         {Py_tp_methods, message_methods},
+        {Py_sq_length, message_length},
+        {Py_nb_bool, message_bool},
         {0, NULL},
 };
 

@@ -62,6 +62,47 @@ def test_integer_fields_refuse_what_is_not_an_int_that_fits(field, value):
         setattr(msg, field, value)
 
 
+def test_len_is_pykafkas_size_of_the_message_and_a_message_is_always_true():
+    """pykafka's ``len(message)``: a 14-byte header, the key, the value and 8 bytes for a
+    timestamp; a value without a length (from a deserializer) still leaves the message true."""
+    assert len(Message(b"abc", partition_key=b"k")) == 18
+    assert len(Message(b"abc", partition_key=b"k", timestamp=1700000000000)) == 26
+    assert len(Message(None)) == 14 and len(Message("h\u00e9llo")) == 19
+    unsized = Message(5)
+    assert unsized and bool(unsized) is True
+    with pytest.raises(TypeError):
+        len(unsized)
+    assert len(pyrdk.protocol.Message(b"abc")) == 17  # v0: no timestamp field
+    assert len(pyrdk.protocol.Message(b"abc", protocol_version=1)) == 25
+
+
+def test_set_timestamp_and_timestamp_dt_set_the_timestamp_as_pykafka():
+    msg = Message(b"v")
+    msg.set_timestamp(datetime.datetime(2021, 3, 4, 5, 6, 7, 891000, tzinfo=datetime.timezone.utc))
+    assert msg.timestamp == 1614834367891  # exact: no float in between
+    msg.set_timestamp(datetime.datetime(2020, 1, 2, 3, 4, 5, 678999))  # naive: UTC; rounded down
+    assert msg.timestamp == 1577934245678
+    msg.set_timestamp(datetime.datetime(2020, 1, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=1))))
+    assert msg.timestamp == 1577836800000
+    msg.set_timestamp(datetime.datetime(1969, 12, 31, 23, 59, 59, 999500))
+    assert msg.timestamp == -1
+    msg.set_timestamp(1600000000123.9)  # pykafka took floats (time.time() * 1000)
+    assert msg.timestamp == 1600000000123
+    msg.set_timestamp(None)
+    assert msg.timestamp is None
+    msg.timestamp_dt = datetime.datetime(2020, 1, 1)
+    assert msg.timestamp == 1577836800000
+    assert msg.timestamp_dt == datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+    for bad in ("1", True, float("nan")):
+        with pytest.raises(TypeError, match=r"set_timestamp\(\) takes ms since the epoch"):
+            msg.set_timestamp(bad)
+    with pytest.raises(TypeError, match="timestamp_dt takes a datetime"):
+        msg.timestamp_dt = 1577836800000
+    with pytest.raises(AttributeError):
+        del msg.timestamp_dt
+    assert msg.timestamp == 1577836800000
+
+
 def test_a_message_pickles():
     msg = Message(b"v", partition_key=b"k", partition_id=1, offset=5, timestamp=7, headers=[("h", b"1")],
                   topic="t", timestamp_type=1)
