@@ -261,6 +261,17 @@ class ManagedBalancedConsumer(Consumer):
         return self._metadata[1]
 
     @property
+    def _partitions(self):
+        """pykafka's shorthand: the set of ``Partition`` this member reads now (a
+        compatibility shim, as the ZooKeeper consumer's)."""
+        return set(self.partitions.values())
+
+    def _raise_worker_exceptions(self):
+        """Raise what the rebalance callbacks met, as ``consume()`` would (pykafka's name, which
+        its wait-for-rebalancing recipe calls on every member)."""
+        self._calls.check()
+
+    @property
     def member_id(self) -> Optional[str]:
         """This member's id in the group (``rd_kafka_memberid``); None before it joined."""
         self._check_running()

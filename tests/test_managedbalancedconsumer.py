@@ -279,6 +279,22 @@ def failing_post_rebalance(consumer, old_offsets, new_offsets):
 
 
 @pytest.mark.kafka
+def test_pykafkas_private_names_of_a_balanced_consumer(client, topic_name, group_name):
+    """``_partitions`` (the set of Partitions held) and ``_raise_worker_exceptions()``, which
+    pykafka's wait-for-rebalancing recipe uses on either balanced consumer."""
+    topic = make_topic(client, topic_name, 2)
+    with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=200, **GROUP) as consumer:
+        assert consumer._partitions == set()  # the group assigns partitions in a fetch
+        deadline = time.monotonic() + PATIENCE_S
+        while not consumer.partitions:
+            assert time.monotonic() < deadline, "the member got no partition"
+            consumer.consume(block=False)
+            consumer._raise_worker_exceptions()  # nothing failed: nothing raised
+        assert consumer._partitions == set(topic.partitions.values())
+    assert consumer._partitions == set()
+
+
+@pytest.mark.kafka
 @pytest.mark.parametrize("callback", [{"listener": Failing()}, {"post_rebalance_callback": failing_post_rebalance}],
                          ids=["listener", "post_rebalance_callback"])
 def test_a_callback_error_is_raised_by_consume_and_loses_no_message(client, topic_name, group_name, callback):
