@@ -762,6 +762,9 @@ class Producer:
 
         Raises ``queue.Empty`` when none is ready (after ``timeout`` seconds if blocking).
         """
+        if self._sync:
+            raise KafkaException("a sync producer (sync=True) has no delivery reports to get: its produce() "
+                                 "waits for each delivery and raises what failed")
         if not self._delivery_reports:
             raise KafkaException("Delivery-reporting is disabled: make the producer with "
                                  "get_producer(delivery_reports=True)")

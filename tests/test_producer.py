@@ -384,6 +384,15 @@ def test_delivery_reports_disabled(mock_topic):
 
 
 @pytest.mark.mock
+def test_get_delivery_report_of_a_sync_producer_says_why_there_is_none(mock_topic):
+    """delivery_reports=True is ignored with sync=True (as pykafka documents): the error says
+    so, not to pass the delivery_reports=True the program passed."""
+    with mock_topic.get_producer(sync=True, delivery_reports=True) as producer:
+        with pytest.raises(KafkaException, match=r"a sync producer \(sync=True\) has no delivery reports"):
+            producer.get_delivery_report(block=False)
+
+
+@pytest.mark.mock
 def test_no_delivery_report_is_queue_empty(mock_topic):
     with mock_topic.get_producer(delivery_reports=True) as producer:
         with pytest.raises(queue.Empty):
