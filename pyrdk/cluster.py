@@ -211,11 +211,21 @@ class TopicDict(dict):
         except KeyError:
             return self._cluster._fetch_topic(key.decode())
 
-    def __contains__(self, key: Union[str, bytes]) -> bool:  # type: ignore[override]  # names only: else TypeError
-        return super().__contains__(to_str(key).encode())
+    # As a dict (pykafka's was one): anything but a topic name is no key of it.
+    @staticmethod
+    def _name(key):
+        try:
+            return to_str(key).encode()  # anything but str or bytes: TypeError
+        except (TypeError, ValueError):
+            return None
 
-    def get(self, key: Union[str, bytes], default: Any = None) -> Any:
-        return super().get(to_str(key).encode(), default)
+    def __contains__(self, key: object) -> bool:
+        name = self._name(key)
+        return name is not None and super().__contains__(name)
+
+    def get(self, key: object, default: Any = None) -> Any:
+        name = self._name(key)
+        return default if name is None else super().get(name, default)
 
     # Iteration goes over a copy, taken at one go (dict's own items, in C): a refresh in
     # another thread (a balanced consumer's) may add or drop a topic while a program's loop runs.

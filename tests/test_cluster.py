@@ -113,6 +113,16 @@ def test_topic_name_of_wrong_type_is_a_type_error(client):
         client.topics[42]
 
 
+def test_topics_answer_in_and_get_as_a_dict_does(client, topic_name):
+    """pykafka's topics were a dict: anything but a known name is not in it."""
+    client.topics[topic_name]
+    for key in (None, 42, ("t",), "t\0x", b"t\0x", b"\xff", "no-such-topic-" + topic_name):
+        assert key not in client.topics
+        assert client.topics.get(key) is None and client.topics.get(key, 7) == 7
+    assert topic_name in client.topics and topic_name.encode() in client.topics
+    assert client.topics.get(topic_name).name == topic_name.encode()
+
+
 def test_internal_topics_are_excluded(client):
     assert not any(name.startswith(b"__") for name in client.topics)
     with pytest.raises(UnknownTopicOrPartition):
