@@ -306,9 +306,11 @@ class BalancedConsumer:
     @property
     def held_offsets(self) -> Optional[dict[int, int]]:
         """``{partition_id: last offset returned}`` of the partitions held, or None while
-        none are."""
+        none are; after ``stop()``, those the member held when it stopped (as pykafka's)."""
         with self._lock:
-            return self._consumer.held_offsets if self._consumer is not None else None
+            if self._consumer is not None:
+                return self._consumer.held_offsets
+            return dict(self._last_held) if self._stopping.is_set() else None
 
     @property
     def consumer_id(self) -> bytes:

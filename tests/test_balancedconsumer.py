@@ -97,8 +97,10 @@ def test_factory_joins_with_pykafkas_znodes(zk_client, zk, topic_name, group_nam
         consumer.commit_offsets()
         committed = _committed(topic, group_name)
         assert all(committed[pid] == held + 1 for pid, held in consumer.held_offsets.items())
+        held = consumer.held_offsets
     finally:
         consumer.stop()
+    assert consumer.held_offsets == held  # as pykafka's: what the member held when it stopped
     assert zk.get_children("/consumers/%s/ids" % group) == []
     assert zk.get_children(owner_path) == []
 
