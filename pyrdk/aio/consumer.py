@@ -34,7 +34,6 @@ from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, KafkaTimeou
                               OffsetOutOfRangeError, RebalanceInProgress, SocketDisconnectedError, UnknownMemberId)
 from pyrdk.rd.callbacks import DEFERRED, Callbacks, security_failure
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
-from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END
 
 log = logging.getLogger(__name__)
 
@@ -762,14 +761,32 @@ class AIOKafkaConsumer(Client):
         return tps
 
     async def seek_to_beginning(self, *partitions):
-        """Read from the oldest offset (of all assigned partitions by default)."""
-        self._check_running()
-        self._seek(self._chosen(partitions), OFFSET_BEGINNING)
+        """Read from the oldest offset (of all assigned partitions by default); True once
+        the partitions are there, as aiokafka's."""
+        return await self._seek_to(partitions, 0)
 
     async def seek_to_end(self, *partitions):
-        """Read from the end: only records produced from now on."""
+        """Read from the end: only records produced from now on; True once the partitions
+        are there, as aiokafka's."""
+        return await self._seek_to(partitions, 1)
+
+    async def _seek_to(self, partitions, which):
+        """Seek to the first (``which`` 0) or end (1) offsets, looked up first
+        (``rd_kafka_query_watermark_offsets``), as aiokafka's seek_to_*() resolve them before
+        they return: ``position()`` tells the offset, and a record produced after the call is
+        read (librdkafka would resolve OFFSET_END later, past it). False if a partition was
+        revoked meanwhile."""
         self._check_running()
-        self._seek(self._chosen(partitions), OFFSET_END)
+        tps = self._chosen(partitions)
+        self._check_assigned(tps)
+        offsets = await self._watermarks(tps, which)
+        self._check_running()
+        assigned = self.assignment()
+        for tp, offset in offsets.items():
+            if tp in assigned:
+                self._seek([tp], offset)
+                self._positions[tp] = offset
+        return all(tp in assigned for tp in offsets)
 
     async def seek_to_committed(self, *partitions):
         """Read from the committed offsets; ``{TopicPartition: committed offset or None}``."""

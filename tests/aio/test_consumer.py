@@ -137,6 +137,31 @@ async def test_seek_and_position(kafka_hosts, new_topic):
         assert topic in await consumer.topics()
 
 
+@pytest.mark.asyncio
+async def test_seek_to_end_and_beginning_are_resolved_when_they_return(kafka_hosts, new_topic):
+    """As aiokafka's: position() tells the offset they went to, and a record produced right
+    after seek_to_end() is read (librdkafka's OFFSET_END would be resolved past it)."""
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
+        for i in range(5):  # one batch each: Tansu's ListOffsets tells their end
+            await producer.send_and_wait(topic, b"m%d" % i, partition=0)
+        consumer, _ = assigned_consumer(kafka_hosts, topic, 1, group_id="g-" + topic, enable_auto_commit=False)
+        async with consumer:
+            consumer.assign([tp])
+            await consumer.commit({tp: 2})
+            assert await consumer.seek_to_end(tp) is True
+            assert await consumer.position(tp) == 5  # not the committed offset
+            assert await consumer.seek_to_beginning() is True
+            assert await consumer.position(tp) == 0
+            assert (await asyncio.wait_for(consumer.getone(), 20)).offset == 0
+            await consumer.seek_to_end(tp)
+            assert await consumer.position(tp) == 5
+            await producer.send_and_wait(topic, b"after", partition=0)
+            record = await asyncio.wait_for(consumer.getone(), 20)
+            assert (record.offset, record.value) == (5, b"after")
+
+
 @tansu_gap("ListOffsets misreports the log end after a batch of several records")
 @pytest.mark.asyncio
 async def test_end_offsets_after_a_batch(kafka_hosts, new_topic):
