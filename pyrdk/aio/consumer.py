@@ -186,6 +186,10 @@ class AIOKafkaConsumer(Client):
         self._revoke_told = False  # the listener was told of the revocation before the next assignment
         self._assigning = None  # while on_partitions_assigned runs: {TopicPartition: offset it seeked to}
         self._errors = collections.deque()
+        # auto_offset_reset="none": partitions librdkafka stopped for want of an offset, and
+        # the error, which every getmany() of them raises (as aiokafka's) until a seek or a new
+        # assignment, instead of waiting for records that cannot come
+        self._unpositioned = {}
         self._may_fail = False  # the buffer may hold an _Undeserializable
         self._closed = False
         self._stopping = False
@@ -301,6 +305,7 @@ class AIOKafkaConsumer(Client):
             tps = [TopicPartition(name, p) for name in names for p in sorted(known[name])]
             self._handle.assign([(tp.topic, tp.partition) for tp in tps])
             self._assigned, self._fresh = tps, set(tps)
+            self._unpositioned.clear()
             self._assigned_all = True
         else:
             if self._assigned_all:
@@ -337,6 +342,7 @@ class AIOKafkaConsumer(Client):
         self._positions.clear()
         self._paused.clear()
         self._assigned, self._fresh = [], set()
+        self._unpositioned.clear()
 
     def assign(self, partitions):
         """Read ``partitions`` (TopicPartitions), from the committed offsets or
@@ -347,6 +353,7 @@ class AIOKafkaConsumer(Client):
         tps = [_tp(tp) for tp in partitions]
         self._handle.assign([(tp.topic, tp.partition) for tp in tps])
         self._assigned, self._fresh = tps, set(tps)
+        self._unpositioned.clear()
         self._manual = True
         kept = set(tps)
         self._drop(lambda tp: tp not in kept)
@@ -436,11 +443,13 @@ class AIOKafkaConsumer(Client):
                 if self._handle.usable:
                     self._handle.assign(None)
                 self._assigned, self._fresh = [], set()
+                self._unpositioned.clear()
                 for tp in tps:
                     self._positions.pop(tp, None)
                     self._paused.discard(tp)
             else:
                 self._assigned, self._fresh = tps, set(tps)
+                self._unpositioned.clear()
                 starts = {}
                 if listener is not None and not self._revoke_told:
                     # A first assignment: aiokafka tells the listener of the (empty) revocation
@@ -492,6 +501,9 @@ class AIOKafkaConsumer(Client):
             if isinstance(err, OffsetOutOfRangeError) or getattr(err, "fatal", False) or security_failure(err):
                 self._errors.append(_as_aiokafkas(err))
                 raised = True
+                if isinstance(err, OffsetOutOfRangeError) and self._auto_offset_reset == "none" and \
+                        getattr(err, "topic", None) and err.partition >= 0:
+                    self._unpositioned[TopicPartition(err.topic, err.partition)] = err
             else:
                 log.warning("consumer: %s", err)
         if not runs:
@@ -630,6 +642,9 @@ class AIOKafkaConsumer(Client):
                 return out
             if self._fill():
                 continue
+            for tp, exc in self._unpositioned.items():  # librdkafka fetches nothing of them
+                if (not partitions or tp in partitions) and tp not in self._paused:
+                    raise exc
             self._check_running()
             remaining = None if deadline is None else deadline - self._loop.time()
             if remaining is not None and remaining <= 0:
@@ -747,10 +762,12 @@ class AIOKafkaConsumer(Client):
         self._drop(lambda tp: tp in chosen)
         for tp in tps:
             self._positions.pop(tp, None)
+            self._unpositioned.pop(tp, None)
         if self._assigning is not None:  # from on_partitions_assigned: where the assignment starts
             self._assigning.update(dict.fromkeys(tps, offset))
         elif chosen & self._fresh:
             self._clear()  # every partition restarts at its position (or its start)
+            self._unpositioned.clear()
             self._handle.assign([(tp.topic, tp.partition, offset if tp in chosen else self._positions.get(tp))
                                  for tp in self._assigned])
         else:

@@ -564,6 +564,26 @@ async def test_an_offset_out_of_range_waiting_is_raised_by_getone(kafka_hosts, n
 
 
 @pytest.mark.asyncio
+async def test_a_partition_without_an_offset_is_raised_by_each_call_until_a_seek(kafka_hosts, new_topic):
+    """As aiokafka's: librdkafka reports it once and fetches nothing more; the calls after
+    the first must not wait for records that cannot come."""
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    await produce(kafka_hosts, topic, 3, partition=0)
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="none") as consumer:
+        consumer.assign([tp])
+        for _ in range(3):
+            with pytest.raises(aiokafka.errors.NoOffsetForPartitionError) as info:
+                await asyncio.wait_for(consumer.getone(), 20)
+            assert info.value.args[0] == {tp: -1001}
+        with pytest.raises(aiokafka.errors.NoOffsetForPartitionError):
+            await asyncio.wait_for(consumer.getmany(tp, timeout_ms=0), 20)
+        consumer.seek(tp, 1)
+        assert [r.offset for r in await drain(consumer, 2)] == [1, 2]
+
+
+@pytest.mark.asyncio
 async def test_stop_while_the_listener_runs_stops_a_pending_getmany(kafka_hosts, new_topic):
     topic = new_topic(2)
     entered = asyncio.Event()
