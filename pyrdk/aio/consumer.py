@@ -34,6 +34,7 @@ from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, KafkaTimeou
                               OffsetOutOfRangeError, RebalanceInProgress, SocketDisconnectedError, UnknownMemberId)
 from pyrdk.rd.callbacks import DEFERRED, Callbacks, security_failure
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
+from pyrdk.rd.partitions import OFFSET_INVALID
 
 log = logging.getLogger(__name__)
 
@@ -740,6 +741,14 @@ class AIOKafkaConsumer(Client):
             committed = await self.committed(tp)
             if committed is not None:
                 return committed
+        if self._auto_offset_reset == "none":  # no position until a seek: the error getmany() raises
+            exc = self._unpositioned.get(tp)
+            if exc is None:
+                exc = OffsetOutOfRangeError("%s [%d]: no committed offset to start from and auto_offset_reset is "
+                                            "'none': seek() to an offset first" % (tp.topic, tp.partition))
+                exc.topic, exc.partition, exc.offset = tp.topic, tp.partition, OFFSET_INVALID
+                exc = _as_aiokafkas(exc)
+            raise exc
         low, high = await self._blocking(self._handle.query_watermark_offsets, tp.topic, tp.partition,
                                          self._request_timeout_ms)
         return low if self._auto_offset_reset == "earliest" else high

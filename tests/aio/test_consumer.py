@@ -584,6 +584,23 @@ async def test_a_partition_without_an_offset_is_raised_by_each_call_until_a_seek
 
 
 @pytest.mark.asyncio
+async def test_position_of_a_partition_without_an_offset_is_no_made_up_one(kafka_hosts, new_topic):
+    """auto_offset_reset="none" and nothing committed: no position until a seek (aiokafka's
+    position() waits for one that cannot come), not the partition's end."""
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    await produce(kafka_hosts, topic, 3, partition=0)
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="none") as consumer:
+        consumer.assign([tp])
+        with pytest.raises(aiokafka.errors.NoOffsetForPartitionError) as info:
+            await consumer.position(tp)
+        assert info.value.args[0] == {tp: -1001}
+        consumer.seek(tp, 2)
+        assert await consumer.position(tp) == 2
+
+
+@pytest.mark.asyncio
 async def test_stop_while_the_listener_runs_stops_a_pending_getmany(kafka_hosts, new_topic):
     topic = new_topic(2)
     entered = asyncio.Event()
