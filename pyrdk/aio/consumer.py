@@ -696,7 +696,7 @@ class AIOKafkaConsumer(Client):
             for tp, value in offsets.items():
                 tp = _tp(tp, "an offsets key")
                 meta = ""
-                if isinstance(value, tuple):
+                if isinstance(value, (tuple, list)):  # (offset, metadata), OffsetAndMetadata, as aiokafka
                     if len(value) != 2:
                         raise ValueError("offsets values must be offset or (offset, metadata), not %r" % (value,))
                     value, meta = value
@@ -704,7 +704,7 @@ class AIOKafkaConsumer(Client):
                     raise ValueError("offset for %s [%d] must be an int >= 0, not %r"
                                      % (tp.topic, tp.partition, value))
                 if not isinstance(meta, str):
-                    raise ValueError("commit metadata must be a str, not %r" % (meta,))
+                    raise TypeError("commit metadata must be a str, not %r" % (meta,))  # aiokafka's type
                 entries.append((tp.topic, tp.partition, value, 0, meta.encode() or None))
             self._check_assigned([TopicPartition(t, p) for t, p, *_ in entries])
         if not entries:

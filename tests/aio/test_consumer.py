@@ -641,6 +641,12 @@ async def test_commit_takes_only_assigned_partitions_and_some_offsets(kafka_host
             await consumer.commit({})
         await consumer.commit({TopicPartition(topic, 0): 3})
         assert await consumer.committed(TopicPartition(topic, 0)) == 3
+        # aiokafka's forms and exception types: a metadata not a str is a TypeError
+        for bad in (aiokafka.OffsetAndMetadata(4, b"meta"), aiokafka.OffsetAndMetadata(4, None), (4, 5)):
+            with pytest.raises(TypeError, match="metadata must be a str"):
+                await consumer.commit({TopicPartition(topic, 0): bad})
+        await consumer.commit({TopicPartition(topic, 0): [5, "meta"]})
+        assert await consumer.committed(TopicPartition(topic, 0)) == 5
     with pytest.raises(ConsumerStoppedError, match="make a new one"):
         await consumer.start()
 
