@@ -20,7 +20,8 @@ from pyrdk.aio import conf
 from pyrdk.aio.batch import BatchBuilder, check_headers, check_timestamp
 from pyrdk.aio.batch import check_bytes as _check_bytes
 from pyrdk.aio.client import Client
-from pyrdk.aio.errors import IllegalOperation, IllegalStateError, KafkaTimeoutError, ProducerClosed
+from pyrdk.aio.errors import (IllegalOperation, IllegalStateError, KafkaTimeoutError, MessageSizeTooLargeError,
+                              ProducerClosed)
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
 from pyrdk.common import INT32_MAX
@@ -275,10 +276,22 @@ class AIOKafkaProducer(Client):
                     self._handle.raise_produce_error(err, topic, partition)
             else:
                 await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
+        except MessageSizeTooLargeError as exc:
+            self._untrack(msg_id)
+            raise self._too_large(value, key, headers) from exc
         except BaseException:
             self._untrack(msg_id)
             raise
         return fut
+
+    def _too_large(self, value, key, headers):
+        """librdkafka's refusal of a record over ``message.max.bytes``, saying which option it is."""
+        size = len(value or b"") + len(key or b"") + sum(len(name.encode()) + len(data or b"")
+                                                         for name, data in headers or ())
+        return MessageSizeTooLargeError(
+            "the record is %d bytes (value, key and headers), more than max_request_size=%s allows once "
+            "librdkafka adds its record overhead: send a smaller record or raise max_request_size"
+            % (size, self._config["message.max.bytes"]))
 
     async def _choose_partition(self, topic, key):
         """The partition the program's ``partitioner`` picks, called as aiokafka calls it:
@@ -367,6 +380,9 @@ class AIOKafkaProducer(Client):
             fut = self._track(msg_id, topic, timestamp_ms)
             try:
                 await self._produce_when_room(topic, partition, value, key, timestamp_ms, headers, msg_id)
+            except MessageSizeTooLargeError as exc:
+                self._untrack(msg_id)
+                raise self._too_large(value, key, headers) from exc
             except BaseException:
                 self._untrack(msg_id)
                 raise

@@ -123,6 +123,21 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
 
 
 @pytest.mark.asyncio
+async def test_a_record_over_max_request_size_names_the_option(kafka_hosts, new_topic):
+    """librdkafka refuses it locally: the error says which option, not "Broker: ..."."""
+    topic = new_topic(1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, max_request_size=2000) as producer:
+        for kwargs in ({}, {"partition": 0}, {"headers": [("h", b"v")]}):
+            with pytest.raises(aiokafka.errors.MessageSizeTooLargeError, match="max_request_size=2000"):
+                await producer.send(topic, b"x" * 5000, **kwargs)
+        batch = producer.create_batch()
+        batch.append(key=None, value=b"x" * 5000, timestamp=None)
+        with pytest.raises(aiokafka.errors.MessageSizeTooLargeError, match="max_request_size=2000"):
+            await producer.send_batch(batch, topic, partition=0)
+        assert (await producer.send_and_wait(topic, b"ok")).offset == 0
+
+
+@pytest.mark.asyncio
 async def test_cancelled_send_future_leaves_the_producer_usable(kafka_hosts, new_topic):
     topic = new_topic(1)
     async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
