@@ -202,7 +202,8 @@ class AIOKafkaConsumer(Client):
         """Create the librdkafka consumer (``rd_kafka_new``), watch its queue, load the
         cluster's metadata, and subscribe to the topics given to the constructor. If the
         metadata does not come (``SslError`` or ``AuthenticationError`` as soon as
-        librdkafka reports one), the consumer is closed again and the error raised."""
+        librdkafka reports one), or start() is cancelled, the consumer is closed again and the
+        error raised: a later start() starts it anew."""
         if self._closed:
             raise ConsumerStoppedError("the consumer is stopped; make a new one")
         if self._handle is not None:
@@ -219,11 +220,14 @@ class AIOKafkaConsumer(Client):
         self._handle = handle
         try:
             await self._refresh_metadata()
-        except Exception:  # nothing may go on reconnecting; start() may be called again
+        except BaseException as exc:  # nothing may go on reconnecting; start() may be called again
             self._wakeup.close()
             self._handle = None
             self._errors.clear()
-            handle.close(consumer_close=False)
+            if isinstance(exc, Exception):
+                handle.close(consumer_close=False)
+            else:  # cancelled: the metadata request may still run in its thread, which close() waits for
+                self._loop.run_in_executor(None, functools.partial(handle.close, consumer_close=False))
             raise
         if self._initial_topics:
             self.subscribe(topics=list(self._initial_topics))

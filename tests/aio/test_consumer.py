@@ -198,6 +198,20 @@ async def test_cancelled_getmany_leaves_the_consumer_usable(kafka_hosts, new_top
 
 
 @pytest.mark.asyncio
+async def test_a_start_cancelled_before_the_metadata_came_is_started_anew():
+    """As aiokafka's: a start() cut short (asyncio.wait_for) leaves the consumer unstarted,
+    and the next start() tries again instead of returning at once, unsubscribed."""
+    consumer = aiokafka.AIOKafkaConsumer("a-topic", bootstrap_servers="127.0.0.1:1", request_timeout_ms=1000)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(consumer.start(), 0.2)
+    with pytest.raises(ConsumerStoppedError, match="not started"):
+        await consumer.getmany()
+    with pytest.raises(aiokafka.errors.KafkaError):
+        await asyncio.wait_for(consumer.start(), 20)
+    await consumer.stop()
+
+
+@pytest.mark.asyncio
 async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
     with pytest.raises(ValueError, match="auto_offset_reset"):
         aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, auto_offset_reset="oldest")
