@@ -145,7 +145,8 @@ class AIOKafkaProducer(Client):
 
     async def start(self):
         """Create the librdkafka producer (``rd_kafka_new``) and watch its main queue; with
-        a ``transactional_id``, ``rd_kafka_init_transactions`` too."""
+        a ``transactional_id``, ``rd_kafka_init_transactions`` too, and if that fails or is
+        cancelled the producer is closed again: a later start() starts it anew."""
         if self._closed:
             raise ProducerClosed("the producer is stopped; make a new one")
         if self._handle is not None:
@@ -169,7 +170,16 @@ class AIOKafkaProducer(Client):
         if self._partitioner is None and not self._transactional:
             self._fast = self._core
         if self._transactional:
-            await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
+            try:
+                await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
+            except BaseException as exc:  # failed or cancelled: a later start() starts anew
+                self._wakeup.close()
+                self._handle = self._core = self._fast = None
+                # on the default executor, where a cancelled init_transactions still runs (close() waits for it)
+                closed = self._loop.run_in_executor(None, handle.close)
+                if isinstance(exc, Exception):
+                    await closed
+                raise
 
     async def stop(self):
         """Flush what is pending (up to ``request_timeout_ms``: librdkafka fails each record

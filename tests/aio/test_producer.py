@@ -138,6 +138,23 @@ async def test_a_record_over_max_request_size_names_the_option(kafka_hosts, new_
 
 
 @pytest.mark.asyncio
+async def test_a_start_whose_init_transactions_failed_or_was_cancelled_is_started_anew():
+    """Not a producer left half-started, whose next start() returned at once without
+    rd_kafka_init_transactions (begin_transaction() then failed)."""
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", transactional_id="tx-unreachable",
+                                         request_timeout_ms=1000)
+    with pytest.raises(aiokafka.errors.KafkaTimeoutError):
+        await producer.start()
+    with pytest.raises(ProducerClosed, match="not started"):
+        producer.begin_transaction()
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(producer.start(), 0.2)
+    with pytest.raises(aiokafka.errors.KafkaTimeoutError):
+        await asyncio.wait_for(producer.start(), 20)
+    await producer.stop()
+
+
+@pytest.mark.asyncio
 async def test_cancelled_send_future_leaves_the_producer_usable(kafka_hosts, new_topic):
     topic = new_topic(1)
     async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
