@@ -7,7 +7,8 @@ takes a batch without blocking (``rd_kafka_consume_batch_queue`` with a zero tim
 consumer leaves the assignment to itself (:data:`pyrdk.rd.callbacks.DEFERRED`), awaits the
 listener's ``on_partitions_revoked``, unassigns, awaits ``on_partitions_assigned``, then
 assigns, from the offsets the listener seeked to. Offsets are stored (``rd_kafka_offsets_store``) only for records
-handed to the program, so auto-commit never commits a record not returned.
+handed to the program and for the program's seeks, so auto-commit never commits a record not
+returned, unless a seek moved past it (as aiokafka, which commits the positions).
 
 The few blocking librdkafka calls of the control path (commit, committed, offset lookups,
 metadata, ``rd_kafka_consumer_close``) run on the loop's default executor.
@@ -616,14 +617,19 @@ class AIOKafkaConsumer(Client):
                 self._fresh.discard(tp)
                 self._positions[tp] = nxt
                 stored.append((tp.topic, tp.partition, nxt))
-            if self._auto_commit:
-                try:
-                    self._handle.offsets_store(stored)
-                except KafkaError as exc:  # a partition revoked meanwhile: not ours to commit
-                    log.debug("offsets_store: %s", exc)
+            self._store(stored)
         if failed is not None:
             raise failed[1].error
         return out
+
+    def _store(self, stored):
+        """With auto-commit, ``rd_kafka_offsets_store`` the positions ``[(topic, partition,
+        offset)]``: what librdkafka commits next (and at close)."""
+        if self._auto_commit and stored:
+            try:
+                self._handle.offsets_store(stored)
+            except KafkaError as exc:  # a partition revoked meanwhile: not ours to commit
+                log.debug("offsets_store: %s", exc)
 
     async def _get(self, partitions, timeout_ms, max_records):
         self._check_running()
@@ -758,13 +764,15 @@ class AIOKafkaConsumer(Client):
         return low if self._auto_offset_reset == "earliest" else high
 
     def seek(self, partition, offset):
-        """Read ``partition`` from ``offset`` next (``rd_kafka_seek_partitions``, not waited on)."""
+        """Read ``partition`` from ``offset`` next (``rd_kafka_seek_partitions``, not waited on);
+        with auto-commit, the offset is what is committed next, as aiokafka commits positions."""
         self._check_running()
         tp = _tp(partition)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ValueError("offset must be an int >= 0, not %r" % (offset,))
         self._seek([tp], offset)
         self._positions[tp] = offset
+        self._store([(tp.topic, tp.partition, offset)])
 
     def _seek(self, tps, offset):
         """``rd_kafka_seek_partitions``, not waited on; a partition assigned and not read yet
@@ -816,6 +824,7 @@ class AIOKafkaConsumer(Client):
             if tp in assigned:
                 self._seek([tp], offset)
                 self._positions[tp] = offset
+                self._store([(tp.topic, tp.partition, offset)])
         return all(tp in assigned for tp in offsets)
 
     async def seek_to_committed(self, *partitions):

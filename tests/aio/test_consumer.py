@@ -615,6 +615,29 @@ async def test_position_of_a_partition_without_an_offset_is_no_made_up_one(kafka
 
 
 @pytest.mark.asyncio
+async def test_auto_commit_commits_the_position_a_seek_moved_to(kafka_hosts, new_topic):
+    """As aiokafka's, which commits positions: records skipped by a seek are not read again
+    after a restart (librdkafka commits only the offsets stored, of the records returned)."""
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
+        for i in range(6):  # one batch each: Tansu's ListOffsets tells their end
+            await producer.send_and_wait(topic, b"m%d" % i, partition=0)
+    for skip, committed in ((lambda c: c.seek(tp, 4), 4), (lambda c: c.seek_to_end(tp), 6)):
+        group = "g-%d-%s" % (committed, topic)
+        consumer, _ = assigned_consumer(kafka_hosts, topic, 1, group_id=group, auto_commit_interval_ms=60000)
+        async with consumer:
+            consumer.assign([tp])
+            assert [r.offset for r in (await consumer.getmany(timeout_ms=10000, max_records=2))[tp]] == [0, 1]
+            result = skip(consumer)
+            if asyncio.iscoroutine(result):
+                await result
+        async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id=group,
+                                             enable_auto_commit=False) as consumer:
+            assert await consumer.committed(tp) == committed
+
+
+@pytest.mark.asyncio
 async def test_stop_while_the_listener_runs_stops_a_pending_getmany(kafka_hosts, new_topic):
     topic = new_topic(2)
     entered = asyncio.Event()
