@@ -622,6 +622,18 @@ class AIOKafkaConsumer(Client):
             raise failed[1].error
         return out
 
+    def _error_for(self, partitions):
+        """The first error waiting that a getmany() of ``partitions`` (all when empty) raises,
+        taken from the queue: one of no partition, or of one it asks for (as aiokafka's raises
+        a partition's error only to a call that asks for the partition)."""
+        for exc in self._errors:
+            topic, partition = getattr(exc, "topic", None), getattr(exc, "partition", -1)
+            if not partitions or not topic or partition is None or partition < 0 or \
+                    TopicPartition(topic, partition) in partitions:
+                self._errors.remove(exc)
+                return exc
+        return None
+
     def _store(self, stored):
         """With auto-commit, ``rd_kafka_offsets_store`` the positions ``[(topic, partition,
         offset)]``: what librdkafka commits next (and at close)."""
@@ -647,7 +659,9 @@ class AIOKafkaConsumer(Client):
                 await asyncio.wait((self._rebalancing,))
                 continue
             if self._errors:
-                raise self._errors.popleft()
+                exc = self._error_for(partitions)
+                if exc is not None:
+                    raise exc
             out = self._take(partitions, max_records)
             if out:
                 return out

@@ -598,6 +598,31 @@ async def test_a_partition_without_an_offset_is_raised_by_each_call_until_a_seek
 
 
 @pytest.mark.asyncio
+async def test_a_partitions_error_goes_to_the_calls_that_ask_for_it(kafka_hosts, new_topic):
+    """getmany(tp1) returns tp1's records, not the NoOffsetForPartitionError of tp0, which
+    goes to a call that asks for tp0 (as aiokafka's)."""
+    topic = new_topic(2)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    await produce(kafka_hosts, topic, 2, partition=0)
+    await produce(kafka_hosts, topic, 2, partition=1)
+    group = "g-" + topic
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id=group) as consumer:
+        consumer.assign([tp1])
+        await consumer.commit({tp1: 0})  # tp0 has no committed offset
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id=group,
+                                         auto_offset_reset="none") as consumer:
+        consumer.assign([tp0, tp1])
+        await asyncio.sleep(1)  # tp0's error has come
+        got = []
+        while len(got) < 2:
+            got += (await consumer.getmany(tp1, timeout_ms=10000)).get(tp1, [])
+        assert [r.offset for r in got] == [0, 1]
+        with pytest.raises(aiokafka.errors.NoOffsetForPartitionError) as info:
+            await asyncio.wait_for(consumer.getmany(tp0, timeout_ms=10000), 20)
+        assert info.value.args[0] == {tp0: -1001}
+
+
+@pytest.mark.asyncio
 async def test_position_of_a_partition_without_an_offset_is_no_made_up_one(kafka_hosts, new_topic):
     """auto_offset_reset="none" and nothing committed: no position until a seek (aiokafka's
     position() waits for one that cannot come), not the partition's end."""
