@@ -352,7 +352,8 @@ class AIOKafkaConsumer(Client):
 
     def assign(self, partitions):
         """Read ``partitions`` (TopicPartitions), from the committed offsets or
-        ``auto_offset_reset`` (``rd_kafka_assign``); replaces the previous assignment."""
+        ``auto_offset_reset`` (``rd_kafka_assign``); replaces the previous assignment, whose
+        partitions assigned again start anew too (unpaused), as in aiokafka."""
         self._check_running()
         if self._subscribed:
             raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
@@ -361,11 +362,17 @@ class AIOKafkaConsumer(Client):
         self._assigned, self._fresh = tps, set(tps)
         self._unpositioned.clear()
         self._manual = True
-        kept = set(tps)
-        self._drop(lambda tp: tp not in kept)
-        for tp in list(self._positions):
-            if tp not in kept:
-                del self._positions[tp]
+        # librdkafka starts every partition of the new assignment at its committed offset (or
+        # auto_offset_reset), those assigned before too, as aiokafka's assign(): what was
+        # fetched before, the positions and the pauses are those of the previous assignment
+        self._clear()
+        self._positions.clear()
+        if self._paused:
+            try:
+                self._handle.resume([(tp.topic, tp.partition) for tp in self._paused])
+            except KafkaError as exc:  # no longer assigned: nothing to fetch
+                log.debug("resume at assign: %s", exc)
+            self._paused.clear()
 
     def assignment(self):
         """The set of TopicPartitions assigned (``rd_kafka_assignment``)."""

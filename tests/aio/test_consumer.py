@@ -162,6 +162,30 @@ async def test_seek_to_end_and_beginning_are_resolved_when_they_return(kafka_hos
             assert (record.offset, record.value) == (5, b"after")
 
 
+@pytest.mark.asyncio
+async def test_assign_again_starts_each_partition_anew_without_duplicates(kafka_hosts, new_topic):
+    """As aiokafka's assign(): a partition assigned again starts at its committed offset (or
+    auto_offset_reset), unpaused; the records fetched before are not returned on top of the
+    ones librdkafka fetches again."""
+    topic = new_topic(2)
+    await produce(kafka_hosts, topic, 10, partition=0)
+    await produce(kafka_hosts, topic, 2, partition=1)
+    consumer, (tp0, tp1) = assigned_consumer(kafka_hosts, topic, 2, group_id="g-" + topic,
+                                             enable_auto_commit=False)
+    async with consumer:
+        consumer.assign([tp0])
+        assert [r.offset for r in (await consumer.getmany(timeout_ms=10000, max_records=3))[tp0]] == [0, 1, 2]
+        consumer.pause(tp0)
+        await asyncio.sleep(0.5)  # the rest of tp0 fetched and buffered
+        consumer.assign([tp0, tp1])
+        assert consumer.paused() == set()
+        assert await consumer.position(tp0) == 0
+        got = await drain(consumer, 12)
+        await asyncio.sleep(0.5)
+        got += await drain(consumer, 1, timeout_s=1)  # nothing more
+        assert sorted((r.partition, r.offset) for r in got) == [(0, i) for i in range(10)] + [(1, 0), (1, 1)]
+
+
 @tansu_gap("ListOffsets misreports the log end after a batch of several records")
 @pytest.mark.asyncio
 async def test_end_offsets_after_a_batch(kafka_hosts, new_topic):
