@@ -313,6 +313,7 @@ class AIOKafkaConsumer(Client):
             self._assigned, self._fresh = tps, set(tps)
             self._unpositioned.clear()
             self._assigned_all = True
+            self._restart()
         else:
             if self._assigned_all:
                 self._handle.assign(None)
@@ -362,9 +363,13 @@ class AIOKafkaConsumer(Client):
         self._assigned, self._fresh = tps, set(tps)
         self._unpositioned.clear()
         self._manual = True
-        # librdkafka starts every partition of the new assignment at its committed offset (or
-        # auto_offset_reset), those assigned before too, as aiokafka's assign(): what was
-        # fetched before, the positions and the pauses are those of the previous assignment
+        self._restart()
+
+    def _restart(self):
+        """After an ``rd_kafka_assign`` of the program's: librdkafka starts every partition of
+        the new assignment at its committed offset (or auto_offset_reset), those assigned
+        before too, as aiokafka's new assignments do; what was fetched before, the positions
+        and the pauses are those of the previous assignment."""
         self._clear()
         self._positions.clear()
         if self._paused:

@@ -186,6 +186,26 @@ async def test_assign_again_starts_each_partition_anew_without_duplicates(kafka_
         assert sorted((r.partition, r.offset) for r in got) == [(0, i) for i in range(10)] + [(1, 0), (1, 1)]
 
 
+@pytest.mark.asyncio
+async def test_subscribe_again_without_a_group_starts_anew_without_duplicates(kafka_hosts, new_topic):
+    """Without a group_id subscribe() assigns every partition (rd_kafka_assign): subscribing
+    again starts them anew, as aiokafka's, and returns no record twice."""
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    await produce(kafka_hosts, topic, 10, partition=0)
+    consumer, _ = assigned_consumer(kafka_hosts, topic, 1)
+    async with consumer:
+        consumer.subscribe([topic])
+        assert [r.offset for r in (await consumer.getmany(timeout_ms=10000, max_records=3))[tp]] == [0, 1, 2]
+        await asyncio.sleep(0.5)  # the rest fetched and buffered
+        consumer.subscribe([topic])
+        assert await consumer.position(tp) == 0
+        got = await drain(consumer, 10)
+        await asyncio.sleep(0.5)
+        got += await drain(consumer, 1, timeout_s=1)  # nothing more
+        assert [r.offset for r in got] == list(range(10))
+
+
 @tansu_gap("ListOffsets misreports the log end after a batch of several records")
 @pytest.mark.asyncio
 async def test_end_offsets_after_a_batch(kafka_hosts, new_topic):
