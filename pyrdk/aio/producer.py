@@ -446,12 +446,14 @@ class AIOKafkaProducer(Client):
             raise IllegalOperation("transactions need a transactional_id")
 
     def begin_transaction(self):
-        """``rd_kafka_begin_transaction`` (local: no request)."""
+        """``rd_kafka_begin_transaction`` (local: no request), done by the call; what it returns
+        may be awaited, as aiokafka's coroutine is (``await producer.begin_transaction()``)."""
         self._check_transactional()
         transaction.begin_transaction(self._handle)
         self._in_transaction = True
         if self._partitioner is None:
             self._fast = self._core
+        return _DONE
 
     async def commit_transaction(self):
         """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
@@ -560,6 +562,17 @@ class AIOKafkaProducer(Client):
             elif not fut.done():
                 _settle(fut.set_result, None)
         self._flushing = waiting
+
+
+class _Done:
+    """An awaitable with nothing left to do (its result None)."""
+    __slots__ = ()
+
+    def __await__(self):
+        return iter(())
+
+
+_DONE = _Done()
 
 
 async def _first_when_all(futures):

@@ -182,6 +182,9 @@ async def test_transactions_commit_and_abort(kafka_hosts, new_topic):
             await lost
         async with producer.transaction():
             await producer.send(topic, b"kept too")
+        await producer.begin_transaction()  # aiokafka's is a coroutine: awaited as such
+        await producer.send(topic, b"kept third")
+        await producer.commit_transaction()
     plain = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts)
     async with plain:
         with pytest.raises(aiokafka.errors.IllegalOperation, match="transactional_id"):
@@ -189,8 +192,8 @@ async def test_transactions_commit_and_abort(kafka_hosts, new_topic):
     consumer, tps = assigned_consumer(kafka_hosts, topic, 1, isolation_level="read_committed")
     async with consumer:
         consumer.assign(tps)
-        got = await drain(consumer, 2, timeout_s=15)
-    assert [r.value for r in got] == [b"kept", b"kept too"]
+        got = await drain(consumer, 3, timeout_s=15)
+    assert [r.value for r in got] == [b"kept", b"kept too", b"kept third"]
 
 
 @pytest.mark.asyncio
