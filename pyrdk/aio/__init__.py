@@ -9,6 +9,7 @@ have aiokafka's names.
 from pyrdk.aio import abc, consumer, errors, helpers, producer, structs
 from pyrdk.aio.abc import ConsumerRebalanceListener
 from pyrdk.aio.consumer import AIOKafkaConsumer
+from pyrdk.aio.errors import ConsumerStoppedError, IllegalOperation
 from pyrdk.aio.producer import AIOKafkaProducer
 from pyrdk.aio.structs import (ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, RecordMetadata,
                                TopicPartition)
@@ -16,5 +17,5 @@ from pyrdk.aio.structs import (ConsumerRecord, OffsetAndMetadata, OffsetAndTimes
 __version__ = "0.8.0"  # the aiokafka API this follows
 
 __all__ = ["AIOKafkaConsumer", "AIOKafkaProducer", "ConsumerRebalanceListener", "ConsumerRecord",
-           "OffsetAndMetadata", "OffsetAndTimestamp", "RecordMetadata", "TopicPartition", "abc", "consumer",
-           "errors", "helpers", "producer", "structs"]
+           "ConsumerStoppedError", "IllegalOperation", "OffsetAndMetadata", "OffsetAndTimestamp", "RecordMetadata",
+           "TopicPartition", "abc", "consumer", "errors", "helpers", "producer", "structs"]

@@ -9,7 +9,8 @@ import pytest
 # module -> the names the aiokafka docs (examples and API reference) import from it
 DOCUMENTED = {
     "": ["AIOKafkaProducer", "AIOKafkaConsumer", "TopicPartition", "ConsumerRebalanceListener",
-         "ConsumerRecord", "RecordMetadata", "OffsetAndMetadata", "OffsetAndTimestamp"],
+         "ConsumerRecord", "RecordMetadata", "OffsetAndMetadata", "OffsetAndTimestamp",
+         "ConsumerStoppedError", "IllegalOperation"],  # the two errors aiokafka's package exports too
     "producer": ["AIOKafkaProducer"],
     "consumer": ["AIOKafkaConsumer"],
     "helpers": ["create_ssl_context"],
