@@ -927,7 +927,8 @@ class AIOKafkaConsumer(Client):
 
     async def offsets_for_times(self, timestamps):
         """``{TopicPartition: OffsetAndTimestamp or None}``: the first offset at or after each
-        time (ms) (``rd_kafka_offsets_for_times``)."""
+        time (ms) (``rd_kafka_offsets_for_times``), with that time: librdkafka does not tell the
+        found record's, which aiokafka gives."""
         self._check_running()
         entries = []
         for tp, ts in timestamps.items():

@@ -8,7 +8,8 @@ OffsetAndMetadata = collections.namedtuple("OffsetAndMetadata", "offset metadata
 """An offset to commit (the next to read) with its metadata (a str)."""
 
 OffsetAndTimestamp = collections.namedtuple("OffsetAndTimestamp", "offset timestamp")
-"""What ``offsets_for_times()`` found: the first offset at or after a time, and its time."""
+"""What ``offsets_for_times()`` found: the first offset at or after a time, and that time (the one
+asked for: librdkafka does not give the found record's, which aiokafka's has)."""
 
 RecordMetadata = collections.namedtuple(
     "RecordMetadata", "topic partition topic_partition offset timestamp timestamp_type log_start_offset")
