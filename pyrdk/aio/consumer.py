@@ -162,7 +162,12 @@ class AIOKafkaConsumer(Client):
             self._config["statistics.interval.ms"] = LSO_STATISTICS_INTERVAL_MS
         self._config.update(rdkafka_config or {})
         conf.check(self._config, rdkafka_config)
-        self._initial_topics = topics
+        # subscribe() or assign() called before start() (the constructor's topics are the first
+        # subscribe()), which start() calls once it has the metadata, as aiokafka's allows
+        self._before_start = None
+        if topics:
+            self._before_start = functools.partial(self.subscribe, topics=list(topics))
+            self._subscribed, self._subscription_names = True, list(topics)
         self._handle = None
         self._wakeup = None
         self._loop = None
@@ -230,8 +235,10 @@ class AIOKafkaConsumer(Client):
             else:  # cancelled: the metadata request may still run in its thread, which close() waits for
                 self._loop.run_in_executor(None, functools.partial(handle.close, consumer_close=False))
             raise
-        if self._initial_topics:
-            self.subscribe(topics=list(self._initial_topics))
+        if self._before_start is not None:
+            call, self._before_start = self._before_start, None
+            self._subscribed = self._manual = False
+            call()
 
     async def stop(self):
         """Leave the group and close (``rd_kafka_consumer_close``, which commits the offsets
@@ -283,8 +290,10 @@ class AIOKafkaConsumer(Client):
         """Join the group for ``topics`` (a list of str) or a regex ``pattern``
         (``rd_kafka_subscribe``); ``listener`` is told of each rebalance. Without a
         ``group_id``, topics the last metadata knows are assigned whole at once
-        (``rd_kafka_assign``), as aiokafka does; others (and patterns) join a private group."""
-        self._check_running()
+        (``rd_kafka_assign``), as aiokafka does; others (and patterns) join a private group.
+        Before ``start()``, as in aiokafka, ``start()`` subscribes."""
+        if self._closed:
+            self._check_running()
         if self._manual:
             raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
         if bool(topics) == bool(pattern):
@@ -303,6 +312,11 @@ class AIOKafkaConsumer(Client):
             for name in names:
                 if not isinstance(name, str) or not name:
                     raise TypeError("topic names must be non-empty str, not %r" % (name,))
+        if self._handle is None:
+            self._before_start = functools.partial(self.subscribe, topics, pattern, listener)
+            self._subscribed, self._subscription_names = True, names
+            self._pattern = None if pattern is None else re.compile(names[0])
+            return
         self._listener = listener
         known = self._metadata
         if self._group_id is None and pattern is None and all(known.get(name) for name in names):
@@ -331,10 +345,14 @@ class AIOKafkaConsumer(Client):
         if self._pattern is None:
             return set(self._subscription_names)
         return {name for name in self._metadata if self._pattern.match(name) and not name.startswith("__")} | \
-            {tp.topic for tp in self.assignment()}
+            ({tp.topic for tp in self.assignment()} if self._handle is not None else set())
 
     def unsubscribe(self):
         """Leave the group's assignment (``rd_kafka_unsubscribe``) or drop the manual one."""
+        if self._handle is None and not self._closed:  # before start(): what start() was to do
+            self._before_start = None
+            self._subscribed = self._manual = False
+            return
         self._check_running()
         if self._manual:
             self._handle.assign(None)
@@ -354,11 +372,17 @@ class AIOKafkaConsumer(Client):
     def assign(self, partitions):
         """Read ``partitions`` (TopicPartitions), from the committed offsets or
         ``auto_offset_reset`` (``rd_kafka_assign``); replaces the previous assignment, whose
-        partitions assigned again start anew too (unpaused), as in aiokafka."""
-        self._check_running()
+        partitions assigned again start anew too (unpaused), as in aiokafka. Before
+        ``start()``, as in aiokafka, ``start()`` assigns them."""
+        if self._closed:
+            self._check_running()
         if self._subscribed:
             raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
         tps = [_tp(tp) for tp in partitions]
+        if self._handle is None:
+            self._before_start = functools.partial(self.assign, tps)
+            self._manual = True
+            return
         self._handle.assign([(tp.topic, tp.partition) for tp in tps])
         self._assigned, self._fresh = tps, set(tps)
         self._unpositioned.clear()

@@ -256,6 +256,30 @@ async def test_a_start_cancelled_before_the_metadata_came_is_started_anew():
 
 
 @pytest.mark.asyncio
+async def test_subscribe_or_assign_before_start_is_done_by_start(kafka_hosts, new_topic):
+    """As aiokafka's: subscribe() (with its listener) or assign() may come before start()."""
+    topic = new_topic(1)
+    tp = TopicPartition(topic, 0)
+    await produce(kafka_hosts, topic, 3, partition=0)
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    recorder = Recorder(consumer)
+    consumer.subscribe([topic], listener=recorder)
+    assert consumer.subscription() == {topic}
+    with pytest.raises(IllegalStateError, match="subscribe"):
+        consumer.assign([tp])
+    async with consumer:
+        assert (await asyncio.wait_for(consumer.getone(), 30)).offset == 2  # the listener seeked to 2
+    assert ("assigned", [tp]) in recorder.events
+    consumer = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=kafka_hosts, auto_offset_reset="earliest")
+    consumer.unsubscribe()  # the constructor's topics too
+    consumer.assign([tp])
+    async with consumer:
+        assert consumer.assignment() == {tp}
+        assert (await asyncio.wait_for(consumer.getone(), 30)).offset == 0
+
+
+@pytest.mark.asyncio
 async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
     with pytest.raises(ValueError, match="auto_offset_reset"):
         aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, auto_offset_reset="oldest")
