@@ -983,6 +983,7 @@ class AIOKafkaConsumer(Client):
         """Fetch ``partitions`` again (``rd_kafka_resume_partitions``)."""
         self._check_running()
         tps = [_tp(tp) for tp in partitions]
+        self._check_assigned(tps)  # as pause() and aiokafka's resume()
         self._handle.resume([(tp.topic, tp.partition) for tp in tps])
         self._paused.difference_update(tps)
         self._held.difference_update(tps)

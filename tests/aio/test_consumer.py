@@ -330,6 +330,9 @@ async def test_pause_and_resume(kafka_hosts, new_topic):
         consumer.resume(tps[0])
         got = await drain(consumer, 5)
         assert [(r.partition, r.offset) for r in got] == [(0, i) for i in range(5)]
+        for call in (consumer.pause, consumer.resume):  # as aiokafka's: not silently nothing
+            with pytest.raises(IllegalStateError, match="not assigned"):
+                call(TopicPartition(topic, 7))
 
 
 class Recorder(aiokafka.ConsumerRebalanceListener):
