@@ -244,9 +244,8 @@ class AIOKafkaConsumer(Client):
         """Leave the group and close (``rd_kafka_consumer_close``, which commits the offsets
         of the records returned when auto-commit is on, then ``rd_kafka_destroy``). Waits at
         most ``request_timeout_ms``; a pending ``getmany()`` raises ``ConsumerStoppedError``."""
-        if self._handle is None or self._closed:
-            self._closed = True
-            return
+        if self._handle is None or self._closed:  # stopped, or never started: start() may still start it,
+            return  # as aiokafka's may (a start() that failed closed what it had made)
         self._stopping = True
         self._closed = True
         foreign = self._foreign_loop()  # started in another loop: its tasks and futures are that loop's

@@ -187,9 +187,8 @@ class AIOKafkaProducer(Client):
         librdkafka's threads). In another event loop than its own, nothing can wait for the
         futures: it fails what is pending, closes, and raises ``IllegalStateError`` if that
         was any record."""
-        if self._handle is None or self._closed:
-            self._closed = True
-            return
+        if self._handle is None or self._closed:  # stopped, or never started: start() may still start it,
+            return  # as aiokafka's may (a start() that failed closed what it had made)
         self._stopping = True  # what is sent from now on is refused: the flush can end
         self._fast = None
         foreign = self._foreign_loop()

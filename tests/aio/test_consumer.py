@@ -256,6 +256,25 @@ async def test_a_start_cancelled_before_the_metadata_came_is_started_anew():
 
 
 @pytest.mark.asyncio
+async def test_a_client_stopped_before_it_started_may_still_start(kafka_hosts, new_topic):
+    """As aiokafka's: the usual "finally: await client.stop()" after a start() that failed
+    leaves a client that a retry can start (one stopped after it ran cannot be)."""
+    topic = new_topic(1)
+    consumer = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=kafka_hosts, auto_offset_reset="earliest")
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts)
+    await consumer.stop()
+    await producer.stop()
+    async with producer:
+        await producer.send_and_wait(topic, b"m0", partition=0)
+    async with consumer:
+        assert (await asyncio.wait_for(consumer.getone(), 30)).value == b"m0"
+    with pytest.raises(ConsumerStoppedError, match="make a new one"):
+        await consumer.start()
+    with pytest.raises(aiokafka.errors.ProducerClosed, match="make a new one"):
+        await producer.start()
+
+
+@pytest.mark.asyncio
 async def test_subscribe_or_assign_before_start_is_done_by_start(kafka_hosts, new_topic):
     """As aiokafka's: subscribe() (with its listener) or assign() may come before start()."""
     topic = new_topic(1)
