@@ -144,7 +144,7 @@ static PyObject *headers_list(const rd_kafka_headers_t *hdrs) {
  * (topic, partition, offset, timestamp, timestamp_type, key, value, checksum,
  * serialized_key_size, serialized_value_size, headers). timestamp_type is librdkafka's less
  * one (0 CreateTime, 1 LogAppendTime, -1 none); the sizes are -1 for None; headers are a
- * list, or the empty tuple when there are none. A record of immutable fields only is not
+ * tuple of (name, value) pairs, as aiokafka's (the empty tuple when there are none). A record of immutable fields only is not
  * tracked by the garbage collector (it can be in no cycle), as CPython does for tuples. */
 /* An int for value, shared with the last one made when equal (NULL with an exception). */
 static PyObject *shared_int(PyObject **last, int64_t *last_value, int64_t value) {
@@ -181,8 +181,11 @@ PyObject *message_record(core_state *st, const rd_kafka_message_t *m, PyTypeObje
                 items[9] = shared_int(&last->value_size, &last->value_size_value, size);
         }
         if (may_have_headers(m) && rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-                if ((items[10] = headers_list(hdrs)) && PyList_GET_SIZE(items[10]) == 0)
-                        Py_SETREF(items[10], Py_NewRef(st->empty_tuple));
+                PyObject *list = headers_list(hdrs);
+
+                /* a tuple, as aiokafka's records have (the empty one when there are none) */
+                items[10] = !list ? NULL : PyList_GET_SIZE(list) ? PyList_AsTuple(list) : Py_NewRef(st->empty_tuple);
+                Py_XDECREF(list);
         } else
                 items[10] = Py_NewRef(st->empty_tuple);
         rec = record_type->tp_alloc(record_type, 11);

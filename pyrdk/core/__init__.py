@@ -66,7 +66,7 @@ The consumer's core (:func:`consumer_core`), one per consumer:
   partition's messages, in order, ``record`` and ``partition`` the namedtuple classes
   ``ConsumerRecord`` and ``TopicPartition`` (:mod:`pyrdk.aio.structs`). A record's
   ``timestamp_type`` is librdkafka's less one (-1: none), its sizes -1 for None, its headers
-  a list or ``()``; the C core leaves a record without headers untracked by the garbage
+  a tuple of pairs (aiokafka's) or ``()``; the C core leaves a record without headers untracked by the garbage
   collector, as CPython leaves a tuple of immutable fields.
 - ``next() -> message or None``, ``take(max_messages) -> [message]``: the first buffered
   messages, each counted as handed out (its partition's next offset is its offset + 1).

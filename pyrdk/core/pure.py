@@ -427,7 +427,7 @@ class ConsumerCore:
             key, value, tstype = msg.partition_key, msg.value, msg.timestamp_type
             records.append(record(msg.topic, msg.partition_id, msg.offset, msg.timestamp, tstype - 1 if tstype else -1,
                                   key, value, None, -1 if key is None else len(key),
-                                  -1 if value is None else len(value), msg.headers or ()))
+                                  -1 if value is None else len(value), tuple(msg.headers) if msg.headers else ()))
             self._next[msg.partition_id] = msg.offset + 1
         return runs, positions
 

@@ -81,7 +81,7 @@ async def test_send_batch_delivers_each_batch_whole(kafka_hosts, new_topic):
         got = await drain(consumer, len(sent))
     assert [r.value for r in got] == sent
     assert all(r.partition == 1 for r in got) and [r.offset for r in got] == list(range(len(sent)))
-    assert got[0].headers == [("n", b"0")] and got[-1].headers == [("n", b"2")]
+    assert got[0].headers == (("n", b"0"),) and got[-1].headers == (("n", b"2"),)
 
 
 @pytest.mark.asyncio

@@ -372,7 +372,7 @@ def test_add_records_makes_aiokafka_records_in_runs_of_one_partition(mock_cluste
     got = sorted(r for _, records in runs for r in records)
     assert all(type(r) is ConsumerRecord for r in got)
     want = sorted(ConsumerRecord(topic, p, i // 2, ts, 0, k, v, None, -1 if k is None else len(k),
-                                 -1 if v is None else len(v), h or ())
+                                 -1 if v is None else len(v), tuple(h) if h else ())  # aiokafka's tuple
                   for i, (p, v, k, ts, h) in enumerate(items))
     assert got == want
     if core.implementation == "c":  # the C core leaves the records of immutable fields out of the cyclic GC
