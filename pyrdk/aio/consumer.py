@@ -35,7 +35,8 @@ from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, KafkaTimeou
                               OffsetOutOfRangeError, RebalanceInProgress, SocketDisconnectedError, UnknownMemberId)
 from pyrdk.rd.callbacks import DEFERRED, Callbacks, security_failure
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
-from pyrdk.rd.partitions import OFFSET_INVALID
+from pyrdk.rd import errors as rd_errors
+from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
 log = logging.getLogger(__name__)
 
@@ -819,14 +820,15 @@ class AIOKafkaConsumer(Client):
         tp = _tp(partition)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ValueError("offset must be an int >= 0, not %r" % (offset,))
-        self._seek([tp], offset)
+        self._seek({tp: offset})
         self._positions[tp] = offset
         self._store([(tp.topic, tp.partition, offset)])
 
-    def _seek(self, tps, offset):
-        """``rd_kafka_seek_partitions``, not waited on; a partition assigned and not read yet
-        is assigned again at ``offset`` instead (librdkafka's start at the committed offset
-        would override a seek made before it)."""
+    def _seek(self, offsets):
+        """``rd_kafka_seek_partitions`` to ``{TopicPartition: offset}``, not waited on; if a
+        partition is assigned and not read yet, all are assigned again instead, these at their
+        offsets (librdkafka's start at the committed offset would override a seek made before it)."""
+        tps = list(offsets)
         self._check_assigned(tps)
         chosen = set(tps)
         self._drop(lambda tp: tp in chosen)
@@ -834,14 +836,14 @@ class AIOKafkaConsumer(Client):
             self._positions.pop(tp, None)
             self._unpositioned.pop(tp, None)
         if self._assigning is not None:  # from on_partitions_assigned: where the assignment starts
-            self._assigning.update(dict.fromkeys(tps, offset))
+            self._assigning.update(offsets)
         elif chosen & self._fresh:
             self._clear()  # every partition restarts at its position (or its start)
             self._unpositioned.clear()
-            self._handle.assign([(tp.topic, tp.partition, offset if tp in chosen else self._positions.get(tp))
+            self._handle.assign([(tp.topic, tp.partition, offsets[tp] if tp in chosen else self._positions.get(tp))
                                  for tp in self._assigned])
         else:
-            self._handle.seek([(tp.topic, tp.partition, offset) for tp in tps], 0)
+            self._handle.seek([(tp.topic, tp.partition, offset) for tp, offset in offsets.items()], 0)
 
     def _chosen(self, partitions):
         tps = [_tp(tp) for tp in partitions] if partitions else sorted(self.assignment())
@@ -850,31 +852,40 @@ class AIOKafkaConsumer(Client):
     async def seek_to_beginning(self, *partitions):
         """Read from the oldest offset (of all assigned partitions by default); True once
         the partitions are there, as aiokafka's."""
-        return await self._seek_to(partitions, 0)
+        return await self._seek_to(partitions, OFFSET_BEGINNING)
 
     async def seek_to_end(self, *partitions):
         """Read from the end: only records produced from now on; True once the partitions
         are there, as aiokafka's."""
-        return await self._seek_to(partitions, 1)
+        return await self._seek_to(partitions, OFFSET_END)
 
-    async def _seek_to(self, partitions, which):
-        """Seek to the first (``which`` 0) or end (1) offsets, looked up first
-        (``rd_kafka_query_watermark_offsets``), as aiokafka's seek_to_*() resolve them before
-        they return: ``position()`` tells the offset, and a record produced after the call is
-        read (librdkafka would resolve OFFSET_END later, past it). False if a partition was
-        revoked meanwhile."""
+    async def _seek_to(self, partitions, logical):
+        """Seek to the first (``logical`` OFFSET_BEGINNING) or end (OFFSET_END) offsets, looked
+        up first, all in one request (``rd_kafka_offsets_for_times``, which takes them as
+        times), as aiokafka's seek_to_*() resolve them before they return: ``position()`` tells
+        the offset, and a record produced after the call is read (librdkafka would resolve
+        OFFSET_END later, past it). False if a partition was revoked meanwhile."""
         self._check_running()
         tps = self._chosen(partitions)
         self._check_assigned(tps)
-        offsets = await self._watermarks(tps, which)
+        if not tps:
+            return True
+        found = await self._blocking(self._handle.offsets_for_times,
+                                     [(tp.topic, tp.partition, logical) for tp in tps], self._request_timeout_ms)
         self._check_running()
+        offsets = {}
+        for f in found:
+            if f.error:
+                raise rd_errors.exception(f.error, "list offsets for %s [%d]" % (f.topic, f.partition))
+            offsets[TopicPartition(f.topic, f.partition)] = f.offset if f.offset >= 0 else logical
         assigned = self.assignment()
-        for tp, offset in offsets.items():
-            if tp in assigned:
-                self._seek([tp], offset)
-                self._positions[tp] = offset
-                self._store([(tp.topic, tp.partition, offset)])
-        return all(tp in assigned for tp in offsets)
+        kept = {tp: offset for tp, offset in offsets.items() if tp in assigned}
+        if kept:
+            self._seek(kept)
+            known = {tp: offset for tp, offset in kept.items() if offset >= 0}
+            self._positions.update(known)
+            self._store([(tp.topic, tp.partition, offset) for tp, offset in known.items()])
+        return len(kept) == len(offsets)
 
     async def seek_to_committed(self, *partitions):
         """Read from the committed offsets; ``{TopicPartition: committed offset or None}``."""

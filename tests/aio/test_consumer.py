@@ -163,6 +163,25 @@ async def test_seek_to_end_and_beginning_are_resolved_when_they_return(kafka_hos
 
 
 @pytest.mark.asyncio
+async def test_seek_to_end_and_beginning_of_several_partitions(kafka_hosts, new_topic):
+    topic = new_topic(3)
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
+        for p in range(3):
+            for i in range(p + 2):  # one batch each: Tansu's ListOffsets tells their end
+                await producer.send_and_wait(topic, b"m%d" % i, partition=p)
+    consumer, _ = assigned_consumer(kafka_hosts, topic, 3)
+    async with consumer:
+        consumer.assign(tps)
+        assert await consumer.seek_to_end() is True
+        assert [await consumer.position(tp) for tp in tps] == [2, 3, 4]
+        assert await consumer.seek_to_beginning(tps[0], tps[2]) is True
+        assert [await consumer.position(tp) for tp in tps] == [0, 3, 0]
+        got = await drain(consumer, 6)
+        assert sorted((r.partition, r.offset) for r in got) == [(0, 0), (0, 1), (2, 0), (2, 1), (2, 2), (2, 3)]
+
+
+@pytest.mark.asyncio
 async def test_assign_again_starts_each_partition_anew_without_duplicates(kafka_hosts, new_topic):
     """As aiokafka's assign(): a partition assigned again starts at its committed offset (or
     auto_offset_reset), unpaused; the records fetched before are not returned on top of the
