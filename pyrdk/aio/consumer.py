@@ -276,6 +276,8 @@ class AIOKafkaConsumer(Client):
         try:
             return await self.getone()
         except ConsumerStoppedError:
+            if not self._closed:  # never started: a mistake to tell, not the end of the records
+                raise
             raise StopAsyncIteration from None
 
     def _check_running(self):

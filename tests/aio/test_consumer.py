@@ -327,6 +327,9 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
     consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts)
     with pytest.raises(ConsumerStoppedError, match="start"):
         await consumer.getmany()
+    with pytest.raises(ConsumerStoppedError, match="start"):  # not a loop that ends at once, silently
+        async for _ in consumer:
+            pass
     async with consumer:
         with pytest.raises(IllegalOperation, match="group_id"):
             await consumer.commit({TopicPartition(topic, 0): 1})
