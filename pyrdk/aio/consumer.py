@@ -334,6 +334,8 @@ class AIOKafkaConsumer(Client):
             if self._assigned_all:
                 self._handle.assign(None)
                 self._assigned_all = False
+                self._assigned, self._fresh = [], set()
+                self._restart()  # the records and positions of the partitions given up go
             self._handle.subscribe(names)
         self._subscription_names = names
         self._pattern = None if pattern is None else re.compile(names[0])

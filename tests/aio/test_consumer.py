@@ -225,6 +225,23 @@ async def test_subscribe_again_without_a_group_starts_anew_without_duplicates(ka
         assert [r.offset for r in got] == list(range(10))
 
 
+@pytest.mark.asyncio
+async def test_a_new_subscription_without_a_group_returns_none_of_the_old_topics(kafka_hosts, new_topic):
+    """Without a group_id, a topic the metadata knows is assigned whole; a later subscribe()
+    that joins the private group (a pattern) gives it up, records fetched already included."""
+    old, new = new_topic(1), new_topic(1)
+    await produce(kafka_hosts, old, 10, partition=0)
+    await produce(kafka_hosts, new, 2, partition=0)
+    consumer, _ = assigned_consumer(kafka_hosts, old, 1, **FAST_GROUP)
+    async with consumer:
+        consumer.subscribe([old])
+        assert len((await consumer.getmany(timeout_ms=10000, max_records=3))[TopicPartition(old, 0)]) == 3
+        await asyncio.sleep(0.5)  # the rest fetched and buffered
+        consumer.subscribe(pattern="^%s$" % new)
+        got = await drain(consumer, 2, timeout_s=30)
+        assert [(r.topic, r.offset) for r in got] == [(new, 0), (new, 1)]
+
+
 @tansu_gap("ListOffsets misreports the log end after a batch of several records")
 @pytest.mark.asyncio
 async def test_end_offsets_after_a_batch(kafka_hosts, new_topic):
