@@ -56,7 +56,11 @@ def consumer_lag(cluster: Cluster, group: str, topics: Optional[Iterable[Union[s
     names = None if topics is None else [t.decode() if isinstance(t, bytes) else t for t in topics]
     wanted = None
     if names is not None:
-        wanted = [(name, p) for name in names for p in sorted(cluster.topics[name].partitions)]
+        found = _existing(cluster, names)
+        for name in names:
+            if found[name] is None:
+                raise UnknownTopicOrPartition("unknown topic %r: no lag to read (`list_topics()` names them)" % name)
+        wanted = [(name, p) for name in names for p in sorted(found[name].partitions)]
     committed = {tp: (offset, "kafka") for tp, offset in cluster.list_consumer_group_offsets(group, wanted).items()
                  if offset >= 0}
     zk_topics = set()
@@ -72,14 +76,9 @@ def consumer_lag(cluster: Cluster, group: str, topics: Optional[Iterable[Union[s
     if names is None:
         names = sorted({t for t, _ in committed} | {t for t, _ in owners} | zk_topics)
     tps: list[tuple[str, int]] = []
-    for name in names:
-        try:
-            topic = cluster.topics[name]
-        except UnknownTopicOrPartition:
-            if topics is not None:
-                raise
-            continue  # a topic the group read once and that is gone now
-        tps.extend((name, pid) for pid in sorted(topic.partitions))
+    for name, topic in _existing(cluster, names).items():
+        if topic is not None:  # else a topic the group read once and that is gone now
+            tps.extend((name, pid) for pid in sorted(topic.partitions))
     starts = _offsets(cluster, tps, OffsetType.EARLIEST)
     ends = _offsets(cluster, tps, OffsetType.LATEST)
     out: dict[bytes, dict[int, PartitionLag]] = collections.OrderedDict()
@@ -90,6 +89,15 @@ def consumer_lag(cluster: Cluster, group: str, topics: Optional[Iterable[Union[s
         out.setdefault(tp[0].encode(), collections.OrderedDict())[tp[1]] = PartitionLag(
             tp[0], tp[1], offset, start, end, lag, owners.get(tp), source)
     return out
+
+
+def _existing(cluster, names):
+    """``{name: Topic or None}`` from the metadata, refreshed if a name is not known: a lag
+    is a read, and ``cluster.topics[name]`` would have a broker that creates topics on
+    demand create a topic the group once read (or wait ``socket_timeout_ms`` for it)."""
+    if any(name not in cluster.topics for name in names):
+        cluster.update()
+    return {name: cluster.topics.get(name) for name in names}
 
 
 def _offsets(cluster, tps, when):

@@ -99,3 +99,33 @@ def test_lag_of_a_running_zookeeper_group_names_the_owners(kafka_hosts, zookeepe
     assert {row.owner for row in lag.values()} == {me}
     assert lag[message.partition_id].committed == message.offset + 1
     assert sum(row.lag for row in lag.values()) == 5
+
+
+def test_lag_of_an_unknown_topic_creates_no_topic(client, topic_name, group_name):
+    from pyrdk.exceptions import UnknownTopicOrPartition
+    with pytest.raises(UnknownTopicOrPartition, match="unknown topic"):
+        client.cluster.consumer_lag(group_name, topics=[topic_name])
+    assert topic_name.encode() not in client.cluster.list_topics(), "a lag is a read: it creates no topic"
+
+
+@pytest.mark.zookeeper
+def test_offsets_in_zookeeper_of_a_topic_gone_since_are_left_out(kafka_hosts, zookeeper_chroot, topic_name,
+                                                                 group_name):
+    """An old fleet's offsets outlive its topics: the lag skips those, and creates none."""
+    from kazoo.client import KazooClient
+    gone = topic_name + "-gone"
+    zk = KazooClient(zookeeper_chroot, timeout=10)
+    zk.start(timeout=30)
+    try:
+        zk.create("/consumers/%s/offsets/%s/0" % (group_name.decode(), gone), b"7", makepath=True)
+        zk.create("/consumers/%s/offsets/%s/0" % (group_name.decode(), topic_name), b"1", makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+    with KafkaClient(hosts=kafka_hosts, zookeeper_hosts=zookeeper_chroot) as client:
+        topic = make_topic(client, topic_name, 1)
+        fill(topic, {0: 3})
+        lag = client.cluster.consumer_lag(group_name)
+        assert sorted(lag) == [topic.name]
+        assert lag[topic.name][0].lag == 2
+        assert gone.encode() not in client.cluster.list_topics(), "a lag is a read: it creates no topic"
