@@ -33,6 +33,17 @@ class Group(click.Group):
     """A click group whose commands' failures are one line and exit 1 (no traceback; set
     ``PYRDK_TRACEBACK=1`` to see one); a closed pipe on stdout ends a command quietly (exit 0)."""
 
+    def parse_args(self, ctx, args):
+        """An argument that is not UTF-8 (Python holds its bytes as surrogates) is a usage
+        error naming it: names, groups and values go to Kafka as UTF-8."""
+        for arg in args:
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:
+                raise click.UsageError("argument %s is not UTF-8 text: topics, groups and values must be UTF-8"
+                                       % repr(os.fsencode(arg))[1:], ctx) from None
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)

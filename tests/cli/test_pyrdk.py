@@ -55,6 +55,19 @@ def test_usage_errors_exit_2(args):
     assert "Traceback" not in result.err and "Usage:" in result.err
 
 
+@pytest.mark.parametrize("args", [
+    [b"lag", b"g\xff"],
+    ["topic", "describe", b"\xfe\xff"],
+    ["produce", "t", "--header", b"k=\xff"],
+    ["offsets", "reset", b"g\xff", "--to-earliest"],
+])
+def test_an_argument_that_is_not_utf8_is_a_usage_error_naming_it(kafka_hosts, args):
+    result = run(args, kafka_hosts, stdin=b"")
+    assert result.code == 2, result
+    assert "is not UTF-8" in result.err and "Traceback" not in result.err, result
+    assert "UnicodeEncodeError" not in result.err, result
+
+
 # -- topics, configs, partitions ---------------------------------------------------------------------
 
 def test_topics_and_topic_describe(kafka_hosts, client, topic_name):

@@ -30,7 +30,7 @@ def run(args, hosts=None, stdin=None, env=None, timeout_s=TIMEOUT_S, program=Non
     environ.pop("PYRDK_TRACEBACK", None)
     if hosts is not None:
         environ["PYRDK_HOSTS"] = hosts
-    command = (program or [sys.executable, "-m", "pyrdk"]) + [str(a) for a in args]
+    command = (program or [sys.executable, "-m", "pyrdk"]) + [a if isinstance(a, bytes) else str(a) for a in args]
     proc = subprocess.run(command, input=stdin, capture_output=True, env=environ, timeout=timeout_s)
     return Result(_text(proc))
 
