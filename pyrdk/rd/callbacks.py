@@ -79,6 +79,7 @@ class Callbacks:
         self.last_error = None
         self.last_connection_error = None  # the last _TRANSPORT error: names broker and cause
         self.last_failure = None  # the last connection failure librdkafka only logged (FAIL)
+        self.last_fail_line = None  # that FAIL line's text, as the error event repeating it says it
         self.tls = False
         self.calls = CallState()
         with _lock:
@@ -199,6 +200,7 @@ def _note_failure(rk, syslog_level, text):
     if cbs is None or syslog_level > 6:
         return
     text = _THREAD.sub("", text, count=1)
+    cbs.last_fail_line = text
     if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text:
         text += _PLAINTEXT_TO_TLS_HINT
     cbs.last_failure = text
@@ -323,7 +325,7 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
             cbs.on_error(exc)
         elif fatal or security_failure(exc):
             cbs.store(exc)
-        else:
+        elif string(reason) != cbs.last_fail_line:  # else the FAIL line just logged said it
             repeats.log(logging.WARNING, string(lib.rd_kafka_name(rk)), None, str(exc), 4)
     except BaseException as exc:
         cbs.store(exc)

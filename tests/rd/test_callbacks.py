@@ -342,3 +342,19 @@ def test_an_unreachable_broker_is_not_a_flood(handles, caplog):
     assert fail[0].rdkafka_broker == "127.0.0.1:%d/bootstrap" % port
     assert sum(r.rdkafka_repeats for r in fail) > len(fail), "the repeats were counted"
     assert any("seen" in r.getMessage() for r in fail)
+
+
+def test_a_connection_failure_is_logged_once_not_again_as_its_error_event(handles, caplog):
+    """librdkafka tells a failed connection twice, as a FAIL line and as an error event of the
+    same text: without on_error, the event is not logged again."""
+    caplog.set_level(logging.INFO, logger="pyrdk.librdkafka")
+    port = free_port()
+    producer = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % port})
+    util.wait_until(lambda: producer._cbs.last_connection_error is not None, "a connection failure",
+                    step=lambda: producer.poll(100))
+    producer.close()
+    said = "127.0.0.1:%d/bootstrap: Connect to" % port
+    fail = [r for r in _lines(caplog) if r.rdkafka_facility == "FAIL" and said in r.getMessage()]
+    events = [r for r in _lines(caplog) if r.rdkafka_facility is None and said in r.getMessage()]
+    assert fail, "the connection failure was logged"
+    assert events == [], "the error event repeated the FAIL line: %s" % [r.getMessage() for r in events]
