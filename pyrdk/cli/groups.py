@@ -7,6 +7,8 @@ import click
 from pyrdk.cli.common import CommandError, Datetime, emit_json, is_terminal, json_option, pass_env, table
 from pyrdk.common import OffsetType
 
+MAX_WATCH_S = 86400  # lag --watch: a day between refreshes at most (time.sleep overflows further on)
+
 
 def _znodes(env):
     from pyrdk.zookeeper import GroupZnodes
@@ -120,8 +122,8 @@ def _lag_table(group, rows):
 @pass_env
 def lag_command(env, group, topics, watch, as_json):
     """Committed offset, log end and lag of GROUP per partition, and the total."""
-    if watch is not None and watch <= 0:
-        raise click.BadParameter("must be more than 0 seconds", param_hint="--watch")
+    if watch is not None and not 0 < watch <= MAX_WATCH_S:  # also NaN, which time.sleep refuses
+        raise click.BadParameter("must be more than 0 and at most %d seconds" % MAX_WATCH_S, param_hint="--watch")
     try:
         if watch is not None and not as_json and is_terminal():
             _watch_live(env, group, topics, watch)

@@ -48,6 +48,9 @@ def test_unreachable_broker_is_one_line():
     ["no-such-command"],
     ["lag"],
     ["config", "alter", "--topic", "t", "--set", "noequals"],
+    ["lag", "g", "--watch", "nan"],
+    ["lag", "g", "--watch", "inf"],
+    ["lag", "g", "--watch", "1e10"],
 ])
 def test_usage_errors_exit_2(args):
     result = run(["--timeout-ms", 500] + args, "127.0.0.1:%d" % free_port())
