@@ -114,8 +114,9 @@ pass_env = click.make_pass_decorator(Env)
 
 def connection_options(f):
     """``--hosts``, ``--zookeeper`` and ``--timeout-ms``."""
-    f = click.option("--timeout-ms", type=click.IntRange(min=1), default=10000, show_default=True,
-                     help="Bound on every request to the cluster.")(f)
+    f = click.option("--timeout-ms", type=click.IntRange(min=10, max=300000), default=10000, show_default=True,
+                     help="Bound on every request to the cluster (librdkafka's socket.timeout.ms: 10 to "
+                          "300000).")(f)
     f = click.option("--zookeeper", envvar="PYRDK_ZOOKEEPER", default=None,
                      help="ZooKeeper connect string, for ZooKeeper-coordinated groups "
                           "[env: PYRDK_ZOOKEEPER].")(f)

@@ -51,6 +51,8 @@ def test_unreachable_broker_is_one_line():
     ["lag", "g", "--watch", "nan"],
     ["lag", "g", "--watch", "inf"],
     ["lag", "g", "--watch", "1e10"],
+    ["--timeout-ms", 1, "topics"],
+    ["--timeout-ms", 300001, "topics"],
 ])
 def test_usage_errors_exit_2(args):
     result = run(["--timeout-ms", 500] + args, "127.0.0.1:%d" % free_port())
