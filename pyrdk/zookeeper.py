@@ -141,6 +141,15 @@ def _topics_of_member(value):
     return [text]
 
 
+def _group_path(name):
+    """``/consumers/<name>`` for a group (or a topic below it), or None for a name no znode
+    has: empty, ``.``, ``..``, or holding ``/`` or NUL (``a/b`` would name a node of group
+    ``a``; kazoo refuses the rest with a bare ValueError)."""
+    if not name or name in (".", "..") or "/" in name or "\x00" in name:
+        return None
+    return "/consumers/%s" % name
+
+
 class GroupZnodes:
     """A read-only view of ``/consumers`` on a ZooKeeper ensemble (``hosts`` may carry a
     chroot); a context manager that closes its kazoo session."""
@@ -181,21 +190,27 @@ class GroupZnodes:
         return self._children("/consumers")
 
     def exists(self, group):
-        return self._zk.exists("/consumers/%s" % group) is not None
+        path = _group_path(group)
+        return path is not None and self._zk.exists(path) is not None
 
     def members(self, group):
         """``{member id: [topic names]}`` of the registered members."""
         out = {}
-        for member in self._children("/consumers/%s/ids" % group):
-            value = self._value("/consumers/%s/ids/%s" % (group, member))
+        path = _group_path(group)
+        if path is None:
+            return out
+        for member in self._children("%s/ids" % path):
+            value = self._value("%s/ids/%s" % (path, member))
             if value is not None:
                 out[member] = _topics_of_member(value)
         return out
 
     def owners(self, group, topic):
         """``{partition id: owner member id}`` of ``topic``."""
-        path = "/consumers/%s/owners/%s" % (group, topic)
         out = {}
+        if _group_path(group) is None or _group_path(topic) is None:
+            return out
+        path = "/consumers/%s/owners/%s" % (group, topic)
         for name in self._children(path):
             pid = partition_of(name)
             value = self._value("%s/%s" % (path, name))
@@ -205,8 +220,10 @@ class GroupZnodes:
 
     def offsets(self, group, topic):
         """``{partition id: next offset}`` committed to ZooKeeper for ``topic``."""
-        path = "/consumers/%s/offsets/%s" % (group, topic)
         out = {}
+        if _group_path(group) is None or _group_path(topic) is None:
+            return out
+        path = "/consumers/%s/offsets/%s" % (group, topic)
         for name in self._children(path):
             value = self._value("%s/%s" % (path, name))
             try:
@@ -217,5 +234,7 @@ class GroupZnodes:
 
     def topics(self, group):
         """The topics the group has owners or offsets for."""
-        return sorted(set(self._children("/consumers/%s/owners" % group))
-                      | set(self._children("/consumers/%s/offsets" % group)))
+        path = _group_path(group)
+        if path is None:
+            return []
+        return sorted(set(self._children("%s/owners" % path)) | set(self._children("%s/offsets" % path)))

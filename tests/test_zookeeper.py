@@ -187,3 +187,17 @@ def test_zookeeper_connect_wins_over_zookeeper_hosts_as_in_pykafka(client, zk, z
         assert sorted(consumer.partitions) == [0]
     finally:
         consumer.stop()
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/../b", "workers/ids"])
+def test_a_group_name_no_znode_can_have_is_no_zookeeper_group(zk, zookeeper_chroot, name):
+    """``workers/ids`` is a node of group ``workers``, not a group; ``..`` and the like are
+    names kazoo refuses: none is a ZooKeeper-coordinated group."""
+    from pyrdk.zookeeper import GroupZnodes
+    zk.create("/consumers/workers/ids/m1", b"events", makepath=True)
+    zk.create("/consumers/workers/offsets/events/0", b"3", makepath=True)
+    with GroupZnodes(zookeeper_chroot) as groups:
+        assert groups.exists("workers") and groups.offsets("workers", "events") == {0: 3}
+        assert not groups.exists(name)
+        assert (groups.members(name), groups.topics(name), groups.owners(name, "events"),
+                groups.offsets(name, "events")) == ({}, [], {}, {})
