@@ -24,8 +24,11 @@ class CommandError(click.ClickException):
 
 
 def one_line(exc):
-    """An exception as one line: its class name unless the message says enough."""
+    """An exception as one line: its class name unless the message says enough. The hint
+    for a TLS listener names the Python arguments: it gets the command's options too."""
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if "set security_protocol SSL or SASL_SSL" in text:
+        text += CLI_SECURITY_HINT
     return text if isinstance(exc, (KafkaException, CommandError)) else "%s: %s" % (type(exc).__name__, text)
 
 
@@ -79,11 +82,12 @@ class Env:
     """The connection a command runs against; the client is made on first use and closed
     with the command."""
 
-    def __init__(self, ctx, hosts, zookeeper=None, timeout_ms=10000, broker_version=None):
+    def __init__(self, ctx, hosts, zookeeper=None, timeout_ms=10000, broker_version=None, rdkafka_config=None):
         self.hosts = hosts
         self.zookeeper = zookeeper
         self.timeout_ms = timeout_ms
         self.broker_version = broker_version
+        self.rdkafka_config = rdkafka_config or {}
         self._client = None
         ctx.call_on_close(self.close)
 
@@ -91,7 +95,7 @@ class Env:
     def client(self):
         if self._client is None:
             self._client = KafkaClient(hosts=self.hosts, zookeeper_hosts=self.zookeeper,
-                                       socket_timeout_ms=self.timeout_ms)
+                                       socket_timeout_ms=self.timeout_ms, rdkafka_config=self.rdkafka_config)
         return self._client
 
     def topic(self, name):
@@ -122,6 +126,26 @@ def connection_options(f):
                           "[env: PYRDK_ZOOKEEPER].")(f)
     return click.option("--hosts", envvar="PYRDK_HOSTS", default=DEFAULT_HOSTS, show_default=True,
                         help="Bootstrap brokers, host:port,... [env: PYRDK_HOSTS].")(f)
+
+
+def _rdkafka_properties(ctx, param, items):
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise click.BadParameter("%r is not NAME=VALUE" % item, ctx, param)
+        out[name.strip()] = value
+    return out
+
+
+rdkafka_option = click.option(
+    "-X", "--rdkafka-config", "rdkafka_config", multiple=True, metavar="NAME=VALUE", envvar="PYRDK_RDKAFKA_CONFIG",
+    callback=_rdkafka_properties,
+    help="A librdkafka property of every connection, repeatable: for TLS -X security.protocol=ssl "
+         "-X ssl.ca.location=ca.pem, for SASL -X security.protocol=sasl_ssl -X sasl.mechanism=SCRAM-SHA-512 "
+         "-X sasl.username=U -X sasl.password=P [env: PYRDK_RDKAFKA_CONFIG, space-separated].")
+
+CLI_SECURITY_HINT = " (here: -X security.protocol=ssl, or sasl_ssl, and -X ssl.ca.location=...)"
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document, for scripts.")

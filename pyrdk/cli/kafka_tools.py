@@ -20,7 +20,8 @@ import sys
 
 import click
 
-from pyrdk.cli.common import CommandError, Env, Group, pass_env, plain_table, setup_logging, verbose_option
+from pyrdk.cli.common import (CommandError, Env, Group, pass_env, plain_table, rdkafka_option, setup_logging,
+                              verbose_option)
 from pyrdk.common import OffsetType
 
 
@@ -229,11 +230,12 @@ COMMANDS = [consume_topic, desc_topic, print_managed_consumer_groups, print_cons
 @click.option("-o", "--broker_version", default="0.9.0",
               help="Accepted for pykafka's scripts and ignored: librdkafka negotiates versions.")
 @click.option("--zookeeper", default=None, help="ZooKeeper connect string, for print_consumer_lag's owners.")
+@rdkafka_option
 @verbose_option
 @click.pass_context
-def cli(ctx, host, broker_version, zookeeper, verbose):
+def cli(ctx, host, broker_version, zookeeper, rdkafka_config, verbose):
     setup_logging(verbose)
-    ctx.obj = Env(ctx, host, zookeeper=zookeeper, broker_version=broker_version)
+    ctx.obj = Env(ctx, host, zookeeper=zookeeper, broker_version=broker_version, rdkafka_config=rdkafka_config)
 
 
 for _command in COMMANDS:

@@ -18,18 +18,19 @@ import click
 from pyrdk import __version__
 from pyrdk.cli import bench, groups, kafka_tools, records
 from pyrdk.cli.common import (CommandError, Env, Group, connection_options, emit_json, json_option, pass_env,
-                              setup_logging, table, verbose_option)
+                              rdkafka_option, setup_logging, table, verbose_option)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @connection_options
+@rdkafka_option
 @verbose_option
 @click.version_option(__version__, prog_name="pyrdk")
 @click.pass_context
-def cli(ctx, hosts, zookeeper, timeout_ms, verbose):
+def cli(ctx, hosts, zookeeper, timeout_ms, rdkafka_config, verbose):
     """Operate a Kafka cluster: topics, groups, lag, offsets, records, configs."""
     setup_logging(verbose)
-    ctx.obj = Env(ctx, hosts, zookeeper=zookeeper, timeout_ms=timeout_ms)
+    ctx.obj = Env(ctx, hosts, zookeeper=zookeeper, timeout_ms=timeout_ms, rdkafka_config=rdkafka_config)
 
 
 # -- topics ------------------------------------------------------------------------------------------

@@ -73,6 +73,24 @@ def test_an_argument_that_is_not_utf8_is_a_usage_error_naming_it(kafka_hosts, ar
     assert "UnicodeEncodeError" not in result.err, result
 
 
+def test_a_tls_cluster_is_reached_with_rdkafka_properties(tls_broker, tls_certs):
+    """The commands take librdkafka's properties (-X, or PYRDK_RDKAFKA_CONFIG): a TLS or SASL
+    cluster is reachable, and the failure without them names the options to give."""
+    hosts = tls_broker.bootstrap_servers
+    plain = run(["--timeout-ms", 3000, "topics"], hosts)
+    assert_one_line_error(plain, "a TLS listener", "-X security.protocol=ssl")
+    tls = ["-X", "security.protocol=ssl", "-X", "ssl.ca.location=%s" % tls_certs.ca.certfile]
+    result = run(tls + ["topics", "--json"], hosts)
+    assert result.code == 0 and isinstance(result.json, list), result
+    result = run(["topics"], hosts, env={"PYRDK_RDKAFKA_CONFIG": "security.protocol=ssl ssl.ca.location=%s"
+                                         % tls_certs.ca.certfile})
+    assert result.code == 0, result
+    result = run(["print_topics"], env={"PYRDK_RDKAFKA_CONFIG": " ".join(tls[1::2])},
+                 program=[os.path.join(BIN, "kafka-tools"), "-b", hosts])
+    assert result.code == 0 and "Topic" in result.out, result
+    assert run(["-X", "no-equals-sign", "topics"], hosts).code == 2
+
+
 # -- topics, configs, partitions ---------------------------------------------------------------------
 
 def test_topics_and_topic_describe(kafka_hosts, client, topic_name):
