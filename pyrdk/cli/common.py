@@ -220,6 +220,9 @@ def parse_datetime(text):
     return value
 
 
+MAX_OFFSET = 2 ** 63 - 2  # offsets are int64 (the last one is never a position to read from)
+
+
 class OffsetSpec(click.ParamType):
     """``earliest``, ``latest``, an offset (an int >= 0) or an ISO datetime."""
     name = "earliest|latest|OFFSET|DATETIME"
@@ -231,6 +234,8 @@ class OffsetSpec(click.ParamType):
         if text in ("earliest", "latest"):
             return text
         if text.isdigit():
+            if int(text) > MAX_OFFSET:
+                self.fail("%s is past the largest offset Kafka has (%d)" % (text, MAX_OFFSET), param, ctx)
             return int(text)
         when = parse_datetime(value.strip())
         if when is None:

@@ -51,6 +51,7 @@ def test_unreachable_broker_is_one_line():
     ["lag", "g", "--watch", "nan"],
     ["lag", "g", "--watch", "inf"],
     ["lag", "g", "--watch", "1e10"],
+    ["consume", "t", "--from", "99999999999999999999"],
     ["--timeout-ms", 1, "topics"],
     ["--timeout-ms", 300001, "topics"],
 ])
