@@ -234,7 +234,7 @@ class RepeatedLines:
     def __init__(self, window_s=5.0, clock=time.monotonic):
         self.window_s = window_s
         self._clock = clock
-        self._seen = {}  # key -> [time logged, repeats since, last record's arguments]
+        self._seen = {}  # key -> [time logged, repeats since, last record's arguments], oldest first
         self._lock = threading.Lock()
 
     def log(self, levelno, client, facility, text, syslog_level):
@@ -244,7 +244,7 @@ class RepeatedLines:
         key = (client, levelno, facility, _DURATION.sub("#", text))
         now = self._clock()
         with self._lock:
-            due = self._expired(now, lambda k: k != key and now - self._seen[k][0] >= self.window_s)
+            due = self._expired(now, self._older(now, key))
             entry = self._seen.get(key)
             if entry is not None and now - entry[0] < self.window_s:
                 entry[1] += 1
@@ -252,6 +252,7 @@ class RepeatedLines:
             else:  # the first such line, or the first after the window: with the ones not logged
                 due.append((levelno, client, facility, text, syslog_level, entry[1] + 1 if entry else 0,
                             now - entry[0] if entry else 0))
+                self._seen.pop(key, None)  # to the end: the entries stay in the order they were logged
                 self._seen[key] = [now, 0, None]
         for args in due:
             self._emit(*args)
@@ -259,14 +260,26 @@ class RepeatedLines:
     def flush(self, client=None):
         """Log the pending counts (of one handle's lines, or of all) now."""
         with self._lock:
-            due = self._expired(self._clock(), lambda k: client is None or k[0] == client)
+            due = self._expired(self._clock(), [k for k in self._seen if client is None or k[0] == client])
         for args in due:
             self._emit(*args)
 
-    def _expired(self, now, chosen):
-        """Pop the entries ``chosen`` picks; the count lines to log for those with repeats."""
+    def _older(self, now, keep):
+        """The keys but ``keep`` logged ``window_s`` or more ago: the first ones, as the entries
+        are in the order they were logged (a scan of every entry at each line would make a
+        flood of distinct lines, librdkafka's debug lines, quadratic)."""
+        old = []
+        for key, (when, _, _) in self._seen.items():
+            if now - when < self.window_s:
+                break
+            if key != keep:
+                old.append(key)
+        return old
+
+    def _expired(self, now, keys):
+        """Pop the entries of ``keys``; the count lines to log for those with repeats."""
         out = []
-        for key in [k for k in self._seen if chosen(k)]:
+        for key in keys:
             when, count, last = self._seen.pop(key)
             if count:
                 out.append(last + (count, now - when))

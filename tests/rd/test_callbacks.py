@@ -358,3 +358,37 @@ def test_a_connection_failure_is_logged_once_not_again_as_its_error_event(handle
     events = [r for r in _lines(caplog) if r.rdkafka_facility is None and said in r.getMessage()]
     assert fail, "the connection failure was logged"
     assert events == [], "the error event repeated the FAIL line: %s" % [r.getMessage() for r in events]
+
+
+class _CountingDict(dict):
+    """A dict counting the entries its iterations visit."""
+    visited = 0
+
+    def _count(self, iterator):
+        for item in iterator:
+            self.visited += 1
+            yield item
+
+    def __iter__(self):
+        return self._count(super().__iter__())
+
+    def items(self):
+        return self._count(super().items())
+
+
+def test_a_flood_of_distinct_lines_costs_each_line_a_constant_amount_of_work(caplog):
+    """librdkafka's debug lines (``debug=all``) differ from one another by offsets and ids:
+    within the window each is a new entry, and logging one must not visit every entry kept
+    (quadratic: 20000 lines took seconds of the polling thread)."""
+    caplog.set_level(logging.DEBUG, logger="pyrdk.librdkafka")
+    clock = Clock()
+    lines = callbacks.RepeatedLines(window_s=5, clock=clock)
+    lines._seen = _CountingDict()
+    for i in range(2000):
+        clock.now = i * 0.001
+        lines.log(logging.DEBUG, "rdkafka#consumer-1", "FETCH", "fetch t [0] at offset %d" % i, 7)
+    assert len(_lines(caplog)) == 2000, "each distinct line is logged"
+    assert lines._seen.visited < 4 * 2000, "entries visited per line grow with the entries kept"
+    clock.now = 10.0
+    lines.log(logging.DEBUG, "rdkafka#consumer-1", "FETCH", "fetch t [0] at offset 0", 7)
+    assert len(lines._seen) == 1, "the lines of the window past are forgotten"
