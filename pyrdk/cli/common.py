@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import sys
+import warnings
 
 import click
 
@@ -65,7 +66,9 @@ class Group(click.Group):
 
 def setup_logging(verbose):
     """librdkafka's lines go to stderr only with ``--verbose``: without it a failure is told
-    once, in the command's one-line error."""
+    once, in the command's one-line error. kazoo's warning for a ``--zookeeper`` chroot that
+    does not exist (two lines naming its source file) is not shown: no group is there."""
+    warnings.filterwarnings("ignore", message="No chroot path exists", category=UserWarning, module="kazoo")
     if verbose:
         logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")

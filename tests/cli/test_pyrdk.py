@@ -362,6 +362,13 @@ def test_groups_describe_and_delete(kafka_hosts, client, topic, group_name):
 
 
 @pytest.mark.zookeeper
+def test_a_zookeeper_chroot_that_does_not_exist_has_no_groups(kafka_hosts, zookeeper_chroot):
+    result = run(["--zookeeper", zookeeper_chroot + "/" + unique_name("nosuch"), "groups", "--json"], kafka_hosts)
+    assert result.code == 0 and result.err == "", result
+    assert all(g["coordinator"] == "kafka" for g in result.json)
+
+
+@pytest.mark.zookeeper
 def test_zookeeper_groups(kafka_hosts, client, zookeeper_chroot, topic_name, group_name):
     """A pykafka fleet's group: a member and its partitions in znodes, offsets in ZooKeeper."""
     from kazoo.client import KazooClient
