@@ -53,7 +53,8 @@ def consumer_lag(cluster: Cluster, group: str, topics: Optional[Iterable[Union[s
     except GroupIdNotFoundError:
         description = None
     owners = _owners_from_description(description)
-    names = None if topics is None else [t.decode() if isinstance(t, bytes) else t for t in topics]
+    # each topic once: librdkafka refuses a partition listed twice ("Duplicate partitions")
+    names = None if topics is None else list(dict.fromkeys(t.decode() if isinstance(t, bytes) else t for t in topics))
     wanted = None
     if names is not None:
         found = _existing(cluster, names)

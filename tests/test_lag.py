@@ -41,6 +41,8 @@ def test_cluster_lag_finds_the_topics_of_the_group(client, topic_name, group_nam
     assert {pid: row.lag for pid, row in lag[second.name].items()} == {0: 1, 1: 0}
     only = client.cluster.consumer_lag(group_name, topics=[second.name])
     assert sorted(only) == [second.name]
+    twice = client.cluster.consumer_lag(group_name, topics=[second.name, second.name.decode()])
+    assert twice == only, "a topic named twice is read once"
 
 
 def test_a_group_that_never_committed_lags_by_everything(client, topic_name, group_name):
