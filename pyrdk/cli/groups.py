@@ -166,6 +166,17 @@ def offsets_group():
     """Reset the committed offsets of a stopped group."""
 
 
+def refuse_running_zookeeper_group(env, group):
+    """With ``--zookeeper``, a CommandError if ``group`` has members registered there: the
+    brokers do not know them, and they would commit over the offsets set."""
+    if env.zookeeper:
+        with _znodes(env) as zk:
+            members = zk.members(group)
+        if members:
+            raise CommandError("group %r has %d member(s) registered in ZooKeeper (%s): stop them first"
+                               % (group, len(members), ", ".join(sorted(members))))
+
+
 @offsets_group.command("reset")
 @click.argument("group")
 @click.option("--topic", "topics", multiple=True, help="The topic; repeatable [default: the group's].")
@@ -189,12 +200,7 @@ def offsets_reset(env, group, topics, partitions, to_earliest, to_latest, to_dat
     if len(chosen) != 1:
         raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset "
                                "or --shift-by")
-    if env.zookeeper:
-        with _znodes(env) as zk:
-            members = zk.members(group)
-        if members:
-            raise CommandError("group %r has %d member(s) registered in ZooKeeper (%s): stop them first"
-                               % (group, len(members), ", ".join(sorted(members))))
+    refuse_running_zookeeper_group(env, group)
     rows = [r for r in _lag_rows(env, group, topics) if not partitions or r.partition in partitions]
     if not rows:
         raise CommandError("no partition of group %r matches --partition %s" % (group, list(partitions)))

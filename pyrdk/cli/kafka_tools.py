@@ -22,6 +22,7 @@ import click
 
 from pyrdk.cli.common import (CommandError, Env, Group, pass_env, plain_table, rdkafka_option, setup_logging,
                               verbose_option)
+from pyrdk.cli.groups import refuse_running_zookeeper_group
 from pyrdk.common import OffsetType
 
 
@@ -179,6 +180,7 @@ def reset_offsets(env, topic, consumer_group, offset):
     """Reset offsets for a topic/consumer group (the group must not be running)."""
     t = env.topic(topic)
     offsets = fetch_offsets(env.client, t, offset)
+    refuse_running_zookeeper_group(env, consumer_group)
     env.client.cluster.alter_consumer_group_offsets(
         consumer_group, {(t.name, pid): r.offset[0] for pid, r in offsets.items()})
 
@@ -229,7 +231,8 @@ COMMANDS = [consume_topic, desc_topic, print_managed_consumer_groups, print_cons
               help="host:port of any Kafka broker.")
 @click.option("-o", "--broker_version", default="0.9.0",
               help="Accepted for pykafka's scripts and ignored: librdkafka negotiates versions.")
-@click.option("--zookeeper", default=None, help="ZooKeeper connect string, for print_consumer_lag's owners.")
+@click.option("--zookeeper", default=None, help="ZooKeeper connect string, for print_consumer_lag's owners and "
+                                                "reset_offsets' check of running members.")
 @rdkafka_option
 @verbose_option
 @click.pass_context

@@ -51,6 +51,29 @@ def test_print_consumer_lag_and_reset_offsets(kafka_hosts, client, topic_name, g
     assert result.out.endswith("\n Total lag: 6 messages.\n")
 
 
+@pytest.mark.zookeeper
+def test_reset_offsets_refuses_a_group_running_in_zookeeper(kafka_hosts, client, zookeeper_chroot, topic_name,
+                                                           group_name):
+    """As pyrdk offsets reset: with --zookeeper, members registered there stop the reset
+    (they would commit over it)."""
+    from kazoo.client import KazooClient
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 3})
+    group = group_name.decode()
+    assert kafka_tools(["reset_offsets", topic_name, group, "latest"], kafka_hosts).code == 0
+    zk = KazooClient(zookeeper_chroot, timeout=10)
+    zk.start(timeout=30)
+    try:
+        zk.create("/consumers/%s/ids/host-1:abc" % group, topic_name.encode(), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+    result = kafka_tools(["--zookeeper", zookeeper_chroot, "reset_offsets", topic_name, group, "earliest"],
+                         kafka_hosts)
+    assert_one_line_error(result, "registered in ZooKeeper", "stop them first")
+    assert topic.consumer_lag(group)[0].committed == 3, "nothing was reset"
+
+
 def test_create_and_delete_topic(kafka_hosts, client, topic_name):
     result = kafka_tools(["-o", "0.10.1", "create_topic", topic_name, "-p", 2, "-r", 1, "-t", 5000,
                           "-c", '{"retention.ms": "60000"}'], kafka_hosts)
