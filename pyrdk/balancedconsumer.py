@@ -124,6 +124,16 @@ def _group_name(consumer_group):
         raise UnicodeException("consumer_group %r is not ASCII" % consumer_group) from None
 
 
+def _forget_statistics(consumer):
+    """A consumer replaced at a rebalance sends no more statistics: a ``stats_callback`` with
+    ``forget(name)`` (a :class:`pyrdk.metrics.PrometheusExporter`) drops its last snapshot,
+    which would otherwise be exported beside its successor's for ever (its partitions' lag,
+    stale), under a handle name the program never sees."""
+    forget = getattr(consumer._stats_callback, "forget", None)
+    if callable(forget) and consumer._handle is not None:
+        forget(consumer._handle.name)
+
+
 class BalancedConsumer:
     """A member of a consumer group that splits a topic's partitions with the other members
     through ZooKeeper (pykafka 2.8's signature and defaults).
@@ -385,7 +395,7 @@ class BalancedConsumer:
         zk = self._zookeeper
         try:
             with self._consumer_turn():
-                self._close_consumer(commit=True)
+                self._close_consumer(commit=True, forget=False)  # stopped: its figures stay, as documented
         finally:
             self._lease_until = 0.0
             if self._owns_zookeeper:
@@ -633,9 +643,10 @@ class BalancedConsumer:
         """Make ``consume()`` step aside, and hold ``_lock``."""
         return _ConsumerTurn(self)
 
-    def _close_consumer(self, commit):
+    def _close_consumer(self, commit, forget=True):
         """Stop reading the held partitions, first committing what the program is done with
-        (if ``commit``). Needs the consumer turn."""
+        (if ``commit``); the consumer's statistics are forgotten (``forget``: it is replaced,
+        see ``_forget_statistics``). Needs the consumer turn."""
         consumer = self._consumer
         if consumer is None:
             return
@@ -656,6 +667,8 @@ class BalancedConsumer:
             self._generation += 1
             self._held_back = None
             consumer.stop()
+            if forget:
+                _forget_statistics(consumer)
 
     def _revoke_offsets(self, consumer):
         """What ``pre_revoke_callback`` chooses to commit for the partitions of ``consumer``

@@ -24,7 +24,9 @@ which serves the last one of each (labelled ``client`` with librdkafka's handle 
 - ``pyrdk_rebalances_total``: rebalances of a group member (``cgrp.rebalance_cnt``)
 
 librdkafka measures latencies in microseconds; they are exported in seconds. A stopped
-producer or consumer keeps its last figures until :meth:`PrometheusExporter.forget`.
+producer or consumer keeps its last figures until :meth:`PrometheusExporter.forget`; the
+consumer a ZooKeeper-coordinated balanced consumer replaces at each rebalance is forgotten
+then.
 """
 import threading
 

@@ -104,3 +104,36 @@ def test_forget_drops_a_client(exporter):
     assert value(scrape(exporter.url), "pyrdk_messages_sent_total", client="rdkafka#producer-99") == 7
     exporter.forget("rdkafka#producer-99")
     assert value(scrape(exporter.url), "pyrdk_messages_sent_total", client="rdkafka#producer-99") is None
+
+
+@pytest.mark.zookeeper
+def test_a_consumer_replaced_at_a_rebalance_is_no_longer_exported(kafka_hosts, zookeeper_chroot, topic_name,
+                                                                 group_name, exporter):
+    """A ZooKeeper-coordinated member reads through a new librdkafka consumer after each
+    rebalance: the one it replaced must not stay exported beside it (its lag, stale)."""
+    member = dict(zookeeper_connection_timeout_ms=4000, consumer_timeout_ms=200, rebalance_backoff_ms=200)
+    with KafkaClient(hosts=kafka_hosts, zookeeper_hosts=zookeeper_chroot) as client:
+        topic = make_topic(client, topic_name, 2)
+        first = topic.get_balanced_consumer(group_name, statistics_interval_ms=100, stats_callback=exporter,
+                                            **member)
+        second = None
+        try:
+            deadline = time.monotonic() + 60
+            while sorted(first.partitions) != [0, 1] or first.stats() is None:
+                assert time.monotonic() < deadline, "the member got no partitions and statistics in 60 s"
+                first.consume(block=False)
+            replaced = first.stats()["name"]
+            assert value(scrape(exporter.url), "pyrdk_messages_received_total", client=replaced) is not None
+            second = topic.get_balanced_consumer(group_name, **member)
+            while len(first.partitions) != 1 or first.stats() is None or first.stats()["name"] == replaced:
+                assert time.monotonic() < deadline, "the members did not share the partitions in 60 s"
+                first.consume(block=False)
+                second.consume(block=False)
+            samples = scrape(exporter.url)
+            assert value(samples, "pyrdk_messages_received_total", client=first.stats()["name"]) is not None
+            assert value(samples, "pyrdk_messages_received_total", client=replaced) is None, \
+                "the consumer replaced at the rebalance is still exported"
+        finally:
+            if second is not None:
+                second.stop()
+            first.stop()
