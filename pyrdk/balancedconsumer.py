@@ -216,6 +216,10 @@ class BalancedConsumer:
             fetch_min_bytes=fetch_min_bytes, fetch_error_backoff_ms=fetch_error_backoff_ms,
             fetch_wait_max_ms=fetch_wait_max_ms, offsets_channel_backoff_ms=offsets_channel_backoff_ms,
             offsets_commit_max_retries=offsets_commit_max_retries)
+        statistics = cluster.config_for("consumer")  # what each consumer it reads through will have
+        cluster.statistics(statistics, statistics_interval_ms)
+        statistics.update(rdkafka_config)
+        cluster.check_statistics(statistics, stats_callback)  # here, not in a rebalance later
         self._rebalance_max_retries = check_int("rebalance_max_retries", rebalance_max_retries, 0)
         self._rebalance_backoff_ms = check_int("rebalance_backoff_ms", rebalance_backoff_ms, 0)
         self._session_timeout_ms = check_int("zookeeper_connection_timeout_ms",

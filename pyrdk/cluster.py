@@ -24,7 +24,7 @@ from pyrdk.exceptions import (GroupIdNotFoundError, InternalTopicExcluded, Kafka
 from pyrdk.handlers import ThreadingHandler
 from pyrdk.rd import admin, conf, errors
 from pyrdk.rd.callbacks import security_failure
-from pyrdk.rd.handle import Handle
+from pyrdk.rd.handle import Handle, stats_enabled
 from pyrdk.rd.partitions import TopicPartition
 from pyrdk.topic import Topic
 
@@ -668,6 +668,15 @@ class Cluster:
         if stats_callback is not None and not callable(stats_callback):
             raise TypeError("stats_callback must be callable (stats dict) -> None, not %r" % (stats_callback,))
         return stats_callback or self.stats_callback
+
+    @staticmethod
+    def check_statistics(config, stats_callback):
+        """A ``stats_callback`` given to one producer or consumer is called with librdkafka's
+        statistics: with them off in its final ``config`` (``statistics_interval_ms`` 0 there
+        and on the client, none in ``rdkafka_config``) it would never be; ValueError."""
+        if stats_callback is not None and not stats_enabled(config):
+            raise ValueError("stats_callback is called with librdkafka's statistics, which are off: give "
+                             "statistics_interval_ms > 0 too (or on the KafkaClient)")
 
     @property
     def timeout_ms(self) -> int:

@@ -221,6 +221,7 @@ class Consumer:
         self._stats_callback = cluster.statistics(self._config, statistics_interval_ms, stats_callback)
         self._config.update(rdkafka_config)
         conf.check(self._config, _ARGUMENTS, rdkafka_config)
+        cluster.check_statistics(self._config, stats_callback)
         self._handle = None
         self._outage = None
         self._running = False

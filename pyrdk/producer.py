@@ -206,6 +206,7 @@ class Producer:
         self._stats_callback = cluster.statistics(self._config, statistics_interval_ms, stats_callback)
         self._config.update(rdkafka_config)
         conf.check(self._config, _ARGUMENTS, rdkafka_config)
+        cluster.check_statistics(self._config, stats_callback)
         self._transactional_id = self._config.get("transactional.id") or None  # also from rdkafka_config
         if (_idempotent(self._config) or self._transactional_id is not None) and required_acks == 1 and \
                 not {"acks", "request.required.acks"} & set(rdkafka_config):

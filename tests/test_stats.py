@@ -106,3 +106,23 @@ def test_bad_statistics_arguments_are_named(kafka_hosts, topic):
         KafkaClient(hosts=kafka_hosts, stats_callback="not callable")
     with pytest.raises(TypeError, match="stats_callback"):
         topic.get_producer(stats_callback=42)
+
+
+def test_a_callback_without_statistics_is_refused(client, topic, zookeeper_chroot):
+    """A stats_callback given to one producer or consumer, with statistics off for it, would
+    never be called: ValueError at once, naming statistics_interval_ms."""
+    def seen(stats):
+        pass
+    with pytest.raises(ValueError, match="statistics_interval_ms"):
+        topic.get_producer(stats_callback=seen)
+    with pytest.raises(ValueError, match="statistics_interval_ms"):
+        topic.get_simple_consumer(stats_callback=seen)
+    with pytest.raises(ValueError, match="statistics_interval_ms"):
+        topic.get_balanced_consumer(b"g", managed=True, stats_callback=seen)
+    with pytest.raises(ValueError, match="statistics_interval_ms"):
+        topic.get_balanced_consumer(b"g", zookeeper_hosts=zookeeper_chroot, stats_callback=seen)
+    with pytest.raises(ValueError, match="statistics_interval_ms"):
+        topic.get_producer(statistics_interval_ms=100, rdkafka_config={"statistics.interval.ms": 0},
+                           stats_callback=seen)
+    producer = topic.get_producer(rdkafka_config={"statistics.interval.ms": 100}, stats_callback=seen)
+    producer.stop()

@@ -111,7 +111,7 @@ class Handle:
         self._cbs = callbacks_ or callbacks.Callbacks()
         self.stats = None  # the last statistics snapshot (statistics.interval.ms), parsed
         self._stats_callback = stats_callback
-        self.stats_enabled = _stats_enabled(config)  # whether librdkafka reports statistics
+        self.stats_enabled = stats_enabled(config)  # whether librdkafka reports statistics
         if self.stats_enabled and self._cbs.on_stats is None:
             self._cbs.on_stats = self._on_stats
         self._lock = threading.RLock()
@@ -705,7 +705,7 @@ class Handle:
                 lib.rd_kafka_mem_free(rk, ptr)
 
 
-def _stats_enabled(config):
+def stats_enabled(config):
     """Whether ``statistics.interval.ms`` in ``config`` asks for statistics."""
     value = config.get("statistics.interval.ms", 0)
     try:
