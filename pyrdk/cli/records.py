@@ -179,12 +179,16 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
                     consumer.seek(p, start)  # the next offset read (reset_offsets takes the last one read)
             else:
                 consumer.reset_offsets([(p, start) for p in consumer.partitions.values()])
+        # A partition whose log ends before --from OFFSET moves to auto_offset_reset, its start:
+        # what it holds below OFFSET was not asked for.
+        below = start if isinstance(start, int) else None
         while count is None or read < count:
             batch = consumer.consume_batch(min(1000, count - read) if count else 1000, timeout_ms=200)
             for m in batch:
-                out.write(line(m) + "\n")
                 counts[m.partition_id] = counts.get(m.partition_id, 0) + 1
-            read += len(batch)
+                if below is None or m.offset >= below:
+                    out.write(line(m) + "\n")
+                    read += 1
             if batch:
                 out.flush()
             elif not follow and _at_end(consumer, counts):

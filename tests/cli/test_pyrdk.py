@@ -212,6 +212,18 @@ def test_consume_from_an_offset(kafka_hosts, client, topic_name):
     assert run(["consume", topic_name, "--partition", 7], kafka_hosts).code == 1
 
 
+def test_consume_from_an_offset_past_the_end_of_a_partition(kafka_hosts, client, topic_name):
+    """A partition that ends before --from OFFSET prints nothing (its position moves back to
+    its start, which was not asked for); the others print from OFFSET."""
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 3, 1: 8})
+    result = run(["consume", topic_name, "--from", 5, "--format", "json"], kafka_hosts)
+    assert result.code == 0, result
+    printed = sorted((doc["partition"], doc["offset"]) for doc in map(json.loads, result.out.splitlines()))
+    assert printed == [(1, 5), (1, 6), (1, 7)]
+    assert run(["consume", topic_name, "--from", 5, "--count", 2], kafka_hosts).out.split() == ["m5", "m6"]
+
+
 def test_consume_from_a_datetime(kafka_hosts, client, topic_name):
     topic = make_topic(client, topic_name, 1)
     fill(topic, {0: 3})
