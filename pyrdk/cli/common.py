@@ -97,8 +97,11 @@ class Env:
     @property
     def client(self):
         if self._client is None:
+            # Internal topics (__consumer_offsets...) too: `topics --internal` lists them, and an
+            # operator describes, reads or deletes them by name like any other.
             self._client = KafkaClient(hosts=self.hosts, zookeeper_hosts=self.zookeeper,
-                                       socket_timeout_ms=self.timeout_ms, rdkafka_config=self.rdkafka_config)
+                                       socket_timeout_ms=self.timeout_ms, rdkafka_config=self.rdkafka_config,
+                                       exclude_internal_topics=False)
         return self._client
 
     def topic(self, name):

@@ -166,6 +166,8 @@ def print_topics(env):
     """Print information about all topics in the cluster."""
     rows = []
     for t in sorted(env.client.topics.values(), key=lambda t: t.name):
+        if t.name.startswith(b"__"):  # internal: pykafka's client leaves them out
+            continue
         parts = list(t.partitions.values())
         rows.append((t.name.decode(), len(parts), len(parts[0].replicas) if parts else 0))
     click.echo(plain_table(["Topic", "Partitions", "Replication"], rows, numalign="center"))

@@ -50,7 +50,7 @@ def topics_command(env, internal, as_json):
     rows = []
     for name in cluster.list_topics(include_internal=internal):
         topic = env.client.topics.get(name)
-        if topic is None:  # internal topics are not in client.topics
+        if topic is None:  # created since the client's metadata
             rows.append((name.decode(), None, None))
         else:
             rows.append((name.decode(), len(topic.partitions), _replication(topic)))

@@ -111,6 +111,11 @@ def test_topics_lists_internal_ones_on_request(kafka_hosts, client):
     client.cluster.create_topics([(internal, 1, 1)])
     assert internal not in run(["topics"], kafka_hosts).out
     assert internal in run(["topics", "--internal"], kafka_hosts).out
+    assert internal not in run(["print_topics"], kafka_hosts).out, "pykafka's print_topics leaves them out"
+    assert run(["topic", "describe", internal, "--json"], kafka_hosts).json["topic"] == internal
+    assert run(["consume", internal], kafka_hosts).code == 0
+    assert run(["topic", "delete", internal], kafka_hosts).code == 0
+    assert internal.encode() not in client.cluster.list_topics(include_internal=True)
 
 
 def test_topic_create_and_delete(kafka_hosts, client, topic_name):
