@@ -155,6 +155,15 @@ def _topic_request(req):
              for k, v in (config or {}).items()})
 
 
+def _group_id(group, what="group id"):
+    """A group id for a call that changes the group: empty is no group's name (a broker may
+    take it for every group: Tansu deletes them all), ValueError."""
+    group = to_str(group, what)
+    if not group:
+        raise ValueError("%s is empty: name the consumer group" % what)
+    return group
+
+
 class BrokerOutage:
     """Turns librdkafka's ``_ALL_BROKERS_DOWN`` into ``NoBrokersAvailableError`` once no broker
     has been reachable for ``timeout_ms``, confirmed by a metadata request.
@@ -528,7 +537,7 @@ class Cluster:
     def delete_groups(self, group_ids: Iterable[Union[str, bytes]]) -> None:
         """Delete consumer groups and their committed offsets (``rd_kafka_DeleteGroups``); the
         groups must have no members. Raises the first error."""
-        names = [to_str(g, "group id") for g in _list_of("delete_groups", group_ids, "group ids")]
+        names = [_group_id(g) for g in _list_of("delete_groups", group_ids, "group ids")]
         self._raise_first(admin.delete_groups(self._handle, names, self._timeout_ms))
 
     def list_consumer_group_offsets(self, consumer_group: Union[str, bytes],
@@ -551,7 +560,7 @@ class Cluster:
         """Commit ``{(topic, partition): offset}`` (the next offset to read) for a group that is
         not running (``rd_kafka_AlterConsumerGroupOffsets``). A group with members raises
         ``NonEmptyGroupError`` before anything is written."""
-        group = to_str(consumer_group, "consumer_group")
+        group = _group_id(consumer_group, "consumer_group")
         items = _offsets_of("alter_consumer_group_offsets", offsets)
         for (topic, partition), offset in items:
             check_int("offset of %s [%s]" % (topic, partition), offset, 0)

@@ -53,6 +53,16 @@ def test_delete_groups_forgets_their_offsets(client, topic, group_name):
     assert group_name.decode() not in {g.group_id for g in client.cluster.list_consumer_groups()}
 
 
+def test_an_empty_group_id_is_refused_before_anything_changes(client, topic, group_name):
+    """No group is named "" (Tansu's DeleteGroups of "" deletes every group)."""
+    commit(topic, group_name, {0: 2})
+    with pytest.raises(ValueError, match="empty"):
+        client.cluster.delete_groups([group_name, ""])
+    with pytest.raises(ValueError, match="empty"):
+        client.cluster.alter_consumer_group_offsets(b"", {(topic.name, 0): 1})
+    assert client.cluster.list_consumer_group_offsets(group_name) == {(topic.name.decode(), 0): 2}
+
+
 @tansu_gap("deleting a group that does not exist succeeds")
 def test_deleting_an_unknown_group_raises(client):
     try:

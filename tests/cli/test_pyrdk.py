@@ -378,6 +378,12 @@ def test_groups_describe_and_delete(kafka_hosts, client, topic, group_name):
     assert_one_line_error(run(["group", "describe", unique_name("nosuch")], kafka_hosts), "unknown group")
 
 
+def test_group_delete_of_an_empty_name_deletes_nothing(kafka_hosts, topic, group_name):
+    commit(topic, group_name, {0: 1})
+    assert_one_line_error(run(["group", "delete", ""], kafka_hosts), "empty")
+    assert group_name.decode() in [g["group"] for g in run(["groups", "--json"], kafka_hosts).json]
+
+
 @pytest.mark.zookeeper
 def test_a_zookeeper_chroot_that_does_not_exist_has_no_groups(kafka_hosts, zookeeper_chroot):
     result = run(["--zookeeper", zookeeper_chroot + "/" + unique_name("nosuch"), "groups", "--json"], kafka_hosts)
