@@ -173,12 +173,14 @@ def table(headers, rows, title=None, numalign="right"):
         from rich import box
         from rich.console import Console
         from rich.table import Table
-        t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+        from rich.text import Text
+        # Text, not str: rich reads a str as markup, and names are the cluster's ("[bold]x" or "[/]")
+        t = Table(title=Text(title) if title else None, box=box.SIMPLE_HEAD, title_justify="left")
         for i, h in enumerate(headers):
             numeric = rows and all(isinstance(r[i], (int, float)) for r in rows)
             t.add_column(str(h), justify="right" if numeric else "left")
         for row in rows:
-            t.add_row(*[_cell(v) for v in row])
+            t.add_row(*[Text(_cell(v)) for v in row])
         Console(width=max(shutil.get_terminal_size().columns, 80)).print(t)
         return
     if title:

@@ -101,15 +101,16 @@ def _lag_rows(env, group, topics):
 
 
 def _lag_table(group, rows):
-    from rich.table import Table
     from rich import box
-    t = Table(title="group %s: lag %s" % (group, "{:,}".format(sum(r.lag for r in rows))), box=box.SIMPLE_HEAD,
-              title_justify="left")
+    from rich.table import Table
+    from rich.text import Text
+    t = Table(title=Text("group %s: lag %s" % (group, "{:,}".format(sum(r.lag for r in rows)))),
+              box=box.SIMPLE_HEAD, title_justify="left")
     for name in ("topic", "partition", "committed", "log end", "lag", "owner"):
         t.add_column(name, justify="left" if name in ("topic", "owner") else "right")
-    for r in rows:
-        t.add_row(r.topic, str(r.partition), "-" if r.committed is None else "{:,}".format(r.committed),
-                  "{:,}".format(r.log_end), "{:,}".format(r.lag), r.owner or "")
+    for r in rows:  # Text, not str, which rich reads as markup: an owner may be "[host]:..."
+        t.add_row(*map(Text, (r.topic, str(r.partition), "-" if r.committed is None else "{:,}".format(r.committed),
+                              "{:,}".format(r.log_end), "{:,}".format(r.lag), r.owner or "")))
     return t
 
 

@@ -454,3 +454,42 @@ def test_consume_reads_to_the_end_of_a_topic_written_in_a_transaction(kafka_host
         producer.stop()
     result = run(["consume", topic_name], kafka_hosts)
     assert (result.code, result.out.split()) == (0, ["t1", "t2"])
+
+
+@pytest.mark.zookeeper
+def test_names_on_a_terminal_are_shown_as_they_are_not_as_rich_markup(kafka_hosts, zookeeper_chroot):
+    """On a terminal the tables are rich's, which read a str as markup: a group named
+    "[bold]b[" showed as a bold "b[", a group that does not exist."""
+    import pty
+    from kazoo.client import KazooClient
+    group = "[bold]" + unique_name("g") + "["
+    zk = KazooClient(zookeeper_chroot, timeout=10)
+    zk.start(timeout=30)
+    try:
+        zk.create("/consumers/%s/ids/m1" % group, b"t", makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+    out, terminal = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pyrdk", "--zookeeper", zookeeper_chroot, "groups"],
+                              stdout=terminal, stderr=subprocess.PIPE, env=dict(os.environ, PYRDK_HOSTS=kafka_hosts,
+                                                                                COLUMNS="200"),
+                              timeout=120)
+        os.close(terminal)
+        terminal = None
+        text = b""
+        while True:
+            try:
+                chunk = os.read(out, 65536)
+            except OSError:  # the terminal's other end is closed: all read
+                break
+            if not chunk:
+                break
+            text += chunk
+    finally:
+        if terminal is not None:
+            os.close(terminal)
+        os.close(out)
+    assert proc.returncode == 0, proc.stderr
+    assert group.encode() in text, text
