@@ -55,8 +55,10 @@ def check_connect_string(hosts):
     """``hosts`` if kazoo reads it as a ZooKeeper connect string (``host:port,...[/chroot]``),
     else a ``ValueError`` naming it (kazoo's own says "bad hostname", or names a port)."""
     try:
-        collect_hosts(hosts)
-    except ValueError as exc:
+        for host, _ in collect_hosts(hosts)[0]:
+            if ":" not in host:  # a name (not an IPv6 address): resolvable only if IDNA encodes it
+                host.encode("idna")  # else kazoo's connection thread dies on it, and start() times out
+    except ValueError as exc:  # UnicodeError too
         raise ValueError("zookeeper_hosts %r is not a 'host:port,...[/chroot]' connect string: %s"
                          % (hosts, exc)) from None
     return hosts

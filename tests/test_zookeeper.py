@@ -88,7 +88,8 @@ def test_zookeeper_hosts_must_be_a_connect_string(value):
         KafkaClient(hosts="127.0.0.1:1", zookeeper_hosts=value)
 
 
-BAD_CONNECT_STRINGS = ["127.0.0.1:abc", "127.0.0.1:99999", "127.0.0.1:2181,", ":"]
+BAD_CONNECT_STRINGS = ["127.0.0.1:abc", "127.0.0.1:99999", "127.0.0.1:2181,", ":", "zk..example:2181",
+                       "a" * 64 + ".example:2181"]
 
 
 @pytest.mark.parametrize("value", BAD_CONNECT_STRINGS)
