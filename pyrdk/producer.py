@@ -226,8 +226,10 @@ class Producer:
         self._waiting: dict[common.Message, _Delivery] = {}  # for the messages of a sync produce()
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._entering = 0  # general-path produce() calls handing a message to librdkafka
-        self._entered = threading.Condition(self._lock)  # notified when _entering drops to 0
+        # General-path produce() calls handing a message to librdkafka, by thread: stop() from
+        # one of them (its serializer or partitioner) must not wait for itself.
+        self._entering: dict[int, int] = {}
+        self._entered = threading.Condition(self._lock)  # notified when an entry of _entering goes
         self._poller: Optional[threading.Thread] = None
         if auto_start:
             self.start()
@@ -319,10 +321,13 @@ class Producer:
     def _wait_entered(self, timeout_ms):
         """Wait (up to ``timeout_ms``; -1: for ever) until the general-path produce() calls
         that passed their running check have handed their message over: stop() then flushes
-        it too, so every message produce() returned is delivered or reported."""
+        it too, so every message produce() returned is delivered or reported. Those of the
+        calling thread (stop() from a serializer or partitioner) are not waited for: the
+        closed handle refuses their message."""
         waited = 0
+        me = threading.get_ident()
         with self._entered:
-            while self._entering and (timeout_ms < 0 or waited < timeout_ms):
+            while any(ident != me for ident in self._entering) and (timeout_ms < 0 or waited < timeout_ms):
                 self._entered.wait(QUEUE_FULL_WAIT_MS / 1000.0)
                 waited += QUEUE_FULL_WAIT_MS
 
@@ -366,13 +371,15 @@ class Producer:
         with self._lock:
             if not self._running:
                 raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
-            self._entering += 1
+            me = threading.get_ident()
+            self._entering[me] = self._entering.get(me, 0) + 1
         try:
             msg, done = self._hand_over(message, partition_key, timestamp, headers, partition)
         finally:
             with self._lock:
-                self._entering -= 1
-                if not self._entering:
+                self._entering[me] -= 1
+                if not self._entering[me]:
+                    del self._entering[me]
                     self._entered.notify_all()
         if done is not None:
             self._wait_delivered(msg, done)

@@ -976,6 +976,25 @@ def test_stop_while_another_thread_produces(mock_topic, batch):
     assert isinstance(outcome["exc"], ProducerStoppedException)
 
 
+@pytest.mark.mock
+@pytest.mark.parametrize("callback", ["serializer", "partitioner"])
+def test_stop_from_produces_own_serializer_or_partitioner_does_not_wait_for_itself(mock_topic, callback):
+    """stop() waits for the produce() calls of other threads; one called by a produce()'s own
+    serializer or partitioner cannot wait for that call, which is waiting for it."""
+    box = {}
+
+    def stop_then(result):
+        box["producer"].stop()
+        return result
+    kwargs = {"serializer": lambda value, key: stop_then((value, key))} if callback == "serializer" \
+        else {"partitioner": lambda partitions, key: stop_then(partitions[0]), "delivery_reports": True}
+    producer = box["producer"] = mock_topic.get_producer(pending_timeout_ms=-1, **kwargs)
+    finished, _, exc = run_bounded(lambda: producer.produce(b"x"))
+    assert finished and isinstance(exc, ProducerStoppedException)
+    with pytest.raises(ProducerStoppedException):
+        producer.produce(b"y")
+
+
 # -- produce()'s buffered way --------------------------------------------------------------------
 
 @pytest.mark.kafka
