@@ -106,19 +106,35 @@ class Callbacks:
                     break
                 handled += n
                 batches += 1
-            while self.opaque is not None and lib.pyrdk_failed_pop(self.opaque, self._failed):
+            while self.opaque is not None:
+                try:
+                    if not lib.pyrdk_failed_pop(self.opaque, self._failed):
+                        break
+                except BaseException:
+                    # A KeyboardInterrupt as the pop returned: the failure it moved is in
+                    # self._failed all the same (err is never 0 there; 0 once it is told).
+                    if self._failed.err:
+                        self._pop_failed()
+                    raise
                 handled += 1
-                f = self._failed
-                value = ffi.unpack(f.value, f.value_len) if f.value != ffi.NULL else None
-                key = ffi.unpack(f.key, f.key_len) if f.key != ffi.NULL else None
-                lib.pyrdk_failed_free(f)
-                self._batch_failure(errors.exception(f.err), f.partition, value, key)
+                self._pop_failed()
             lost = lib.pyrdk_failed_lost(self.opaque) if self.opaque is not None else 0
             for _ in range(lost):  # out of memory in C: the failure is told, without details
                 handled += 1
                 self._batch_failure(KafkaException("a message could not be delivered; its details "
                                                    "were lost for want of memory"), -1, None, None)
         return handled
+
+    def _pop_failed(self):
+        """Tell the failure ``pyrdk_failed_pop`` moved into ``self._failed``, and free it."""
+        f = self._failed
+        try:
+            value = ffi.unpack(f.value, f.value_len) if f.value != ffi.NULL else None
+            key = ffi.unpack(f.key, f.key_len) if f.key != ffi.NULL else None
+        finally:
+            lib.pyrdk_failed_free(f)
+            err, f.err = f.err, 0
+        self._batch_failure(errors.exception(err), f.partition, value, key)
 
     def _batch_failure(self, exc, partition, value, key):
         if self.on_batch_failure is not None:
@@ -131,11 +147,25 @@ class Callbacks:
         """Move up to REPORT_BATCH reports out of C (``pyrdk_reports_drain_columns``) and
         hand them over; the number moved."""
         if self._columns is None:
-            self._columns = tuple(ffi.new(ctype, REPORT_BATCH) for ctype, _ in _COLUMNS)
+            self._columns = tuple(ffi.new(ctype, REPORT_BATCH) for ctype, _ in _COLUMNS)  # zeroed
         ids, errs, parts, offsets, timestamps = self._columns
-        n = lib.pyrdk_reports_drain_columns(self.opaque, ids, errs, parts, offsets, timestamps, REPORT_BATCH)
+        try:
+            n = lib.pyrdk_reports_drain_columns(self.opaque, ids, errs, parts, offsets, timestamps, REPORT_BATCH)
+        except BaseException:
+            # A KeyboardInterrupt as the drain returned: the reports it moved out of C are in
+            # the columns all the same, up to the first id 0 (an id is never 0, and the ids
+            # a drain wrote are zeroed once handed over). Hand them over, then raise it.
+            self._hand_over(next((i for i in range(REPORT_BATCH) if not ids[i]), REPORT_BATCH))
+            raise
         if n == 0:
             return 0
+        self._hand_over(n)
+        return n
+
+    def _hand_over(self, n):
+        """Hand the first ``n`` reports of the columns to ``on_deliveries`` or ``on_delivery``,
+        then zero their ids."""
+        ids, errs, parts, offsets, timestamps = self._columns
         try:
             if self.on_deliveries is not None:
                 self.on_deliveries(*(memoryview(ffi.buffer(column)).cast(fmt)[:n]
@@ -145,7 +175,8 @@ class Callbacks:
                     self._one(ids[i], errs[i], parts[i], offsets[i], timestamps[i])
         except BaseException as exc:
             self.store(exc)
-        return n
+        finally:
+            ffi.memmove(ids, _ZERO_IDS, n * ffi.sizeof("uintptr_t"))
 
     def _one(self, msg_id, err, partition, offset, timestamp):
         try:
@@ -177,6 +208,7 @@ class Callbacks:
 
 # The report columns: their C type and memoryview format (ids, errs, partitions, offsets,
 # timestamps).
+_ZERO_IDS = bytes(REPORT_BATCH * ffi.sizeof("uintptr_t"))
 _COLUMNS = (("uintptr_t[]", "L" if ffi.sizeof("uintptr_t") == ffi.sizeof("unsigned long") else "Q"),
             ("int[]", "i"), ("int32_t[]", "i"), ("int64_t[]", "q"), ("int64_t[]", "q"))
 

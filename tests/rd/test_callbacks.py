@@ -2,6 +2,7 @@
 exception raised in a handler comes back out of that poll."""
 import json
 import logging
+import sys
 import threading
 import uuid
 
@@ -252,6 +253,59 @@ def test_delivery_failure_reaches_on_delivery(mock_cluster, handles):
     (msg_id, exc, _partition, offset, _ts), = reports
     assert isinstance(exc, MessageSizeTooLarge) and exc.code == 10
     assert offset < 0
+
+
+class _InterruptAsItReturns:
+    """A profile function raising KeyboardInterrupt once, as the C function ``name`` returns:
+    where a Ctrl-C's handler runs when the signal comes during that call."""
+
+    def __init__(self, name):
+        self.name, self.fired = name, False
+
+    def __call__(self, frame, event, arg):
+        if event == "c_return" and getattr(arg, "__name__", None) == self.name and not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("c_function", ["pyrdk_reports_drain_columns", "pyrdk_failed_pop"])
+def test_an_interrupt_as_reports_leave_c_loses_none(mock_cluster, handles, c_function):
+    """Reports moved out of C by a call that a KeyboardInterrupt ends as it returns are
+    handed over before it is raised: none is lost (a delivered message would be told failed
+    at stop(), a failed produce_batch() message never)."""
+    from pyrdk.rd.mock import ApiKey
+    topic = _name("dri")
+    mock_cluster.create_topic(topic, 1, 1)
+    delivered, failed = [], []
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 0,
+                                    "message.send.max.retries": 0},
+                       on_deliveries=lambda ids, *_: delivered.extend(ids.tolist()),
+                       on_batch_failure=lambda exc, partition, value, key: failed.append((value, exc.code)))
+    producer.metadata(topic)
+    if c_function == "pyrdk_failed_pop":
+        mock_cluster.push_request_errors(ApiKey.Produce, 10)
+        assert producer.produce_batch(topic, 0, [(b"v", None, 0)]) == [0]
+        expected = 1
+    else:
+        for msg_id in (1, 2, 3):
+            producer.produce(topic, 0, b"v", None, 0, None, msg_id)
+        expected = 3
+    util.wait_until(lambda: producer.wait_reports(0) >= expected or producer.batch_outstanding(1) == 0,
+                    "the delivery reports", step=lambda: producer.poll(100, dispatch=False))
+    interrupt = _InterruptAsItReturns(c_function)
+    sys.setprofile(interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            producer.dispatch_reports()
+    finally:
+        sys.setprofile(None)
+    assert interrupt.fired
+    producer.dispatch_reports()
+    if c_function == "pyrdk_failed_pop":
+        assert failed == [(b"v", 10)]
+    else:
+        assert delivered == [1, 2, 3]
 
 
 # -- repeated lines --------------------------------------------------------------------------------
