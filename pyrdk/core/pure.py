@@ -148,18 +148,22 @@ class ProducerCore:
         """Hand partition ``pid``'s queue to librdkafka, BATCH_AT_ONCE at a time. Every
         message it took leaves the queue, also one after a refused one (never handed twice);
         what a full queue refuses stays, in order; another refusal fails the message
-        (reported by refused())."""
+        (reported by refused()). Also when the call raises (a KeyboardInterrupt as
+        librdkafka returns): what librdkafka did not get stays."""
         queue = self._queues[pid]
         while queue:
-            errs = self._handle.produce_batch(self._topic, pid, queue[:BATCH_AT_ONCE])
+            errs: list[int] = []
             stays = []
-            for item, err in zip(queue, errs):
-                if err == errors.QUEUE_FULL:
-                    stays.append(item)
-                elif err:
-                    self._refused.append((self._kept.pop(item[2]), err))
-                    self.divert = True  # the producer raises it from the general path
-            queue[:len(errs)] = stays
+            try:
+                self._handle.produce_batch(self._topic, pid, queue[:BATCH_AT_ONCE], errs)
+            finally:
+                for item, err in zip(queue, errs):
+                    if err in (errors.QUEUE_FULL, errors.NOT_TRIED):
+                        stays.append(item)
+                    elif err:
+                        self._refused.append((self._kept.pop(item[2]), err))
+                        self.divert = True  # the producer raises it from the general path
+                queue[:len(errs)] = stays
             if stays:
                 return
 

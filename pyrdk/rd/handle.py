@@ -410,16 +410,19 @@ class Handle:
         if err:
             self._raise_produce_error(err, topic, partition)
 
-    def produce_batch(self, topic, partition, messages):
+    def produce_batch(self, topic, partition, messages, errs=None):
         """``rd_kafka_produce_batch`` of ``(value, key, msg_id)`` triples to one partition
         (copied; ``msg_id`` 0: none, the report is only counted). Returns each message's
         error (0: queued). librdkafka goes on after a refusal: a message after a refused one
-        may be queued."""
+        may be queued. ``errs``, a list, gets the errors too, also when the call raises (a
+        KeyboardInterrupt as librdkafka returns): ``errors.NOT_TRIED`` for the messages
+        librdkafka did not get."""
         rkt = self.topic(topic)._ptr
         n = len(messages)
         array = ffi.new("rd_kafka_message_t[]", n)
         held = []  # the buffers the array points into, alive for the call
         for m, (value, key, msg_id) in zip(array, messages):
+            m.err = errors.NOT_TRIED  # librdkafka sets every message's
             if value is not None:
                 held.append(ffi.from_buffer(value))
                 m.payload, m.len = held[-1], len(value)
@@ -427,9 +430,14 @@ class Handle:
                 held.append(ffi.from_buffer(key))
                 m.key, m.key_len = held[-1], len(key)
             m._private = ffi.cast("void *", msg_id)
-        with self.use():
-            lib.rd_kafka_produce_batch(rkt, partition, lib.RD_KAFKA_MSG_F_COPY, array, n)
-        return [m.err for m in array]
+        try:
+            with self.use():
+                lib.rd_kafka_produce_batch(rkt, partition, lib.RD_KAFKA_MSG_F_COPY, array, n)
+        finally:
+            result = [m.err for m in array]
+            if errs is not None:
+                errs[:] = result
+        return result
 
     def raise_produce_error(self, err, topic, partition):
         """Raise what librdkafka's refusal ``err`` of a message for ``topic`` means."""

@@ -387,3 +387,38 @@ def test_a_message_librdkafka_takes_after_a_refused_one_is_never_handed_over_twi
     assert handle.flush(util.WAIT_S * 1000) and the_core.hand_off() == 0 and len(the_core) == 0
     assert sorted((m.offset, m.value) for m, err in reports if not err) == [(0, b"a" * 500), (1, b"c"), (2, b"d")]
     assert handle.query_watermark_offsets(topic, 0) == (0, 3)
+
+
+class _InterruptAsItReturns:
+    """A profile function raising KeyboardInterrupt once, as the C function ``name`` returns:
+    where a Ctrl-C's handler runs when the signal comes during that call."""
+
+    def __init__(self, name):
+        self.name, self.fired = name, False
+
+    def __call__(self, frame, event, arg):
+        if event == "c_return" and getattr(arg, "__name__", None) == self.name and not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+
+
+@pytest.mark.mock
+def test_an_interrupt_as_librdkafka_takes_a_queue_hands_none_over_twice(rig):
+    """A KeyboardInterrupt as rd_kafka_produce_batch returns: the messages it took leave the
+    core's queue all the same, and the next hand-off does not send them again. (The C core's
+    hand-off calls librdkafka with no Python call in between: nothing can interrupt it there.)"""
+    r = rig()
+    msgs = [r.core.produce(b"v%d" % i) for i in range(4)]
+    assert r.core.queued == 4
+    interrupt = _InterruptAsItReturns("rd_kafka_produce_batch")
+    sys.setprofile(interrupt)
+    try:
+        r.core.hand_off()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.setprofile(None)
+    assert interrupt.fired or core.implementation == "c"
+    r.flush()
+    assert len(r.core) == 0 and r.reports == [] and all(m.offset >= 0 for m in msgs)
+    assert sum(r.handle.query_watermark_offsets(r.topic, pid)[1] for pid in (0, 1)) == 4
