@@ -450,13 +450,18 @@ class Consumer:
         wait in the stash); error events are raised, retriable ones logged. With ``columns``
         (the core's ``add_columns``), the batch goes into columns instead, returned; an error
         that comes with some records is kept for the next call, so that they are not lost."""
-        made, errs = self._handle.consume_batch(max_messages, timeout_ms, columns or self._core.add)
+        try:
+            # A batch a KeyboardInterrupt cut off goes into the buffer: the next call returns it.
+            made, errs = self._handle.consume_batch(max_messages, timeout_ms, columns or self._core.add,
+                                                    self._core.add)
+        except BaseException:
+            self._stash_paused()
+            raise
         count = arrow.rows(made) if columns else made
         if count:
             self._outage.since = None
-            if self._paused and not columns:
-                for msg in self._core.take_partitions(self._paused):
-                    self._stash.setdefault(msg.partition_id, []).append(msg)
+            if not columns:
+                self._stash_paused()
         for exc in errs:  # error events, then an exception a callback raised
             if isinstance(exc, KafkaException) and exc.retriable and not exc.fatal:
                 log.warning("%s (librdkafka retries by itself)", exc)
@@ -473,6 +478,12 @@ class Consumer:
                 raise
             self._calls.crash(exc)
         return made
+
+    def _stash_paused(self):
+        """Move the paused partitions' buffered messages to the stash."""
+        if self._paused:
+            for msg in self._core.take_partitions(self._paused):
+                self._stash.setdefault(msg.partition_id, []).append(msg)
 
     def _check_out_of_range(self):
         """Brokers answer a fetch past the end of a partition with OFFSET_OUT_OF_RANGE, and

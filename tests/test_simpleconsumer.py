@@ -1036,6 +1036,45 @@ def test_start_after_stop_with_a_group_resumes_at_the_committed_offset(topic, gr
         consumer.stop()
 
 
+class _InterruptAsItReturns:
+    """A profile function raising KeyboardInterrupt once, as the C function ``name`` returns:
+    where a Ctrl-C during that call (a consumer's wait for messages) lands."""
+
+    def __init__(self, name):
+        self.name, self.fired = name, False
+
+    def __call__(self, frame, event, arg):
+        if event == "c_return" and getattr(arg, "__name__", None) == self.name and not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("how", ["consume", "consume_batch", "consume_arrow"])
+def test_a_ctrl_c_as_a_batch_arrives_loses_no_message_and_stop_returns(mock_cluster, mock_client, how):
+    """A KeyboardInterrupt as rd_kafka_consume_batch_queue returns a batch: the batch is
+    kept for the next call, and stop() returns (it hung for ever in rd_kafka_destroy, on
+    messages never destroyed, and the batch was skipped)."""
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"%d" % i for i in range(20)])
+    consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
+    interrupt = _InterruptAsItReturns("rd_kafka_consume_batch_queue")
+    sys.setprofile(interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            if how == "consume_arrow":
+                consumer.consume_arrow(100, PATIENCE_S * 1000)
+            else:
+                getattr(consumer, how)()
+    finally:
+        sys.setprofile(None)
+    assert interrupt.fired
+    assert [m.value for m in take(consumer, 20)] == [b"%d" % i for i in range(20)]
+    thread, box = in_thread(consumer.stop)
+    thread.join(PATIENCE_S)
+    assert not thread.is_alive() and "error" not in box
+
+
 # -- misuse and errors -------------------------------------------------------------------------
 
 @pytest.mark.kafka

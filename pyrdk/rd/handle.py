@@ -651,7 +651,7 @@ class Handle:
         with self.use() as rk:
             errors.check(lib.rd_kafka_resume_partitions(rk, partitions.to_c(tps)), "resume")
 
-    def consume_batch(self, max_messages, timeout_ms, add=None):
+    def consume_batch(self, max_messages, timeout_ms, add=None, keep=None):
         """``rd_kafka_consume_batch_queue`` on the consumer queue, in slices, until a batch
         comes (or ``timeout_ms`` passes, or ``close()``/``wake()`` ends the wait).
 
@@ -663,9 +663,14 @@ class Handle:
         events (end-of-partition events are dropped) followed by one a callback raised
         meanwhile. When no batch comes, ``add`` gets an empty one. The messages are destroyed
         once ``add`` returns.
+
+        A KeyboardInterrupt as librdkafka returns a batch (where a Ctrl-C during the wait
+        lands) is raised once ``keep`` (default: ``add``, whose result is then lost) has
+        taken the batch and its messages are destroyed: the next call goes on after them, and
+        ``close()`` is not held up by messages never destroyed.
         """
         add = add or message.messages_of
-        array = ffi.new("rd_kafka_message_t *[]", max_messages)
+        array = ffi.new("rd_kafka_message_t *[]", max_messages)  # NULLs
         deadline = _deadline(timeout_ms)
         first = True
         while True:
@@ -674,7 +679,15 @@ class Handle:
             with self.use(closed_ok=not first) as rk:
                 if rk is None:
                     return add(_NO_POINTERS)[0], []
-                n = self._queue.consume_batch(array, max_messages, _slice(deadline))
+                try:
+                    n = self._queue.consume_batch(array, max_messages, _slice(deadline))
+                except BaseException:
+                    # Interrupted as librdkafka returned: its batch is in the array all the
+                    # same, up to the first NULL.
+                    n = next((i for i in range(max_messages) if array[i] == ffi.NULL), max_messages)
+                    if n:
+                        self._convert(array, n, keep or add)
+                    raise
                 if n != 0:
                     made, errs = self._convert(array, n, add)
                     return made, errs + [exc for _, exc in self._cbs.calls.take()]
