@@ -254,6 +254,10 @@ void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt) {
                 rd_kafka_message_destroy(msgs[i]);
 }
 
+rd_kafka_event_t *pyrdk_queue_poll(rd_kafka_queue_t *rkqu, int timeout_ms, rd_kafka_event_t **out) {
+        return *out = rd_kafka_queue_poll(rkqu, timeout_ms);
+}
+
 char *pyrdk_conf_properties(void) {
         char *text = NULL;
         size_t len = 0;

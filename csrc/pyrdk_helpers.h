@@ -52,6 +52,10 @@ rd_kafka_resp_err_t pyrdk_produce(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka
                                   rd_kafka_headers_t *headers, uintptr_t id, size_t max_size);
 void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt);
 
+/* rd_kafka_queue_poll(), its event (or NULL) also left in *out: a caller whose call a
+ * signal's handler interrupts as it returns (Ctrl-C) finds it there, to destroy. */
+rd_kafka_event_t *pyrdk_queue_poll(rd_kafka_queue_t *rkqu, int timeout_ms, rd_kafka_event_t **out);
+
 /* rd_kafka_conf_properties_show()'s table of every property (its name, the clients it
  * applies to, ...) as one string, or NULL; free it with pyrdk_free(). */
 char *pyrdk_conf_properties(void);

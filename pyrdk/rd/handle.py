@@ -591,11 +591,12 @@ class Handle:
         deadline = _deadline(timeout_ms)
         with self.use() as rk:
             queue = lib.rd_kafka_queue_new(rk)
-            event = ffi.NULL
+            box = ffi.new("rd_kafka_event_t **")  # the event, also when a Ctrl-C ends the poll as it returns
             try:
                 errors.check(lib.rd_kafka_commit_queue(rk, c_list, queue, ffi.NULL, ffi.NULL), "commit offsets")
-                while event == ffi.NULL and _remaining(deadline) > 0 and not self._closing:
-                    event = lib.rd_kafka_queue_poll(queue, _slice(deadline))
+                while box[0] == ffi.NULL and _remaining(deadline) > 0 and not self._closing:
+                    lib.pyrdk_queue_poll(queue, _slice(deadline), box)
+                event = box[0]
                 if event == ffi.NULL:
                     if self._closing:
                         raise self._closed_exc("the %s closed while it committed offsets" % self._described())
@@ -606,8 +607,10 @@ class Handle:
                     raise errors.exception(err, "commit offsets", string(lib.rd_kafka_event_error_string(event)))
                 results = partitions.from_c(lib.rd_kafka_event_topic_partition_list(event))
             finally:
-                if event != ffi.NULL:
-                    lib.rd_kafka_event_destroy(event)
+                # Never left undestroyed: its partitions hold librdkafka's, and rd_kafka_destroy
+                # would wait for them for ever.
+                if box[0] != ffi.NULL:
+                    lib.rd_kafka_event_destroy(box[0])
                 lib.rd_kafka_queue_destroy(queue)
         for tp in results:
             errors.check(tp.error, "commit offset for %s [%d]" % (tp.topic, tp.partition))

@@ -538,6 +538,36 @@ def test_commit_committed_position_and_seek(brokers, handles):
     assert consumer.assignment() == []
 
 
+@pytest.mark.mock
+def test_a_ctrl_c_as_a_commits_answer_arrives_does_not_hang_close(mock_cluster, handles):
+    """A KeyboardInterrupt as the poll that brings a commit's answer returns (where a Ctrl-C
+    during commit() lands): the answer is destroyed all the same. Left undestroyed, its
+    partitions kept librdkafka's, and close() waited in rd_kafka_destroy for ever."""
+    topic = _name("ctrlc")
+    mock_cluster.create_topic(topic, 1, 1)
+    consumer = handles("consumer", {"bootstrap.servers": mock_cluster.bootstrap_servers, "group.id": topic,
+                                    "enable.auto.commit": False})
+    consumer.assign([(topic, 0, 0)])
+    fired = []
+
+    def interrupt_as_the_answer_arrives(frame, event, arg):  # its poll leaves the event in box
+        if event == "c_return" and getattr(arg, "__name__", None) == "pyrdk_queue_poll" and not fired \
+                and frame.f_code.co_name == "commit" and frame.f_locals["box"][0]:
+            fired.append(True)
+            raise KeyboardInterrupt
+    sys.setprofile(interrupt_as_the_answer_arrives)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            consumer.commit([(topic, 0, 3)])
+    finally:
+        sys.setprofile(None)
+    assert fired
+    assert consumer.committed([(topic, 0)])[0].offset == 3
+    thread, outcome = _run_in_thread(consumer.close)
+    thread.join(util.WAIT_S)
+    assert not thread.is_alive() and outcome == [None]
+
+
 def test_pause_and_resume(brokers, handles):
     topic = _name("pause")
     brokers.create_topic(topic, 1)
