@@ -396,7 +396,7 @@ class Consumer:
                 try:
                     msg.value, msg.partition_key = check_pair("deserializer",
                                                               self._deserializer(msg.value, msg.partition_key))
-                except Exception as exc:
+                except BaseException as exc:  # a KeyboardInterrupt too: what is ready is not lost
                     if not out:
                         raise
                     self._calls.crash(exc)  # return what is ready; raise on the next call

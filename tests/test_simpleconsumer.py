@@ -148,6 +148,37 @@ def test_deserializer_error_reaches_the_caller_and_loses_no_other_message(topic)
         assert rest == [3, 4, 5]
 
 
+@pytest.mark.mock
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, SystemExit])
+def test_a_deserializer_that_raises_a_base_exception_loses_no_message_ready_before(mock_cluster, mock_client,
+                                                                                    raised):
+    """As with an Exception, consume_batch() returns the messages deserialized before the
+    one a KeyboardInterrupt or SystemExit came from, then raises it (they were dropped,
+    counted as consumed)."""
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"%d" % i for i in range(6)])
+
+    def deserializer(value, key):
+        if value == b"2":
+            raise raised()
+        return int(value), key
+
+    with topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000, deserializer=deserializer) as consumer:
+        got = []
+        try:
+            while len(got) < 2:
+                got += [m.value for m in consumer.consume_batch(10, PATIENCE_S * 1000)]
+        except raised:
+            pytest.fail("raised before the messages deserialized ahead of it were returned: got %r" % got)
+        assert got == [0, 1]
+        with pytest.raises(raised):
+            consumer.consume_batch(10, PATIENCE_S * 1000)
+        rest = []
+        while len(rest) < 3:
+            rest += [m.value for m in consumer.consume_batch(10, PATIENCE_S * 1000)]
+        assert rest == [3, 4, 5]
+
+
 @pytest.mark.kafka
 def test_iteration_returns_every_message_once_in_order_then_ends(topic):
     base_ts = int(time.time() * 1000) - 60000
