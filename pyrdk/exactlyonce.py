@@ -42,6 +42,29 @@ def produce_output(producer: Producer, output: Any) -> None:
         producer.produce(output)
 
 
+def check_outputs(producer: Producer, outputs: Any, what: str) -> list[Any]:
+    """``outputs`` as a list, refused now rather than when their transaction is written: an
+    iterable (not one value) of values or ``(value, partition_key)`` pairs, bytes (or None)
+    unless ``producer`` has a serializer. ``what`` names them in the error."""
+    if isinstance(outputs, (bytes, bytearray, memoryview, str)):
+        raise TypeError("%s must be an iterable of outputs, not one %s value: put it in a list"
+                        % (what, type(outputs).__name__))
+    try:
+        outputs = list(outputs)
+    except TypeError:
+        raise TypeError("%s must be an iterable of outputs (values or (value, partition_key) pairs), not %r"
+                        % (what, outputs)) from None
+    for output in outputs:
+        if isinstance(output, tuple) and len(output) != 2:
+            raise TypeError("%s: an output is a value or a (value, partition_key) pair, not a tuple of %d"
+                            % (what, len(output)))
+        value, key = output if isinstance(output, tuple) else (output, None)
+        if producer._serializer is None and not all(v is None or isinstance(v, bytes) for v in (value, key)):
+            raise TypeError("%s: an output's value and partition_key are bytes (the producer has no "
+                            "serializer), not %r" % (what, output))
+    return outputs
+
+
 def commit_in_transaction(producer: Producer, outputs: Iterable[Any], offsets: list[tuple[str, int, int]],
                           group_metadata: GroupMetadata, timeout: Optional[float] = None) -> None:
     """One transaction: produce ``outputs`` (values or ``(value, partition_key)`` pairs)
@@ -134,7 +157,8 @@ class Processor:
             starts.setdefault(message.partition_id, message.offset)
             nexts[message.partition_id] = message.offset + 1
         try:
-            outputs = [output for message in batch for output in (process(message) or ())]
+            outputs = [output for message in batch
+                       for output in check_outputs(self.producer, process(message) or (), "process(message)")]
             commit_in_transaction(self.producer, outputs,
                                   [(self._topic_name, pid, nxt) for pid, nxt in sorted(nexts.items())],
                                   self.consumer.group_metadata())

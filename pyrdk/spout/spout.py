@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 
 from pyrdk import common
 from pyrdk.common import check_int
-from pyrdk.exactlyonce import commit_in_transaction
+from pyrdk.exactlyonce import check_outputs, commit_in_transaction
 from pyrdk.exceptions import KafkaException
 from pyrdk.spout.offsets import ACKED, PENDING, Entry, PartitionOffsets
 
@@ -289,9 +289,10 @@ class KafkaSpout:
                 self.stats["ignored"] += 1
                 return False
             if self._producer is not None:
+                what = "ack(outputs=...)"
                 if outputs is None and self._outputs is not None:
-                    outputs = self._outputs(entry.message)
-                outputs = list(outputs or ())
+                    outputs, what = self._outputs(entry.message), "outputs(message)"
+                outputs = check_outputs(self._producer, () if outputs is None else outputs, what)
             part.ack(entry, outputs)
             self.stats["acked"] += 1
         self._maybe_commit()

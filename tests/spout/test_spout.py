@@ -256,6 +256,26 @@ def test_exactly_once_output_is_committed_with_the_offsets(client, topic_name, g
     assert group_offsets(topic, group_name) == {0: 6}
 
 
+def test_exactly_once_outputs_that_cannot_be_written_are_refused_at_the_ack(client, topic_name, group_name):
+    topic = make_topic(client, topic_name, 1)
+    out = make_topic(client, topic_name + "-out", 1)
+    produce(topic, 2)
+    with KafkaSpout(topic, group_name, consumer="simple", output_topic=out, transactional_id=unique_name("spout"),
+                    commit_interval_ms=60000) as spout:
+        first, second = take(spout, 2)
+        # One value instead of a list of them, text, a triple: refused now, not at every commit.
+        for bad in (b"one value", "text", ["text"], [(b"v", b"k", b"x")], 5):
+            with pytest.raises(TypeError, match="outputs"):
+                spout.ack(first.id, outputs=bad)
+        assert spout.pending == 2
+        spout.ack(first.id, outputs=[b"first"])
+        spout.ack(second.id, outputs=[(b"second", b"k")])
+        assert spout.commit() == {0: 2}
+    leader = out.partitions[0].leader
+    records, _ = committed_records(read_partition(leader.host, leader.port, topic_name + "-out", 0))
+    assert [(r.value, r.key) for r in records] == [(b"first", None), (b"second", b"k")]
+
+
 def test_bad_arguments_are_refused(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     with pytest.raises(ValueError, match="consumer"):
