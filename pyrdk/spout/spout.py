@@ -21,6 +21,7 @@ import collections
 import heapq
 import itertools
 import logging
+import operator
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -356,6 +357,7 @@ class KafkaSpout:
             if isinstance(tuple_id, (str, bytes)):  # three characters would unpack
                 raise TypeError
             topic, pid, offset = tuple_id
+            pid, offset = operator.index(pid), operator.index(offset)  # ints: keys of the tracking dicts
         except (TypeError, ValueError):
             raise TypeError("a tuple id is (topic, partition, offset), as next_tuple() gave it, not %r"
                             % (tuple_id,)) from None

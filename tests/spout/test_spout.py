@@ -291,6 +291,11 @@ def test_bad_arguments_are_refused(client, topic_name, group_name):
         spout.ack("not an id")
     with pytest.raises(TypeError, match="tuple id"):
         spout.fail("abc")  # three characters, which would unpack as one
+    for bad in ([topic_name, [0], 0], [topic_name, 0, {}], (topic_name, 0, "0"), (topic_name, None, 0)):
+        with pytest.raises(TypeError, match="tuple id"):  # JSON from a multi-lang process can hold anything
+            spout.ack(bad)
+        with pytest.raises(TypeError, match="tuple id"):
+            spout.fail(bad)
     with pytest.raises(ValueError, match="exactly-once"):
         spout.ack((topic_name, 0, 0), outputs=[b"x"])
     assert not spout.ack(("another-topic", 0, 0))
