@@ -116,6 +116,7 @@ class Processor:
         consumer_kwargs.update(auto_commit_enable=False, pre_revoke_callback=self._on_revoke)
         self._topic_name = input_topic.name.decode()
         self._batch: list[common.Message] = []
+        self._in_doubt: Optional[tuple[int, dict[int, int]]] = None  # a batch whose commit timed out
         self._stopping = threading.Event()
         self.producer = output_topic.get_producer(transactional_id=transactional_id, **(producer_kwargs or {}))
         try:
@@ -137,7 +138,10 @@ class Processor:
         ``process(message)`` on each -- it returns an iterable of outputs, values or
         ``(value, partition_key)`` pairs -- and commit the outputs with the offsets after the
         messages in one transaction. Returns how many messages were committed (0 when the
-        transaction was aborted: they are read again)."""
+        transaction was aborted: they are read again). When the last batch's commit timed
+        out, this call finishes that commit instead (librdkafka resumes it)."""
+        if self._in_doubt is not None:
+            return self._finish_commit()
         self._batch = []
         deadline = time.monotonic() + self._batch_timeout_ms / 1000.0
         first = True  # one consume_batch() at least: a timeout of 0 takes what is ready
@@ -163,6 +167,10 @@ class Processor:
                                   [(self._topic_name, pid, nxt) for pid, nxt in sorted(nexts.items())],
                                   self.consumer.group_metadata())
         except KafkaException as exc:
+            if self.producer.commit_in_doubt:  # it may yet commit: not read again until it is settled
+                self._in_doubt = (len(batch), starts)
+                log.warning("the commit of %d messages is unfinished (%s); the next batch finishes it", len(batch), exc)
+                return 0
             self._rewind(starts)
             if exc.fatal:
                 raise
@@ -172,6 +180,30 @@ class Processor:
             self._rewind(starts)  # process() raised: its messages are read again
             raise
         return len(batch)
+
+    def _finish_commit(self):
+        """Call ``commit_transaction()`` again for the batch whose commit timed out: its
+        messages count if it commits, and are read again if it ends aborted."""
+        count, starts = self._in_doubt
+        try:
+            self.producer.commit_transaction()
+        except KafkaException as exc:
+            if self.producer.commit_in_doubt:
+                log.warning("the commit of %d messages is still unfinished (%s)", count, exc)
+                return 0
+            self._in_doubt = None
+            if exc.txn_requires_abort:
+                try:
+                    self.producer.abort_transaction()
+                except KafkaException as abort_exc:  # a timeout: the next begin_transaction() finishes it
+                    log.error("abort_transaction after an error failed: %s", abort_exc)
+            self._rewind(starts)
+            if exc.fatal:
+                raise
+            log.warning("transaction aborted (%s); its %d messages are read again", exc, count)
+            return 0
+        self._in_doubt = None
+        return count
 
     def _rewind(self, starts):
         """Read the messages of an aborted transaction again, in the partitions still held."""

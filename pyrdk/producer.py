@@ -187,6 +187,9 @@ class Producer:
         self._in_transaction = False
         self._txn_fatal: Optional[KafkaException] = None  # the fatal error a transactional call raised
         self._aborting = False  # purged messages of an aborted transaction are not failures to tell
+        # "commit_transaction" or "abort_transaction": the call timed out and goes on in the
+        # background; librdkafka takes no other transactional call until it is made again
+        self._unfinished: Optional[str] = None
         self._config = cluster.config_for("producer")
         self._config.update({
             "compression.codec": self._compression.codec,
@@ -834,13 +837,27 @@ class Producer:
 
     def _txn(self, call, *args):
         """A call of :mod:`pyrdk.rd.transaction`; a fatal error is remembered: raised here,
-        it is not raised again by ``stop()``."""
+        it is not raised again by ``stop()``. A commit or abort that raises a ``retriable``
+        error (a timeout) goes on in the background: it is remembered as unfinished."""
+        name = call.__name__ if call in (transaction.commit_transaction, transaction.abort_transaction) else None
         try:
             call(*args)
         except KafkaException as exc:
             if exc.fatal:
                 self._txn_fatal = exc
+            if name is not None and self._unfinished in (None, name):  # not refused for the other one
+                self._unfinished = name if exc.retriable and not exc.fatal and not exc.txn_requires_abort else None
             raise
+        if name is not None:
+            self._unfinished = None
+
+    @property
+    def commit_in_doubt(self) -> bool:
+        """Whether the last :meth:`commit_transaction` timed out (a ``retriable`` error) and
+        goes on in librdkafka's background: the transaction may yet commit, and no other
+        transactional call is taken until :meth:`commit_transaction` is called again to
+        finish it."""
+        return self._unfinished == "commit_transaction"
 
     def _timeout_ms(self, timeout):
         return self._transaction_timeout_ms if timeout is None else _seconds_ms("the transaction call", timeout)
@@ -863,6 +880,12 @@ class Producer:
         is written by :meth:`commit_transaction`, or not at all."""
         handle = self._transactional("begin_transaction()")
         self.init_transactions()
+        if self._unfinished == "abort_transaction":  # the program chose to abort: finish that first
+            self._abort(handle, self._transaction_timeout_ms)
+        elif self._unfinished == "commit_transaction":
+            raise TransactionStateError("begin_transaction(): the last commit_transaction() timed out and goes on "
+                                        "in the background, so it may yet commit; call commit_transaction() again "
+                                        "to finish it and learn whether it committed")
         self._txn(transaction.begin_transaction, handle)
         self._in_transaction = True
 
@@ -901,9 +924,10 @@ class Producer:
         """Commit the transaction (``rd_kafka_commit_transaction``): deliver what it
         produced, then make it and its offsets visible together.
 
-        A ``KafkaException`` with ``retriable`` may be retried; one with
-        ``txn_requires_abort`` needs :meth:`abort_transaction`; a ``fatal`` one leaves the
-        producer unusable.
+        A ``KafkaException`` with ``retriable`` (a timeout: the commit goes on in the
+        background, :attr:`commit_in_doubt`) must be retried: nothing else is taken until
+        then; one with ``txn_requires_abort`` needs :meth:`abort_transaction`; a ``fatal``
+        one leaves the producer unusable.
 
         :param timeout: seconds (default: ``transaction_timeout_ms``)
         """
@@ -918,7 +942,8 @@ class Producer:
         """Abort the transaction (``rd_kafka_abort_transaction``): what it produced is
         purged or marked aborted, and its offsets are not committed. The purged messages are
         not reported as failed deliveries (with ``delivery_reports=True`` they are, with
-        ``_PURGE_QUEUE`` / ``_PURGE_INFLIGHT``).
+        ``_PURGE_QUEUE`` / ``_PURGE_INFLIGHT``). An abort that times out goes on in the
+        background; the next :meth:`begin_transaction` finishes it.
 
         :param timeout: seconds (default: ``transaction_timeout_ms``)
         """
@@ -940,7 +965,8 @@ class Producer:
         """``with producer.transaction():`` begins a transaction, commits it when the block
         ends, and aborts it when the block raises (the exception then goes on). A commit
         that fails with ``txn_requires_abort`` is aborted and raised; a ``retriable`` one is
-        retried within ``timeout``.
+        retried within ``timeout``, then raised with the commit still under way
+        (:attr:`commit_in_doubt`: call :meth:`commit_transaction` again to finish it).
 
         :param timeout: seconds for the commit or abort (default: ``transaction_timeout_ms``)
         """

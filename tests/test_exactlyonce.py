@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from pyrdk import KafkaClient
 from pyrdk.exactlyonce import Processor
 from tests.fix_kafka import group_offsets, make_topic, on_tansu, unique_name
 from tests.kafka_log import committed_records, high_watermark, read_partition
@@ -115,6 +116,50 @@ def test_processor_refuses_to_let_the_consumer_commit(client, topic_name, group_
     topic = make_topic(client, topic_name, 1)
     with pytest.raises(ValueError, match="auto_commit_enable"):
         Processor(topic, topic, group_name, "p", consumer_kwargs={"auto_commit_enable": True})
+
+
+def slow_commits(producer, mock_cluster, broker_id, rtt_ms):
+    """The next commit_transaction() of ``producer`` finds ``broker_id`` (its transaction
+    coordinator) answering after ``rtt_ms``: its EndTxn is slow, nothing before it."""
+    commit = producer.commit_transaction
+
+    def commit_transaction(timeout=None):
+        producer.flush()  # the transaction's messages are written: only the EndTxn is left
+        mock_cluster.set_broker_rtt(broker_id, rtt_ms)
+        producer.commit_transaction = commit
+        return commit(timeout)
+    producer.commit_transaction = commit_transaction
+
+
+@pytest.mark.mock
+def test_a_commit_that_timed_out_is_finished_by_the_next_batch_not_read_again(mock_cluster):
+    for name in ("in", "out"):
+        mock_cluster.create_topic(name, 1, 1)
+        mock_cluster.set_partition_leader(name, 0, 2)
+    mock_cluster.set_coordinator("group", "workers", 2)
+    mock_cluster.set_coordinator("transaction", "worker", 1)  # the one made slow
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=5000)
+    with client.topics["in"].get_producer(linger_ms=5) as producer:
+        for i in range(10):
+            producer.produce(b"%d" % i)
+    processor = Processor(client.topics["in"], client.topics["out"], b"workers", "worker", batch_size=10,
+                          batch_timeout_ms=5000, consumer_kwargs=GROUP,
+                          producer_kwargs={"transaction_timeout_ms": 3000, "linger_ms": 5,
+                                           "rdkafka_config": {"socket.timeout.ms": 3000}})
+    process = lambda message: [b"out-" + message.value]  # noqa: E731
+    try:
+        slow_commits(processor.producer, mock_cluster, 1, 4000)
+        assert processor.process_batch(process) == 0  # the commit timed out: it may yet commit
+        mock_cluster.set_broker_rtt(1, 0)
+        assert processor.process_batch(process) == 10  # finished, not read again
+    finally:
+        processor.close()
+    consumer = client.topics["out"].get_simple_consumer(consumer_timeout_ms=2000)
+    try:
+        assert sorted(m.value for m in consumer) == sorted(b"out-%d" % i for i in range(10))
+    finally:
+        consumer.stop()
+        client.close()
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@ tests/kafka_log.py), and on librdkafka's mock cluster for coordinator errors and
 import pytest
 
 from pyrdk import KafkaClient
-from pyrdk.exceptions import (KafkaException, ProducerFenced, ProducerStoppedException,
+from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, ProducerFenced, ProducerStoppedException,
                               TransactionError, TransactionStateError)
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import make_topic, tansu_gap
@@ -242,6 +242,38 @@ def test_a_fenced_producer_raises_a_fatal_error_and_still_stops(mock_cluster, mo
         assert again.value.fatal
     finally:
         producer.stop()  # a fenced producer still stops
+
+
+@pytest.mark.mock
+def test_a_commit_or_abort_that_timed_out_is_finished_not_left_blocking_the_next_transaction(
+        mock_cluster, mock_topic):
+    mock_cluster.set_coordinator("transaction", "slow", 1)
+    producer = mock_topic.get_producer(transactional_id="slow", linger_ms=5)
+    try:
+        producer.init_transactions(30)
+        mock_cluster.set_broker_rtt(1, 3000)
+        with pytest.raises(KafkaTimeoutError) as info:
+            with producer.transaction(timeout=0.5):
+                message = producer.produce(b"in doubt")
+        assert info.value.retriable and producer.commit_in_doubt
+        # It goes on in the background: a new transaction is refused, saying what to call.
+        with pytest.raises(TransactionStateError, match="commit_transaction"):
+            producer.begin_transaction()
+        mock_cluster.set_broker_rtt(1, 0)
+        producer.commit_transaction(30)  # finishes it
+        assert not producer.commit_in_doubt and message.offset >= 0
+        producer.begin_transaction()
+        producer.produce(b"aborted")
+        producer.flush()  # in the transaction: the abort asks the coordinator
+        mock_cluster.set_broker_rtt(1, 3000)
+        with pytest.raises(KafkaTimeoutError):
+            producer.abort_transaction(0.5)
+        mock_cluster.set_broker_rtt(1, 0)
+        with producer.transaction(timeout=30):  # the abort is finished first
+            after = producer.produce(b"after")
+        assert after.offset >= 0
+    finally:
+        producer.stop()
 
 
 @pytest.mark.kafka

@@ -148,6 +148,8 @@ class KafkaSpout:
         # emitted, replayed, acked, failed, dead_lettered, skipped...
         self.stats: collections.Counter[str] = collections.Counter()
         self._producer: Optional[Producer] = None
+        # what a transaction whose commit timed out commits: {pid: (PartitionOffsets, position, outputs)}
+        self._in_doubt: Optional[dict[int, tuple[PartitionOffsets, int, list[Any]]]] = None
         self._dead_letters: Optional[Producer] = None
         try:
             if output_topic is not None:
@@ -394,8 +396,14 @@ class KafkaSpout:
     def commit(self) -> dict[int, int]:
         """Commit, for each partition, the end of its contiguous acked prefix (the first
         offset not acked), where it moved. Returns the offsets committed,
-        ``{partition id: offset}``; a failed commit is logged and tried again later."""
+        ``{partition id: offset}``; a failed commit is logged and tried again later (an
+        exactly-once commit that timed out is finished first)."""
         self._last_commit = time.monotonic()
+        finished: dict[int, int] = {}
+        if self._in_doubt is not None:
+            finished = self._finish_commit()
+            if self._in_doubt is not None:
+                return {}
         held = set(self.consumer.partitions)
         with self._lock:
             due: dict[int, tuple[PartitionOffsets, int, list[Any]]] = {}
@@ -405,7 +413,7 @@ class KafkaSpout:
                     due[pid] = (part, pos, [out for entry in part.prefix() if entry.offset < pos
                                             for out in (entry.outputs or ())])
         if not due:
-            return {}
+            return finished
         offsets = [(pid, pos) for pid, (_, pos, _) in sorted(due.items())]
         # A revocation between here and the commit can make this commit an older offset than
         # the one committed at the revocation: messages are read twice then, never lost.
@@ -414,17 +422,49 @@ class KafkaSpout:
         except KafkaException as exc:
             if exc.fatal:
                 raise
-            log.warning("commit of %s failed (%s); tried again later", offsets, exc)
-            return {}
+            if self._producer is not None and self._producer.commit_in_doubt:
+                self._in_doubt = due
+                log.warning("commit of %s unfinished (%s); finished at the next commit", offsets, exc)
+            else:
+                log.warning("commit of %s failed (%s); tried again later", offsets, exc)
+            return finished
         except ValueError as exc:  # a partition went meanwhile (revoked in another thread)
             log.info("commit of %s skipped: %s", offsets, exc)
-            return {}
+            return finished
+        finished.update(self._committed(due))
+        return finished
+
+    def _committed(self, due):
+        """The commit of ``due`` succeeded: forget what it committed."""
         with self._lock:
             for pid, (part, pos, _) in due.items():
                 if self._partitions.get(pid) is part:
                     part.committed_up_to(pos)
         self.stats["commits"] += 1
-        return dict(offsets)
+        return {pid: pos for pid, (_, pos, _) in sorted(due.items())}
+
+    def _finish_commit(self):
+        """Call ``commit_transaction()`` again for the exactly-once commit that timed out
+        (librdkafka resumes it); returns what it committed. If it ends aborted, its acked
+        tuples are still tracked with their outputs: the next commit writes them."""
+        due, self._in_doubt = self._in_doubt, None
+        try:
+            self._producer.commit_transaction()
+        except KafkaException as exc:
+            if exc.fatal:
+                raise
+            if self._producer.commit_in_doubt:
+                self._in_doubt = due
+                log.warning("commit still unfinished (%s)", exc)
+                return {}
+            if exc.txn_requires_abort:
+                try:
+                    self._producer.abort_transaction()
+                except KafkaException as abort_exc:  # a timeout: the next begin_transaction() finishes it
+                    log.error("abort_transaction after an error failed: %s", abort_exc)
+            log.warning("the unfinished commit ended aborted (%s); committed again later", exc)
+            return {}
+        return self._committed(due)
 
     def _commit(self, offsets, outputs):
         if self._producer is None:
@@ -439,6 +479,8 @@ class KafkaSpout:
         tuples (late acks and fails are ignored from now on) and hand back the end of their
         acked prefix for the consumer to commit -- or commit it in a transaction with its
         outputs, for an exactly-once spout."""
+        if self._in_doubt is not None:  # settled first: what it commits is not written again
+            self._finish_commit()
         with self._lock:
             self._revocations += 1
             offsets, outputs = [], []
@@ -458,6 +500,8 @@ class KafkaSpout:
         except KafkaException as exc:
             if exc.fatal:
                 raise
+            if self._producer.commit_in_doubt and self._in_doubt is None:  # its partitions are gone
+                self._in_doubt = {}
             log.warning("commit before the revocation of %s failed (%s); their next owner reads from "
                         "the last commit", [pid for pid, _ in offsets], exc)
         return []
