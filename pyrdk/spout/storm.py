@@ -112,10 +112,23 @@ class StormKafkaSpout(pystorm.Spout):
         self.emit(values, tup_id=list(emitted.id))
 
     def ack(self, tup_id):
-        self.kafka.ack(tup_id)
+        if self._known_shape(tup_id, "ack"):
+            self.kafka.ack(tup_id)
 
     def fail(self, tup_id):
-        self.kafka.fail(tup_id)
+        if self._known_shape(tup_id, "fail"):
+            self.kafka.fail(tup_id)
+
+    def _known_shape(self, tup_id, command):
+        """Whether ``tup_id`` is shaped as this spout's ids are (``[topic, partition,
+        offset]``). One that is not is logged, as pystorm's own spouts log an unknown id:
+        the task goes on, keeping what it has acked."""
+        try:
+            self.kafka._locate(tup_id)
+        except TypeError as exc:
+            self.logger.error("Received %s for a tuple ID this spout did not emit: %s", command, exc)
+            return False
+        return True
 
     def deactivate(self):
         """Storm deactivated the topology: commit what is acked."""

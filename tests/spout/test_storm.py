@@ -111,6 +111,31 @@ def test_a_message_that_makes_no_tuple_fails_and_is_skipped_not_fatal(kafka_host
         spout.close()
 
 
+def test_a_tuple_id_the_spout_did_not_emit_is_logged_not_fatal(kafka_hosts, client, topic_name, tmp_path):
+    topic = make_topic(client, topic_name, 1)
+    produce_keyed(topic, 2)
+    group = unique_name("storm")
+    spout = start_spout(kafka_hosts, topic_name, group, tmp_path, consumer="simple")
+    try:
+        assert spout.activate() == []
+        emitted = []
+        deadline = time.monotonic() + PATIENCE_S
+        while len(emitted) < 2:
+            assert time.monotonic() < deadline and spout.alive, "emitted %r" % emitted
+            emitted.extend(spout.next())
+        for bad in (None, "garbage", [topic_name, [0], 0], {"id": 1}):
+            assert spout.ack(bad) == []
+            assert spout.fail(bad) == []
+        assert spout.alive
+        assert sum("Received ack for a tuple ID" in line for line in spout.logs) == 4
+        for _, tuple_id in emitted:
+            spout.ack(tuple_id)
+        spout.deactivate()  # commits
+        assert group_offsets(topic, group.encode()) == {0: 2}
+    finally:
+        spout.close()
+
+
 def test_exactly_once_spout_tasks_of_one_component_do_not_fence_each_other(kafka_hosts, client, topic_name,
                                                                            tmp_path):
     """Each task's transactional id gets its task id: two tasks with the topology's one
