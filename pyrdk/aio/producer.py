@@ -26,7 +26,7 @@ from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
 from pyrdk.common import INT32_MAX
 from pyrdk.core import sender_core
-from pyrdk.exceptions import ProducerQueueFullError
+from pyrdk.exceptions import KafkaException, ProducerQueueFullError, TransactionStateError
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
 from pyrdk.rd.errors import QUEUE_FULL
@@ -135,6 +135,7 @@ class AIOKafkaProducer(Client):
         self._flushing = []  # flush()'s [ids pending when it was called, how many are done, its future]
         self._stopping = False  # stop() flushes: send() refuses new records
         self._in_transaction = False  # a transactional producer sends only between begin and commit/abort
+        self._unfinished = None  # the commit_transaction or abort_transaction that timed out: call it again
         self._core = None
         self._fast = None  # the core while send_record() may take records: started, no partitioner
         self._topics = {}  # topic -> its index in the core (0: none, its records' entries name it)
@@ -446,8 +447,14 @@ class AIOKafkaProducer(Client):
 
     def begin_transaction(self):
         """``rd_kafka_begin_transaction`` (local: no request), done by the call; what it returns
-        may be awaited, as aiokafka's coroutine is (``await producer.begin_transaction()``)."""
+        may be awaited, as aiokafka's coroutine is (``await producer.begin_transaction()``).
+        After a commit or abort that timed out (it goes on in the background),
+        ``TransactionStateError``: await that call again first."""
         self._check_transactional()
+        if self._unfinished is not None:
+            raise TransactionStateError("begin_transaction(): the last %s() timed out and goes on in the background; "
+                                        "await %s() again to finish it (librdkafka takes nothing else until then)"
+                                        % (self._unfinished, self._unfinished))
         transaction.begin_transaction(self._handle)
         self._in_transaction = True
         if self._partitioner is None:
@@ -459,7 +466,7 @@ class AIOKafkaProducer(Client):
         executor)."""
         self._check_transactional()
         try:
-            await self._blocking(transaction.commit_transaction, self._handle, self._request_timeout_ms)
+            await self._resumable(transaction.commit_transaction)
             self._ended_transaction()
         finally:
             self._serve()
@@ -468,10 +475,22 @@ class AIOKafkaProducer(Client):
         """``rd_kafka_abort_transaction``: the records sent in the transaction fail."""
         self._check_transactional()
         try:
-            await self._blocking(transaction.abort_transaction, self._handle, self._request_timeout_ms)
+            await self._resumable(transaction.abort_transaction)
             self._ended_transaction()
         finally:
             self._serve()
+
+    async def _resumable(self, call):
+        """A commit or abort; one that raises a ``retriable`` error (a timeout) goes on in
+        librdkafka's background, and is remembered until it is called again."""
+        name = call.__name__
+        try:
+            await self._blocking(call, self._handle, self._request_timeout_ms)
+        except KafkaException as exc:
+            if self._unfinished in (None, name):  # not refused for the other one
+                self._unfinished = name if exc.retriable and not exc.fatal and not exc.txn_requires_abort else None
+            raise
+        self._unfinished = None
 
     def _ended_transaction(self):
         self._in_transaction = False

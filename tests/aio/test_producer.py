@@ -9,6 +9,7 @@ import pyrdk.aio as aiokafka
 from pyrdk import core
 from pyrdk.aio.errors import ProducerClosed
 from pyrdk.aio.structs import RecordMetadata, TopicPartition
+from pyrdk.exceptions import TransactionStateError
 
 pytestmark = pytest.mark.kafka
 
@@ -163,6 +164,28 @@ async def test_cancelled_send_future_leaves_the_producer_usable(kafka_hosts, new
         md = await producer.send_and_wait(topic, b"second")
         assert md.offset == 1  # the cancelled future's record was still sent, as in aiokafka
         await asyncio.wait_for(producer.flush(), 10)
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_commit_that_timed_out_is_called_again_before_the_next_transaction(mock_cluster):
+    mock_cluster.create_topic("t", 1, 1)
+    mock_cluster.set_coordinator("transaction", "slow", 1)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="slow",
+                                         request_timeout_ms=1000, rdkafka_config={"transaction.timeout.ms": 1000})
+    async with producer:
+        producer.begin_transaction()
+        await producer.send_and_wait("t", b"in doubt")
+        mock_cluster.set_broker_rtt(1, 3000)
+        with pytest.raises(aiokafka.errors.KafkaTimeoutError):
+            await producer.commit_transaction()
+        mock_cluster.set_broker_rtt(1, 0)
+        # It goes on in the background; librdkafka takes no other call until it is made again.
+        with pytest.raises(TransactionStateError, match=r"await commit_transaction\(\) again"):
+            producer.begin_transaction()
+        await producer.commit_transaction()
+        async with producer.transaction():
+            await producer.send_and_wait("t", b"next")
 
 
 @pytest.mark.asyncio
