@@ -833,6 +833,11 @@ class Producer:
                                         % what)
         if not self._running:
             raise ProducerStoppedException("the producer is stopped")
+        fatal = self._txn_fatal
+        if fatal is not None:  # librdkafka may still take an abort, which cannot end well: refused
+            raise errors_exception(fatal.code, what, fatal=True, reason="the producer can do nothing more after "
+                                   "its fatal error (%s); stop() it: a new producer with the same transactional_id "
+                                   "aborts what this one left open" % fatal)
         return self._handle
 
     def _txn(self, call, *args):
@@ -974,7 +979,7 @@ class Producer:
         try:
             yield self
         except BaseException:
-            if self._in_transaction:
+            if self._in_transaction and self._txn_fatal is None:
                 self._abort_quietly(timeout)
             raise
         self._commit_or_abort(timeout)
@@ -992,7 +997,7 @@ class Producer:
                         and time.monotonic() < deadline:
                     log.warning("commit_transaction: %s; retrying", exc)
                     continue
-                if exc.txn_requires_abort:
+                if exc.txn_requires_abort and not exc.fatal:
                     self._abort_quietly(timeout)
                 raise
 

@@ -291,6 +291,11 @@ def test_a_second_producer_with_the_same_id_fences_the_first(client, topic_name)
             zombie.produce(b"more")
             zombie.commit_transaction()
         assert info.value.fatal
+        # Nothing more: neither an abort (librdkafka would try one, and wait on it) nor a transaction.
+        with pytest.raises(ProducerFenced, match="stop"):
+            zombie.abort_transaction(5)
+        with pytest.raises(ProducerFenced, match="stop"):
+            zombie.begin_transaction()
         with successor.transaction():
             successor.produce(b"successor")
     finally:
