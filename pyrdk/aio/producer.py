@@ -136,6 +136,7 @@ class AIOKafkaProducer(Client):
         self._stopping = False  # stop() flushes: send() refuses new records
         self._in_transaction = False  # a transactional producer sends only between begin and commit/abort
         self._unfinished = None  # the commit_transaction or abort_transaction that timed out: call it again
+        self._fatal = None  # the fatal error (ProducerFenced) after which no transactional call can succeed
         self._core = None
         self._fast = None  # the core while send_record() may take records: started, no partitioner
         self._topics = {}  # topic -> its index in the core (0: none, its records' entries name it)
@@ -440,17 +441,26 @@ class AIOKafkaProducer(Client):
         raise IllegalOperation("the producer has a transactional_id: send inside a transaction "
                                "(begin_transaction(), or async with producer.transaction())")
 
-    def _check_transactional(self):
+    def _check_transactional(self, what):
         self._check_running()
         if not self._transactional:
             raise IllegalOperation("transactions need a transactional_id")
+        fatal = self._fatal
+        if fatal is not None:  # librdkafka may still take an abort, which cannot end well: refused
+            raise error_for(fatal.code, what, fatal=True, reason="the producer can do nothing more after its fatal "
+                            "error (%s); stop() it: a new producer with the same transactional_id aborts what this "
+                            "one left open" % fatal)
+
+    def _note_fatal(self, exc):
+        if isinstance(exc, KafkaException) and exc.fatal and self._fatal is None:
+            self._fatal = exc
 
     def begin_transaction(self):
         """``rd_kafka_begin_transaction`` (local: no request), done by the call; what it returns
         may be awaited, as aiokafka's coroutine is (``await producer.begin_transaction()``).
         After a commit or abort that timed out (it goes on in the background),
         ``TransactionStateError``: await that call again first."""
-        self._check_transactional()
+        self._check_transactional("begin_transaction()")
         if self._unfinished is not None:
             raise TransactionStateError("begin_transaction(): the last %s() timed out and goes on in the background; "
                                         "await %s() again to finish it (librdkafka takes nothing else until then)"
@@ -464,7 +474,7 @@ class AIOKafkaProducer(Client):
     async def commit_transaction(self):
         """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
         executor)."""
-        self._check_transactional()
+        self._check_transactional("commit_transaction()")
         try:
             await self._resumable(transaction.commit_transaction)
             self._ended_transaction()
@@ -473,7 +483,7 @@ class AIOKafkaProducer(Client):
 
     async def abort_transaction(self):
         """``rd_kafka_abort_transaction``: the records sent in the transaction fail."""
-        self._check_transactional()
+        self._check_transactional("abort_transaction()")
         try:
             await self._resumable(transaction.abort_transaction)
             self._ended_transaction()
@@ -487,6 +497,7 @@ class AIOKafkaProducer(Client):
         try:
             await self._blocking(call, self._handle, self._request_timeout_ms)
         except KafkaException as exc:
+            self._note_fatal(exc)
             if self._unfinished in (None, name):  # not refused for the other one
                 self._unfinished = name if exc.retriable and not exc.fatal and not exc.txn_requires_abort else None
             raise
@@ -500,7 +511,7 @@ class AIOKafkaProducer(Client):
         """Commit ``offsets`` (``{TopicPartition: offset or OffsetAndMetadata}``, the next
         offsets to read) for ``group_id`` with the transaction
         (``rd_kafka_send_offsets_to_transaction``)."""
-        self._check_transactional()
+        self._check_transactional("send_offsets_to_transaction()")
         if not isinstance(offsets, dict):
             raise ValueError("offsets must be a dict {TopicPartition: offset or OffsetAndMetadata}, not %r"
                              % (offsets,))
@@ -514,8 +525,12 @@ class AIOKafkaProducer(Client):
                 raise ValueError("the offset for %r must be an int >= 0, not %r" % (tp, value))
             entries.append((tp[0], tp[1], value))
         metadata = transaction.GroupMetadata.for_group(group_id)
-        await self._blocking(transaction.send_offsets, self._handle, entries, metadata,
-                             self._request_timeout_ms)
+        try:
+            await self._blocking(transaction.send_offsets, self._handle, entries, metadata,
+                                 self._request_timeout_ms)
+        except KafkaException as exc:
+            self._note_fatal(exc)
+            raise
 
     def transaction(self):
         """``async with producer.transaction():`` begins a transaction, commits it when the
@@ -560,7 +575,10 @@ class AIOKafkaProducer(Client):
     def _on_deliveries(self, ids, errs, partitions, offsets, timestamps):
         for fut, topic, err in self._core.deliver(self._pending, ids, errs, partitions, offsets, timestamps,
                                                   RecordMetadata, TopicPartition):
-            fut.set_exception(error_for(err, "deliver to %s" % topic))
+            exc = error_for(err, "deliver to %s" % topic)
+            if self._transactional:
+                self._note_fatal(exc)  # fenced: nothing more can be done in a transaction
+            fut.set_exception(exc)
         self._room.set()
         self._check_drained()
 
@@ -612,6 +630,8 @@ class _Transaction:
     async def __aexit__(self, exc_type, exc, tb):
         if exc_type is None:
             await self._producer.commit_transaction()
+        elif isinstance(exc, KafkaException) and exc.fatal:
+            self._producer._note_fatal(exc)  # no abort, as aiokafka: it cannot end well, and would hide exc
         else:
             await self._producer.abort_transaction()
         return False

@@ -189,6 +189,30 @@ async def test_a_commit_that_timed_out_is_called_again_before_the_next_transacti
 
 
 @pytest.mark.asyncio
+async def test_a_fenced_producer_raises_producer_fenced_not_the_timeout_of_an_abort(kafka_hosts, new_topic):
+    topic = new_topic(1)
+    zombie = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, transactional_id="z-" + topic,
+                                       request_timeout_ms=5000)
+    successor = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, transactional_id="z-" + topic)
+    try:
+        async with zombie:
+            with pytest.raises(aiokafka.errors.ProducerFenced):
+                async with zombie.transaction():
+                    await zombie.send_and_wait(topic, b"zombie")
+                    await successor.start()  # fences the zombie
+                    await zombie.send_and_wait(topic, b"fenced")
+            # Nothing more: neither an abort (it could not end well) nor a transaction.
+            with pytest.raises(aiokafka.errors.ProducerFenced, match="stop"):
+                await zombie.abort_transaction()
+            with pytest.raises(aiokafka.errors.ProducerFenced, match="stop"):
+                zombie.begin_transaction()
+        async with successor.transaction():
+            await successor.send_and_wait(topic, b"successor")
+    finally:
+        await successor.stop()
+
+
+@pytest.mark.asyncio
 async def test_transactions_commit_and_abort(kafka_hosts, new_topic):
     from tests.aio.test_consumer import assigned_consumer, drain
     topic = new_topic(1)
