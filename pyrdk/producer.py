@@ -978,7 +978,9 @@ class Producer:
         self.begin_transaction()
         try:
             yield self
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, KafkaException) and exc.fatal and self._txn_fatal is None:
+                self._txn_fatal = exc  # fenced (a sync produce() says so): an abort could not end well
             if self._in_transaction and self._txn_fatal is None:
                 self._abort_quietly(timeout)
             raise

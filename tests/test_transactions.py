@@ -277,6 +277,29 @@ def test_a_commit_or_abort_that_timed_out_is_finished_not_left_blocking_the_next
 
 
 @pytest.mark.kafka
+def test_a_sync_producer_fenced_in_a_transaction_block_is_not_aborted_and_does_nothing_more(client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    zombie = topic.get_producer(transactional_id=topic_name, linger_ms=5, sync=True, transaction_timeout_ms=5000,
+                                rdkafka_config={"socket.timeout.ms": 5000})
+    successor = topic.get_producer(transactional_id=topic_name, linger_ms=5)
+    try:
+        with pytest.raises(ProducerFenced):
+            with zombie.transaction():
+                zombie.produce(b"zombie")
+                successor.init_transactions()  # fences the zombie
+                zombie.produce(b"fenced")
+        with pytest.raises(ProducerFenced, match="stop"):  # not an abort left to finish, which cannot end well
+            zombie.begin_transaction()
+        with successor.transaction():
+            successor.produce(b"successor")
+    finally:
+        zombie.stop()
+        successor.stop()
+    values, still_open, _ = log_of(client, topic_name)
+    assert values == [b"successor"] and still_open == []
+
+
+@pytest.mark.kafka
 def test_a_second_producer_with_the_same_id_fences_the_first(client, topic_name):
     topic = make_topic(client, topic_name, 1)
     zombie = topic.get_producer(transactional_id=topic_name, linger_ms=5)
