@@ -202,6 +202,7 @@ class AIOKafkaConsumer(Client):
         self._closed = False
         self._stopping = False
         self._metadata = {}  # topic -> set of partition ids, from the last metadata request
+        self._refreshing = None  # the task of a metadata request for topics assigned that it lacked
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -257,6 +258,8 @@ class AIOKafkaConsumer(Client):
                 self._handle.assign(None)
             except KafkaError as exc:
                 log.debug("unassign at stop: %s", exc)
+        if self._refreshing is not None and not foreign:
+            self._refreshing.cancel()
         self._wakeup.close()
         for fut in self._waiters if not foreign else ():
             if not fut.done():
@@ -388,6 +391,7 @@ class AIOKafkaConsumer(Client):
             self._manual = True
             return
         self._handle.assign([(tp.topic, tp.partition) for tp in tps])
+        self._learn_topics(tps)
         self._assigned, self._fresh = tps, set(tps)
         self._unpositioned.clear()
         self._manual = True
@@ -513,6 +517,7 @@ class AIOKafkaConsumer(Client):
                         self._assigning = None
                 if self._handle.usable:
                     self._handle.assign([(tp.topic, tp.partition, starts.get(tp)) for tp in tps])
+                self._learn_topics(tps)
         self._wake()
 
     # -- fetching ------------------------------------------------------------------------------
@@ -1036,8 +1041,23 @@ class AIOKafkaConsumer(Client):
         self._check_running()
         return set(await self._refresh_metadata())
 
+    def _learn_topics(self, tps):
+        """Ask the metadata again in the background (``rd_kafka_metadata``) when ``tps``, now
+        assigned, are of topics it lacks (made since), as aiokafka's consumer does for the
+        topics it reads: ``partitions_for_topic()`` tells them then."""
+        if any(tp.topic not in self._metadata for tp in tps) and \
+                (self._refreshing is None or self._refreshing.done()):
+            self._refreshing = self._loop.create_task(self._refresh_quietly())
+
+    async def _refresh_quietly(self):
+        try:
+            await self._refresh_metadata()
+        except KafkaError as exc:  # the next assignment asks again
+            log.debug("metadata for the topics assigned: %s", exc)
+
     def partitions_for_topic(self, topic):
-        """The partition ids of ``topic`` as the last metadata told them, or None."""
+        """The partition ids of ``topic`` as the last metadata told them (asked again when a
+        topic it lacked is assigned), or None."""
         self._check_running()
         return self._metadata.get(topic)
 

@@ -242,6 +242,23 @@ async def test_a_new_subscription_without_a_group_returns_none_of_the_old_topics
         assert [(r.topic, r.offset) for r in got] == [(new, 0), (new, 1)]
 
 
+@pytest.mark.asyncio
+async def test_partitions_for_topic_knows_a_topic_made_after_start(kafka_hosts, new_topic):
+    """As aiokafka's: the metadata is asked again for the topics the consumer reads."""
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + new_topic(1),
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    async with consumer:
+        topic = new_topic(3)  # after start()
+        await produce(kafka_hosts, topic, 2, partition=0)
+        consumer.subscribe([topic])
+        assert len(await drain(consumer, 2, timeout_s=30)) == 2
+        for _ in range(100):  # the request runs in the background
+            if consumer.partitions_for_topic(topic) is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert consumer.partitions_for_topic(topic) == {0, 1, 2}
+
+
 @tansu_gap("ListOffsets misreports the log end after a batch of several records")
 @pytest.mark.asyncio
 async def test_end_offsets_after_a_batch(kafka_hosts, new_topic):
