@@ -63,6 +63,19 @@ class ReadOptions:
         self.poll_timeout_ms = _int(opts, "kafkaconsumer.polltimeoutms", 120000, minimum=1)
 
 
+def check_stream(options):
+    """A streaming read runs until it is stopped: ``ConfigurationError`` naming an
+    ``endingOffsets``, ``endingOffsetsByTimestamp`` or ``endingTimestamp`` option, which only
+    a batch read takes (Spark's Kafka source refuses them in streaming queries too)."""
+    opts = _lower(options)
+    given = [name for name in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")
+             if opts.get(name.lower())]
+    if given:
+        raise ConfigurationError("option %s is not valid in a streaming query, which reads until it is "
+                                 "stopped: remove it, or read with spark.read for a batch query"
+                                 % " and ".join("'%s'" % name for name in given))
+
+
 class WriteOptions:
     """The checked options of a write (batch or streaming); plain data, picklable."""
 

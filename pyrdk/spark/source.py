@@ -17,7 +17,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Str
 from pyrdk.exceptions import ConfigurationError
 from pyrdk.spark import offsets
 from pyrdk.spark.fetch import read_range
-from pyrdk.spark.options import ReadOptions, WriteOptions
+from pyrdk.spark.options import ReadOptions, WriteOptions, check_stream
 from pyrdk.spark.produce import check_schema, write_batches, write_rows
 
 try:  # Spark hands these writers Arrow record batches instead of Rows
@@ -70,6 +70,7 @@ class KafkaDataSource(DataSource):
         return KafkaBatchReader(ReadOptions(self.options, streaming=False))
 
     def streamReader(self, schema):
+        check_stream(self.options)
         return KafkaStreamReader(ReadOptions(self.options, streaming=True))
 
     def writer(self, schema, overwrite):

@@ -137,3 +137,17 @@ def test_available_now_reads_in_micro_batches_of_max_offsets_per_trigger(spark, 
         query.stop()
     assert sizes == [20, 20, 10]
     assert written(spark, tmp_path) == [(name, 0, o) for o in range(50)]
+
+
+def test_ending_options_fail_a_stream_naming_them(spark, kafka_hosts, client, tmp_path):
+    name = unique_name("ending")
+    make_topic(client, name, 1)
+    for option, value in (("endingOffsets", "latest"), ("endingTimestamp", "1700000000000"),
+                          ("endingOffsetsByTimestamp", '{"%s": {"0": 1700000000000}}' % name)):
+        query = start(stream(spark, kafka_hosts, subscribe=name, **{option: value}), tmp_path / option)
+        try:
+            with pytest.raises(Exception) as info:
+                query.processAllAvailable()
+        finally:
+            query.stop()
+        assert "option '%s' is not valid in a streaming query" % option in str(info.value)
