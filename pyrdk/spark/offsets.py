@@ -200,6 +200,22 @@ def check_order(opts, starts, until):
                                      "(%d)" % (opts.starting.option, opts.ending.option, topic, pid, end, start))
 
 
+def within_the_log(opts, until, ends):
+    """``until`` with every end past its partition's end (an ``endingOffsets`` beyond the
+    log) brought back to that end, as data loss (``report_data_loss``): found when the query
+    is planned, so that no range covers offsets the log does not have (which
+    ``maxRecordsPerPartition`` would cut into that many tasks)."""
+    out = dict(until)
+    for tp, end in sorted(until.items()):
+        log_end = ends.get(tp)
+        if log_end is not None and end > log_end:
+            report_data_loss(opts, "%s [%d]: offsets %d to %d are not in the partition, which ends at %d "
+                                   "(an endingOffsets past its end, or truncated)"
+                             % (tp[0], tp[1], log_end, end, log_end))
+            out[tp] = log_end
+    return out
+
+
 def ranges(opts, starts, ends):
     """``OffsetRange`` per partition in ``ends``; a partition whose end lies before its
     start (offsets beyond the log, or a topic deleted and re-created) is data loss, and a

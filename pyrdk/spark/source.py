@@ -109,6 +109,7 @@ class KafkaBatchReader(DataSourceReader):
             starts = offsets.resolve(client, opts.starting, parts, ends)
             until = offsets.resolve(client, opts.ending, parts, ends)
         offsets.check_order(opts, starts, until)
+        until = offsets.within_the_log(opts, until, ends)
         ranges = offsets.ranges(opts, starts, until)
         ranges = offsets.split(ranges, opts.min_partitions, opts.max_records_per_partition)
         return [InputPartition(r) for r in ranges]

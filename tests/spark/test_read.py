@@ -86,6 +86,19 @@ def test_start_beyond_the_end_is_data_loss(spark, kafka_hosts, filled):
         df.collect()
 
 
+def test_an_end_past_the_log_is_data_loss_when_the_query_is_planned(spark, kafka_hosts, filled):
+    ending = '{"%s": {"0": 1000000, "1": -1}}' % filled
+    df = reader(spark, kafka_hosts, subscribe=filled, endingOffsets=ending, maxRecordsPerPartition="10").load()
+    with pytest.raises(Exception) as info:
+        df.rdd.getNumPartitions()  # plans the query, reads nothing
+    assert "offsets 30 to 1000000 are not in the partition, which ends at 30" in str(info.value)
+    assert "failOnDataLoss" in str(info.value)
+    df = reader(spark, kafka_hosts, subscribe=filled, endingOffsets=ending, maxRecordsPerPartition="10",
+                failOnDataLoss="false").load()
+    assert df.rdd.getNumPartitions() == 5  # ranges of what the log has: 3 of partition 0, 2 of partition 1
+    assert [(r.partition, r.offset) for r in df.collect()] == [(0, o) for o in range(30)] + [(1, o) for o in range(20)]
+
+
 def test_deleted_topic_is_data_loss_when_the_range_runs(spark, kafka_hosts, client, filled):
     df = reader(spark, kafka_hosts, subscribe=filled)
     planned = reader(spark, kafka_hosts, subscribe=filled, endingOffsets='{"%s": {"0": 30, "1": 20}}' % filled)
