@@ -137,11 +137,15 @@ def _subscription(opts):
 
 def _offset_spec(opts, which, default, streaming):
     """The starting or ending point: ``<which>Timestamp`` wins over
-    ``<which>OffsetsByTimestamp``, which wins over ``<which>Offsets`` (Spark's precedence)."""
+    ``<which>OffsetsByTimestamp``, which wins over ``<which>Offsets`` (Spark's precedence).
+    A partition with no record at or after an ending timestamp ends at its latest offset (as
+    in Spark); for a starting one, ``startingOffsetsByTimestampStrategy`` says."""
     strategy = (opts.get("startingoffsetsbytimestampstrategy") or "error").lower()
     if strategy not in ("error", "latest"):
         raise ConfigurationError("option 'startingOffsetsByTimestampStrategy' must be 'error' or "
                                  "'latest', not %r" % strategy)
+    if which == "ending":
+        strategy = "latest"
     name = which + "Timestamp"
     if opts.get(name.lower()):
         raw = opts[name.lower()]

@@ -117,6 +117,22 @@ def test_starting_timestamp(spark, kafka_hosts, filled):
     assert got == [(0, o) for o in range(10, 30)] + [(1, o) for o in range(20)]
 
 
+def test_an_ending_timestamp_no_record_reaches_ends_at_the_latest_offset(spark, mock_cluster):
+    """librdkafka's mock cluster finds no offset for any timestamp: as in Spark's connector,
+    an ending timestamp then means the latest offsets, and a starting one is refused."""
+    from pyrdk.client import KafkaClient
+    mock_cluster.create_topic("stamped", 2)
+    hosts = mock_cluster.bootstrap_servers
+    with KafkaClient(hosts=hosts) as client, client.topics["stamped"].get_producer(linger_ms=5) as producer:
+        for i in range(6):
+            producer.produce(b"v%d" % i, timestamp=T0 + i * 1000)
+    for option, value in (("endingTimestamp", str(T0)),
+                          ("endingOffsetsByTimestamp", '{"stamped": {"0": %d, "1": %d}}' % (T0, T0))):
+        assert reader(spark, hosts, subscribe="stamped", **{option: value}).load().count() == 6
+    with pytest.raises(Exception, match="option 'startingTimestamp': no record of stamped"):
+        reader(spark, hosts, subscribe="stamped", startingTimestamp=str(T0)).load().collect()
+
+
 def test_bad_options_fail_at_load_naming_the_option(spark, kafka_hosts, filled):
     with pytest.raises(Exception, match="'subscribe' and 'assign'"):
         reader(spark, kafka_hosts, subscribe=filled, assign='{"%s": [0]}' % filled).load()
