@@ -237,6 +237,8 @@ def test_produce_arrow_refuses_what_it_cannot_send_and_names_it(client, topic_na
         assert caught.value.produced == 1
         with pytest.raises(ValueError, match="the batch has value, headers"):
             producer.produce_arrow(pa.record_batch({"value": [b"a"], "headers": [b"h"]}))
+        with pytest.raises(ValueError, match="each once; the batch has value, key, key"):
+            producer.produce_arrow(pa.RecordBatch.from_arrays([pa.array([b"a"])] * 3, ["value", "key", "key"]))
         with pytest.raises(TypeError, match="column 'key' must be binary or string, not int64"):
             producer.produce_arrow(pa.record_batch({"value": [b"a"], "key": [1]}))
         with pytest.raises(TypeError, match="RecordBatch or Table, not list"):

@@ -127,9 +127,9 @@ def write_columns(batch):
     pa = pyarrow()
     names = batch.schema.names
     extra = [name for name in names if name not in WRITE_COLUMNS]
-    if extra or "value" not in names:
-        raise ValueError("produce_arrow takes the columns value (required), key and partition; the batch has %s"
-                         % ", ".join(names))
+    if extra or "value" not in names or len(set(names)) != len(names):
+        raise ValueError("produce_arrow takes the columns value (required), key and partition, each once; the "
+                         "batch has %s" % ", ".join(names))
     key = batch.column("key") if "key" in names else None
     part = batch.column("partition") if "partition" in names else None
     key = None if key is None or pa.types.is_null(key.type) else _binary(key, "key")
