@@ -23,6 +23,7 @@ _REFUSED_SINK = {
     "key.serializer": "keys are written as given; cast the 'key' column to string or binary",
     "value.serializer": "values are written as given; cast the 'value' column to string or binary",
     "interceptor.classes": "interceptors are not supported",
+    "transactional.id": "the sink writes no transactions: each task's rows are written at least once",
 }
 
 EARLIEST = -2

@@ -92,6 +92,8 @@ def test_bad_writes_name_what_to_fix(spark, kafka_hosts, client):
         writer(df, kafka_hosts, topic=name).mode("overwrite").save()
     with pytest.raises(Exception, match="'kafka.value.serializer' is not supported"):
         writer(df, kafka_hosts, topic=name, **{"kafka.value.serializer": "x"}).save()
+    with pytest.raises(Exception, match="'kafka.transactional.id' is not supported: the sink writes no transactions"):
+        writer(df, kafka_hosts, topic=name, **{"kafka.transactional.id": "x"}).save()
     with pytest.raises(Exception, match="column 'partition' holds 7, but the topic has partitions \\[0\\]"):
         writer(df.selectExpr("value", "7 AS partition"), kafka_hosts, topic=name).save()
     assert read_back(spark, kafka_hosts, name) == []
