@@ -114,7 +114,8 @@ class _Sink:
     def row(self, value, key, topic_name, partition, headers):
         topic_name = self.opts.topic or topic_name
         if not topic_name:
-            raise ConfigurationError("a row has a null 'topic' and the option 'topic' is not set")
+            raise ConfigurationError("a row's 'topic' is %s and the option 'topic' is not set"
+                                     % ("null" if topic_name is None else "empty"))
         self.partitioner.partition = partition
         if headers and any(h is None for h in headers):
             raise ValueError("a row's 'headers' holds a null element: each must be a (key, value) struct")

@@ -84,6 +84,8 @@ def test_bad_writes_name_what_to_fix(spark, kafka_hosts, client):
     df = spark.createDataFrame([("k", "v", 1)], "key string, value string, n int")
     with pytest.raises(Exception, match="set the option 'topic' or give the DataFrame a 'topic' column"):
         writer(df, kafka_hosts).save()
+    with pytest.raises(Exception, match="a row's 'topic' is empty and the option 'topic' is not set"):
+        writer(df.selectExpr("value", "'' AS topic"), kafka_hosts).save()
     with pytest.raises(Exception, match="needs a 'value' column"):
         writer(df.select("key"), kafka_hosts, topic=name).save()
     with pytest.raises(Exception, match="column 'key' must be of type string or binary, not integer"):
