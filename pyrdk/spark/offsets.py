@@ -109,29 +109,50 @@ def end_offsets(client, opts, partitions):
     """``{(topic, partition): high watermark}`` from a fetch response for each partition.
 
     A consumer starts at the end of each partition; the first fetch response for it carries
-    the high watermark. Waits at most ``kafkaConsumer.pollTimeoutMs``."""
+    the high watermark. With ``kafka.isolation.level=read_committed`` the end is the last
+    stable offset instead (before the first record of a transaction still open, which such
+    a consumer cannot read yet), as the Java client's end offsets are. Waits at most
+    ``kafkaConsumer.pollTimeoutMs``."""
+    committed = str(consumer_config(opts).get("isolation.level")).lower() == "read_committed"
     out = {}
     for name, pids in sorted(partitions.items()):
         topic = client.topics.get(name)
         if topic is None or not pids:
             continue
         consumer = topic.get_simple_consumer(partitions=pids, auto_offset_reset=OffsetType.LATEST,
-                                             queued_max_messages=1, rdkafka_config=consumer_config(opts))
+                                             queued_max_messages=1, rdkafka_config=consumer_config(opts),
+                                             statistics_interval_ms=_POLL_MS if committed else None)
         try:
             deadline = time.monotonic() + opts.poll_timeout_ms / 1000.0
-            pending = list(pids)
-            while pending:
+            ends = {}
+            while len(ends) < len(pids):
                 if time.monotonic() > deadline:
                     raise KafkaTimeoutError(
                         "no fetch response for topic %r partitions %s within kafkaConsumer.pollTimeoutMs=%d"
-                        % (name, pending, opts.poll_timeout_ms))
+                        % (name, [pid for pid in pids if pid not in ends], opts.poll_timeout_ms))
                 consumer.consume_batch(1000, _POLL_MS)
-                pending = [pid for pid in pending if consumer.highwater(pid) is None]
+                for pid in pids:
+                    end = _end(consumer, name, pid, committed)
+                    if end is not None:
+                        ends[pid] = end
             for pid in pids:
-                out[(name, pid)] = consumer.highwater(pid)
+                out[(name, pid)] = ends[pid]
         finally:
             consumer.stop()
     return out
+
+
+def _end(consumer, name, pid, committed):
+    """The end of partition ``pid`` as a fetch response gave it, or None before one: the high
+    watermark, or with ``committed`` the last stable offset, which librdkafka's statistics
+    hold (``rd_kafka_get_watermark_offsets`` has only the high watermark)."""
+    high = consumer.highwater(pid)
+    if high is None or not committed:
+        return high
+    stats = consumer.stats() or {}
+    partition = stats.get("topics", {}).get(name, {}).get("partitions", {}).get(str(pid), {})
+    stable = partition.get("ls_offset", -1)
+    return min(high, stable) if stable >= 0 else None
 
 
 def resolve(client, spec, partitions, ends):

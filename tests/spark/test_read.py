@@ -133,6 +133,25 @@ def test_an_ending_timestamp_no_record_reaches_ends_at_the_latest_offset(spark, 
         reader(spark, hosts, subscribe="stamped", startingTimestamp=str(T0)).load().collect()
 
 
+def test_read_committed_ends_before_an_open_transaction(spark, kafka_hosts, client, produce):
+    name = unique_name("committed")
+    topic = make_topic(client, name, 1)
+    produce(name, records(0, 3))
+    open_transaction = topic.get_producer(transactional_id="spark-" + name, linger_ms=5)
+    try:
+        open_transaction.begin_transaction()
+        for i in range(4):
+            open_transaction.produce(b"pending %d" % i)
+        open_transaction.flush()
+        committed = reader(spark, kafka_hosts, subscribe=name, **{"kafka.isolation.level": "read_committed",
+                                                                  "kafkaConsumer.pollTimeoutMs": "10000"})
+        assert [(r.offset, r.value) for r in committed.load().collect()] == [(o, b"v%d" % o) for o in range(3)]
+        assert reader(spark, kafka_hosts, subscribe=name).load().count() == 7  # read_uncommitted, as Spark's
+    finally:
+        open_transaction.abort_transaction()
+        open_transaction.stop()
+
+
 def test_bad_options_fail_at_load_naming_the_option(spark, kafka_hosts, filled):
     with pytest.raises(Exception, match="'subscribe' and 'assign'"):
         reader(spark, kafka_hosts, subscribe=filled, assign='{"%s": [0]}' % filled).load()
