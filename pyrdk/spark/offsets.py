@@ -276,7 +276,9 @@ def split(offset_ranges, min_partitions=None, max_records=None):
 
 
 def _cut(r, parts):
-    """``r`` in ``parts`` contiguous ranges of near-equal size."""
+    """``r`` in ``parts`` contiguous ranges of near-equal size, and never an empty one: at
+    most one per offset, however large ``minPartitions`` is."""
+    parts = max(min(parts, r.size), 1)
     bounds = [r.start + r.size * i // parts for i in range(parts + 1)]
     return [OffsetRange(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:])]
 

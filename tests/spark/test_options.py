@@ -2,7 +2,7 @@
 import pytest
 
 from pyrdk.exceptions import ConfigurationError
-from pyrdk.spark.offsets import OffsetRange, from_json, rate_limit, split, to_json
+from pyrdk.spark.offsets import OffsetRange, _cut, from_json, rate_limit, split, to_json
 from pyrdk.spark.options import ReadOptions, WriteOptions
 
 HOSTS = {"kafka.bootstrap.servers": "127.0.0.1:9"}
@@ -95,6 +95,11 @@ def test_split_into_min_partitions_in_proportion():
     assert split(ranges, min_partitions=2) == ranges
     assert [(r.start, r.end) for r in split([OffsetRange("t", 0, 0, 10)], max_records=4)] == [
         (0, 3), (3, 6), (6, 10)]
+
+
+def test_min_partitions_beyond_the_offsets_makes_one_range_per_offset():
+    assert [(r.start, r.end) for r in _cut(OffsetRange("t", 0, 10, 13), 5)] == [(10, 11), (11, 12), (12, 13)]
+    assert len(split([OffsetRange("t", 0, 0, 30), OffsetRange("t", 1, 0, 20)], min_partitions=2 ** 62)) == 50
 
 
 def test_rate_limit_shares_in_proportion_to_backlog():
