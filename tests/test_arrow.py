@@ -149,7 +149,12 @@ def test_without_pyarrow_the_error_names_the_extra():
             "from pyrdk.core import arrow\n"
             "try:\n    arrow.pyarrow()\nexcept ImportError as exc:\n    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "pip install 'pyrdk[arrow]'" in out
+    assert "consume_arrow needs pyarrow: pip install 'pyrdk[arrow]'" in out
+    code = ("import sys; sys.modules['pyarrow'] = None\n"
+            "from pyrdk.core import arrow\n"
+            "try:\n    arrow.record_batches([b'v'])\nexcept ImportError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "produce_arrow needs pyarrow: pip install 'pyrdk[arrow]'" in out
 
 
 # -- Producer.produce_arrow ------------------------------------------------------------------------

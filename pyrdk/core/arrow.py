@@ -20,12 +20,12 @@ naming the extra when it is missing.
 from pyrdk.exceptions import ConfigurationError
 
 
-def pyarrow():
-    """The ``pyarrow`` module, or ImportError saying how to install it."""
+def pyarrow(method="consume_arrow"):
+    """The ``pyarrow`` module, or ImportError saying that ``method`` needs it and how to install it."""
     try:
         import pyarrow as pa
     except ImportError as exc:
-        raise ImportError("consume_arrow needs pyarrow: pip install 'pyrdk[arrow]' (%s)" % exc) from exc
+        raise ImportError("%s needs pyarrow: pip install 'pyrdk[arrow]' (%s)" % (method, exc)) from exc
     return pa
 
 
@@ -111,7 +111,7 @@ WRITE_COLUMNS = ("value", "key", "partition")
 
 def record_batches(data):
     """The ``pyarrow.RecordBatch``es of ``data`` (a RecordBatch or a Table)."""
-    pa = pyarrow()
+    pa = pyarrow("produce_arrow")
     if isinstance(data, pa.RecordBatch):
         return [data]
     if isinstance(data, pa.Table):
