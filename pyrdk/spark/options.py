@@ -9,6 +9,7 @@ topic exist?) is checked when the driver plans the query.
 import json
 import re
 
+from pyrdk.client import _bootstrap_servers
 from pyrdk.exceptions import ConfigurationError
 
 # Kafka properties Spark's connector refuses, and what to use instead.
@@ -104,6 +105,10 @@ def kafka_params(opts, refused):
         if name in refused:
             raise ConfigurationError("option 'kafka.%s' is not supported: %s" % (name, refused[name]))
         config[name] = value
+    try:  # what KafkaClient checks, here so that load() and save() name the option
+        _bootstrap_servers(hosts, "option 'kafka.bootstrap.servers'", config.get("security.protocol"))
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(str(exc)) from None
     return hosts, config
 
 

@@ -71,6 +71,11 @@ def test_bootstrap_servers_are_required():
         ReadOptions({"subscribe": "t"}, False)
     with pytest.raises(ConfigurationError, match="'kafka.bootstrap.servers' is required"):
         WriteOptions({"topic": "t"})
+    for bad in ("not a host", "h:99999", "h:1,gopher://h:2"):
+        with pytest.raises(ConfigurationError, match="option 'kafka.bootstrap.servers': '"):
+            ReadOptions({"kafka.bootstrap.servers": bad, "subscribe": "t"}, False)
+        with pytest.raises(ConfigurationError, match="option 'kafka.bootstrap.servers': '"):
+            WriteOptions({"kafka.bootstrap.servers": bad, "topic": "t"})
 
 
 def test_per_partition_offsets_and_timestamps():
