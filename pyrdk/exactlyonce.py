@@ -177,7 +177,10 @@ class Processor:
             log.warning("transaction aborted (%s); its %d messages are read again", exc, len(batch))
             return 0
         except BaseException:
-            self._rewind(starts)  # process() raised: its messages are read again
+            if self.producer.commit_in_doubt:  # interrupted in the commit: it may yet commit
+                self._in_doubt = (len(batch), starts)
+            else:
+                self._rewind(starts)  # process() raised: its messages are read again
             raise
         return len(batch)
 

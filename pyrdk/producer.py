@@ -853,6 +853,10 @@ class Producer:
             if name is not None and self._unfinished in (None, name):  # not refused for the other one
                 self._unfinished = name if exc.retriable and not exc.fatal and not exc.txn_requires_abort else None
             raise
+        except BaseException:  # Ctrl-C between its slices: it goes on in the background
+            if name is not None and self._unfinished in (None, name):
+                self._unfinished = name
+            raise
         if name is not None:
             self._unfinished = None
 

@@ -1,5 +1,8 @@
 """The transactional Producer: on Tansu (whose log is read back with its transaction markers,
 tests/kafka_log.py), and on librdkafka's mock cluster for coordinator errors and fencing."""
+import subprocess
+import sys
+
 import pytest
 
 from pyrdk import KafkaClient
@@ -8,6 +11,7 @@ from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, ProducerFenced,
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import make_topic, tansu_gap
 from tests.kafka_log import committed_records, read_partition
+from tests.rd.util import default_sigint
 
 PATIENCE_MS = 60000
 GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 6000}
@@ -297,6 +301,45 @@ def test_a_sync_producer_fenced_in_a_transaction_block_is_not_aborted_and_does_n
         successor.stop()
     values, still_open, _ = log_of(client, topic_name)
     assert values == [b"successor"] and still_open == []
+
+
+_CTRL_C_IN_A_COMMIT = """
+import os
+import signal
+import threading
+from pyrdk import KafkaClient
+from pyrdk.rd.mock import MockCluster
+cluster = MockCluster(3)
+cluster.create_topic("t", 1, 1)
+cluster.set_coordinator("transaction", "slow", 1)
+producer = KafkaClient(hosts=cluster.bootstrap_servers).topics["t"].get_producer(transactional_id="slow", linger_ms=5)
+producer.begin_transaction()
+message = producer.produce(b"interrupted")
+producer.flush()
+cluster.set_broker_rtt(1, 300000)
+threading.Timer(1, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C, a second into the commit
+try:
+    producer.commit_transaction(600)
+except KeyboardInterrupt:
+    print("interrupted", producer.commit_in_doubt, flush=True)
+cluster.set_broker_rtt(1, 0)
+producer.commit_transaction(60)  # finishes it
+print("committed", message.offset >= 0, flush=True)
+producer.stop()
+"""
+
+
+@pytest.mark.mock
+def test_ctrl_c_gets_through_a_commit_and_leaves_it_to_be_finished():
+    proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_IN_A_COMMIT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    try:
+        out, err = proc.communicate(timeout=PATIENCE_MS / 1000)  # not after the coordinator's 300 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, out) == (0, "interrupted True\ncommitted True\n"), err
 
 
 @pytest.mark.kafka

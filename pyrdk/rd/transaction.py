@@ -4,12 +4,17 @@
 
 Each call raises what librdkafka's ``rd_kafka_error_t`` says, through
 :func:`pyrdk.rd.errors.raise_for_error`, with its ``retriable``, ``fatal`` and
-``txn_requires_abort`` flags. The blocking calls wait up to their timeout in one call
-(the GIL released); a timeout raises ``KafkaTimeoutError`` with ``retriable``.
+``txn_requires_abort`` flags. The blocking calls wait up to their timeout (the GIL
+released); a timeout raises ``KafkaTimeoutError`` with ``retriable``. Those librdkafka
+resumes when they are made again after a timeout (init, commit, abort) wait in slices
+(``SLICE_MS``), so that Ctrl-C gets through.
 """
+import time
+
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors, partitions
+from pyrdk.rd.handle import SLICE_MS
 
 class GroupMetadata:
     """An owned ``rd_kafka_consumer_group_metadata_t``: the group (and, for a member of a
@@ -76,12 +81,12 @@ def send_offsets(handle, offsets, group_metadata, timeout_ms):
 
 def commit_transaction(handle, timeout_ms):
     """``rd_kafka_commit_transaction``: flush what was produced, then commit."""
-    _call(handle, lib.rd_kafka_commit_transaction, timeout_ms, "commit_transaction")
+    _call(handle, lib.rd_kafka_commit_transaction, timeout_ms, "commit_transaction", resumable=True)
 
 
 def abort_transaction(handle, timeout_ms):
     """``rd_kafka_abort_transaction``: purge what is queued, then abort."""
-    _call(handle, lib.rd_kafka_abort_transaction, timeout_ms, "abort_transaction")
+    _call(handle, lib.rd_kafka_abort_transaction, timeout_ms, "abort_transaction", resumable=True)
 
 
 def fatal_error(handle):
@@ -94,9 +99,23 @@ def fatal_error(handle):
     return (err, string(buf)) if err else None
 
 
-def _call(handle, call, timeout_ms, what):
-    """``call(rk, timeout_ms)``, raising its error. Not cut into slices: a call librdkafka
-    timed out and that is made again may return the error of an attempt it is still
-    retrying by itself."""
-    with handle.use() as rk:
-        errors.raise_for_error(call(rk, timeout_ms), what)
+def _call(handle, call, timeout_ms, what, resumable=False):
+    """``call(rk, timeout_ms)``, raising its error. Only a ``resumable`` call is cut into
+    slices: librdkafka goes on with it in the background when it times out, and resumes
+    it when it is made again (others, made again, may return the error of an attempt it
+    is still retrying by itself)."""
+    if not resumable or timeout_ms < 0:
+        with handle.use() as rk:
+            errors.raise_for_error(call(rk, timeout_ms), what)
+        return
+    deadline = time.monotonic() + timeout_ms / 1000.0
+    while True:
+        slice_ms = int(max(0, min(SLICE_MS, (deadline - time.monotonic()) * 1000)))
+        with handle.use() as rk:
+            error = call(rk, slice_ms)
+        if error != ffi.NULL and lib.rd_kafka_error_code(error) == errors.TIMED_OUT \
+                and time.monotonic() < deadline:
+            lib.rd_kafka_error_destroy(error)  # under way in the background: resumed by the next slice
+            continue
+        errors.raise_for_error(error, what)
+        return
