@@ -157,10 +157,11 @@ def test_a_managed_member_commits_the_acked_prefix_before_its_partitions_are_rev
         second = KafkaSpout(topic, group_name, commit_interval_ms=60000, **GROUP)
         # Both members poll (as Storm calls next_tuple) until the group is split.
         deadline = time.monotonic() + PATIENCE_S
+        early = []  # what the new owner emitted meanwhile
         while not (second.consumer.partitions and len(first.consumer.partitions) == 1):
             assert time.monotonic() < deadline, "the group did not rebalance"
             first.next_tuple()
-            second.next_tuple()
+            early.extend(t for t in [second.next_tuple()] if t is not None)
             time.sleep(0.005)
         assert first.stats["revoked_in_flight"] >= 2  # the unacked thirds, dropped
         committed_now = group_offsets(topic, group_name)
@@ -169,7 +170,7 @@ def test_a_managed_member_commits_the_acked_prefix_before_its_partitions_are_rev
         moved = next(iter(second.consumer.partitions))
         assert not first.ack(by_partition[moved][2].id)
         # The new owner starts at the first unacked message of the partition it took.
-        assert take(second, 1)[0].id == TupleId(topic_name, moved, expected[moved])
+        assert (early or take(second, 1))[0].id == TupleId(topic_name, moved, expected[moved])
     finally:
         for spout in (first, second):
             if spout is not None:
