@@ -450,10 +450,15 @@ class Consumer:
         wait in the stash); error events are raised, retriable ones logged. With ``columns``
         (the core's ``add_columns``), the batch goes into columns instead, returned; an error
         that comes with some records is kept for the next call, so that they are not lost."""
+        buffered = len(self._core)
+
+        def keep(pointers):
+            # A batch a KeyboardInterrupt cut off goes into the buffer, unless the buffer
+            # has it already: the next call returns it.
+            if columns or len(self._core) == buffered:
+                self._core.add(pointers)
         try:
-            # A batch a KeyboardInterrupt cut off goes into the buffer: the next call returns it.
-            made, errs = self._handle.consume_batch(max_messages, timeout_ms, columns or self._core.add,
-                                                    self._core.add)
+            made, errs = self._handle.consume_batch(max_messages, timeout_ms, columns or self._core.add, keep)
         except BaseException:
             self._stash_paused()
             raise

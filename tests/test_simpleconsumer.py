@@ -1106,6 +1106,36 @@ def test_a_ctrl_c_as_a_batch_arrives_loses_no_message_and_stop_returns(mock_clus
     assert not thread.is_alive() and "error" not in box
 
 
+@pytest.mark.mock
+def test_a_ctrl_c_while_a_batch_becomes_messages_loses_none_and_repeats_none(mock_cluster, mock_client):
+    """A KeyboardInterrupt while the core takes a fetched batch in (the pure core makes its
+    Messages one by one; the C core's add() may be done when it lands, as it returns): the
+    batch is in the buffer once, for the next call. (The pure core dropped it.)"""
+    from pyrdk import core
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"%d" % i for i in range(20)])
+    consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
+    fired = []
+
+    def interrupt(frame, event, arg):
+        name = getattr(arg, "__name__", None)
+        if event == "c_return" and not fired and (
+                (name == "add" and frame.f_code.co_name == "_convert")  # the C core's add() returns
+                or (name == "rd_kafka_message_timestamp" and core.implementation == "python")):
+            fired.append(name)
+            raise KeyboardInterrupt
+    sys.setprofile(interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            consumer.consume()
+    finally:
+        sys.setprofile(None)
+    assert fired
+    assert [m.value for m in take(consumer, 20)] == [b"%d" % i for i in range(20)]
+    assert consumer.consume(block=False) is None
+    consumer.stop()
+
+
 # -- misuse and errors -------------------------------------------------------------------------
 
 @pytest.mark.kafka

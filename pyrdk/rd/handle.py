@@ -670,7 +670,9 @@ class Handle:
         A KeyboardInterrupt as librdkafka returns a batch (where a Ctrl-C during the wait
         lands) is raised once ``keep`` (default: ``add``, whose result is then lost) has
         taken the batch and its messages are destroyed: the next call goes on after them, and
-        ``close()`` is not held up by messages never destroyed.
+        ``close()`` is not held up by messages never destroyed. ``keep`` also gets the batch
+        when ``add`` raises, before that is raised (it must tell whether ``add`` took the
+        batch before it was cut short).
         """
         add = add or message.messages_of
         array = ffi.new("rd_kafka_message_t *[]", max_messages)  # NULLs
@@ -689,21 +691,30 @@ class Handle:
                     # same, up to the first NULL.
                     n = next((i for i in range(max_messages) if array[i] == ffi.NULL), max_messages)
                     if n:
-                        self._convert(array, n, keep or add)
+                        try:
+                            (keep or add)(_pointers(array, n))
+                        finally:
+                            lib.pyrdk_batch_destroy(array, n)
                     raise
                 if n != 0:
-                    made, errs = self._convert(array, n, add)
+                    made, errs = self._convert(array, n, add, keep)
                     return made, errs + [exc for _, exc in self._cbs.calls.take()]
             first = False
             if _remaining(deadline) <= 0 or self._closing or self._woken:
                 self._woken = False
                 return add(_NO_POINTERS)[0], []
 
-    def _convert(self, array, n, add):
+    def _convert(self, array, n, add, keep=None):
         if n < 0:
             return add(_NO_POINTERS)[0], [KafkaException("consume_batch_queue failed")]
         try:
-            made, positions = add(memoryview(ffi.buffer(array, n * ffi.sizeof("void *"))).cast(_POINTER_FORMAT))
+            pointers = _pointers(array, n)
+            try:
+                made, positions = add(pointers)
+            except BaseException:
+                if keep is not None:  # add cut short (a KeyboardInterrupt): keep takes the batch
+                    keep(pointers)
+                raise
             errs = [message.error_of(array[i]) for i in positions if array[i].err != errors.PARTITION_EOF]
             return made, errs
         finally:
@@ -727,6 +738,11 @@ class Handle:
                 return string(ptr)
             finally:
                 lib.rd_kafka_mem_free(rk, ptr)
+
+
+def _pointers(array, n):
+    """The first ``n`` pointers of ``array`` as a memoryview of unsigned ints."""
+    return memoryview(ffi.buffer(array, n * ffi.sizeof("void *"))).cast(_POINTER_FORMAT)
 
 
 def stats_enabled(config):
