@@ -263,7 +263,12 @@ class ProducerCore:
         not counted in ``done``)."""
         left = list(range(len(items)))
         while True:
-            errs = self._handle.produce_batch(self._topic, pid, [(items[i][0], items[i][1], 0) for i in left])
+            try:
+                errs = self._handle.produce_batch(self._topic, pid, [(items[i][0], items[i][1], 0) for i in left])
+            except KafkaException as exc:  # a closed handle's refusal, told as the C core tells it
+                if exc.code is not None:
+                    raise
+                return left[0], errors.CLOSED, waited
             refused: list[tuple[int, int]] = []
             for i, err in zip(left, errs):
                 if not err:
@@ -282,8 +287,8 @@ class ProducerCore:
     def _produce_alone(self, pid: int, value: Optional[bytes], key: Optional[bytes]) -> tuple[int, int]:
         try:
             self._handle.produce(self._topic, pid, value, key, 0, None, 0)
-        except KafkaException as exc:  # Handle.produce() raises with librdkafka's code; else UNKNOWN (-1)
-            return 0, exc.code if exc.code is not None else -1
+        except KafkaException as exc:  # Handle.produce() raises with librdkafka's code, or a closed handle's refusal
+            return 0, exc.code if exc.code is not None else errors.CLOSED
         self.batch_sent += 1
         return 1, 0
 

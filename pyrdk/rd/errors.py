@@ -30,6 +30,7 @@ MSG_SIZE_TOO_LARGE = lib.RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
 SSL = lib.RD_KAFKA_RESP_ERR__SSL
 AUTHENTICATION = lib.RD_KAFKA_RESP_ERR__AUTHENTICATION
 IN_PROGRESS = -178  # RD_KAFKA_RESP_ERR__IN_PROGRESS (not in the cdef)
+CLOSED = lib.PYRDK_ERR_CLOSED  # pyrdk's own: the handle is closed (csrc/pyrdk_guard.h)
 
 # Local codes that are transient by nature.
 _RETRIABLE = {TIMED_OUT, MSG_TIMED_OUT, QUEUE_FULL, TRANSPORT, ALL_BROKERS_DOWN}

@@ -422,3 +422,22 @@ def test_an_interrupt_as_librdkafka_takes_a_queue_hands_none_over_twice(rig):
     r.flush()
     assert len(r.core) == 0 and r.reports == [] and all(m.offset >= 0 for m in msgs)
     assert sum(r.handle.query_watermark_offsets(r.topic, pid)[1] for pid in (0, 1)) == 4
+
+
+@pytest.mark.mock
+def test_a_closed_handle_is_told_as_closed_by_produce_batch_and_produce_arrow(rig):
+    """Once the handle is closed (stop() in another thread), produce_batch() and
+    produce_arrow() say so with errors.CLOSED, from which the producer raises
+    ProducerStoppedException with the rows queued before (the pure core said -1, an
+    'Unknown broker error', or raised without them)."""
+    import pyarrow as pa
+
+    from pyrdk.core.arrow import write_columns
+    r = rig(max_size=1000)
+    r.handle.close()
+    columns = write_columns(pa.record_batch({"value": [b"a", b"b"]}))
+    assert r.core.produce_arrow((columns[0], False) + columns[1:], 0, 0) == (0, errors.CLOSED)
+    assert r.core.produce_batch([b"a", b"b"], 0) == (0, errors.CLOSED)
+    assert r.core.produce_batch([b"x" * 990], 0) == (0, errors.CLOSED)  # near max_size: sent alone
+    with pytest.raises(ProducerStoppedException):
+        r.handle.raise_produce_error(errors.CLOSED, r.topic, -1)
