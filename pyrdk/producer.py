@@ -323,8 +323,9 @@ class Producer:
 
     def _wait_entered(self, timeout_ms):
         """Wait (up to ``timeout_ms``; -1: for ever) until the general-path produce() calls
-        that passed their running check have handed their message over: stop() then flushes
-        it too, so every message produce() returned is delivered or reported. Those of the
+        (and the produce_batch() and produce_arrow() calls the core takes) that passed their
+        running check have handed their messages over: stop() then flushes them too, so
+        every message they returned is delivered or reported. Those of the
         calling thread (stop() from a serializer or partitioner) are not waited for: the
         closed handle refuses their message."""
         waited = 0
@@ -371,22 +372,32 @@ class Producer:
         """produce()'s general path: whatever the core's fast path does not take, one
         ``rd_kafka_producev`` call per message. ``partition``: the partitioner's choice if
         the fast path asked for it already."""
+        me = self._enter()
+        try:
+            msg, done = self._hand_over(message, partition_key, timestamp, headers, partition)
+        finally:
+            self._leave(me)
+        if done is not None:
+            self._wait_delivered(msg, done)
+        return msg
+
+    def _enter(self):
+        """Count a call about to hand messages to librdkafka, for stop() to wait for (see
+        _wait_entered); ProducerStoppedException once stopped. Returns the thread's id, for
+        _leave()."""
         with self._lock:
             if not self._running:
                 raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
             me = threading.get_ident()
             self._entering[me] = self._entering.get(me, 0) + 1
-        try:
-            msg, done = self._hand_over(message, partition_key, timestamp, headers, partition)
-        finally:
-            with self._lock:
-                self._entering[me] -= 1
-                if not self._entering[me]:
-                    del self._entering[me]
-                    self._entered.notify_all()
-        if done is not None:
-            self._wait_delivered(msg, done)
-        return msg
+        return me
+
+    def _leave(self, me):
+        with self._lock:
+            self._entering[me] -= 1
+            if not self._entering[me]:
+                del self._entering[me]
+                self._entered.notify_all()
 
     def _hand_over(self, message, partition_key, timestamp, headers, partition):
         """The general path's checks and its ``rd_kafka_producev``: returns the Message and,
@@ -518,6 +529,13 @@ class Producer:
             return self._produce_each(messages)
         core, handle = self._core, self._handle
         assert core is not None and handle is not None  # start() made them
+        me = self._enter()  # stop() flushes what this call queues
+        try:
+            return self._produce_batch(core, handle, messages)
+        finally:
+            self._leave(me)
+
+    def _produce_batch(self, core, handle, messages):
         self._hand_off(producing=True)
         total = 0
         while True:
@@ -594,6 +612,13 @@ class Producer:
                 not isinstance(self._partitioner, Murmur2Partitioner):
             return self._produce_rows(batch)
         columns = (rows, self._partitioner is not random_partitioner) + columns[1:]
+        me = self._enter()  # stop() flushes what this call queues
+        try:
+            return self._produce_core_rows(core, handle, batch, columns, rows)
+        finally:
+            self._leave(me)
+
+    def _produce_core_rows(self, core, handle, batch, columns, rows):
         self._hand_off(producing=True)  # the queued ones first
         start = 0
         while True:

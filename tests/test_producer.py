@@ -995,6 +995,50 @@ def test_stop_from_produces_own_serializer_or_partitioner_does_not_wait_for_itse
         producer.produce(b"y")
 
 
+@pytest.mark.mock
+@pytest.mark.parametrize("call", ["produce_batch", "produce_arrow"])
+def test_stop_waits_for_a_produce_batch_or_arrow_under_way_in_another_thread(mock_topic, call):
+    """stop() flushes what the produce_batch() and produce_arrow() calls under way in other
+    threads queue, as for produce(): it waits for them. (It went on: what such a call handed
+    to librdkafka after stop()'s flush was destroyed with the handle, neither delivered nor
+    reported, though the call returned it as queued.)"""
+    import pyarrow as pa
+    producer = mock_topic.get_producer(linger_ms=0, pending_timeout_ms=-1)
+    warm(producer)
+    in_call, go = threading.Event(), threading.Event()
+    hand_off = producer._hand_off
+
+    def paused_hand_off(*args, **kwargs):  # the call's first step, before the core queues anything
+        if kwargs.get("producing") and threading.current_thread().name == "batch":
+            in_call.set()
+            go.wait(HANG_BOUND_S)
+        return hand_off(*args, **kwargs)
+    producer._hand_off = paused_hand_off
+    values = [b"%d" % i for i in range(100)]
+    outcome = {}
+
+    def produce():
+        try:
+            outcome["queued"] = producer.produce_batch(values) if call == "produce_batch" else \
+                producer.produce_arrow(pa.record_batch({"value": pa.array(values, pa.binary())}))
+        except BaseException as exc:
+            outcome["exc"] = exc
+    worker = threading.Thread(target=produce, name="batch", daemon=True)
+    worker.start()
+    assert in_call.wait(HANG_BOUND_S)
+    stopper = threading.Thread(target=producer.stop, daemon=True)
+    stopper.start()
+    stopper.join(0.5)
+    stopping_waited = stopper.is_alive()
+    go.set()
+    worker.join(HANG_BOUND_S)
+    stopper.join(HANG_BOUND_S)
+    assert not worker.is_alive() and not stopper.is_alive()
+    assert stopping_waited, "stop() did not wait for the call under way"
+    assert outcome == {"queued": 100}
+    assert sum(p.latest_available_offset() for p in mock_topic.partitions.values()) == 101  # and warm()'s
+
+
 # -- produce()'s buffered way --------------------------------------------------------------------
 
 @pytest.mark.kafka
