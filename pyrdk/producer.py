@@ -293,7 +293,7 @@ class Producer:
             assert handle is not None and core is not None and poller is not None  # start() made them
             handle.check_close()
             self._running = False
-        core.close()  # produce() now raises ProducerStoppedException
+            core.close()  # produce() now raises ProducerStoppedException (under the lock: see _check)
         try:
             self._wait_entered(self._pending_timeout_ms)
             if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
@@ -457,8 +457,10 @@ class Producer:
         self._raise_failures()
         if self._outage.since is not None:
             self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
-        self._core.divert = self._general_only or self._outage.since is not None or bool(self._errors) \
-            or bool(self._failures)
+        divert = self._general_only or self._outage.since is not None or bool(self._errors) or bool(self._failures)
+        with self._lock:  # never on a core stop() closed meanwhile: its queues are handed over no more
+            if self._running:
+                self._core.divert = divert
 
     def _hand_off(self, timeout_ms=-1, stopping=False, producing=False):
         """Hand every queued message to librdkafka, waiting (up to ``timeout_ms``; -1: for

@@ -1039,6 +1039,39 @@ def test_stop_waits_for_a_produce_batch_or_arrow_under_way_in_another_thread(moc
     assert sum(p.latest_available_offset() for p in mock_topic.partitions.values()) == 101  # and warm()'s
 
 
+@pytest.mark.mock
+def test_a_produce_batch_as_stop_begins_does_not_reopen_the_fast_path(mock_topic):
+    """While stop() runs, a produce_batch() of another thread (it looks at the producer's
+    state before its running check) must not let produce() queue in the stopped core again:
+    such a message was refused at stop() as never delivered, or handed over after stop()'s
+    flush, though produce() had returned it."""
+    producer = mock_topic.get_producer(linger_ms=0)
+    warm(producer)
+    stopping, go = threading.Event(), threading.Event()
+    wait_entered = producer._wait_entered
+
+    def paused_wait_entered(timeout_ms):  # stop()'s step after it closed the core
+        stopping.set()
+        go.wait(HANG_BOUND_S)
+        return wait_entered(timeout_ms)
+    producer._wait_entered = paused_wait_entered
+    stopper, outcome = threading.Thread(target=lambda: outcome.append(run_bounded(producer.stop)), daemon=True), []
+
+    def values():  # read by produce_batch() after its running check
+        stopper.start()
+        assert stopping.wait(HANG_BOUND_S)
+        yield b"batch"
+    try:
+        with pytest.raises(ProducerStoppedException):
+            producer.produce_batch(values())
+        with pytest.raises(ProducerStoppedException):
+            producer.produce(b"late")
+    finally:
+        go.set()
+        stopper.join(HANG_BOUND_S)
+    assert outcome == [(True, None, None)]  # nothing failed
+
+
 # -- produce()'s buffered way --------------------------------------------------------------------
 
 @pytest.mark.kafka
