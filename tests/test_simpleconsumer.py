@@ -23,6 +23,7 @@ from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, Grou
                               UnicodeException, UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import commit, tansu_gap, unique_name
+from tests.rd import util
 
 # Upper bound on waiting for something that must happen; never asserted on.
 PATIENCE_S = 30
@@ -1067,19 +1068,6 @@ def test_start_after_stop_with_a_group_resumes_at_the_committed_offset(topic, gr
         consumer.stop()
 
 
-class _InterruptAsItReturns:
-    """A profile function raising KeyboardInterrupt once, as the C function ``name`` returns:
-    where a Ctrl-C during that call (a consumer's wait for messages) lands."""
-
-    def __init__(self, name):
-        self.name, self.fired = name, False
-
-    def __call__(self, frame, event, arg):
-        if event == "c_return" and getattr(arg, "__name__", None) == self.name and not self.fired:
-            self.fired = True
-            raise KeyboardInterrupt
-
-
 @pytest.mark.mock
 @pytest.mark.parametrize("how", ["consume", "consume_batch", "consume_arrow"])
 def test_a_ctrl_c_as_a_batch_arrives_loses_no_message_and_stop_returns(mock_cluster, mock_client, how):
@@ -1089,7 +1077,7 @@ def test_a_ctrl_c_as_a_batch_arrives_loses_no_message_and_stop_returns(mock_clus
     topic = mock_topic(mock_cluster, mock_client, 1)
     produce(topic, [b"%d" % i for i in range(20)])
     consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
-    interrupt = _InterruptAsItReturns("rd_kafka_consume_batch_queue")
+    interrupt = util.InterruptAsItReturns("rd_kafka_consume_batch_queue")
     sys.setprofile(interrupt)
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -389,19 +389,6 @@ def test_a_message_librdkafka_takes_after_a_refused_one_is_never_handed_over_twi
     assert handle.query_watermark_offsets(topic, 0) == (0, 3)
 
 
-class _InterruptAsItReturns:
-    """A profile function raising KeyboardInterrupt once, as the C function ``name`` returns:
-    where a Ctrl-C's handler runs when the signal comes during that call."""
-
-    def __init__(self, name):
-        self.name, self.fired = name, False
-
-    def __call__(self, frame, event, arg):
-        if event == "c_return" and getattr(arg, "__name__", None) == self.name and not self.fired:
-            self.fired = True
-            raise KeyboardInterrupt
-
-
 @pytest.mark.mock
 def test_an_interrupt_as_librdkafka_takes_a_queue_hands_none_over_twice(rig):
     """A KeyboardInterrupt as rd_kafka_produce_batch returns: the messages it took leave the
@@ -410,7 +397,7 @@ def test_an_interrupt_as_librdkafka_takes_a_queue_hands_none_over_twice(rig):
     r = rig()
     msgs = [r.core.produce(b"v%d" % i) for i in range(4)]
     assert r.core.queued == 4
-    interrupt = _InterruptAsItReturns("rd_kafka_produce_batch")
+    interrupt = util.InterruptAsItReturns("rd_kafka_produce_batch")
     sys.setprofile(interrupt)
     try:
         r.core.hand_off()

@@ -255,19 +255,6 @@ def test_delivery_failure_reaches_on_delivery(mock_cluster, handles):
     assert offset < 0
 
 
-class _InterruptAsItReturns:
-    """A profile function raising KeyboardInterrupt once, as the C function ``name`` returns:
-    where a Ctrl-C's handler runs when the signal comes during that call."""
-
-    def __init__(self, name):
-        self.name, self.fired = name, False
-
-    def __call__(self, frame, event, arg):
-        if event == "c_return" and getattr(arg, "__name__", None) == self.name and not self.fired:
-            self.fired = True
-            raise KeyboardInterrupt
-
-
 @pytest.mark.mock
 @pytest.mark.parametrize("c_function", ["pyrdk_reports_drain_columns", "pyrdk_failed_pop"])
 def test_an_interrupt_as_reports_leave_c_loses_none(mock_cluster, handles, c_function):
@@ -293,7 +280,7 @@ def test_an_interrupt_as_reports_leave_c_loses_none(mock_cluster, handles, c_fun
         expected = 3
     util.wait_until(lambda: producer.wait_reports(0) >= expected or producer.batch_outstanding(1) == 0,
                     "the delivery reports", step=lambda: producer.poll(100, dispatch=False))
-    interrupt = _InterruptAsItReturns(c_function)
+    interrupt = util.InterruptAsItReturns(c_function)
     sys.setprofile(interrupt)
     try:
         with pytest.raises(KeyboardInterrupt):

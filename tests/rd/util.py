@@ -44,6 +44,20 @@ def collect_then(action):
     gc.set_threshold(1)
 
 
+class InterruptAsItReturns:
+    """A profile function (``sys.setprofile``) raising KeyboardInterrupt once, as the C
+    function ``name`` returns: where a Ctrl-C's handler runs when the signal comes during that
+    call."""
+
+    def __init__(self, name):
+        self.name, self.fired = name, False
+
+    def __call__(self, frame, event, arg):
+        if event == "c_return" and getattr(arg, "__name__", None) == self.name and not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+
+
 def default_sigint():
     """``preexec_fn`` of a child that a test sends SIGINT: a shell's background job (``make
     test &``) runs with SIGINT ignored, its children inherit that, and Python then installs
