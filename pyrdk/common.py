@@ -312,11 +312,13 @@ class Message(metaclass=abc.ABCMeta):
 
     def __reduce__(self) -> tuple[Any, ...]:
         """``(type, constructor arguments)``, as the C core's Message pickles (with any
-        protocol): the fields as stored, whatever properties a subclass puts in front of them.
-        An instance of a subclass is made anew by Message's own constructor, then gets the
-        subclass's own ``__dict__`` and slots."""
+        protocol): the fields as stored, whatever properties a subclass puts in front of them,
+        but ``partition`` and ``delivery_report_q``, which come back None: they are this
+        process's live objects (the client's Partition, a producer's queue). An instance of a
+        subclass is made anew by Message's own constructor, then gets the subclass's own
+        ``__dict__`` and slots."""
         cls = type(self)
-        args = tuple(_stored(self, Message, name) for name in _ARGUMENTS)
+        args = tuple(None if name in _LIVE else _stored(self, Message, name) for name in _ARGUMENTS)
         if cls is Message:
             return cls, args
         slots = {}
@@ -347,6 +349,7 @@ _FIELDS = frozenset(("value", "partition_key", "partition_id", "offset", "timest
 # Message's constructor arguments, in order, as its slots name them.
 _ARGUMENTS = ("value", "partition_key", "_partition_id", "_offset", "_timestamp", "_headers", "partition", "topic",
               "_timestamp_type", "_compression_type", "_produce_attempt", "_delivery_report_q")
+_LIVE = ("partition", "_delivery_report_q")  # not pickled (see Message.__reduce__)
 
 
 _UNSET = object()

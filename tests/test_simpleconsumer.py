@@ -1300,3 +1300,23 @@ def test_a_consumer_timeout_of_zero_still_takes_what_is_ready(mock_cluster, mock
         while len(got) < 10 and time.monotonic() < deadline:
             got.extend(m.value for m in consumer)  # each pass ends at the first empty fetch
         assert got == [b"v%d" % i for i in range(10)]
+
+
+@pytest.mark.kafka
+def test_consumed_and_produced_messages_pickle_without_the_clients_live_objects(topic):
+    """A program hands messages to other processes (multiprocessing) by pickling them: the
+    record's fields travel, the client's Partition and a producer's queue (locks) do not."""
+    import pickle
+    produced = produce(topic, [b"a", b"b"], partition=2, partition_key=b"k", headers=[("h", b"1")])
+    consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
+    try:
+        consumed = [consumer.consume() for _ in range(2)]
+    finally:
+        consumer.stop()
+    assert all(m.partition is topic.partitions[2] for m in consumed)
+    for msg in consumed + produced:
+        copy = pickle.loads(pickle.dumps(msg))
+        fields = ("value", "partition_key", "partition_id", "offset", "timestamp", "headers", "topic")
+        assert [getattr(copy, f) for f in fields] == [getattr(msg, f) for f in fields]
+        assert copy.partition is None and copy.delivery_report_q is None
+    assert [(m.value, m.partition_id, m.offset) for m in consumed] == [(b"a", 2, 0), (b"b", 2, 1)]

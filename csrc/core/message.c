@@ -797,7 +797,9 @@ static PyObject *object_state(PyObject *self) {
 
 /* (type, constructor arguments), or for an instance of a subclass (_remade, (type,
  * constructor arguments)[, state]): the state is what object.__getstate__ gives, i.e. the
- * subclass's dict and slots. */
+ * subclass's dict and slots. partition and delivery_report_q are left out (None): they are
+ * this process's live objects (the client's Partition, a producer's queue), which hold
+ * locks. */
 static PyObject *message_reduce(message_t *self, PyObject *unused) {
         PyObject *headers, *compression, *attempt, *args, *state, *out, *remade;
         core_state *st;
@@ -809,9 +811,8 @@ static PyObject *message_reduce(message_t *self, PyObject *unused) {
         {
                 /* Held: making the tuple may run Python code, which may set these fields. */
                 PyObject *fields[] = {get_object(self, (void *)FIELD(value)), get_object(self, (void *)FIELD(key)),
-                                      get_object(self, (void *)FIELD(partition)),
-                                      get_object(self, (void *)FIELD(topic)),
-                                      get_object(self, (void *)FIELD(delivery_report_q))};
+                                      Py_NewRef(Py_None), get_object(self, (void *)FIELD(topic)),
+                                      Py_NewRef(Py_None)};
 
                 args = headers && compression && attempt
                         ? Py_BuildValue("(OOiLOOOOiOOO)", fields[0], fields[1], (int)self->partition_id,
