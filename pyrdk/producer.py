@@ -1043,6 +1043,12 @@ class Producer:
             log.error("abort_transaction after an error failed: %s", exc)
 
     def _abort_at_stop(self):
+        if self._unfinished == "commit_transaction":  # librdkafka would refuse the abort: nothing to try
+            log.warning("stop(): the last commit_transaction() timed out and was not called again, so the "
+                        "transaction may have committed or not; read its output with "
+                        "isolation_level=read_committed to know")
+            self._in_transaction = False
+            return
         try:
             self._abort(self._handle, self._pending_timeout_ms)
         except KafkaException as exc:

@@ -1,5 +1,6 @@
 """The transactional Producer: on Tansu (whose log is read back with its transaction markers,
 tests/kafka_log.py), and on librdkafka's mock cluster for coordinator errors and fencing."""
+import logging
 import subprocess
 import sys
 
@@ -278,6 +279,28 @@ def test_a_commit_or_abort_that_timed_out_is_finished_not_left_blocking_the_next
         assert after.offset >= 0
     finally:
         producer.stop()
+
+
+@pytest.mark.mock
+def test_stop_after_a_commit_that_timed_out_says_it_may_have_committed(mock_cluster, mock_topic, caplog):
+    """The commit goes on in librdkafka's background: stop() cannot abort it, and does not
+    say that the coordinator will."""
+    mock_cluster.set_coordinator("transaction", "in-doubt", 1)
+    producer = mock_topic.get_producer(transactional_id="in-doubt", linger_ms=5)
+    try:
+        producer.init_transactions(30)
+        mock_cluster.set_broker_rtt(1, 3000)
+        with pytest.raises(KafkaTimeoutError):
+            with producer.transaction(timeout=0.5):
+                producer.produce(b"in doubt")
+        assert producer.commit_in_doubt
+    finally:
+        with caplog.at_level(logging.WARNING, logger="pyrdk"):
+            producer.stop()
+        mock_cluster.set_broker_rtt(1, 0)
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("pyrdk")]
+    assert any("may have committed or not" in line for line in said), said
+    assert not any("aborts it" in line for line in said), said
 
 
 @pytest.mark.kafka
