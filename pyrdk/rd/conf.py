@@ -41,6 +41,12 @@ def _c_string(key, what, text):
     return data
 
 
+def _shown(key, text):
+    """A value as an error may show it: hidden where the property may hold a secret."""
+    secret = any(word in key.lower() for word in ("password", "secret", "jaas", "key.pem", "token"))
+    return "<%d characters, not shown>" % len(text) if secret else repr(text)
+
+
 class Conf:
     """A librdkafka configuration under construction; ``rd_kafka_new`` takes it over."""
 
@@ -59,7 +65,7 @@ class Conf:
         res = lib.rd_kafka_conf_set(self._ptr, _c_string(key, "property name", key), _c_string(key, "value", text),
                                     buf, errors.ERRSTR_SIZE)
         if res != lib.RD_KAFKA_CONF_OK:
-            raise ConfigurationError("librdkafka refused %s=%r: %s" % (key, text, string(buf).strip()))
+            raise ConfigurationError("librdkafka refused %s=%s: %s" % (key, _shown(key, text), string(buf).strip()))
 
     def get(self, key):
         """``rd_kafka_conf_get``: the current value of ``key`` as a string (None if unknown)."""

@@ -113,6 +113,19 @@ def test_handle_refuses_a_bad_property_by_name():
     assert "no.such.property" in str(info.value)
 
 
+def test_a_refused_value_that_may_be_a_secret_is_not_shown():
+    """The Java client's sasl.jaas.config holds the password: librdkafka refuses it (saying
+    what to use instead), and the error does not repeat it."""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="hunter2";'
+    with pytest.raises(ConfigurationError) as info:
+        Handle("consumer", {"sasl.jaas.config": jaas})
+    text = str(info.value)
+    assert "sasl.jaas.config" in text and "JAAS" in text
+    assert "hunter2" not in text and "characters, not shown" in text
+    with pytest.raises(ConfigurationError, match="linger.ms='soon'"):  # not a secret: shown
+        Handle("producer", {"linger.ms": "soon"})
+
+
 def test_handle_reports_rd_kafka_new_refusal():
     with pytest.raises(ConfigurationError) as info:
         Handle("producer", {"enable.idempotence": True, "acks": 1})
