@@ -14,8 +14,9 @@ The few blocking librdkafka calls of the control path (commit, committed, offset
 metadata, ``rd_kafka_consumer_close``) run on the loop's default executor.
 """
 import asyncio
-import functools
 import collections
+import copy
+import functools
 import itertools
 import logging
 import re
@@ -714,7 +715,7 @@ class AIOKafkaConsumer(Client):
                 continue
             for tp, exc in self._unpositioned.items():  # librdkafka fetches nothing of them
                 if (not partitions or tp in partitions) and tp not in self._paused:
-                    raise exc
+                    raise copy.copy(exc).with_traceback(None)  # a new one each time: no traceback grows
             self._check_running()
             remaining = None if deadline is None else deadline - self._loop.time()
             if remaining is not None and remaining <= 0:

@@ -733,10 +733,15 @@ async def test_a_partition_without_an_offset_is_raised_by_each_call_until_a_seek
     async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
                                          auto_offset_reset="none") as consumer:
         consumer.assign([tp])
+        raised = []
         for _ in range(3):
             with pytest.raises(aiokafka.errors.NoOffsetForPartitionError) as info:
                 await asyncio.wait_for(consumer.getone(), 20)
             assert info.value.args[0] == {tp: -1001}
+            raised.append(info.value)
+        # each its own exception: one raised again and again would carry a growing traceback
+        assert len({id(exc) for exc in raised}) == 3
+        assert all(exc.topic == topic and exc.partition == 0 for exc in raised)
         with pytest.raises(aiokafka.errors.NoOffsetForPartitionError):
             await asyncio.wait_for(consumer.getmany(tp, timeout_ms=0), 20)
         consumer.seek(tp, 1)
