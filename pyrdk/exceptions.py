@@ -162,6 +162,11 @@ class KafkaTimeoutError(RdKafkaException, codes=(-185, -192)):
     retriable = True
 
 
+class ProduceTimeoutError(ProduceFailureError, KafkaTimeoutError):
+    """A sync ``produce()`` got no delivery report within ``pending_timeout_ms``: pykafka
+    raised ``ProduceFailureError`` there; it is a ``KafkaTimeoutError`` too."""
+
+
 class AssignmentLost(RdKafkaException, codes=(-142,)):
     """The group took this member's partitions away (``_ASSIGNMENT_LOST``); it rejoins."""
 

@@ -38,9 +38,9 @@ from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_config, c
                           check_number, check_pair, stop_at_exit)
 from pyrdk.core import Message, ProducerCore, producer_core
 from pyrdk.core import arrow
-from pyrdk.exceptions import (CallState, ConfigurationError, KafkaException, KafkaTimeoutError, MessageSizeTooLarge,
+from pyrdk.exceptions import (CallState, ConfigurationError, KafkaException, MessageSizeTooLarge,
                               ProduceFailureError, ProducerQueueFullError, ProducerStoppedException,
-                              TransactionStateError)
+                              ProduceTimeoutError, TransactionStateError)
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.partitioners import Murmur2Partitioner, murmur2_partitioner, random_partitioner
 from pyrdk.rd import conf, transaction
@@ -721,7 +721,7 @@ class Producer:
                     if not done.event.is_set():
                         # Its report, when it comes, goes where an asynchronous one goes.
                         done.detached = True
-                        raise KafkaTimeoutError(
+                        raise ProduceTimeoutError(
                             "no delivery report for the message within pending_timeout_ms=%d; it "
                             "may still be delivered (a failure is raised by a later produce(), "
                             "flush() or stop())" % deadline_ms)

@@ -637,6 +637,7 @@ def test_sync_produce_to_a_dead_broker_times_out(mock_cluster, mock_topic):
     mock_cluster.broker_down(-1)
     finished, _, exc = run_bounded(lambda: producer.produce(b"lost"))
     assert finished and isinstance(exc, KafkaTimeoutError)
+    assert isinstance(exc, ProduceFailureError)  # what pykafka's sync produce() raised on its timeout
     finished, _, exc = run_bounded(producer.stop)
     assert finished
     # the message the timeout was about is still reported at stop(), not dropped
