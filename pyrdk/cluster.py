@@ -697,7 +697,8 @@ class Cluster:
         return BrokerOutage(self.rdkafka_config.get("bootstrap.servers"), self._timeout_ms)
 
     def offsets_for_times(self, tps):
-        """``rd_kafka_offsets_for_times`` for ``(topic, partition, timestamp)`` tuples."""
+        """``rd_kafka_offsets_for_times`` for ``(topic, partition, timestamp)`` tuples, within
+        ``socket_timeout_ms`` (see :meth:`pyrdk.rd.handle.Handle.offsets_for_times`)."""
         try:
             return self._handle.offsets_for_times(tps, self._timeout_ms)
         finally:

@@ -19,7 +19,8 @@ import pytest
 from pyrdk import KafkaClient
 from pyrdk.common import OffsetType
 from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, GroupLoadInProgress,
-                              KafkaException, KafkaTimeoutError, OffsetOutOfRangeError, UnknownMemberId,
+                              KafkaException, KafkaTimeoutError, LeaderNotAvailable, NoBrokersAvailableError,
+                              OffsetOutOfRangeError, UnknownMemberId,
                               UnicodeException, UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import commit, tansu_gap, unique_name
@@ -1269,6 +1270,37 @@ def test_a_commit_with_every_broker_down_fails_within_its_timeout(mock_cluster):
         with pytest.raises(KafkaTimeoutError, match="commit offsets"):
             consumer.commit_offsets()
         assert time.monotonic() - started < PATIENCE_S
+    finally:
+        mock_cluster.broker_up(-1)
+        consumer.stop()
+        client.close()
+
+
+@pytest.mark.mock
+def test_reset_offsets_while_the_leader_is_down_names_it_and_works_once_it_is_back(mock_cluster):
+    """librdkafka answers a ListOffsets lookup whose leader is unreachable with a local
+    UNKNOWN_PARTITION at once: reset_offsets raises LeaderNotAvailable (or, when the request
+    waited on the leader, KafkaTimeoutError) within socket_timeout_ms
+    (NoBrokersAvailableError with every broker down), not
+    UnknownTopicOrPartition for a partition that exists."""
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=2000)
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 1)
+    mock_cluster.set_partition_leader(name, 0, 2)
+    topic = client.topics[name]
+    produce(topic, [b"v%d" % i for i in range(3)], partition=0)
+    consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
+    try:
+        assert [m.value for m in take(consumer, 3)] == [b"v0", b"v1", b"v2"]
+        mock_cluster.broker_down(2)
+        with pytest.raises((LeaderNotAvailable, KafkaTimeoutError), match="offsets for times"):
+            consumer.reset_offsets([(0, OffsetType.EARLIEST)])
+        mock_cluster.broker_down(-1)
+        with pytest.raises((NoBrokersAvailableError, KafkaTimeoutError)):
+            consumer.reset_offsets([(0, OffsetType.EARLIEST)])
+        mock_cluster.broker_up(-1)
+        consumer.reset_offsets([(0, OffsetType.EARLIEST)])
+        assert [m.value for m in take(consumer, 3)] == [b"v0", b"v1", b"v2"]
     finally:
         mock_cluster.broker_up(-1)
         consumer.stop()

@@ -20,7 +20,7 @@ import weakref
 from typing import Literal
 
 from pyrdk._ffi import ffi, lib, string
-from pyrdk.exceptions import ConfigurationError, KafkaException
+from pyrdk.exceptions import ConfigurationError, KafkaException, for_code
 from pyrdk.rd import callbacks, errors, message, partitions
 from pyrdk.rd.conf import Conf
 from pyrdk.rd.queue import Queue
@@ -522,8 +522,37 @@ class Handle:
         return low[0], high[0]
 
     def offsets_for_times(self, tps, timeout_ms=10000):
-        """``rd_kafka_offsets_for_times``: ``tps`` carry timestamps (ms) in place of offsets."""
-        return self._query(lib.rd_kafka_offsets_for_times, tps, timeout_ms, "offsets for times")
+        """``rd_kafka_offsets_for_times``: ``tps`` carry timestamps (ms) in place of offsets.
+        librdkafka answers ``_UNKNOWN_PARTITION`` at once while a partition's leader is
+        unreachable (and ``_DESTROY_BROKER`` for a request the lost leader took); for
+        partitions the metadata has, that is retried within ``timeout_ms``, then raised as
+        ``LeaderNotAvailable`` (``NoBrokersAvailableError`` when no broker answers)."""
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        while True:
+            try:
+                return self._query(lib.rd_kafka_offsets_for_times, tps,
+                                   max(1, int((deadline - time.monotonic()) * 1000)), "offsets for times")
+            except KafkaException as exc:
+                if exc.code not in (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER) or \
+                        not self._partitions_known(tps, deadline, timeout_ms):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise for_code(errors.LEADER_NOT_AVAILABLE)(
+                        "offsets for times: no leader of %s answered within %d ms; calls work again once "
+                        "the leaders are back" % (", ".join(sorted({"%s [%d]" % (t, p) for t, p, _ in tps})),
+                                                  timeout_ms)) from exc
+                time.sleep(0.1)
+
+    def _partitions_known(self, tps, deadline, timeout_ms):
+        """Whether the metadata (asked before ``deadline``) has every partition of ``tps``."""
+        try:
+            md = self.metadata(timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
+        except KafkaException as exc:
+            if exc.code in (errors.TIMED_OUT, errors.TRANSPORT, errors.ALL_BROKERS_DOWN):
+                raise for_code(errors.ALL_BROKERS_DOWN)("offsets for times: no broker answered within %d ms (%s); "
+                                                        "calls work again once one is" % (timeout_ms, exc)) from exc
+            raise
+        return all(t in md.topics and any(p.id == pid for p in md.topics[t].partitions) for t, pid, _ in tps)
 
     def _query(self, fn, tps, timeout_ms, what):
         """Call ``fn(rk, list, timeout_ms)``, which fills in a partition list; its entries."""

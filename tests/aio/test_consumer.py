@@ -876,3 +876,30 @@ async def test_a_pattern_subscription_names_the_topics_it_matches(kafka_hosts, n
     async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic) as consumer:
         consumer.subscribe(pattern=topic[:-2] + ".*")
         assert consumer.subscription() == {topic}  # as aiokafka's: the matching topics, not the pattern
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_seek_to_beginning_while_the_leader_is_down_names_it_and_works_once_it_is_back(mock_cluster):
+    """librdkafka answers a ListOffsets lookup whose leader is unreachable with a local
+    UNKNOWN_PARTITION at once: seek_to_beginning raises LeaderNotAvailable (or, when the
+    request waited on the leader, KafkaTimeoutError) within request_timeout_ms, not
+    UnknownTopicOrPartition for a partition that exists."""
+    from pyrdk.exceptions import KafkaTimeoutError, LeaderNotAvailable
+    mock_cluster.create_topic("t", 1, 1)
+    mock_cluster.set_partition_leader("t", 0, 2)
+    await produce(mock_cluster.bootstrap_servers, "t", 3, partition=0)
+    consumer, tps = assigned_consumer(mock_cluster.bootstrap_servers, "t", 1, request_timeout_ms=2000)
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        assert [r.value for r in await drain(consumer, 3)] == [b"m0", b"m1", b"m2"]
+        mock_cluster.broker_down(2)
+        with pytest.raises((LeaderNotAvailable, KafkaTimeoutError), match="offsets for times"):
+            await consumer.seek_to_beginning(tps[0])
+        mock_cluster.broker_up(2)
+        await consumer.seek_to_beginning(tps[0])
+        assert [r.value for r in await drain(consumer, 3)] == [b"m0", b"m1", b"m2"]
+    finally:
+        mock_cluster.broker_up(-1)
+        await consumer.stop()
