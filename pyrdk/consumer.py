@@ -626,10 +626,9 @@ class Consumer:
                                                             tp.metadata or b"", tp.error))
                 for tp in committed]
 
-    @staticmethod
-    def _committed(handle, tps):
-        """``handle.committed(tps)``; a partition's error is raised."""
-        committed = handle.committed(tps)
+    def _committed(self, handle, tps):
+        """``handle.committed(tps)`` within ``socket_timeout_ms``; a partition's error is raised."""
+        committed = handle.committed(tps, self._cluster.timeout_ms)
         for tp in committed:
             if tp.error:
                 raise errors_exception(tp.error, "offset fetch of %s [%d]" % (tp.topic, tp.partition))

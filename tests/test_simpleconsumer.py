@@ -1308,6 +1308,22 @@ def test_reset_offsets_while_the_leader_is_down_names_it_and_works_once_it_is_ba
 
 
 @pytest.mark.mock
+def test_fetch_offsets_waits_socket_timeout_ms_for_a_slow_coordinator(mock_cluster):
+    """fetch_offsets() is bounded by socket_timeout_ms, as commit_offsets() is, not by a
+    fixed 10 s: a cluster slower than that but within the timeout answers."""
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=60000)
+    topic = mock_topic(mock_cluster, client, 1)
+    group = unique_name("group").encode()
+    consumer = topic.get_simple_consumer(consumer_group=group, auto_start=False)
+    for broker_id in range(1, mock_cluster.num_brokers + 1):
+        mock_cluster.set_broker_rtt(broker_id, 3000)  # a new handle's requests take 12 s and more in all
+    try:
+        assert consumer.fetch_offsets() == [(0, (-1, b"", 0))]
+    finally:
+        client.close()
+
+
+@pytest.mark.mock
 def test_a_with_blocks_own_exception_stands_when_stop_fails_too(mock_cluster, mock_client):
     topic = mock_topic(mock_cluster, mock_client, 1)
     produce(topic, [b"v%d" % i for i in range(3)], partition=0)
