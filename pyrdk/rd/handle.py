@@ -500,7 +500,12 @@ class Handle:
             return lib.rd_kafka_controllerid(rk, timeout_ms)
 
     def query_watermark_offsets(self, topic, partition, timeout_ms=10000):
-        """``rd_kafka_query_watermark_offsets``: ``(low, high)`` from the partition leader."""
+        """``rd_kafka_query_watermark_offsets``: ``(low, high)`` from the partition leader (an
+        unreachable leader: see :meth:`_waiting_for_leaders`)."""
+        return self._waiting_for_leaders(lambda ms: self._watermarks(topic, partition, ms), [(topic, partition)],
+                                         timeout_ms, "list offsets")
+
+    def _watermarks(self, topic, partition, timeout_ms):
         low = ffi.new("int64_t *")
         high = ffi.new("int64_t *")
         with self.use() as rk:
@@ -522,37 +527,42 @@ class Handle:
         return low[0], high[0]
 
     def offsets_for_times(self, tps, timeout_ms=10000):
-        """``rd_kafka_offsets_for_times``: ``tps`` carry timestamps (ms) in place of offsets.
-        librdkafka answers ``_UNKNOWN_PARTITION`` at once while a partition's leader is
-        unreachable (and ``_DESTROY_BROKER`` for a request the lost leader took); for
+        """``rd_kafka_offsets_for_times``: ``tps`` carry timestamps (ms) in place of offsets
+        (an unreachable leader: see :meth:`_waiting_for_leaders`)."""
+        return self._waiting_for_leaders(
+            lambda ms: self._query(lib.rd_kafka_offsets_for_times, tps, ms, "offsets for times"),
+            [(t, p) for t, p, _ in tps], timeout_ms, "offsets for times")
+
+    def _waiting_for_leaders(self, call, tps, timeout_ms, what):
+        """``call(ms)``, a ListOffsets request of ``tps`` (``(topic, partition)``) within
+        ``timeout_ms``. librdkafka answers ``_UNKNOWN_PARTITION`` at once while a partition's
+        leader is unreachable (and ``_DESTROY_BROKER`` for a request the lost leader took); for
         partitions the metadata has, that is retried within ``timeout_ms``, then raised as
         ``LeaderNotAvailable`` (``NoBrokersAvailableError`` when no broker answers)."""
         deadline = time.monotonic() + timeout_ms / 1000.0
         while True:
             try:
-                return self._query(lib.rd_kafka_offsets_for_times, tps,
-                                   max(1, int((deadline - time.monotonic()) * 1000)), "offsets for times")
+                return call(max(1, int((deadline - time.monotonic()) * 1000)))
             except KafkaException as exc:
                 if exc.code not in (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER) or \
-                        not self._partitions_known(tps, deadline, timeout_ms):
+                        not self._partitions_known(tps, deadline, timeout_ms, what):
                     raise
                 if time.monotonic() >= deadline:
                     raise for_code(errors.LEADER_NOT_AVAILABLE)(
-                        "offsets for times: no leader of %s answered within %d ms; calls work again once "
-                        "the leaders are back" % (", ".join(sorted({"%s [%d]" % (t, p) for t, p, _ in tps})),
-                                                  timeout_ms)) from exc
+                        "%s: no leader of %s answered within %d ms; calls work again once the leaders are back"
+                        % (what, ", ".join(sorted({"%s [%d]" % tp for tp in tps})), timeout_ms)) from exc
                 time.sleep(0.1)
 
-    def _partitions_known(self, tps, deadline, timeout_ms):
+    def _partitions_known(self, tps, deadline, timeout_ms, what):
         """Whether the metadata (asked before ``deadline``) has every partition of ``tps``."""
         try:
             md = self.metadata(timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
         except KafkaException as exc:
             if exc.code in (errors.TIMED_OUT, errors.TRANSPORT, errors.ALL_BROKERS_DOWN):
-                raise for_code(errors.ALL_BROKERS_DOWN)("offsets for times: no broker answered within %d ms (%s); "
-                                                        "calls work again once one is" % (timeout_ms, exc)) from exc
+                raise for_code(errors.ALL_BROKERS_DOWN)("%s: no broker answered within %d ms (%s); calls work "
+                                                        "again once one is" % (what, timeout_ms, exc)) from exc
             raise
-        return all(t in md.topics and any(p.id == pid for p in md.topics[t].partitions) for t, pid, _ in tps)
+        return all(t in md.topics and any(p.id == pid for p in md.topics[t].partitions) for t, pid in tps)
 
     def _query(self, fn, tps, timeout_ms, what):
         """Call ``fn(rk, list, timeout_ms)``, which fills in a partition list; its entries."""

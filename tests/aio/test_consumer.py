@@ -882,7 +882,7 @@ async def test_a_pattern_subscription_names_the_topics_it_matches(kafka_hosts, n
 @pytest.mark.asyncio
 async def test_seek_to_beginning_while_the_leader_is_down_names_it_and_works_once_it_is_back(mock_cluster):
     """librdkafka answers a ListOffsets lookup whose leader is unreachable with a local
-    UNKNOWN_PARTITION at once: seek_to_beginning raises LeaderNotAvailable (or, when the
+    UNKNOWN_PARTITION at once: seek_to_beginning and end_offsets raise LeaderNotAvailable (or, when the
     request waited on the leader, KafkaTimeoutError) within request_timeout_ms, not
     UnknownTopicOrPartition for a partition that exists."""
     from pyrdk.exceptions import KafkaTimeoutError, LeaderNotAvailable
@@ -897,7 +897,10 @@ async def test_seek_to_beginning_while_the_leader_is_down_names_it_and_works_onc
         mock_cluster.broker_down(2)
         with pytest.raises((LeaderNotAvailable, KafkaTimeoutError), match="offsets for times"):
             await consumer.seek_to_beginning(tps[0])
+        with pytest.raises((LeaderNotAvailable, KafkaTimeoutError), match="list offsets"):
+            await consumer.end_offsets(tps)
         mock_cluster.broker_up(2)
+        assert await consumer.end_offsets(tps) == {tps[0]: 3}
         await consumer.seek_to_beginning(tps[0])
         assert [r.value for r in await drain(consumer, 3)] == [b"m0", b"m1", b"m2"]
     finally:
