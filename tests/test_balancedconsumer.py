@@ -647,6 +647,7 @@ def test_consume_batch_seek_pause_and_resume(zk_client, topic_name, group_name):
     assert _committed(topic, group_name) == {0: 10, 1: 0}
 
 
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_forced_session_expiry_never_leaves_two_owners(zk_client, zk, topic_name, group_name):
     """Close one member's ZooKeeper session from outside: it stops reading at once, joins
     again in a new session, and the two members go on consuming without ever both holding

@@ -228,6 +228,7 @@ def consume_n(consumer, n):
 
 
 @pytest.mark.kafka
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_consume_commit_and_resume_from_the_commit(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 2)
     produced = produce_keyed(topic, 20)
@@ -379,6 +380,7 @@ def test_a_callback_error_during_stop_is_raised_by_stop(client, topic_name, grou
 
 
 @pytest.mark.kafka
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_stop_commits_held_offsets_only_with_auto_commit(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     produce_keyed(topic, 10)
@@ -394,6 +396,7 @@ def test_stop_commits_held_offsets_only_with_auto_commit(client, topic_name, gro
 
 
 @pytest.mark.kafka
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_reset_offset_on_start_ignores_the_commit_and_commits_the_reset(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     produce_keyed(topic, 10)
@@ -413,6 +416,7 @@ def test_reset_offset_on_start_ignores_the_commit_and_commits_the_reset(client, 
 # -- Tansu's UNKNOWN_MEMBER_ID, reproduced on the mock cluster --------------------------------------
 
 @pytest.mark.mock
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_unknown_member_id_is_recovered_without_losing_or_repeating_messages(mock_cluster, mock_client):
     name = unique_name("topic")
     mock_cluster.create_topic(name, 2)
@@ -444,6 +448,7 @@ def test_unknown_member_id_is_recovered_without_losing_or_repeating_messages(moc
 
 
 @pytest.mark.mock
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_a_member_too_slow_for_max_poll_interval_rejoins_and_goes_on(mock_cluster, mock_client):
     name = unique_name("topic")
     mock_cluster.create_topic(name, 1)
@@ -564,6 +569,7 @@ def test_group_protocol_is_checked_and_read_from_rdkafka_config(topic, group_nam
 
 @pytest.mark.kafka
 @tansu_gap("the consumer group protocol (KIP-848, ConsumerGroupHeartbeat) assigns no partition")
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_consumer_group_protocol_on_the_broker(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 2)
     produce_keyed(topic, 4)

@@ -1277,6 +1277,7 @@ def test_a_commit_with_every_broker_down_fails_within_its_timeout(mock_cluster):
 
 
 @pytest.mark.mock
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_reset_offsets_while_the_leader_is_down_names_it_and_works_once_it_is_back(mock_cluster):
     """librdkafka answers a ListOffsets lookup whose leader is unreachable with a local
     UNKNOWN_PARTITION at once: reset_offsets raises LeaderNotAvailable (or, when the request
@@ -1308,6 +1309,7 @@ def test_reset_offsets_while_the_leader_is_down_names_it_and_works_once_it_is_ba
 
 
 @pytest.mark.mock
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_fetch_offsets_waits_socket_timeout_ms_for_a_slow_coordinator(mock_cluster):
     """fetch_offsets() is bounded by socket_timeout_ms, as commit_offsets() is, not by a
     fixed 10 s: a cluster slower than that but within the timeout answers."""

@@ -538,6 +538,7 @@ class Timeline(aiokafka.ConsumerRebalanceListener):
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 async def test_rebalance_listener_order_with_two_consumers(kafka_hosts, new_topic):
     topic = new_topic(4)
     group = "g-" + topic
@@ -880,6 +881,7 @@ async def test_a_pattern_subscription_names_the_topics_it_matches(kafka_hosts, n
 
 @pytest.mark.mock
 @pytest.mark.asyncio
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 async def test_seek_to_beginning_while_the_leader_is_down_names_it_and_works_once_it_is_back(mock_cluster):
     """librdkafka answers a ListOffsets lookup whose leader is unreachable with a local
     UNKNOWN_PARTITION at once: seek_to_beginning and end_offsets raise LeaderNotAvailable (or, when the

@@ -90,6 +90,7 @@ def test_custom_partitioner(kafka_hosts, client):
     assert lines == ["1 produced in partition: 0", "2 produced in partition: 0", "3 produced in partition: 0"]
 
 
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_group_consumer(kafka_hosts, client):
     make_topic(client, "some-topic", 2)
     consumers = [start("group_consumer.py", "TEST_GROUP", "2", hosts=kafka_hosts),
