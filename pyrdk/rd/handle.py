@@ -539,15 +539,15 @@ class Handle:
         leader is unreachable (and ``_DESTROY_BROKER`` for a request the lost leader took); for
         partitions the metadata has, that is retried within ``timeout_ms``, then raised as
         ``LeaderNotAvailable`` (``NoBrokersAvailableError`` when no broker answers)."""
-        deadline = time.monotonic() + timeout_ms / 1000.0
+        deadline = _deadline(timeout_ms)
         while True:
             try:
-                return call(max(1, int((deadline - time.monotonic()) * 1000)))
+                return call(_ms_left(deadline))
             except KafkaException as exc:
                 if exc.code not in (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER) or \
                         not self._partitions_known(tps, deadline, timeout_ms, what):
                     raise
-                if time.monotonic() >= deadline:
+                if _remaining(deadline) <= 0:
                     raise for_code(errors.LEADER_NOT_AVAILABLE)(
                         "%s: no leader of %s answered within %d ms; calls work again once the leaders are back"
                         % (what, ", ".join(sorted({"%s [%d]" % tp for tp in tps})), timeout_ms)) from exc
@@ -556,7 +556,7 @@ class Handle:
     def _partitions_known(self, tps, deadline, timeout_ms, what):
         """Whether the metadata (asked before ``deadline``) has every partition of ``tps``."""
         try:
-            md = self.metadata(timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
+            md = self.metadata(timeout_ms=_ms_left(deadline))
         except KafkaException as exc:
             if exc.code in (errors.TIMED_OUT, errors.TRANSPORT, errors.ALL_BROKERS_DOWN):
                 raise for_code(errors.ALL_BROKERS_DOWN)("%s: no broker answered within %d ms (%s); calls work "
@@ -834,6 +834,12 @@ def _deadline(timeout_ms):
 
 def _remaining(deadline):
     return float("inf") if deadline is None else deadline - time.monotonic()
+
+
+def _ms_left(deadline):
+    """The milliseconds left before ``deadline`` for one librdkafka call: at least 1; -1 (no
+    limit) for no deadline."""
+    return -1 if deadline is None else max(1, int(_remaining(deadline) * 1000))
 
 
 def _slice(deadline):
