@@ -125,7 +125,9 @@ class Producer:
         if the program did not call it. A second producer with the same id fences this one
         (``ProducerFenced``).
     :param transaction_timeout_ms: ``transaction.timeout.ms``: the coordinator aborts a
-        transaction open this long; also the default bound of the transactional calls
+        transaction open this long; also the default bound of the transactional calls.
+        librdkafka wants it at least the client's ``socket_timeout_ms`` - 100 and longer than
+        ``linger_ms`` (``ConfigurationError`` otherwise)
     :param rdkafka_config: any librdkafka properties, applied last
     :param statistics_interval_ms: ``statistics.interval.ms`` (None: the client's); see :meth:`stats`
     :param stats_callback: called with each statistics snapshot, a dict (None: the client's)
@@ -211,6 +213,8 @@ class Producer:
         conf.check(self._config, _ARGUMENTS, rdkafka_config)
         cluster.check_statistics(self._config, stats_callback)
         self._transactional_id = self._config.get("transactional.id") or None  # also from rdkafka_config
+        if self._transactional_id is not None:
+            _check_transaction_timeout(self._config, rdkafka_config)
         if (_idempotent(self._config) or self._transactional_id is not None) and required_acks == 1 and \
                 not {"acks", "request.required.acks"} & set(rdkafka_config):
             # Idempotence needs acks=all, and librdkafka refuses an explicit acks=1 with it:
@@ -1135,6 +1139,33 @@ def _check_next_offset(offset):
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ValueError("invalid offset %r: use an int >= 0 (the next offset to read)" % (offset,))
     return offset
+
+
+def _check_transaction_timeout(config, given):
+    """Refuse, in the names of the arguments that set them, what ``rd_kafka_new`` refuses of a
+    transactional producer in its properties' names: ``socket.timeout.ms`` over
+    ``transaction.timeout.ms`` + 100, and (``message.timeout.ms`` being
+    ``transaction.timeout.ms`` then) a ``linger.ms`` not under ``transaction.timeout.ms``."""
+    def read(key, name, default):
+        value = config.get(key, default)
+        named = "rdkafka_config[%r]=%s" % (key, value) if key in given else "%s=%s" % (name, value)
+        try:
+            return float(str(value)), named
+        except ValueError:
+            return None, None  # librdkafka names it
+    txn, txn_name = read("transaction.timeout.ms", "transaction_timeout_ms", 60000)
+    socket, socket_name = read("socket.timeout.ms", "the KafkaClient's socket_timeout_ms", 60000)
+    linger_key = "queue.buffering.max.ms" if "queue.buffering.max.ms" in given else "linger.ms"
+    linger, linger_name = read(linger_key, "linger_ms", 5)
+    if txn is None:
+        return
+    if socket is not None and socket > txn + 100:
+        raise ConfigurationError("%s is shorter than %s: librdkafka needs a transactional producer's "
+                                 "transaction timeout to be at least the socket timeout - 100 ms"
+                                 % (txn_name, socket_name))
+    if linger is not None and linger >= txn and "message.timeout.ms" not in given:
+        raise ConfigurationError("%s is not longer than %s: librdkafka needs a transactional producer's "
+                                 "transaction timeout to be longer than its linger time" % (txn_name, linger_name))
 
 
 def _idempotent(config):

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from pyrdk import KafkaClient
-from pyrdk.exceptions import (KafkaException, KafkaTimeoutError, ProducerFenced, ProducerStoppedException,
-                              TransactionError, TransactionStateError)
+from pyrdk.exceptions import (ConfigurationError, KafkaException, KafkaTimeoutError, ProducerFenced,
+                              ProducerStoppedException, TransactionError, TransactionStateError)
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import make_topic, tansu_gap
 from tests.kafka_log import committed_records, read_partition
@@ -116,6 +116,21 @@ def test_produce_outside_a_transaction_and_misuse_are_refused(client, topic_name
         topic.get_producer(transactional_id=b"bytes")
     with pytest.raises(ValueError, match="isolation_level"):
         topic.get_simple_consumer(isolation_level="committed")
+
+
+@pytest.mark.kafka
+def test_a_transaction_timeout_librdkafka_refuses_is_named_by_the_arguments(client, topic_name):
+    topic = make_topic(client, topic_name, 1)
+    # The client's socket_timeout_ms is 30000: librdkafka wants transaction.timeout.ms >= 29900.
+    with pytest.raises(ConfigurationError, match=r"transaction_timeout_ms=5000 .* socket_timeout_ms=30000"):
+        topic.get_producer(transactional_id=topic_name, transaction_timeout_ms=5000)
+    with pytest.raises(ConfigurationError, match=r"transaction_timeout_ms=5000 .* linger_ms=5000"):
+        topic.get_producer(transactional_id=topic_name, transaction_timeout_ms=5000,
+                           rdkafka_config={"socket.timeout.ms": 5000})
+    with pytest.raises(ConfigurationError, match=r"rdkafka_config\['transaction.timeout.ms'\]=5000 .* socket_timeout"):
+        topic.get_producer(transactional_id=topic_name, rdkafka_config={"transaction.timeout.ms": 5000})
+    topic.get_producer(transactional_id=topic_name, transaction_timeout_ms=5000, linger_ms=5,
+                       rdkafka_config={"socket.timeout.ms": 5000}).stop()
 
 
 @pytest.mark.kafka
