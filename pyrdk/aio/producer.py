@@ -124,6 +124,12 @@ class AIOKafkaProducer(Client):
         if transactional_id is not None:
             self._config.update({"transactional.id": transactional_id,
                                  "transaction.timeout.ms": transaction_timeout_ms})
+            if isinstance(request_timeout_ms, int) and isinstance(transaction_timeout_ms, int):
+                # librdkafka refuses a transactional producer whose socket.timeout.ms is over
+                # transaction.timeout.ms + 100 or whose message.timeout.ms is over it; aiokafka
+                # takes a transaction_timeout_ms under request_timeout_ms, which then bounds both.
+                self._config["socket.timeout.ms"] = min(request_timeout_ms, transaction_timeout_ms + 100)
+                self._config["message.timeout.ms"] = min(request_timeout_ms, transaction_timeout_ms)
         self._config.update(rdkafka_config or {})
         conf.check(self._config, rdkafka_config)
         self._transactional = self._config.get("transactional.id") is not None

@@ -213,6 +213,19 @@ async def test_a_fenced_producer_raises_producer_fenced_not_the_timeout_of_an_ab
 
 
 @pytest.mark.asyncio
+async def test_a_transaction_timeout_under_request_timeout_ms_is_taken_as_aiokafka_takes_it(kafka_hosts, new_topic):
+    # request_timeout_ms is 40000 by default; librdkafka alone would refuse the producer, its
+    # socket.timeout.ms and message.timeout.ms being over transaction.timeout.ms.
+    topic = new_topic(1)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, transactional_id="short-" + topic,
+                                         transaction_timeout_ms=5000)
+    async with producer:
+        async with producer.transaction():
+            sent = await producer.send(topic, b"in a short transaction")
+        assert (await sent).offset >= 0
+
+
+@pytest.mark.asyncio
 async def test_transactions_commit_and_abort(kafka_hosts, new_topic):
     from tests.aio.test_consumer import assigned_consumer, drain
     topic = new_topic(1)
