@@ -24,7 +24,7 @@ def process(message):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", default="127.0.0.1:9092", help="bootstrap brokers")
     parser.add_argument("--zookeeper", default="127.0.0.1:2181",
                         help="ZooKeeper connect string, host:port[,...][/chroot]")
