@@ -19,8 +19,9 @@ which serves the last one of each (labelled ``client`` with librdkafka's handle 
   ``p50`` or ``p99``): ``queue`` from ``produce()`` to a request (``int_latency``),
   ``request`` waiting to be sent (``outbuf_latency``), and ``rtt`` until the broker answered
 - ``pyrdk_broker_rtt_seconds{broker, stat}``: request round trips, producers and consumers
-- ``pyrdk_consumer_lag_messages{topic, partition}``: messages behind the end of each
-  partition the consumer reads (``consumer_lag``)
+- ``pyrdk_consumer_lag_messages{topic, partition}``: messages from the group's committed
+  offset to the end of each partition the consumer reads (``consumer_lag``): it falls as
+  the consumer commits, not as it reads
 - ``pyrdk_rebalances_total``: rebalances of a group member (``cgrp.rebalance_cnt``)
 
 librdkafka measures latencies in microseconds; they are exported in seconds. A stopped
@@ -70,7 +71,8 @@ class PrometheusExporter:
             self._snapshots.pop(name, None)
 
     def start_http_server(self, port, addr="127.0.0.1"):
-        """Serve the registry at ``http://addr:port/metrics`` from a daemon thread; returns
+        """Serve the registry at ``http://addr:port/metrics`` from a daemon thread (on the
+        loopback interface by default, where prometheus_client's listens on every one); returns
         prometheus_client's ``(server, thread)`` (``server.shutdown()`` stops it)."""
         return _start_http_server(port, addr=addr, registry=self._registry)
 
