@@ -972,6 +972,10 @@ class Producer:
         :param timeout: seconds (default: ``transaction_timeout_ms``)
         """
         handle = self._transactional("commit_transaction()")
+        if self._unfinished == "abort_transaction":
+            raise TransactionStateError("commit_transaction(): the last abort_transaction() timed out and goes on "
+                                        "in the background; call abort_transaction() again (or begin_transaction(), "
+                                        "which finishes it) before a new transaction")
         self._hand_off()  # nothing is queued in the core of a transactional producer; never leave any
         self._txn(transaction.commit_transaction, handle, self._timeout_ms(timeout))
         self._in_transaction = False

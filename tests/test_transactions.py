@@ -288,6 +288,9 @@ def test_a_commit_or_abort_that_timed_out_is_finished_not_left_blocking_the_next
         mock_cluster.set_broker_rtt(1, 3000)
         with pytest.raises(KafkaTimeoutError):
             producer.abort_transaction(0.5)
+        # The aborted transaction cannot be committed: the error says what to call instead.
+        with pytest.raises(TransactionStateError, match=r"call abort_transaction\(\) again"):
+            producer.commit_transaction(1)
         mock_cluster.set_broker_rtt(1, 0)
         with producer.transaction(timeout=30):  # the abort is finished first
             after = producer.produce(b"after")

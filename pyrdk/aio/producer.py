@@ -479,8 +479,11 @@ class AIOKafkaProducer(Client):
 
     async def commit_transaction(self):
         """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
-        executor)."""
+        executor). After an abort that timed out, ``TransactionStateError``: await that again."""
         self._check_transactional("commit_transaction()")
+        if self._unfinished == "abort_transaction":
+            raise TransactionStateError("commit_transaction(): the last abort_transaction() timed out and goes on in "
+                                        "the background; await abort_transaction() again to finish it")
         try:
             await self._resumable(transaction.commit_transaction)
             self._ended_transaction()

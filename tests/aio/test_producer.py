@@ -188,6 +188,27 @@ async def test_a_commit_that_timed_out_is_called_again_before_the_next_transacti
             await producer.send_and_wait("t", b"next")
 
 
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_commit_after_an_abort_that_timed_out_says_to_finish_the_abort(mock_cluster):
+    mock_cluster.create_topic("t", 1, 1)
+    mock_cluster.set_coordinator("transaction", "slow", 1)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="slow",
+                                         request_timeout_ms=1000, rdkafka_config={"transaction.timeout.ms": 1000})
+    async with producer:
+        producer.begin_transaction()
+        await producer.send_and_wait("t", b"aborted")
+        mock_cluster.set_broker_rtt(1, 3000)
+        with pytest.raises(aiokafka.errors.KafkaTimeoutError):
+            await producer.abort_transaction()
+        with pytest.raises(TransactionStateError, match=r"await abort_transaction\(\) again"):
+            await producer.commit_transaction()
+        mock_cluster.set_broker_rtt(1, 0)
+        await producer.abort_transaction()
+        async with producer.transaction():
+            await producer.send_and_wait("t", b"next")
+
+
 @pytest.mark.asyncio
 async def test_a_fenced_producer_raises_producer_fenced_not_the_timeout_of_an_abort(kafka_hosts, new_topic):
     topic = new_topic(1)
