@@ -68,7 +68,7 @@ except ImportError as exc:
 
 from pyrdk.common import OffsetType, check_int, stop_at_exit
 from pyrdk.consumer import (BATCH, MAX_BATCH, auto_commit_due, check_auto_offset_reset, check_running,
-                            check_settings)
+                            check_settings, partition_id_of)
 from pyrdk.core import arrow
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, PartitionOwnedError,
                               UnicodeException)
@@ -600,7 +600,7 @@ class BalancedConsumer:
             consumer = self._held_consumer("pause")
             # ids (consumer.pause() refuses anything else before they are kept)
             pids: list[Any] = sorted(consumer.partitions) if partitions is None else \
-                [getattr(p, "id", p) for p in partitions]
+                [partition_id_of(p, self._topic) for p in partitions]
             consumer.pause(pids)
             self._paused.update(pids)
 
@@ -608,7 +608,8 @@ class BalancedConsumer:
         """Fetch again from paused partitions (default: all)."""
         self._check_running()
         with self._lock:
-            pids = sorted(self._paused) if partitions is None else [getattr(p, "id", p) for p in partitions]
+            pids = sorted(self._paused) if partitions is None else \
+                [partition_id_of(p, self._topic) for p in partitions]
             consumer = self._consumer
             if consumer is not None:
                 consumer.resume([pid for pid in pids if pid in consumer.partitions])

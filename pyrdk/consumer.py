@@ -156,6 +156,17 @@ def offset_pairs(method, partition_offsets):
     return pairs
 
 
+def partition_id_of(partition, topic):
+    """``partition`` itself, or its id if it is a ``Partition``, which must be of ``topic``
+    (else ValueError: its id would name another partition there)."""
+    if not isinstance(partition, Partition):
+        return partition
+    if partition.topic.name != topic.name:
+        raise ValueError("%r is a partition of topic %s, not of this consumer's topic %s"
+                         % (partition, partition.topic.name.decode(), topic.name.decode()))
+    return partition.id
+
+
 def check_offset(value, logical_ok=True):
     """An offset argument: an int >= 0, or (``logical_ok``) an ``OffsetType``; else ValueError."""
     if isinstance(value, bool) or not isinstance(value, int) or value >= INT64_MAX or \
@@ -721,7 +732,10 @@ class Consumer:
         return out
 
     def _partition_id(self, p):
-        pid = p.id if isinstance(p, Partition) else p
+        """The id of ``p``, a ``Partition`` of this consumer's topic or a partition id; else
+        ValueError (a ``Partition`` of another topic is no partition of this consumer, as in
+        pykafka: its id would name another partition here)."""
+        pid = partition_id_of(p, self._topic)
         if isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._held:
             raise ValueError("unknown partition %r for this consumer (it has %s)"
                              % (p, sorted(self._held)))

@@ -161,6 +161,9 @@ class SimpleConsumer(Consumer):
             raise TypeError("partitions must be a list of Partition objects or ids, not %r" % (partitions,))
         chosen = {}
         for p in partitions:
+            if isinstance(p, Partition) and p.topic.name != self._topic.name:
+                raise ValueError("%r is a partition of topic %s, not of %s: a consumer reads one topic"
+                                 % (p, p.topic.name.decode(), self._topic_name))
             pid = p.id if isinstance(p, Partition) else p
             if isinstance(pid, bool) or not isinstance(pid, int):
                 raise TypeError("partitions must be Partition objects or ids, not %r" % (p,))

@@ -643,6 +643,10 @@ def test_consume_batch_seek_pause_and_resume(zk_client, topic_name, group_name):
             consumer.consume_batch(0)
         with pytest.raises(ValueError):
             consumer.pause([5])
+        other = make_topic(zk_client, topic_name + "-other", 2)
+        for call in (consumer.pause, consumer.resume):  # not partition 1 of this topic
+            with pytest.raises(ValueError, match="is a partition of topic %s, not of" % other.name.decode()):
+                call([other.partitions[1]])
     # stop() commits what the program finished: the last batch (partition 1's) is not
     assert _committed(topic, group_name) == {0: 10, 1: 0}
 

@@ -23,7 +23,7 @@ from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, Grou
                               OffsetOutOfRangeError, UnknownMemberId,
                               UnicodeException, UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
-from tests.fix_kafka import commit, tansu_gap, unique_name
+from tests.fix_kafka import commit, make_topic, tansu_gap, unique_name
 from tests.rd import util
 
 # Upper bound on waiting for something that must happen; never asserted on.
@@ -779,6 +779,27 @@ def test_reset_offsets_rejects_unknown_partitions_without_moving(topic, group_na
         assert consumer.held_offsets == {0: 0, 1: -2}
         assert committed(consumer) == {0: 0, 1: 0}
         assert [m.offset for m in drain(consumer)] == [1, 2, 3]
+
+
+@pytest.mark.kafka
+def test_partitions_of_another_topic_are_refused(client, topic, group_name):
+    """A Partition names its topic: one of another topic is no partition of this consumer
+    (pykafka's KeyError), not the partition of the same id here."""
+    other = make_topic(client, unique_name(), 4)
+    with pytest.raises(ValueError, match="not of"):
+        topic.get_simple_consumer(partitions=[other.partitions[1]])
+    produce(topic, [b"v%d" % i for i in range(4)], partition=1)
+    with topic.get_simple_consumer(consumer_group=group_name, consumer_timeout_ms=1000) as consumer:
+        assert len(take(consumer, 4)) == 4
+        before = committed(consumer)
+        for call in (lambda: consumer.commit_offsets([(other.partitions[1], 3)]),
+                     lambda: consumer.reset_offsets([(other.partitions[1], 0)]),
+                     lambda: consumer.seek(other.partitions[1], 0),
+                     lambda: consumer.pause([other.partitions[1]])):
+            with pytest.raises(ValueError, match="is a partition of topic %s, not of" % other.name.decode()):
+                call()
+        assert committed(consumer) == before
+        assert drain(consumer) == []
 
 
 @pytest.mark.kafka
