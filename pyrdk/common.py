@@ -11,6 +11,7 @@ import datetime
 import enum
 import logging
 import math
+import numbers
 import os
 import queue
 from typing import Any, Optional, TypeVar, Union
@@ -33,6 +34,14 @@ def stop_at_exit(stop: Any, exc_type: Optional[type[BaseException]], what: str) 
         if exc_type is None:
             raise
         log.exception("error while stopping the %s after an exception", what)
+
+
+def integer(value: Any) -> Any:
+    """``value`` as an int if it is an integer of another type (numpy's, say; a bool is no
+    integer here), else ``value`` unchanged, for the checks that take ints only."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, (int, bool)):
+        return int(value)
+    return value
 
 
 def check_int(name: str, value: _Int, minimum: int, maximum: Optional[int] = None) -> _Int:

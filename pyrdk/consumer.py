@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from pyrdk import common
 from pyrdk.common import (INT32_MAX, INT64_MAX, OffsetFetchPartitionResponse, OffsetType, check_config, check_int,
-                          check_pair, stop_at_exit)
+                          check_pair, integer, stop_at_exit)
 from pyrdk.core import arrow, consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
                               OffsetOutOfRangeError, OffsetRequestFailedError, UnicodeException)
@@ -157,10 +157,11 @@ def offset_pairs(method, partition_offsets):
 
 
 def partition_id_of(partition, topic):
-    """``partition`` itself, or its id if it is a ``Partition``, which must be of ``topic``
-    (else ValueError: its id would name another partition there)."""
+    """``partition`` itself (an integer of another type, numpy's say, as an int), or its id
+    if it is a ``Partition``, which must be of ``topic`` (else ValueError: its id would name
+    another partition there)."""
     if not isinstance(partition, Partition):
-        return partition
+        return integer(partition)
     if partition.topic.name != topic.name:
         raise ValueError("%r is a partition of topic %s, not of this consumer's topic %s"
                          % (partition, partition.topic.name.decode(), topic.name.decode()))
@@ -168,7 +169,9 @@ def partition_id_of(partition, topic):
 
 
 def check_offset(value, logical_ok=True):
-    """An offset argument: an int >= 0, or (``logical_ok``) an ``OffsetType``; else ValueError."""
+    """An offset argument: an int >= 0 (numpy's integers too), or (``logical_ok``) an
+    ``OffsetType``; else ValueError."""
+    value = integer(value)
     if isinstance(value, bool) or not isinstance(value, int) or value >= INT64_MAX or \
             (value < 0 and not (logical_ok and value in (-1, -2))):
         raise ValueError("invalid offset %r: use an int >= 0%s"
@@ -665,6 +668,7 @@ class Consumer:
         lookups = {}  # partition id -> ListOffsets timestamp (ms, or -2 / -1)
         for p, value in offset_pairs("reset_offsets", partition_offsets):
             pid = self._partition_id(p)
+            value = integer(value)
             if isinstance(value, datetime.datetime):
                 lookups[pid] = to_timestamp_ms(value)
             elif isinstance(value, int) and not isinstance(value, bool) and value in (-1, -2):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import INT64_MAX, OffsetPartitionResponse, OffsetType
+from pyrdk.common import INT64_MAX, OffsetPartitionResponse, OffsetType, integer
 
 if TYPE_CHECKING:
     from pyrdk.broker import Broker
@@ -20,6 +20,7 @@ def to_timestamp_ms(value: Union[int, datetime.datetime]) -> int:
         if ms < 0:
             raise ValueError("the timestamp %r is before 1970: Kafka timestamps are ms since the epoch" % (value,))
         return ms
+    value = integer(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("expected an OffsetType, a timestamp in ms or a datetime, not %r" % (value,))
     if value < 0 and value not in (OffsetType.EARLIEST, OffsetType.LATEST):

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetType, check_config
+from pyrdk.common import OffsetType, check_config, integer
 from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_metadata
 from pyrdk.exceptions import ConsumerStoppedException, KafkaException
 from pyrdk.partition import Partition
@@ -164,7 +164,7 @@ class SimpleConsumer(Consumer):
             if isinstance(p, Partition) and p.topic.name != self._topic.name:
                 raise ValueError("%r is a partition of topic %s, not of %s: a consumer reads one topic"
                                  % (p, p.topic.name.decode(), self._topic_name))
-            pid = p.id if isinstance(p, Partition) else p
+            pid = p.id if isinstance(p, Partition) else integer(p)
             if isinstance(pid, bool) or not isinstance(pid, int):
                 raise TypeError("partitions must be Partition objects or ids, not %r" % (p,))
             if pid not in everything:

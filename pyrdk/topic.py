@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetPartitionResponse, OffsetType
+from pyrdk.common import OffsetPartitionResponse, OffsetType, integer
 from pyrdk.exceptions import OffsetRequestFailedError
 from pyrdk.partition import Partition, to_timestamp_ms
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def _partition_ids(partitions: Any) -> list[int]:
     """``partitions`` as a list of partition ids, or TypeError saying it is not one."""
     try:
-        ids = list(partitions)
+        ids = [integer(i) for i in partitions]
     except TypeError:
         ids = None
     if ids is None or isinstance(partitions, (str, bytes)) or \

@@ -782,6 +782,27 @@ def test_reset_offsets_rejects_unknown_partitions_without_moving(topic, group_na
 
 
 @pytest.mark.kafka
+def test_numpy_integers_are_partition_ids_and_offsets(topic, group_name):
+    """Ids and offsets read from numpy (or pandas) arrays are integers too, not unknown partitions."""
+    np = pytest.importorskip("numpy")
+    produce(topic, [b"v%d" % i for i in range(4)], partition=1, sync=True)
+    assert topic.fetch_offset_limits(np.int64(OffsetType.LATEST), partitions=[np.int32(1)])[1].offset == [4]
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[np.int64(1)],
+                                   consumer_timeout_ms=1000) as consumer:
+        assert sorted(consumer.partitions) == [1]
+        consumer.commit_offsets([(np.int64(1), np.int64(2))])
+        assert committed(consumer) == {1: 2}
+        consumer.reset_offsets([(np.int32(1), np.int64(0))])
+        assert consumer.held_offsets == {1: 0}
+        consumer.seek(np.uint8(1), np.int64(3))
+        assert [m.offset for m in drain(consumer)] == [3]
+        with pytest.raises(ValueError, match="unknown partition"):
+            consumer.commit_offsets([(np.int64(2), 1)])
+        with pytest.raises(ValueError, match="invalid offset"):
+            consumer.commit_offsets([(1, np.float64(2))])
+
+
+@pytest.mark.kafka
 def test_partitions_of_another_topic_are_refused(client, topic, group_name):
     """A Partition names its topic: one of another topic is no partition of this consumer
     (pykafka's KeyError), not the partition of the same id here."""
