@@ -30,6 +30,7 @@ from pyrdk.aio.errors import (CommitFailedError, ConsumerStoppedError, IllegalOp
                               KafkaError)
 from pyrdk.aio.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
+from pyrdk.common import integer
 from pyrdk.core import consumer_core
 from pyrdk.core import implementation as core_implementation
 from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, KafkaTimeoutError, NoBrokersAvailableError,
@@ -88,11 +89,17 @@ def _assignor(strategy):
 
 
 def _tp(tp, what="partition"):
-    if not isinstance(tp, TopicPartition):
-        if isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str) and isinstance(tp[1], int):
-            return TopicPartition(*tp)
-        raise TypeError("%s must be a TopicPartition, not %r" % (what, tp))
-    return tp
+    """``tp`` (a TopicPartition, or a ``(topic, partition)`` pair) as a TopicPartition of a
+    non-empty str topic and an int partition (numpy's integers too); else TypeError: a
+    bytes topic would name no topic the consumer knows, a bool would be taken as partition 1."""
+    if isinstance(tp, tuple) and len(tp) == 2:
+        topic, partition = tp[0], integer(tp[1])
+        if isinstance(topic, str) and topic and isinstance(partition, int) and not isinstance(partition, bool):
+            return tp if type(tp) is TopicPartition and type(tp[1]) is int else TopicPartition(topic, partition)
+    if isinstance(tp, TopicPartition):
+        raise TypeError("%s must be a TopicPartition(topic, partition) of a topic name (a non-empty str) and a "
+                        "partition id (an int), not %r" % (what, tp))
+    raise TypeError("%s must be a TopicPartition, not %r" % (what, tp))
 
 
 class AIOKafkaConsumer(Client):

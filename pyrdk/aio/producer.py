@@ -435,6 +435,8 @@ class AIOKafkaProducer(Client):
     async def partitions_for(self, topic):
         """The partition ids of ``topic`` (``rd_kafka_metadata``, on the default executor)."""
         self._check_running()
+        if not isinstance(topic, str) or not topic:
+            raise TypeError("topic must be a non-empty str, not %r" % (topic,))
         md = await self._blocking(self._handle.metadata, topic, self._request_timeout_ms, False)
         t = md.topics.get(topic)
         if t is None or t.error:
@@ -526,7 +528,8 @@ class AIOKafkaProducer(Client):
                              % (offsets,))
         entries = []
         for tp, value in offsets.items():
-            if not (isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str) and isinstance(tp[1], int)):
+            if not (isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str) and isinstance(tp[1], int)
+                    and not isinstance(tp[1], bool)):
                 raise ValueError("offsets' keys must be TopicPartition(topic, partition), not %r" % (tp,))
             if isinstance(value, OffsetAndMetadata):
                 value = value.offset

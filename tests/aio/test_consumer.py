@@ -390,6 +390,31 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
 
 
 @pytest.mark.asyncio
+async def test_topic_partitions_of_other_types_are_refused_or_taken_as_ints(kafka_hosts, new_topic):
+    """A TopicPartition of a bytes topic or a bool partition (aiokafka's are str and int) is a
+    TypeError, not a raw AttributeError deep inside nor partition 1; an integer of another
+    type is taken as the int it is."""
+    topic = new_topic(2)
+    await produce(kafka_hosts, topic, 3, partition=1)
+    consumer, _ = assigned_consumer(kafka_hosts, topic, 2)
+    async with consumer:
+        consumer.assign([TopicPartition(topic, 1)])
+        for bad in (TopicPartition(topic.encode(), 1), TopicPartition(topic, True), TopicPartition(topic, "1"),
+                    (topic, True)):
+            with pytest.raises(TypeError, match="TopicPartition"):
+                await consumer.end_offsets([bad])
+            with pytest.raises(TypeError, match="TopicPartition"):
+                consumer.highwater(bad)
+            with pytest.raises(TypeError, match="TopicPartition"):
+                await consumer.getmany(bad, timeout_ms=10)
+        np = pytest.importorskip("numpy")
+        end = await consumer.end_offsets([TopicPartition(topic, 1)])
+        assert await consumer.end_offsets([TopicPartition(topic, np.int64(1))]) == end
+        consumer.seek((topic, np.int32(1)), 2)
+        assert [r.offset for r in await drain(consumer, 1)] == [2]
+
+
+@pytest.mark.asyncio
 async def test_pause_and_resume(kafka_hosts, new_topic):
     topic = new_topic(2)
     await produce(kafka_hosts, topic, 5, partition=0)

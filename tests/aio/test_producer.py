@@ -117,6 +117,9 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
             await producer.send(topic, b"v", timestamp_ms=2 ** 63)
         with pytest.raises(TypeError, match="headers"):
             await producer.send(topic, b"v", headers=[(b"bytes-name", b"v")])
+        for bad in (topic.encode(), None):
+            with pytest.raises(TypeError, match="topic must be a non-empty str"):
+                await producer.partitions_for(bad)
         # nothing half-sent: the next record is the first in the log
         assert (await producer.send_and_wait(topic, b"ok")).offset == 0
     with pytest.raises(ProducerClosed, match="stopped"):
