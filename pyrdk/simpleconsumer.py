@@ -93,8 +93,8 @@ class SimpleConsumer(Consumer):
         # Without a consumer group librdkafka still needs a group.id to assign; pyrdk never
         # commits under this one.
         group_id = (consumer_group or ("pyrdk-simple-%s" % uuid.uuid4().hex).encode()).decode()
-        rdkafka_config = dict({"isolation.level": check_isolation_level(isolation_level)},
-                              **check_config("rdkafka_config", rdkafka_config))
+        rdkafka_config = {"isolation.level": check_isolation_level(isolation_level),
+                          **check_config("rdkafka_config", rdkafka_config)}
         super().__init__(
             topic, cluster, consumer_group, fetch_message_max_bytes, auto_commit_enable,
             auto_commit_interval_ms, queued_max_messages, fetch_min_bytes, fetch_error_backoff_ms,

@@ -1217,6 +1217,14 @@ def test_bad_rdkafka_config_value(topic):
         topic.get_simple_consumer(rdkafka_config={"fetch.wait.max.ms": "soon"})
 
 
+@pytest.mark.kafka
+@pytest.mark.parametrize("key", [b"fetch.wait.max.ms", 5])
+def test_rdkafka_config_key_not_a_str_names_the_key(topic, key):
+    """As the producer and the client say it, not Python's 'keywords must be strings'."""
+    with pytest.raises(TypeError, match="rdkafka_config keys must be str .*%r" % (key,)):
+        topic.get_simple_consumer(rdkafka_config={key: 10})
+
+
 @pytest.mark.mock
 def test_unknown_topic_raises(mock_cluster):
     # Tansu creates any topic a metadata request names, so only the mock cluster can say no.
