@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from pyrdk.cluster import Cluster
 from pyrdk.common import SslConfig, check_config, check_int
@@ -156,7 +156,7 @@ class KafkaClient:
     call of a producer or consumer, as soon as librdkafka reports it.
     """
 
-    def __init__(self, hosts: Optional[str] = None, zookeeper_hosts: Optional[str] = None,
+    def __init__(self, hosts: Optional[Union[str, bytes]] = None, zookeeper_hosts: Optional[str] = None,
                  socket_timeout_ms: int = 30 * 1000, offsets_channel_socket_timeout_ms: int = 10 * 1000,
                  use_greenlets: bool = False, exclude_internal_topics: bool = True, source_address: Any = "",
                  ssl_config: Optional[SslConfig] = None, broker_version: str = "0.9.0",
@@ -190,7 +190,7 @@ class KafkaClient:
         self._zookeeper_connect = zookeeper_hosts
         self._socket_timeout_ms = socket_timeout_ms
         self._offsets_channel_socket_timeout_ms = offsets_channel_socket_timeout_ms
-        config = {"bootstrap.servers": hosts, "socket.timeout.ms": socket_timeout_ms}
+        config: dict[str, Any] = {"bootstrap.servers": hosts, "socket.timeout.ms": socket_timeout_ms}
         if statistics_interval_ms:
             config["statistics.interval.ms"] = statistics_interval_ms
         config.update(security_config(ssl_config, security_protocol, sasl_mechanism,
