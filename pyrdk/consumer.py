@@ -362,6 +362,8 @@ class Consumer:
         """The next message, or None: when ``block`` is False and none is ready, when
         ``consumer_timeout_ms`` passes without one, or when ``unblock_event`` is set."""
         self._check_running()
+        if unblock_event is not None and not callable(getattr(unblock_event, "is_set", None)):
+            raise TypeError("unblock_event must be a threading.Event or None, not %r" % (unblock_event,))
         self._calls.check()
         msg = self._core.next()
         if msg is None:

@@ -810,6 +810,8 @@ class Producer:
         if not self._delivery_reports:
             raise KafkaException("Delivery-reporting is disabled: make the producer with "
                                  "get_producer(delivery_reports=True)")
+        if timeout is not None:  # queue.get's own errors name neither the argument nor the call
+            check_number("get_delivery_report(timeout)", timeout, 0)
         q = self._report_queue()
         if q.empty() and self._running and self._handle is not None:
             self._handle.dispatch_reports()

@@ -399,6 +399,9 @@ def test_no_delivery_report_is_queue_empty(mock_topic):
             producer.get_delivery_report(block=False)
         with pytest.raises(queue.Empty):
             producer.get_delivery_report(timeout=0.1)
+        for bad in ("1", -1, [1]):
+            with pytest.raises(TypeError, match=r"get_delivery_report\(timeout\) must be a number >= 0"):
+                producer.get_delivery_report(timeout=bad)
 
 
 # -- delivery failures (mock cluster error injection) --------------------------------------------

@@ -300,6 +300,18 @@ def test_unblock_event_ends_a_blocking_consume(topic):
 
 
 @pytest.mark.kafka
+def test_unblock_event_not_an_event_is_a_type_error(topic):
+    """Said at once, whether or not a message is buffered, not as a raw AttributeError."""
+    produce(topic, [b"v"], partition=0)
+    with topic.get_simple_consumer(consumer_timeout_ms=1000) as consumer:
+        with pytest.raises(TypeError, match="unblock_event must be a threading.Event"):
+            consumer.consume(unblock_event=5)
+        assert consumer.consume().value == b"v"  # nothing taken by the refused call
+        with pytest.raises(TypeError, match="unblock_event must be a threading.Event"):
+            consumer.consume(unblock_event=5)
+
+
+@pytest.mark.kafka
 def test_non_blocking_consume_returns_none_when_nothing_is_there(topic):
     with topic.get_simple_consumer(consumer_timeout_ms=-1) as consumer:
         thread, box = in_thread(consumer.consume, False)
