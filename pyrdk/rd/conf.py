@@ -4,6 +4,7 @@ Topic-level properties go through the same call: librdkafka puts them in the def
 topic configuration.
 """
 import functools
+import numbers
 
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import ConfigurationError
@@ -16,6 +17,8 @@ def to_str(key, value):
         return "true" if value else "false"
     if isinstance(value, (int, float, str)):
         return str(value)
+    if isinstance(value, numbers.Integral):  # numpy's integers, say, which are no ints
+        return str(int(value))
     if isinstance(value, bytes):
         try:
             return value.decode()

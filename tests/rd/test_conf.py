@@ -21,6 +21,13 @@ def test_to_str(value, text):
     assert to_str("key", value) == text
 
 
+def test_to_str_takes_integers_of_other_types():
+    """A value read from a numpy array, as a producer's required_acks=np.int64(1)."""
+    np = pytest.importorskip("numpy")
+    assert to_str("key", np.int64(-1)) == "-1"
+    assert to_str("key", np.uint16(500)) == "500"
+
+
 @pytest.mark.parametrize("key,value,text", [
     ("client.id", "pyrdk-test", "pyrdk-test"),
     ("client.id", b"bytes-id", "bytes-id"),
