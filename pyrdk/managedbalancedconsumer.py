@@ -30,6 +30,7 @@ from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
                               MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
+from pyrdk.rd import conf
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle
 from pyrdk.rd.partitions import OFFSET_INVALID
@@ -175,7 +176,8 @@ class ManagedBalancedConsumer(Consumer):
                             ("session_timeout_ms", session_timeout_ms),
                             ("max_poll_interval_ms", max_poll_interval_ms)):
             check_int(name, value, 1, INT32_MAX)
-        group_protocol = str(rdkafka_config.get("group.protocol", group_protocol))
+        # as librdkafka's string (bytes as any property's value): "b'classic'" is no protocol
+        group_protocol = conf.to_str("group.protocol", rdkafka_config.get("group.protocol", group_protocol))
         if group_protocol not in GROUP_PROTOCOLS:
             raise ValueError("group_protocol must be one of %s, not %r" % (GROUP_PROTOCOLS, group_protocol))
         strategy = _strategy(membership_protocol)

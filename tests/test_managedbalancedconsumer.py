@@ -563,6 +563,9 @@ def test_group_protocol_is_checked_and_read_from_rdkafka_config(topic, group_nam
     consumer = topic.get_balanced_consumer(group_name, managed=True, auto_start=False,
                                            rdkafka_config={"group.protocol": "consumer"})
     assert "session.timeout.ms" not in consumer._config
+    for given in ({"rdkafka_config": {"group.protocol": b"consumer"}}, {"group_protocol": b"consumer"}):
+        consumer = topic.get_balanced_consumer(group_name, managed=True, auto_start=False, **given)
+        assert "session.timeout.ms" not in consumer._config  # bytes, as any property's value
     with pytest.raises(ValueError, match="group_protocol"):
         topic.get_balanced_consumer(group_name, managed=True, group_protocol="zookeeper")
 
