@@ -11,12 +11,16 @@ if TYPE_CHECKING:
     from pyrdk.topic import Topic
 
 
+_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
 def to_timestamp_ms(value: Union[int, datetime.datetime]) -> int:
     """An ``OffsetType``, a ms timestamp or a ``datetime`` as the int ListOffsets takes."""
     if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
+        if value.utcoffset() is None:
             value = value.replace(tzinfo=datetime.timezone.utc)
-        ms = int(round(value.timestamp() * 1000))
+        # exact and cut to whole ms, as pykafka and Message.set_timestamp: no float rounding up
+        ms = (value - _EPOCH_UTC) // datetime.timedelta(milliseconds=1)
         if ms < 0:
             raise ValueError("the timestamp %r is before 1970: Kafka timestamps are ms since the epoch" % (value,))
         return ms

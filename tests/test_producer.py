@@ -256,6 +256,18 @@ def test_a_float_timestamp_is_taken_as_whole_ms(topic, kafka_hosts, topic_name):
 
 
 @pytest.mark.kafka
+def test_a_datetime_timestamp_is_cut_to_whole_ms(topic, kafka_hosts, topic_name):
+    """pykafka wrote int(1000 * (dt - epoch).total_seconds()), as Message.set_timestamp does:
+    a datetime 0.6 ms before a second is that second's 999th ms, not the next second."""
+    naive = datetime.datetime(2020, 1, 1, 0, 0, 0, 999600)
+    aware = datetime.datetime(2020, 1, 1, 5, 0, 0, 999999, tzinfo=datetime.timezone(datetime.timedelta(hours=5)))
+    with topic.get_producer(linger_ms=5, partitioner=lambda parts, key: parts[0]) as producer:
+        msgs = [producer.produce(b"v", timestamp=ts) for ts in (naive, aware)]
+    assert [m.timestamp for m in msgs] == [1577836800999] * 2
+    assert [m.timestamp() for m in read_back(kafka_hosts, topic_name, 2)] == [(1, 1577836800999)] * 2
+
+
+@pytest.mark.kafka
 def test_serializer_is_applied(topic, kafka_hosts, topic_name):
     def serializer(value, partition_key):
         return json.dumps(value, sort_keys=True).encode(), partition_key.encode()
