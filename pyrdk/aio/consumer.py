@@ -984,7 +984,7 @@ class AIOKafkaConsumer(Client):
         entries = []
         for tp, ts in timestamps.items():
             tp = _tp(tp)
-            if not isinstance(ts, int) or ts < 0:
+            if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
                 raise ValueError("the timestamp for %s [%d] must be an int >= 0 (ms), not %r"
                                  % (tp.topic, tp.partition, ts))
             entries.append((tp.topic, tp.partition, ts))

@@ -407,6 +407,8 @@ async def test_topic_partitions_of_other_types_are_refused_or_taken_as_ints(kafk
                 consumer.highwater(bad)
             with pytest.raises(TypeError, match="TopicPartition"):
                 await consumer.getmany(bad, timeout_ms=10)
+        with pytest.raises(ValueError, match="the timestamp for .* must be an int >= 0 .ms., not True"):
+            await consumer.offsets_for_times({TopicPartition(topic, 1): True})
         np = pytest.importorskip("numpy")
         end = await consumer.end_offsets([TopicPartition(topic, 1)])
         assert await consumer.end_offsets([TopicPartition(topic, np.int64(1))]) == end
