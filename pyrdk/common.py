@@ -380,6 +380,10 @@ def _stored(obj: Any, klass: type, name: str, default: Any = None) -> Any:
         return default
 
 
+# A file path, as SslConfig takes it (and os.fsdecode reads it)
+_Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+
 class SslConfig:
     """TLS settings for ``KafkaClient(ssl_config=...)`` (pykafka's ``SslConfig``).
 
@@ -387,7 +391,7 @@ class SslConfig:
     ``ssl.certificate.location``, ``ssl.key.location`` and ``ssl.key.password``.
     """
 
-    def __init__(self, cafile: str, certfile: Optional[str] = None, keyfile: Optional[str] = None,
+    def __init__(self, cafile: _Path, certfile: Optional[_Path] = None, keyfile: Optional[_Path] = None,
                  password: Optional[Union[str, bytes]] = None) -> None:
         for name, value in (("cafile", cafile), ("certfile", certfile), ("keyfile", keyfile)):
             if value is not None and not isinstance(value, (str, bytes, os.PathLike)):

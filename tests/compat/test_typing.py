@@ -7,7 +7,8 @@ import pytest
 
 PROGRAM = '''
 import datetime
-from pyrdk import KafkaClient, OffsetType
+import pathlib
+from pyrdk import KafkaClient, OffsetType, SslConfig
 
 client = KafkaClient(hosts=b"127.0.0.1:9092")  # bytes, as Python 2 programs wrote it
 client2 = KafkaClient(hosts="127.0.0.1:9092", zookeeper_hosts="127.0.0.1:2181")
@@ -26,6 +27,8 @@ consumer.seek(topic.partitions[0], 3)
 offsets: dict[int, int] = consumer.held_offsets
 topic.fetch_offset_limits(datetime.datetime(2020, 1, 1), partitions=[0])
 balanced = topic.get_balanced_consumer(b"g", managed=True)
+ssl = SslConfig(cafile=pathlib.Path("/etc/ca.pem"), certfile=b"/etc/cert.pem", keyfile="/etc/key.pem",
+                password=b"secret")
 '''
 
 
