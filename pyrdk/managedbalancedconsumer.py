@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import INT32_MAX, OffsetType, check_config, check_int
-from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_metadata, held_offset, logical
+from pyrdk.consumer import (Consumer, check_group, check_isolation_level, commit_metadata, held_offset, logical,
+                            partition_id_of)
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
                               MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
@@ -372,9 +373,11 @@ class ManagedBalancedConsumer(Consumer):
         positions = self._core.next_offsets()
         new = {pid: held_offset(positions.get(pid)) for pid in starts}
         chosen = self._post_rebalance_callback(self, before, new)
+        if chosen and not isinstance(chosen, dict):
+            raise TypeError("post_rebalance_callback must return {partition_id: offset} or None, not %r" % (chosen,))
         for pid, offset in (chosen or {}).items():
-            pid = getattr(pid, "id", pid)
-            if pid not in starts:
+            pid = partition_id_of(pid, self._topic)  # a Partition of another topic is refused
+            if isinstance(pid, bool) or pid not in starts:
                 raise ValueError("post_rebalance_callback returned partition %r, not one assigned "
                                  "to this member (%s)" % (pid, sorted(starts)))
             if offset in (OffsetType.EARLIEST, OffsetType.LATEST):

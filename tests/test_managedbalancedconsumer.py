@@ -269,6 +269,23 @@ def test_post_rebalance_callback_sees_offsets_and_chooses_where_to_start(client,
     assert calls == [({}, {0: OffsetType.EARLIEST})]  # pykafka's held offset before offset 0
 
 
+@pytest.mark.kafka
+@pytest.mark.parametrize("answer, error, message", [
+    ({True: 5}, ValueError, "returned partition True, not one assigned"),  # not partition 1
+    ([(0, 5)], TypeError, "must return {partition_id: offset} or None"),
+    ("other", ValueError, "is a partition of topic .*, not of"),
+], ids=["bool", "pairs", "other-topic"])
+def test_post_rebalance_callback_answer_of_another_type_is_refused(client, topic_name, group_name,
+                                                                     answer, error, message):
+    topic = make_topic(client, topic_name, 2)
+    if answer == "other":
+        answer = {make_topic(client, topic_name + "-other", 2).partitions[1]: 5}
+    with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
+                                     post_rebalance_callback=lambda consumer, old, new: answer, **GROUP) as consumer:
+        with pytest.raises(error, match=message):
+            consumer.consume()
+
+
 class Failing(Recorder):
     def on_partitions_assigned(self, partitions):
         super().on_partitions_assigned(partitions)
