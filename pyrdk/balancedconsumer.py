@@ -536,7 +536,8 @@ class BalancedConsumer:
 
     # -- offsets -------------------------------------------------------------------------------
 
-    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], int]]] = None) -> None:
+    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], Optional[int]]]] = None
+                       ) -> None:
         """Commit offsets for the group (``rd_kafka_commit``).
 
         :param partition_offsets: ``(partition, offset)`` pairs to commit as given; default:

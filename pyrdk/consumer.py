@@ -564,23 +564,32 @@ class Consumer:
         if auto_commit_due(self._auto_commit_enable, self._last_commit, self._auto_commit_interval_ms):
             self.commit_offsets()
 
-    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], int]]] = None) -> None:
+    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], Optional[int]]]] = None
+                       ) -> None:
         """Commit offsets for the consumer group (``rd_kafka_commit``), with pykafka's metadata
         (``{"consumer_id": ..., "hostname": ...}``, see :meth:`_commit_metadata`).
 
-        :param partition_offsets: ``(partition, offset)`` pairs to commit as given;
-            default: every partition's held offset + 1 (the next to read), where the
-            position is known
+        :param partition_offsets: ``(partition, offset)`` pairs to commit as given (an
+            offset of None, as in pykafka: the partition's held offset + 1, where the
+            position is known); default: every partition's held offset + 1 (the next to
+            read), where the position is known
         """
         self._check_running()
         self._require_group("commit_offsets")
         if partition_offsets is None:
             offsets = [(pid, nxt) for pid, nxt in sorted(self._core.next_offsets().items()) if nxt is not None]
         else:
-            offsets = [(self._partition_id(p), check_offset(o, logical_ok=False))
-                       for p, o in offset_pairs("commit_offsets", partition_offsets)]
+            offsets = self._offsets_to_commit_given(partition_offsets)
         self._last_commit = time.monotonic()
         self._commit(self._handle, offsets)
+
+    def _offsets_to_commit_given(self, partition_offsets):
+        """``[(pid, offset)]`` of commit_offsets' ``partition_offsets``, checked; None offsets
+        are the partitions' positions (those without one are left out, as by default)."""
+        pairs = [(self._partition_id(p), o) for p, o in offset_pairs("commit_offsets", partition_offsets)]
+        positions = self._core.next_offsets() if any(o is None for _, o in pairs) else {}
+        return [(pid, check_offset(positions[pid] if o is None else o, logical_ok=False))
+                for pid, o in pairs if o is not None or positions.get(pid) is not None]
 
     def _commit(self, handle, offsets):
         """Commit ``[(pid, offset)]`` on ``handle``, retrying retriable errors."""

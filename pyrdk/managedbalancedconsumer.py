@@ -424,10 +424,13 @@ class ManagedBalancedConsumer(Consumer):
 
     # -- offsets -------------------------------------------------------------------------------
 
-    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], int]]] = None) -> None:
+    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], Optional[int]]]] = None
+                       ) -> None:
         """Commit offsets for the group (``rd_kafka_commit``), as SimpleConsumer does. A
         commit the group refuses because it is rebalancing is kept for after the rejoin
         (see the module's documentation) instead of raised."""
+        if partition_offsets is not None and self._running:  # once: a generator is read once
+            partition_offsets = self._offsets_to_commit_given(partition_offsets)
         try:
             super().commit_offsets(partition_offsets)
         except REBALANCING as exc:

@@ -466,6 +466,26 @@ def test_unknown_member_id_is_recovered_without_losing_or_repeating_messages(moc
 
 @pytest.mark.mock
 @pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
+def test_a_refused_commit_of_a_generator_is_kept(mock_cluster, mock_client):
+    """The offsets given as a generator (read once) are what is kept for after the rejoin,
+    not the empty rest of it."""
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 2)
+    topic = mock_client.topics[name]
+    produce_keyed(topic, 40)
+    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True,
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+    try:
+        consume_n(consumer, 10)
+        mock_cluster.push_request_errors(ApiKey.OffsetCommit, UNKNOWN_MEMBER_ID)
+        consumer.commit_offsets(pair for pair in [(0, 3), (topic.partitions[1], 4)])  # refused: kept
+        assert consumer._refused == {0: 3, 1: 4}
+    finally:
+        consumer.stop()
+
+
+@pytest.mark.mock
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_a_member_too_slow_for_max_poll_interval_rejoins_and_goes_on(mock_cluster, mock_client):
     name = unique_name("topic")
     mock_cluster.create_topic(name, 1)

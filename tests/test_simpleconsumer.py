@@ -410,7 +410,7 @@ def test_explicit_commit_offsets_commits_as_given(topic, group_name):
 @pytest.mark.kafka
 def test_commit_offsets_rejects_bad_offsets(topic, group_name):
     with topic.get_simple_consumer(consumer_group=group_name) as consumer:
-        for bad in (-5, "3", 1.0, None, OffsetType.EARLIEST, OffsetType.LATEST):
+        for bad in (-5, "3", 1.0, OffsetType.EARLIEST, OffsetType.LATEST):  # None: the position, as pykafka
             with pytest.raises(ValueError):
                 consumer.commit_offsets([(0, bad)])
         with pytest.raises((ValueError, KafkaException)):
@@ -791,6 +791,18 @@ def test_reset_offsets_rejects_unknown_partitions_without_moving(topic, group_na
         assert consumer.held_offsets == {0: 0, 1: -2}
         assert committed(consumer) == {0: 0, 1: 0}
         assert [m.offset for m in drain(consumer)] == [1, 2, 3]
+
+
+@pytest.mark.kafka
+def test_commit_offsets_with_none_commits_the_partitions_position(topic, group_name):
+    """pykafka's commit_offsets([(partition, None)]): that partition's held offset + 1."""
+    produce(topic, [b"v%d" % i for i in range(6)], partition=1)
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0, 1, 2],
+                                   consumer_timeout_ms=1000) as consumer:
+        assert [m.offset for m in take(consumer, 4)] == [0, 1, 2, 3]
+        consumer.commit_offsets([(0, 1)])
+        consumer.commit_offsets((p, None) for p in [topic.partitions[1], 2])  # a generator: read once
+        assert committed(consumer) == {0: 1, 1: 4, 2: 0}
 
 
 @pytest.mark.kafka
