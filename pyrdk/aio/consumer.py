@@ -325,8 +325,9 @@ class AIOKafkaConsumer(Client):
             for name in names:
                 if not isinstance(name, str) or not name:
                     raise TypeError("topic names must be non-empty str, not %r" % (name,))
-        if self._handle is None:
-            self._before_start = functools.partial(self.subscribe, topics, pattern, listener)
+        if self._handle is None:  # the names read, not topics: a generator is read once
+            self._before_start = functools.partial(self.subscribe, names if pattern is None else topics, pattern,
+                                                   listener)
             self._subscribed, self._subscription_names = True, names
             self._pattern = None if pattern is None else re.compile(names[0])
             return

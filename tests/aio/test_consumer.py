@@ -343,6 +343,11 @@ async def test_subscribe_or_assign_before_start_is_done_by_start(kafka_hosts, ne
     async with consumer:
         assert (await asyncio.wait_for(consumer.getone(), 30)).offset == 2  # the listener seeked to 2
     assert ("assigned", [tp]) in recorder.events
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, auto_offset_reset="earliest")
+    consumer.subscribe(name for name in [topic])  # a generator, read once: its names are kept
+    async with consumer:
+        assert consumer.subscription() == {topic}
+        assert (await asyncio.wait_for(consumer.getone(), 30)).offset == 0
     consumer = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=kafka_hosts, auto_offset_reset="earliest")
     consumer.unsubscribe()  # the constructor's topics too
     consumer.assign([tp])
