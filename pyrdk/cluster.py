@@ -85,8 +85,13 @@ def _offsets_of(method, offsets):
     TypeError naming ``method``."""
     if not isinstance(offsets, collections.abc.Mapping):
         raise TypeError("%s takes a dict {(topic, partition): offset}, not %r" % (method, offsets))
-    return sorted(((_pair(method, key, "a dict with (topic, partition) keys"), offset)
-                   for key, offset in offsets.items()), key=lambda item: item[0])
+    items = sorted(((_pair(method, key, "a dict with (topic, partition) keys"), offset)
+                    for key, offset in offsets.items()), key=lambda item: item[0])
+    for (tp, first), (again, second) in zip(items, items[1:]):
+        if tp == again:  # b"t" and "t" name one topic: librdkafka would refuse both, naming neither
+            raise ValueError("%s: partition %d of topic %s is given twice (offsets %r and %r; a bytes and a "
+                             "str name are one topic)" % (method, tp[1], tp[0], first, second))
+    return items
 
 
 def _admin_timeout(timeout, default):

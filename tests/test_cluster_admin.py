@@ -191,6 +191,18 @@ def test_create_partitions_grows_a_topic(quick_client, topic_name):
     assert sorted(quick_client.topics[topic_name].partitions) == [0, 1, 2]
 
 
+def test_a_partition_named_twice_with_bytes_and_str_is_refused_by_name(client, topic, group_name):
+    """b"t" and "t" are one topic: the partition is given twice, which librdkafka refuses
+    without naming it; nothing is written."""
+    name = topic.name.decode()
+    for call in (lambda offsets: client.cluster.delete_records(offsets),
+                 lambda offsets: client.cluster.alter_consumer_group_offsets(group_name, offsets)):
+        with pytest.raises(ValueError, match="partition 1 of topic %s is given twice" % name):
+            call({(topic.name, 1): 1, (name, 1): 2, (name, 0): 0})
+    assert topic.partitions[1].earliest_available_offset() == 0
+    assert client.cluster.list_consumer_group_offsets(group_name) == {}
+
+
 @tansu_gap("DeleteRecords closes the connection")
 def test_delete_records_moves_the_log_start(quick_client, topic_name):
     topic = make_topic(quick_client, topic_name, 1)
