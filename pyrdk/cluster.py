@@ -417,6 +417,10 @@ class Cluster:
             isinstance(topic_reqs, tuple) and bool(topic_reqs) and isinstance(topic_reqs[0], (str, bytes)))
         timeout = _admin_timeout(timeout, self._timeout_ms)
         reqs = [_topic_request(req) for req in _list_of("create_topics", topic_reqs, "requests", one)]
+        twice = sorted({r[0] for r in reqs if [q[0] for q in reqs].count(r[0]) > 1})
+        if twice:  # the brokers answer a name given twice in ways librdkafka cannot parse
+            raise ValueError("create_topics: topic %s is requested twice (a bytes and a str name are one topic)"
+                             % ", ".join(twice))
         results = admin.create_topics(self._handle, reqs, timeout)
         self._raise_first(results)
         self.update()
@@ -433,8 +437,10 @@ class Cluster:
             timeout = timeout or topics.timeout
             topics = topics.topics
         timeout = _admin_timeout(timeout, self._timeout_ms)
-        names = [to_str(t.name if isinstance(t, Topic) else t)
-                 for t in _list_of("delete_topics", topics, "topic names")]
+        # each once (b"t" and "t" are one topic): the brokers answer a name given twice in ways
+        # librdkafka cannot parse
+        names = list(dict.fromkeys(to_str(t.name if isinstance(t, Topic) else t)
+                                   for t in _list_of("delete_topics", topics, "topic names")))
         results = admin.delete_topics(self._handle, names, timeout)
         self._raise_first(results)
         self.update()
@@ -552,9 +558,9 @@ class Cluster:
         it will read; -1001 where it committed none), for ``(topic, partition)`` pairs or, with
         None, every partition it committed (``rd_kafka_ListConsumerGroupOffsets``)."""
         group = to_str(consumer_group, "consumer_group")
-        tps = None if partitions is None else [
+        tps = None if partitions is None else list(dict.fromkeys(  # each once: librdkafka refuses duplicates
             _pair("list_consumer_group_offsets", item)
-            for item in _list_of("list_consumer_group_offsets", partitions, "(topic, partition) pairs")]
+            for item in _list_of("list_consumer_group_offsets", partitions, "(topic, partition) pairs")))
         if tps == []:
             return {}
         return {(tp.topic, tp.partition): tp.offset
@@ -618,6 +624,10 @@ class Cluster:
                 raise TypeError("create_partitions takes (topic, total) pairs, not %r" % (item,))
             name, total = item
             reqs.append((to_str(name.name if isinstance(name, Topic) else name), check_int("total", total, 1)))
+        twice = sorted({r[0] for r in reqs if [q[0] for q in reqs].count(r[0]) > 1})
+        if twice:
+            raise ValueError("create_partitions: topic %s is given twice (a bytes and a str name are one topic)"
+                             % ", ".join(twice))
         self._raise_first(admin.create_partitions(self._handle, reqs, timeout))
         self.update()
 

@@ -193,7 +193,8 @@ def test_create_partitions_grows_a_topic(quick_client, topic_name):
 
 def test_a_partition_named_twice_with_bytes_and_str_is_refused_by_name(client, topic, group_name):
     """b"t" and "t" are one topic: the partition is given twice, which librdkafka refuses
-    without naming it; nothing is written."""
+    without naming it; nothing is written. Where naming one twice means it once (a read, a
+    deletion), it is taken once."""
     name = topic.name.decode()
     for call in (lambda offsets: client.cluster.delete_records(offsets),
                  lambda offsets: client.cluster.alter_consumer_group_offsets(group_name, offsets)):
@@ -201,6 +202,13 @@ def test_a_partition_named_twice_with_bytes_and_str_is_refused_by_name(client, t
             call({(topic.name, 1): 1, (name, 1): 2, (name, 0): 0})
     assert topic.partitions[1].earliest_available_offset() == 0
     assert client.cluster.list_consumer_group_offsets(group_name) == {}
+    assert client.cluster.list_consumer_group_offsets(group_name, [(topic.name, 1), (name, 1)]) == {(name, 1): -1001}
+    with pytest.raises(ValueError, match="topic %s-new is requested twice" % name):
+        client.cluster.create_topics([(name + "-new", 1, 1), ((name + "-new").encode(), 2, 1)])
+    with pytest.raises(ValueError, match="topic %s is given twice" % name):
+        client.cluster.create_partitions([(topic.name, 3), (name, 3)])
+    client.cluster.delete_topics([topic.name, name])  # once
+    assert name.encode() not in client.cluster.list_topics()
 
 
 @tansu_gap("DeleteRecords closes the connection")
