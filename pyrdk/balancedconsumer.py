@@ -737,7 +737,8 @@ class BalancedConsumer:
                 raise TypeError("post_rebalance_callback must return {partition_id: offset} or None, "
                                 "not %s" % type(reset).__name__)
             if reset and self._consumer is not None:
-                self._consumer.reset_offsets(partition_offsets=sorted(reset.items()))
+                # as given: keys may be ids and Partitions, which do not sort together
+                self._consumer.reset_offsets(partition_offsets=list(reset.items()))
 
     # -- ZooKeeper -----------------------------------------------------------------------------
 

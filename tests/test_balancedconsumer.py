@@ -228,6 +228,16 @@ def test_post_rebalance_callback_sees_offsets_and_may_reset(zk_client, topic_nam
         assert sorted(drain(consumer)) == list(range(10, 20))
 
 
+def test_post_rebalance_callback_may_key_by_ids_and_partitions(zk_client, topic_name, group_name):
+    """Ids and Partition objects in one answer (they do not sort together)."""
+    topic = make_topic(zk_client, topic_name, 2)
+    produce(topic, 20)
+    answer = {1: 4, topic.partitions[0]: 2}
+    with topic.get_balanced_consumer(group_name, post_rebalance_callback=lambda c, old, new: answer,
+                                     **FAST) as consumer:
+        assert consumer.held_offsets == {0: 2, 1: 4}
+
+
 def test_post_rebalance_callback_gets_the_offsets_held_before_the_rebalance(zk_client, topic_name, group_name):
     """As pykafka: ``old_offsets`` are the held offsets of the consumer the rebalance
     replaced, though the member closed it before giving partitions up."""
