@@ -86,7 +86,9 @@ class Partition:
         self._replicas = [brokers[b] for b in metadata.replicas if b in brokers]
         self._isr = [brokers[b] for b in metadata.isrs if b in brokers]
 
-    def __lt__(self, other: Partition) -> bool:
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Partition):
+            return NotImplemented  # Python's TypeError, not an AttributeError from here
         return self._id < other._id
 
     def __repr__(self) -> str:

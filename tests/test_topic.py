@@ -27,6 +27,8 @@ def test_partitions_have_ids_leaders_and_topic(client, topic):
         assert partition.leader in client.brokers.values()
         assert partition.replicas and partition.isr
     assert sorted(topic.partitions.values())[0].id == 0
+    with pytest.raises(TypeError, match="not supported between"):
+        sorted([0, topic.partitions[1]])
 
 
 def test_offset_limits_follow_produced_messages(topic):
