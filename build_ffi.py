@@ -18,7 +18,8 @@ CDEF_FILES = ["types.h", "guard.h", "conf.h", "error.h", "handle.h", "topic.h", 
               "transaction.h"]
 # The C helpers are declared once, in their own headers; cdef reads them without the
 # preprocessor lines, which it cannot parse.
-HELPERS_HEADERS = [os.path.join(HERE, "csrc", name) for name in ("pyrdk_helpers.h", "pyrdk_admin.h")]
+HELPERS_HEADERS = [os.path.join(HERE, "csrc", name)
+                   for name in ("pyrdk_helpers.h", "pyrdk_admin.h", "pyrdk_mock.h")]
 
 
 def _include_dirs():
@@ -54,8 +55,10 @@ ffibuilder.set_source(
     #include <librdkafka/rdkafka_mock.h>
     #include "pyrdk_helpers.h"
     #include "pyrdk_admin.h"
+    #include "pyrdk_mock.h"
     """,
-    sources=[os.path.relpath(os.path.join(HERE, "csrc", name)) for name in ("pyrdk_helpers.c", "pyrdk_admin.c")],
+    sources=[os.path.relpath(os.path.join(HERE, "csrc", name))
+             for name in ("pyrdk_helpers.c", "pyrdk_admin.c", "pyrdk_mock.c")],
     include_dirs=_include,
     # No libraries=["rdkafka"]: the runtime library is chosen by pyrdk/_loader.py.
 )

@@ -358,6 +358,20 @@ class Cluster:
         self._update_brokers(md.brokers)
         self._topics.sync(md.topics, complete=True)
 
+    def refresh_topic(self, handle: Handle, topic: Topic, timeout_ms: int) -> bool:
+        """Take ``topic``'s partitions and leaders, and the brokers, from a metadata request
+        (``rd_kafka_metadata`` of that topic) through ``handle``: a producer's or consumer's
+        own, which outlives a closed client. False if the answer does not list the topic
+        (deleted, or being created); a failed request raises."""
+        name = topic.name.decode()
+        md = handle.metadata(name, timeout_ms=timeout_ms, all_topics=False)
+        tm = md.topics.get(name)
+        if tm is None or tm.error or not tm.partitions:
+            return False
+        self._update_brokers(md.brokers)
+        topic.update(tm)
+        return True
+
     def _fetch_topic(self, name):
         """Look up one topic by name, letting the broker create it if it does so; retries
         while the topic is being created, for up to ``socket_timeout_ms``."""

@@ -62,6 +62,8 @@ POLL_MS = 100
 QUEUE_FULL_WAIT_MS = 10
 STOP_PURGE_WAIT_MS = 1000
 BATCH = 64  # produce()'s messages handed to librdkafka at once, per partition
+METADATA_MS = 2000  # the poller's wait for its topic's metadata (at most socket_timeout_ms)
+METADATA_RETRY_S = 10.0  # a failed refresh of the topic's metadata is tried again this soon
 BATCH_MIN_LINGER_MS = 5  # below it, produce() hands each message over at once
 RECORD_OVERHEAD = 36  # librdkafka's RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD, counted against max_request_size
 
@@ -273,11 +275,16 @@ class Producer:
         """The poller thread: serve librdkafka's events and delivery reports, and hand the
         core's queues over at least every ``linger_ms`` (``POLL_MS`` at most)."""
         tick_ms = POLL_MS if batch == 1 else max(1, min(POLL_MS, int(self._linger_ms())))
+        interval_s = self._metadata_interval_s()
+        next_metadata = time.monotonic() + interval_s
         while not handle.closing:
             try:
                 handle.poll(tick_ms)
                 if core.queued:
                     core.hand_off()  # what a full queue refuses waits for the next tick
+                if interval_s > 0 and time.monotonic() >= next_metadata:
+                    next_metadata = time.monotonic() + (
+                        interval_s if self._refresh_metadata(handle) else min(interval_s, METADATA_RETRY_S))
                 self._refresh_partitions()
             except ProducerStoppedException:
                 return
@@ -488,6 +495,27 @@ class Producer:
                                    "adds its record overhead (up to %d bytes, plus any headers)"
                                    % (size, self._max_request_size, RECORD_OVERHEAD))
 
+    def _metadata_interval_s(self):
+        """librdkafka's ``topic.metadata.refresh.interval.ms`` (5 minutes by default; -1:
+        never) in seconds: how often the poller re-reads the topic's partitions."""
+        try:
+            return int(str(self._config.get("topic.metadata.refresh.interval.ms", 300000))) / 1000.0
+        except ValueError:
+            return 300.0
+
+    def _refresh_metadata(self, handle):
+        """Re-read the topic's partitions and leaders through the producer's handle, as
+        librdkafka does every ``topic.metadata.refresh.interval.ms``: partitions added since
+        the producer started are then chosen too (by the partitioner, or as a partition of
+        ``produce_arrow()``). False if the request failed or did not list the topic."""
+        try:
+            return self._cluster.refresh_topic(handle, self._topic, min(METADATA_MS, self._cluster.timeout_ms))
+        except ProducerStoppedException:
+            raise
+        except KafkaException as exc:  # librdkafka retries on its own; so does the next refresh
+            log.debug("%s: metadata refresh failed: %s", self._topic_name, exc)
+            return False
+
     def _refresh_partitions(self):
         """The partitions to choose from, renewed when the topic grew."""
         if len(self._partition_list) != len(self._topic.partitions):
@@ -626,12 +654,17 @@ class Producer:
 
     def _produce_core_rows(self, core, handle, batch, columns, rows):
         self._hand_off(producing=True)  # the queued ones first
-        start = 0
+        start, refreshed = 0, False
         while True:
             result = core.produce_arrow(columns, start, POLL_MS)
             if result is None:
                 raise ValueError("topic %s has no partitions to send the rows to" % self._topic_name)
             start, err = result
+            if err == UNKNOWN_PARTITION and not refreshed:  # added since the last refresh?
+                refreshed = True
+                if self._refresh_metadata(handle):
+                    self._refresh_partitions()
+                    continue
             if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
                 try:
                     handle.dispatch_reports()
@@ -674,6 +707,10 @@ class Producer:
             partition = None
             if pid is not None:
                 partition = self._topic.partitions.get(pid)
+                if partition is None and self._handle is not None and \
+                        self._refresh_metadata(self._handle):  # added since the last refresh?
+                    self._refresh_partitions()
+                    partition = self._topic.partitions.get(pid)
                 if partition is None:
                     self._raise_row_error(batch, row, UNKNOWN_PARTITION)
             try:

@@ -1305,3 +1305,53 @@ def test_owned_brokers_for_programs_that_read_them(topic):
         producer._wait_all()
         assert not broker.message_is_pending()
     assert not broker.running
+
+
+def grow_mock_topic(mock_cluster, topic, partitions):
+    """The mock cluster cannot add partitions: the topic is made anew with more."""
+    name = topic.name.decode()
+    mock_cluster.delete_topic(name)
+    mock_cluster.create_topic(name, partitions)
+
+
+def end_offsets(mock_cluster, topic):
+    """``{partition id: end offset}`` of ``topic``, read by a new client."""
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers) as client:
+        return {pid: r.offset[0] for pid, r in client.topics[topic.name].latest_available_offsets().items()}
+
+
+# A producer of the mock cluster must not create the topic on its own between its deletion
+# and its new creation.
+NO_AUTO_CREATE = {"allow.auto.create.topics": False}
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("partitioner", [None, lambda partitions, key: partitions[-1]], ids=["default", "last"])
+def test_partitions_added_to_a_running_producers_topic_are_produced_to(mock_cluster, mock_client, topic_name,
+                                                                       partitioner):
+    mock_cluster.create_topic(topic_name, 2)
+    topic = mock_client.topics[topic_name]
+    config = dict(NO_AUTO_CREATE, **{"topic.metadata.refresh.interval.ms": 200})
+    with topic.get_producer(partitioner=partitioner, linger_ms=10, rdkafka_config=config) as producer:
+        warm(producer)
+        grow_mock_topic(mock_cluster, topic, 4)
+        wait_until(lambda: len(topic.partitions) == 4, "the producer to see the new partitions")
+        for i in range(40):
+            producer.produce(b"m%d" % i)
+    ends = end_offsets(mock_cluster, topic)
+    assert ends[3] > 0 and (partitioner is not None or ends[2] > 0), ends
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("sync", [False, True], ids=["core", "general"])
+def test_produce_arrow_to_a_partition_added_since_the_last_refresh(mock_cluster, mock_client, topic_name, sync):
+    import pyarrow as pa
+    mock_cluster.create_topic(topic_name, 2)
+    topic = mock_client.topics[topic_name]
+    with topic.get_producer(sync=sync, linger_ms=10, rdkafka_config=NO_AUTO_CREATE) as producer:
+        warm(producer)
+        grow_mock_topic(mock_cluster, topic, 4)
+        batch = pa.record_batch({"value": [b"a", b"b"], "partition": pa.array([1, 3], pa.int32())})
+        assert producer.produce_arrow(batch) == 2
+    ends = end_offsets(mock_cluster, topic)
+    assert ends[1] == 1 and ends[3] == 1, ends

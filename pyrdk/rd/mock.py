@@ -65,6 +65,17 @@ class MockCluster:
         errors.check(lib.rd_kafka_mock_topic_create(self._cluster(), name.encode(), num_partitions,
                                                     replication_factor), "mock topic create")
 
+    def delete_topic(self, name):
+        """``rd_kafka_mock_topic_delete`` (librdkafka 2.15.0): later requests naming the topic
+        get UNKNOWN_TOPIC_OR_PART; ``create_topic`` makes it anew, with as many partitions as
+        it is given (the mock cluster cannot add partitions to a topic)."""
+        errors.check(lib.pyrdk_mock_topic_delete(self._cluster(), name.encode()), "mock topic delete")
+
+    def decommission_broker(self, broker_id):
+        """``rd_kafka_mock_broker_decommission`` (librdkafka 2.10.0): the broker leaves the
+        cluster and its partitions move to the others."""
+        errors.check(lib.pyrdk_mock_broker_decommission(self._cluster(), broker_id), "mock broker decommission")
+
     def push_request_errors(self, api_key, *codes):
         """``rd_kafka_mock_push_request_errors_array``: the next ``len(codes)`` requests of
         ``api_key`` fail with these codes, in order."""
