@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from pyrdk.common import OffsetPartitionResponse, OffsetType, integer
 from pyrdk.exceptions import OffsetRequestFailedError
 from pyrdk.partition import Partition, to_timestamp_ms
+from pyrdk.rd import errors
 
 if TYPE_CHECKING:
     from pyrdk.balancedconsumer import BalancedConsumer
@@ -123,8 +124,8 @@ class Topic:
         out = {}
         for tp in results:
             if tp.error:
-                raise OffsetRequestFailedError("offset request for %s [%d] failed: error %d"
-                                               % (tp.topic, tp.partition, tp.error))
+                raise OffsetRequestFailedError("offset request for %s [%d] failed: %s (error %d)"
+                                               % (tp.topic, tp.partition, errors.err2str(tp.error), tp.error))
             out[tp.partition] = OffsetPartitionResponse([tp.offset], 0)
         return out
 

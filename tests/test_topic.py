@@ -82,3 +82,25 @@ def test_factories_make_producers_and_consumers(topic):
         producer.stop()
         sync.stop()
         consumer.stop()
+
+
+@pytest.mark.mock
+def test_offsets_of_partitions_a_producer_learned_of(mock_cluster, topic_name):
+    """A producer's refresh adds partitions to the Topic that the client's own librdkafka
+    metadata does not have yet: their offsets are asked for all the same."""
+    import time
+
+    from pyrdk import KafkaClient
+    mock_cluster.create_topic(topic_name, 2)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers) as client:
+        topic = client.topics[topic_name]
+        assert sorted(topic.latest_available_offsets()) == [0, 1]
+        config = {"topic.metadata.refresh.interval.ms": 200, "allow.auto.create.topics": False}
+        with topic.get_producer(rdkafka_config=config):
+            mock_cluster.delete_topic(topic_name)  # made anew with more: the mock cannot add partitions
+            mock_cluster.create_topic(topic_name, 4)
+            deadline = time.monotonic() + 30
+            while len(topic.partitions) < 4:
+                assert time.monotonic() < deadline, "the producer never saw the new partitions"
+                time.sleep(0.05)
+        assert {pid: r.offset[0] for pid, r in topic.latest_available_offsets().items()} == {0: 0, 1: 0, 2: 0, 3: 0}

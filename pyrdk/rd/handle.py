@@ -97,6 +97,15 @@ class _Use:
         return False
 
 
+class _Unanswered(Exception):
+    """Some partitions of a ListOffsets request had no leader to ask (``code``): ``out``
+    holds every partition's answer."""
+
+    def __init__(self, code, out):
+        super().__init__(code)
+        self.code, self.out = code, out
+
+
 class Handle:
     """An ``rd_kafka_t`` of type ``kind`` (``"producer"`` or ``"consumer"``).
 
@@ -529,29 +538,39 @@ class Handle:
     def offsets_for_times(self, tps, timeout_ms=10000):
         """``rd_kafka_offsets_for_times``: ``tps`` carry timestamps (ms) in place of offsets
         (an unreachable leader: see :meth:`_waiting_for_leaders`)."""
-        return self._waiting_for_leaders(
-            lambda ms: self._query(lib.rd_kafka_offsets_for_times, tps, ms, "offsets for times"),
-            [(t, p) for t, p, _ in tps], timeout_ms, "offsets for times")
+        def call(ms):
+            out = self._query(lib.rd_kafka_offsets_for_times, tps, ms, "offsets for times")
+            # One partition's answer: a leader librdkafka does not know yet (a partition
+            # added since its metadata was read) is waited for as the whole call's is.
+            code = next((tp.error for tp in out if tp.error in (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER)), 0)
+            if code:
+                raise _Unanswered(code, out)
+            return out
+        return self._waiting_for_leaders(call, [(t, p) for t, p, _ in tps], timeout_ms, "offsets for times")
 
     def _waiting_for_leaders(self, call, tps, timeout_ms, what):
         """``call(ms)``, a ListOffsets request of ``tps`` (``(topic, partition)``) within
         ``timeout_ms``. librdkafka answers ``_UNKNOWN_PARTITION`` at once while a partition's
-        leader is unreachable (and ``_DESTROY_BROKER`` for a request the lost leader took); for
-        partitions the metadata has, that is retried within ``timeout_ms``, then raised as
+        leader is unreachable or not yet in its metadata (and ``_DESTROY_BROKER`` for a request
+        the lost leader took); for partitions the metadata has (asked again, which renews
+        librdkafka's), that is retried within ``timeout_ms``, then raised as
         ``LeaderNotAvailable`` (``NoBrokersAvailableError`` when no broker answers)."""
         deadline = _deadline(timeout_ms)
         while True:
             try:
                 return call(_ms_left(deadline))
+            except _Unanswered as exc:  # some partitions' answers: theirs are the caller's to raise
+                if not self._partitions_known(tps, deadline, timeout_ms, what):
+                    return exc.out
+                if _remaining(deadline) <= 0:
+                    raise _no_leader(tps, timeout_ms, what) from None
             except KafkaException as exc:
                 if exc.code not in (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER) or \
                         not self._partitions_known(tps, deadline, timeout_ms, what):
                     raise
                 if _remaining(deadline) <= 0:
-                    raise for_code(errors.LEADER_NOT_AVAILABLE)(
-                        "%s: no leader of %s answered within %d ms; calls work again once the leaders are back"
-                        % (what, ", ".join(sorted({"%s [%d]" % tp for tp in tps})), timeout_ms)) from exc
-                time.sleep(0.1)
+                    raise _no_leader(tps, timeout_ms, what) from exc
+            time.sleep(0.1)
 
     def _partitions_known(self, tps, deadline, timeout_ms, what):
         """Whether the metadata (asked before ``deadline``) has every partition of ``tps``."""
@@ -834,6 +853,13 @@ def _deadline(timeout_ms):
 
 def _remaining(deadline):
     return float("inf") if deadline is None else deadline - time.monotonic()
+
+
+def _no_leader(tps, timeout_ms, what):
+    """``LeaderNotAvailable`` for ``tps`` (``(topic, partition)``) after ``timeout_ms``."""
+    return for_code(errors.LEADER_NOT_AVAILABLE)(
+        "%s: no leader of %s answered within %d ms; calls work again once the leaders are back"
+        % (what, ", ".join(sorted({"%s [%d]" % tp for tp in tps})), timeout_ms))
 
 
 def _ms_left(deadline):
