@@ -43,7 +43,7 @@ from pyrdk.core import arrow, consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
                               OffsetOutOfRangeError, OffsetRequestFailedError, UnicodeException)
 from pyrdk.partition import Partition, to_timestamp_ms
-from pyrdk.rd import conf
+from pyrdk.rd import conf, errors
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, TopicPartition
@@ -323,7 +323,7 @@ class Consumer:
                 starts[pid] = known[pid]
             else:
                 lookups[pid] = int(self._auto_offset_reset)
-        resolved = self._resolve(lookups)
+        resolved = self._resolve(handle, lookups)
         starts.update(resolved)
         for pid in pids:
             self._core.set_next(pid, starts.get(pid))
@@ -712,30 +712,32 @@ class Consumer:
             else:
                 self._unverified.pop(pid, None)
 
-    def _resolve(self, lookups):
+    def _resolve(self, handle, lookups):
         """``_list_offsets`` for a start position, or ``{}`` if the lookup fails (librdkafka
         then resolves the logical offset itself). A position known in advance is what keeps a
         ``seek`` right after ``start`` from being overtaken by librdkafka's own lookup."""
         if not lookups:
             return {}
         try:
-            return self._list_offsets(lookups)
+            return self._list_offsets(lookups, handle)
         except KafkaException as exc:
             log.warning("could not look up the start offsets (%s); librdkafka will", exc)
             return {}
 
-    def _list_offsets(self, lookups):
+    def _list_offsets(self, lookups, handle=None):
         """``{pid: offset}`` for ``{pid: timestamp or OffsetType}``; a time after the last
-        message resolves to the end of the partition."""
+        message resolves to the end of the partition. Asked through the consumer's own
+        ``handle`` (``rd_kafka_offsets_for_times``), which serves on after the client is closed."""
+        handle = handle or self._handle
         out = {}
         while lookups:
-            results = self._cluster.offsets_for_times(
-                [(self._topic_name, pid, ts) for pid, ts in sorted(lookups.items())])
+            results = handle.offsets_for_times(
+                [(self._topic_name, pid, ts) for pid, ts in sorted(lookups.items())], self._cluster.timeout_ms)
             after_end = {}
             for tp in results:
                 if tp.error:
-                    raise OffsetRequestFailedError("offset lookup for partition %d failed: error %d"
-                                                   % (tp.partition, tp.error))
+                    raise OffsetRequestFailedError("offset lookup for partition %d failed: %s (error %d)"
+                                                   % (tp.partition, errors.err2str(tp.error), tp.error))
                 if tp.offset >= 0:
                     out[tp.partition] = tp.offset
                 elif lookups.get(tp.partition, OffsetType.LATEST) >= 0:

@@ -1444,3 +1444,21 @@ def test_consumed_and_produced_messages_pickle_without_the_clients_live_objects(
         assert [getattr(copy, f) for f in fields] == [getattr(msg, f) for f in fields]
         assert copy.partition is None and copy.delivery_report_q is None
     assert [(m.value, m.partition_id, m.offset) for m in consumed] == [(b"a", 2, 0), (b"b", 2, 1)]
+
+
+def test_offsets_are_reset_after_the_client_is_closed(kafka_hosts, topic_name):
+    """A consumer made before ``KafkaClient.close()`` goes on: its ListOffsets lookups go
+    through its own handle."""
+    client = KafkaClient(hosts=kafka_hosts)
+    topic = make_topic(client, topic_name, 1)
+    with topic.get_sync_producer() as producer:
+        producer.produce(b"m0")
+    consumer = topic.get_simple_consumer(consumer_timeout_ms=5000)
+    try:
+        client.close()
+        consumer.reset_offsets([(0, OffsetType.LATEST)])
+        assert consumer.held_offsets == {0: 0}
+        consumer.seek(0, OffsetType.EARLIEST)
+        assert consumer.consume().value == b"m0"
+    finally:
+        consumer.stop()
