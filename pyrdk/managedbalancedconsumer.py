@@ -317,8 +317,9 @@ class ManagedBalancedConsumer(Consumer):
     def _assign(self, pids):
         """Take ``pids``; returns their start offsets for ``rd_kafka_assign``."""
         known = self._topic.partitions
-        if any(pid not in known for pid in pids):
-            self._cluster.update()  # the topic grew
+        if any(pid not in known for pid in pids):  # the topic grew: asked through the consumer's
+            # own handle, which serves on after the client is closed
+            self._cluster.refresh_topic(self._handle, self._topic, self._cluster.timeout_ms)
             known = self._topic.partitions
         refused = self._take_refused(pids)
         fresh = [pid for pid in pids if pid not in refused]

@@ -636,3 +636,30 @@ def test_commits_name_the_member_in_their_metadata(mock_cluster, mock_client):
         [(pid, res)] = consumer.fetch_offsets()
         assert res.offset == 1
         assert json.loads(res.metadata) == {"consumer_id": consumer.member_id, "hostname": socket.gethostname()}
+
+
+@pytest.mark.mock
+@pytest.mark.slow  # seconds of group coordination: the C pass runs it, make soak the pure one
+def test_partitions_added_after_the_client_is_closed_are_assigned(mock_cluster, mock_client):
+    """The group's new partitions are looked up through the consumer's own handle: a consumer
+    made before ``KafkaClient.close()`` goes on."""
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 2)
+    topic = mock_client.topics[name]
+    config = {"topic.metadata.refresh.interval.ms": 300, "allow.auto.create.topics": False}
+    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True, consumer_timeout_ms=100,
+                                           rdkafka_config=config, **FAST)
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        while sorted(consumer.partitions) != [0, 1]:
+            assert time.monotonic() < deadline, "the member was never given the topic's partitions"
+            consumer.consume(block=False)
+        mock_client.close()
+        mock_cluster.delete_topic(name)  # made anew with more: the mock cannot add partitions
+        mock_cluster.create_topic(name, 4)
+        deadline = time.monotonic() + PATIENCE_S * 2
+        while sorted(consumer.partitions) != [0, 1, 2, 3]:
+            assert time.monotonic() < deadline, "the new partitions were never assigned"
+            consumer.consume(block=False)
+    finally:
+        consumer.stop()
