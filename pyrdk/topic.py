@@ -54,15 +54,20 @@ class Topic:
     def update(self, metadata: Any) -> None:
         """Take partitions, leaders and replicas from a fresh ``TopicMetadata``; partitions it
         no longer lists (the topic was deleted and re-created with fewer) are dropped, as in
-        pykafka."""
+        pykafka. Partitions added or dropped come in a new dict: a refresh in another thread
+        (a producer's poller, a balanced consumer's) must not change the one a program's loop
+        goes through."""
         brokers = self._cluster.brokers
+        ids = {pm.id for pm in metadata.partitions}
+        partitions = self._partitions
+        if ids != set(partitions):
+            partitions = {pid: p for pid, p in partitions.items() if pid in ids}
         for pm in metadata.partitions:
-            partition = self._partitions.get(pm.id)
+            partition = partitions.get(pm.id)
             if partition is None:
-                self._partitions[pm.id] = partition = Partition(self, pm.id, None, [], [])
+                partitions[pm.id] = partition = Partition(self, pm.id, None, [], [])
             partition.update(brokers, pm)
-        for gone in set(self._partitions) - {pm.id for pm in metadata.partitions}:
-            self._partitions.pop(gone, None)  # another thread's update may have dropped it
+        self._partitions = partitions
 
     # -- factories -----------------------------------------------------------------------------
 

@@ -104,3 +104,22 @@ def test_offsets_of_partitions_a_producer_learned_of(mock_cluster, topic_name):
                 assert time.monotonic() < deadline, "the producer never saw the new partitions"
                 time.sleep(0.05)
         assert {pid: r.offset[0] for pid, r in topic.latest_available_offsets().items()} == {0: 0, 1: 0, 2: 0, 3: 0}
+
+
+@pytest.mark.mock
+def test_a_refresh_during_a_loop_over_the_partitions_leaves_the_loop_alone(mock_cluster, topic_name):
+    """Producers and balanced consumers refresh the Topic in their own threads: partitions
+    added meanwhile must not break a program's loop over ``topic.partitions``."""
+    from pyrdk import KafkaClient
+    mock_cluster.create_topic(topic_name, 2)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers) as client:
+        topic = client.topics[topic_name]
+        first = topic.partitions[0]
+        mock_cluster.delete_topic(topic_name)  # made anew with more: the mock cannot add partitions
+        mock_cluster.create_topic(topic_name, 4)
+        seen = []
+        for partition in topic.partitions.values():
+            seen.append(partition.id)
+            client.update_cluster()
+        assert seen == [0, 1] and sorted(topic.partitions) == [0, 1, 2, 3]
+        assert topic.partitions[0] is first  # the same Partition objects, renewed
