@@ -10,7 +10,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, Optional, Union
 
-from pyrdk.cluster import Cluster
+from pyrdk.broker import Broker
+from pyrdk.cluster import Cluster, TopicDict
 from pyrdk.common import SslConfig, check_config, check_int
 from pyrdk.rd import conf
 
@@ -216,8 +217,16 @@ class KafkaClient:
                                exclude_internal_topics=exclude_internal_topics,
                                zookeeper_hosts=zookeeper_hosts, stats_callback=stats_callback)
         self._handler = self.cluster.handler
-        self.brokers = self.cluster.brokers
-        self.topics = self.cluster.topics
+
+    @property
+    def brokers(self) -> dict[int, Broker]:
+        """``{broker_id: Broker}`` (the cluster's, renewed by each metadata refresh)."""
+        return self.cluster.brokers
+
+    @property
+    def topics(self) -> TopicDict:
+        """``{name: Topic}`` (the cluster's ``TopicDict``)."""
+        return self.cluster.topics
 
     def update_cluster(self) -> None:
         """Refresh known brokers and topics."""

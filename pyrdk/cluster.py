@@ -345,12 +345,14 @@ class Cluster:
             return md
 
     def _update_brokers(self, brokers):
-        for bm in brokers:
-            broker = self._brokers.get(bm.id)
-            if broker is None or (broker.host, broker.port) != (bm.host, bm.port):
-                self._brokers[bm.id] = Broker(bm.id, bm.host, bm.port, self)
-        for gone in set(self._brokers) - {bm.id for bm in brokers}:
-            self._brokers.pop(gone, None)  # another thread's update may have dropped it
+        """Take the brokers of fresh metadata. A change comes in a new dict: a refresh in
+        another thread (a producer's poller, a balanced consumer's) must not change the one a
+        program's loop goes through."""
+        old = self._brokers
+        new = {bm.id: old[bm.id] if bm.id in old and (old[bm.id].host, old[bm.id].port) == (bm.host, bm.port)
+               else Broker(bm.id, bm.host, bm.port, self) for bm in brokers}
+        if new != old or any(new[i] is not old[i] for i in new):
+            self._brokers = new
 
     def update(self) -> None:
         """Refresh brokers and topics from the cluster metadata (``rd_kafka_metadata``)."""

@@ -274,6 +274,25 @@ def test_mock_cluster_has_three_brokers_and_leaders(mock_cluster):
         assert topic.partitions[0].leader.id == 3
 
 
+@pytest.mark.mock
+def test_a_broker_leaving_during_a_loop_over_the_brokers(mock_cluster):
+    """A refresh in another thread (a producer's poller) may drop a broker while a program
+    goes through ``client.brokers``: the loop goes on over what it began with."""
+    name = unique_name("mock")
+    mock_cluster.create_topic(name, 6, 2)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers) as client:
+        topic = client.topics[name]
+        kept = client.brokers[1]
+        mock_cluster.decommission_broker(2)
+        seen = []
+        for broker_id in client.brokers:
+            seen.append(broker_id)
+            client.update_cluster()
+        assert seen == [1, 2, 3] and sorted(client.brokers) == [1, 3]
+        assert client.brokers is client.cluster.brokers and client.brokers[1] is kept
+        assert {p.leader.id for p in topic.partitions.values()} <= {1, 3}
+
+
 
 
 # -- pykafka's request objects and group offsets -----------------------------------------------
