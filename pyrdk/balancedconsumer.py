@@ -73,6 +73,7 @@ from pyrdk.core import arrow
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, PartitionOwnedError,
                               UnicodeException)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
+from pyrdk.rd.handle import Handle
 from pyrdk.rd.transaction import GroupMetadata
 from pyrdk.simpleconsumer import SimpleConsumer
 from pyrdk.zookeeper import check_connect_string, check_kazoo_interface, partition_of
@@ -280,6 +281,7 @@ class BalancedConsumer:
         self._unblock = threading.Event()  # set while the coordinator needs the consumer
         self._lock = threading.RLock()  # guards _consumer and what consume() hands out
         self._consumer: Optional[SimpleConsumer] = None  # the SimpleConsumer of the partitions held
+        self._metadata_handle: Optional[Handle] = None  # the coordinator's, once the client is closed
         # held_offsets of the consumer last closed: the next post_rebalance_callback's old offsets
         self._last_held: dict[int, int] = {}
         self._generation = 0  # bumped each time _consumer changes
@@ -396,6 +398,9 @@ class BalancedConsumer:
         worker, self._worker = self._worker, None
         if worker is not None and worker is not threading.current_thread():
             worker.join()
+        metadata_handle, self._metadata_handle = self._metadata_handle, None
+        if metadata_handle is not None:
+            metadata_handle.close()
         zk = self._zookeeper
         try:
             with self._consumer_turn():
@@ -1111,9 +1116,17 @@ class BalancedConsumer:
 
     def _topic_changed(self):
         """Re-read the cluster's metadata; True if the topic's partitions or leaders
-        changed (pykafka's assignment depends on both)."""
+        changed (pykafka's assignment depends on both). Once the client is closed (its
+        consumers go on), the topic's metadata is read through a handle of the coordinator's
+        own, made then and closed by ``stop()``."""
         try:
-            self._cluster.update()
+            if not self._cluster.closed:
+                self._cluster.update()
+            else:
+                if self._metadata_handle is None:
+                    self._metadata_handle = Handle("producer", self._cluster.metadata_config(),
+                                                   what="metadata of %s" % self._consumer_id.decode())
+                self._cluster.refresh_topic(self._metadata_handle, self._topic, self._cluster.timeout_ms)
         except KafkaException as exc:
             log.info("%s: metadata refresh failed: %s", self._consumer_id, exc)
             return False

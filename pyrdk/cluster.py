@@ -292,9 +292,7 @@ class Cluster:
         self.handler = ThreadingHandler()  # for programs that use pykafka's cluster.handler
         self.stats_callback = stats_callback  # the default of producers and consumers
         self._timeout_ms = socket_timeout_ms
-        # The metadata handle is polled only now and then: it keeps no statistics.
-        self._handle = Handle("producer", {k: v for k, v in self.config_for("producer").items()
-                                           if k != "statistics.interval.ms"}, what="KafkaClient")
+        self._handle = Handle("producer", self.metadata_config(), what="KafkaClient")
         self._brokers: dict[int, Broker] = {}
         self._topics = TopicDict(self, exclude_internal_topics)
         try:
@@ -308,6 +306,16 @@ class Cluster:
         without the properties librdkafka reads only in the other kind, which it would
         ignore with a CONFWARN (``pyrdk.rd.conf.for_kind``)."""
         return conf.for_kind(self.rdkafka_config, kind)
+
+    def metadata_config(self) -> dict[str, Any]:
+        """The configuration of a handle that only asks for metadata and offsets: polled only
+        now and then, it keeps no statistics."""
+        return {k: v for k, v in self.config_for("producer").items() if k != "statistics.interval.ms"}
+
+    @property
+    def closed(self) -> bool:
+        """True once the client is closed (``KafkaClient.close()``)."""
+        return self._handle.closed
 
     @property
     def brokers(self) -> dict[int, Broker]:

@@ -764,6 +764,27 @@ def test_leader_changes_move_partitions_without_two_owners(mock_cluster, zk, zoo
     assert sampler.samples and sampler.doubles == []
 
 
+@pytest.mark.mock
+def test_partitions_added_after_the_client_is_closed_are_taken(mock_cluster, zookeeper_chroot, group_name,
+                                                               monkeypatch):
+    """A consumer made before ``KafkaClient.close()`` goes on, and still learns its topic's
+    new partitions (through a metadata handle of its own)."""
+    from pyrdk import balancedconsumer
+    monkeypatch.setattr(balancedconsumer, "METADATA_CHECK_S", 0.3)
+    mock_cluster.create_topic("growing", 2)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, zookeeper_hosts=zookeeper_chroot)
+    member = client.topics["growing"].get_balanced_consumer(
+        group_name, rdkafka_config={"allow.auto.create.topics": False}, **FAST)
+    try:
+        until(lambda: sorted(member.partitions) == [0, 1], "the member holds the topic's partitions")
+        client.close()
+        mock_cluster.delete_topic("growing")  # made anew with more: the mock cannot add partitions
+        mock_cluster.create_topic("growing", 4)
+        until(lambda: sorted(member.partitions) == [0, 1, 2, 3], "the member holds the new partitions too")
+    finally:
+        member.stop()
+
+
 # -- fleets of member processes ----------------------------------------------------------------
 
 MEMBER = dict(zookeeper_connection_timeout_ms=2000, rebalance_backoff_ms=200,
