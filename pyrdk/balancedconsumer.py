@@ -1115,18 +1115,18 @@ class BalancedConsumer:
         return bool(lost)
 
     def _topic_changed(self):
-        """Re-read the cluster's metadata; True if the topic's partitions or leaders
-        changed (pykafka's assignment depends on both). Once the client is closed (its
-        consumers go on), the topic's metadata is read through a handle of the coordinator's
-        own, made then and closed by ``stop()``."""
+        """Re-read the topic's metadata (that topic's alone: the cluster's may be large);
+        True if its partitions or leaders changed (pykafka's assignment depends on both).
+        Once the client is closed (its consumers go on), through a handle of the
+        coordinator's own, made then and closed by ``stop()``."""
         try:
             if not self._cluster.closed:
-                self._cluster.update()
+                self._cluster.refresh_topic(self._topic)
             else:
                 if self._metadata_handle is None:
                     self._metadata_handle = Handle("producer", self._cluster.metadata_config(),
                                                    what="metadata of %s" % self._consumer_id.decode())
-                self._cluster.refresh_topic(self._metadata_handle, self._topic, self._cluster.timeout_ms)
+                self._cluster.refresh_topic(self._topic, self._metadata_handle)
         except KafkaException as exc:
             log.info("%s: metadata refresh failed: %s", self._consumer_id, exc)
             return False

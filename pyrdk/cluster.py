@@ -368,13 +368,15 @@ class Cluster:
         self._update_brokers(md.brokers)
         self._topics.sync(md.topics, complete=True)
 
-    def refresh_topic(self, handle: Handle, topic: Topic, timeout_ms: int) -> bool:
+    def refresh_topic(self, topic: Topic, handle: Optional[Handle] = None, timeout_ms: Optional[int] = None) -> bool:
         """Take ``topic``'s partitions and leaders, and the brokers, from a metadata request
-        (``rd_kafka_metadata`` of that topic) through ``handle``: a producer's or consumer's
-        own, which outlives a closed client. False if the answer does not list the topic
-        (deleted, or being created); a failed request raises."""
+        of that topic alone (``rd_kafka_metadata``), through the client's handle or
+        ``handle``: a producer's or consumer's own, which outlives a closed client (within
+        ``timeout_ms``, by default ``socket_timeout_ms``). False if the answer does not list
+        the topic (deleted, or being created); a failed request raises."""
         name = topic.name.decode()
-        md = handle.metadata(name, timeout_ms=timeout_ms, all_topics=False)
+        md = self._metadata(name) if handle is None else \
+            handle.metadata(name, timeout_ms=timeout_ms or self._timeout_ms, all_topics=False)
         tm = md.topics.get(name)
         if tm is None or tm.error or not tm.partitions:
             return False

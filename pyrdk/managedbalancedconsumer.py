@@ -319,7 +319,7 @@ class ManagedBalancedConsumer(Consumer):
         known = self._topic.partitions
         if any(pid not in known for pid in pids):  # the topic grew: asked through the consumer's
             # own handle, which serves on after the client is closed
-            self._cluster.refresh_topic(self._handle, self._topic, self._cluster.timeout_ms)
+            self._cluster.refresh_topic(self._topic, self._handle)
             known = self._topic.partitions
         refused = self._take_refused(pids)
         fresh = [pid for pid in pids if pid not in refused]

@@ -509,7 +509,7 @@ class Producer:
         the producer started are then chosen too (by the partitioner, or as a partition of
         ``produce_arrow()``). False if the request failed or did not list the topic."""
         try:
-            return self._cluster.refresh_topic(handle, self._topic, min(METADATA_MS, self._cluster.timeout_ms))
+            return self._cluster.refresh_topic(self._topic, handle, min(METADATA_MS, self._cluster.timeout_ms))
         except ProducerStoppedException:
             raise
         except KafkaException as exc:  # librdkafka retries on its own; so does the next refresh

@@ -785,6 +785,30 @@ def test_partitions_added_after_the_client_is_closed_are_taken(mock_cluster, zoo
         member.stop()
 
 
+@pytest.mark.mock
+def test_the_coordinator_reads_its_topics_metadata_alone(mock_cluster, zookeeper_chroot, group_name,
+                                                         monkeypatch):
+    """Every few seconds the coordinator re-reads its topic's partitions and leaders: the
+    metadata of that topic, not the whole cluster's (thousands of topics take a large part
+    of a second to read)."""
+    from pyrdk import balancedconsumer
+    monkeypatch.setattr(balancedconsumer, "METADATA_CHECK_S", 0.3)
+    mock_cluster.create_topic("alone", 2, 3)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, zookeeper_hosts=zookeeper_chroot) as client:
+        topic = client.topics["alone"]
+        whole = []
+        monkeypatch.setattr(client.cluster, "update", lambda: whole.append("update"))
+        member = topic.get_balanced_consumer(group_name, **FAST)
+        try:
+            until(lambda: sorted(member.partitions) == [0, 1], "the member holds the topic's partitions")
+            leader = topic.partitions[0].leader.id
+            mock_cluster.set_partition_leader("alone", 0, 1 + leader % 3)
+            until(lambda: topic.partitions[0].leader.id != leader, "the coordinator sees the new leader")
+        finally:
+            member.stop()
+        assert whole == []
+
+
 # -- fleets of member processes ----------------------------------------------------------------
 
 MEMBER = dict(zookeeper_connection_timeout_ms=2000, rebalance_backoff_ms=200,
