@@ -201,6 +201,40 @@ def test_wrong_key_password_is_a_configuration_error(tls_broker, tls_certs):
     assert "ssl.key.location" in str(info.value) or "key" in str(info.value).lower()
 
 
+@pytest.mark.parametrize("case, says", [
+    ("missing CA file", "ssl.ca.location='{missing}' (SslConfig's cafile): no such file"),
+    ("CA file not PEM", "ssl.ca.location='{key}' (SslConfig's cafile) holds no PEM certificate"),
+    ("certificate a directory", "ssl.certificate.location='{dir}' (SslConfig's certfile) is a directory"),
+    ("key without password", "ssl.key.location='{key}' (SslConfig's keyfile) holds an encrypted key: set "
+                             "ssl.key.password (SslConfig's password)"),
+    ("wrong key password", "ssl.key.location='{key}' (SslConfig's keyfile) holds an encrypted key that "
+                           "ssl.key.password (SslConfig's password) does not decrypt: the passphrase is wrong"),
+    ("key of another certificate", "ssl.key.location='{other_key}' (SslConfig's keyfile) is not the key of the "
+                                   "certificate in ssl.certificate.location"),
+    ("key without certificate", "ssl.key.location needs ssl.certificate.location (SslConfig's certfile)"),
+])
+def test_unusable_tls_file_says_which_file_and_setting(tls_certs, case, says):
+    """librdkafka only passes on OpenSSL's words (BIO lib, PEM lib) for a TLS file it cannot
+    load: the error names the file, the setting, and what is wrong with it."""
+    from pyrdk.exceptions import ConfigurationError
+    ca, cert, key = tls_certs.ca.certfile, tls_certs.client.certfile, tls_certs.client.keyfile
+    password = tls_certs.client_password
+    missing = tls_certs.directory + "/missing.pem"
+    ssl = {"missing CA file": SslConfig(cafile=missing),
+           "CA file not PEM": SslConfig(cafile=key),
+           "certificate a directory": SslConfig(cafile=ca, certfile=tls_certs.directory, keyfile=key,
+                                                password=password),
+           "key without password": SslConfig(cafile=ca, certfile=cert, keyfile=key),
+           "wrong key password": SslConfig(cafile=ca, certfile=cert, keyfile=key, password="not-" + password),
+           "key of another certificate": SslConfig(cafile=ca, certfile=cert, keyfile=tls_certs.stranger.keyfile),
+           "key without certificate": SslConfig(cafile=ca, keyfile=key, password=password)}[case]
+    with pytest.raises(ConfigurationError) as info:
+        KafkaClient(hosts="127.0.0.1:1", ssl_config=ssl)
+    assert says.format(missing=missing, key=key, dir=tls_certs.directory,
+                       other_key=tls_certs.stranger.keyfile) in str(info.value)
+    assert password not in str(info.value)
+
+
 # -- SASL ------------------------------------------------------------------------------------------
 
 SCRAM = ["SCRAM-SHA-256", "SCRAM-SHA-512"]

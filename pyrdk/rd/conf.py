@@ -5,6 +5,7 @@ topic configuration.
 """
 import functools
 import numbers
+import os
 
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import ConfigurationError
@@ -48,6 +49,51 @@ def _shown(key, text):
     """A value as an error may show it: hidden where the property may hold a secret."""
     secret = any(word in key.lower() for word in ("password", "secret", "jaas", "key.pem", "token"))
     return "<%d characters, not shown>" % len(text) if secret else repr(text)
+
+
+# The files librdkafka loads in rd_kafka_new, with the argument of SslConfig (and of
+# pyrdk.aio.helpers.create_ssl_context) that sets each.
+_TLS_FILES = (("ssl.ca.location", "cafile"), ("ssl.certificate.location", "certfile"),
+              ("ssl.key.location", "keyfile"))
+
+
+def tls_file_problem(config, reason):
+    """What is wrong with the TLS file ``rd_kafka_new`` could not load, naming the property,
+    the file and the setting to fix; None if ``reason`` (librdkafka's error string, as
+    ``ssl.key.location failed: error:...:PEM lib``) names no such file. librdkafka passes on
+    OpenSSL's words only (``BIO lib``, ``PEM lib``), which say neither."""
+    if reason.startswith("Private key check failed") and config.get("ssl.certificate.location") is None:
+        return "ssl.key.location needs ssl.certificate.location (SslConfig's certfile): the certificate " \
+               "the key belongs to"
+    for key, argument in _TLS_FILES:
+        if not reason.startswith(key + " failed") or not isinstance(config.get(key), (str, bytes)):
+            continue
+        path = os.fsdecode(config[key])
+        where = "%s=%r (SslConfig's %s)" % (key, path, argument)
+        if not os.path.exists(path):
+            return "%s: no such file" % where
+        if os.path.isdir(path):
+            return "%s is a directory, not a PEM file" % where
+        try:
+            with open(path, "rb") as f:
+                head = f.read(1 << 20)
+        except OSError as exc:
+            return "%s cannot be read: %s" % (where, exc.strerror)
+        if key != "ssl.key.location":
+            if b"-----BEGIN CERTIFICATE-----" not in head:
+                return "%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)" % where
+            return None
+        if "key values mismatch" in reason:
+            return "%s is not the key of the certificate in ssl.certificate.location (SslConfig's " \
+                   "certfile)" % where
+        if b"ENCRYPTED" in head:
+            if config.get("ssl.key.password") is None:
+                return "%s holds an encrypted key: set ssl.key.password (SslConfig's password)" % where
+            return "%s holds an encrypted key that ssl.key.password (SslConfig's password) does not " \
+                   "decrypt: the passphrase is wrong" % where
+        if b"PRIVATE KEY-----" not in head:
+            return "%s holds no PEM private key (-----BEGIN ... PRIVATE KEY-----)" % where
+    return None
 
 
 class Conf:

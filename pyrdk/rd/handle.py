@@ -22,7 +22,7 @@ from typing import Literal
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import ConfigurationError, KafkaException, for_code
 from pyrdk.rd import callbacks, errors, message, partitions
-from pyrdk.rd.conf import Conf
+from pyrdk.rd.conf import Conf, tls_file_problem
 from pyrdk.rd.queue import Queue
 from pyrdk.rd.topic import TopicHandle
 
@@ -159,7 +159,10 @@ class Handle:
             rd_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
             ptr = lib.rd_kafka_new(rd_type, conf._ptr, buf, errors.ERRSTR_SIZE)
             if ptr == ffi.NULL:
-                raise ConfigurationError("librdkafka could not create the %s: %s" % (kind, string(buf)))
+                reason = string(buf)
+                problem = tls_file_problem(config, reason)
+                raise ConfigurationError("librdkafka could not create the %s: %s" % (
+                    kind, reason if problem is None else "%s (%s)" % (problem, reason)))
             conf.take()  # rd_kafka_new owns it now
         except BaseException:
             self._cbs.unregister()
