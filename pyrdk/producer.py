@@ -758,19 +758,35 @@ class Producer:
         waited = 0
         while not done.event.is_set():
             if 0 <= deadline_ms <= waited:
-                with done.lock:
-                    if not done.event.is_set():
-                        # Its report, when it comes, goes where an asynchronous one goes.
-                        done.detached = True
-                        raise ProduceTimeoutError(
-                            "no delivery report for the message within pending_timeout_ms=%d; it "
-                            "may still be delivered (a failure is raised by a later produce(), "
-                            "flush() or stop())" % deadline_ms)
+                self._give_up(done, ProduceTimeoutError(
+                    "no delivery report for the message within pending_timeout_ms=%d; it "
+                    "may still be delivered (a failure is raised by a later produce(), "
+                    "flush() or stop())" % deadline_ms))
                 break
-            handle.flush(POLL_MS)  # sends at once, whatever linger_ms says
+            try:
+                # What the poller thread got (a TLS failure, a refused login) is raised now,
+                # not after pending_timeout_ms, as if this flush had served it.
+                self._errors.check()
+                handle.flush(POLL_MS)  # sends at once, whatever linger_ms says
+            except BaseException as exc:
+                self._give_up(done, exc)
+                if not isinstance(exc, Exception):  # a KeyboardInterrupt: now, all the same
+                    raise
+                self._errors.crash(exc)  # the report came meanwhile: raised by the next call
+                break
             waited += POLL_MS
         if done.error is not None:
             raise done.error
+
+    @staticmethod
+    def _give_up(done, exc):
+        """Raise ``exc`` from a sync produce() whose report has not come: the report, when it
+        comes, goes where an asynchronous one goes (a failure is raised by a later call).
+        Returns if the report came meanwhile."""
+        with done.lock:
+            if not done.event.is_set():
+                done.detached = True
+                raise exc
 
     # -- delivery reports ----------------------------------------------------------------------
 

@@ -160,6 +160,29 @@ def test_producer_and_consumer_raise_ssl_error_when_the_certificate_goes_bad(tls
                 bad.close()
 
 
+def test_sync_produce_raises_ssl_error_whichever_thread_got_it(tls_broker, tls_certs):
+    """A sync producer whose connections TLS refuses: each produce() raises the SslError,
+    also when the producer's poller thread rather than the waiting produce() served
+    librdkafka's error event (it used to wait out pending_timeout_ms and raise
+    ProduceTimeoutError). Each reconnection fails again and either thread may serve it."""
+    from pyrdk.exceptions import ProduceFailureError
+    with KafkaClient(hosts=tls_broker.bootstrap_servers, ssl_config=SslConfig(cafile=tls_certs.ca.certfile),
+                     socket_timeout_ms=NEVER_MS) as client:
+        name = unique_name("sec")
+        client.cluster.create_topics([(name, 4, 1)])
+        producer = client.topics[name].get_producer(
+            sync=True, pending_timeout_ms=2000, linger_ms=5,
+            rdkafka_config={"ssl.ca.location": tls_certs.other_ca.certfile, "reconnect.backoff.max.ms": 100})
+        try:
+            for _ in range(30):
+                with pytest.raises(SslError) as info:
+                    producer.produce(b"refused")
+                assert info.value.reason == "unable to get local issuer certificate (unknown CA)"
+        finally:
+            with pytest.raises((SslError, ProduceFailureError)):  # what is still undelivered
+                producer.stop()
+
+
 def test_mutual_tls_with_a_client_certificate(tls_listener, tls_certs):
     listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
     ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,
