@@ -296,6 +296,18 @@ def test_wrong_password_raises_authentication_error(sasl_listener, mechanism):
         assert_no_reconnect(sasl_listener.stunnel)
 
 
+def test_client_without_sasl_of_a_sasl_listener_is_told_to_use_sasl(sasl_listener):
+    """A SASL listener answers ApiVersions, then closes the connection of a client that did
+    not authenticate at its next request; librdkafka only logs that, so the timeout must
+    carry it and say what to fix."""
+    from pyrdk.exceptions import NoBrokersAvailableError
+    ssl = SslConfig(cafile=sasl_listener.cafile) if sasl_listener.protocol == "SASL_SSL" else None
+    with pytest.raises(NoBrokersAvailableError) as info:
+        KafkaClient(hosts=sasl_listener.hosts, ssl_config=ssl, socket_timeout_ms=3000)
+    assert "in state UP" in str(info.value)
+    assert "if the listener wants SASL, set security_protocol SASL_PLAINTEXT or SASL_SSL" in str(info.value)
+
+
 def test_rdkafka_config_sasl_properties_still_work(sasl_listener):
     config = {"security.protocol": sasl_listener.protocol.lower(), "sasl.mechanism": "SCRAM-SHA-256",
               "sasl.username": SASL_USER, "sasl.password": "not-" + SASL_PASSWORD}

@@ -81,6 +81,7 @@ class Callbacks:
         self.last_failure = None  # the last connection failure librdkafka only logged (FAIL)
         self.last_fail_line = None  # that FAIL line's text, as the error event repeating it says it
         self.tls = False
+        self.sasl = False
         self.calls = CallState()
         with _lock:
             self.id = next(_ids)
@@ -222,12 +223,19 @@ def _lookup(opaque):
 _PLAINTEXT_TO_TLS_HINT = ("; a TLS listener does this to a plaintext client: if the listener "
                           "speaks TLS, set security_protocol SSL or SASL_SSL (with ssl_config, "
                           "or ssl_context in pyrdk.aio)")
+# A SASL listener answers ApiVersions, then closes the connection at the first other request
+# of a client that did not authenticate: within a second of it coming UP.
+_NO_SASL_HINT = ("; a SASL listener does this to a client that does not authenticate: if the "
+                 "listener wants SASL, set security_protocol SASL_PLAINTEXT or SASL_SSL with "
+                 "sasl_mechanism, sasl_plain_username and sasl_plain_password")
+_CLOSED_WHEN_UP = re.compile(r"\(after \d{1,3}ms in state UP\)")
 
 
 def _note_failure(rk, syslog_level, text):
     """Keep a connection failure librdkafka logged (facility ``FAIL``) for the message of
     the timeout that follows, with a hint when a plaintext connection failed at its first
-    request (``APIVERSION_QUERY``)."""
+    request (``APIVERSION_QUERY``), or a connection without SASL was closed as soon as it
+    was up."""
     cbs = _lookup(lib.rd_kafka_opaque(rk))
     if cbs is None or syslog_level > 6:
         return
@@ -235,6 +243,8 @@ def _note_failure(rk, syslog_level, text):
     cbs.last_fail_line = text
     if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text:
         text += _PLAINTEXT_TO_TLS_HINT
+    elif not cbs.sasl and _CLOSED_WHEN_UP.search(text):
+        text += _NO_SASL_HINT
     cbs.last_failure = text
 
 
@@ -601,12 +611,14 @@ def _pyrdk_ssl_verify_cb(rk, broker_name, broker_id, x509_error, depth, buf, siz
     return 0
 
 
-def install(conf, cbs, producer, tls=False):
+def install(conf, cbs, producer, tls=False, sasl=False):
     """Point a ``Conf`` at these trampolines and at ``cbs`` (``rd_kafka_conf_set_*_cb``);
-    with ``tls``, check broker certificates through ``_pyrdk_ssl_verify_cb`` too."""
+    with ``tls``, check broker certificates through ``_pyrdk_ssl_verify_cb`` too.
+    ``sasl``: the connections authenticate (for the hints of ``_note_failure``)."""
     ptr = conf._ptr
     lib.rd_kafka_conf_set_opaque(ptr, cbs.opaque)
     cbs.tls = tls
+    cbs.sasl = sasl
     lib.rd_kafka_conf_set_error_cb(ptr, lib._pyrdk_error_cb)
     lib.rd_kafka_conf_set_log_cb(ptr, lib._pyrdk_log_cb)
     if cbs.on_stats is not None:

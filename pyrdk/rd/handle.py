@@ -141,7 +141,8 @@ class Handle:
         self._guard = ffi.new("pyrdk_guard_t *")
         config = dict(config)
         oauth_cb = config.pop("oauth_cb", None)
-        tls = str(config.get("security.protocol", "")).lower() in ("ssl", "sasl_ssl")
+        protocol = str(config.get("security.protocol", "")).lower()
+        tls = protocol in ("ssl", "sasl_ssl")
         conf = Conf({"log.queue": True})
         try:
             if oauth_cb is not None:
@@ -154,7 +155,8 @@ class Handle:
             if kind == "producer" and conf.get("delivery.report.only.error") == "true":
                 raise ConfigurationError("delivery.report.only.error=true is not supported: pyrdk counts a message "
                                          "without a delivery report as not delivered; drop the property")
-            callbacks.install(conf, self._cbs, producer=(kind == "producer"), tls=tls)
+            callbacks.install(conf, self._cbs, producer=(kind == "producer"), tls=tls,
+                              sasl=protocol.startswith("sasl_"))
             buf = errors.errstr()
             rd_type = lib.RD_KAFKA_PRODUCER if kind == "producer" else lib.RD_KAFKA_CONSUMER
             ptr = lib.rd_kafka_new(rd_type, conf._ptr, buf, errors.ERRSTR_SIZE)
