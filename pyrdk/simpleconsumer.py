@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import OffsetType, check_config, integer
 from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_metadata
-from pyrdk.exceptions import ConsumerStoppedException, KafkaException
+from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, KafkaTimeoutError, NoBrokersAvailableError,
+                              SocketDisconnectedError)
 from pyrdk.partition import Partition
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle
@@ -191,8 +192,16 @@ class SimpleConsumer(Consumer):
         try:
             pids = sorted(self._held)
             before = self._core.next_offsets()  # after a stop(): where it was
-            starts, commit = self._start_offsets(handle, pids, reset=pids if self._reset_offset_on_start else (),
-                                                 known=before)
+            try:
+                starts, commit = self._start_offsets(handle, pids, reset=pids if self._reset_offset_on_start else (),
+                                                     known=before)
+            except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
+                # The error events of the connections are in the queue, not served yet: a
+                # refused certificate or login is what to raise, not the timeout it caused.
+                reason = handle.queued_reason(exc)
+                if reason is exc:
+                    raise
+                raise reason from None
             handle.assign([(self._topic_name, pid, offset) for pid, offset in sorted(starts.items())])
         except BaseException:
             handle.close()

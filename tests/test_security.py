@@ -183,6 +183,28 @@ def test_sync_produce_raises_ssl_error_whichever_thread_got_it(tls_broker, tls_c
                 producer.stop()
 
 
+@pytest.mark.parametrize("case", ["unknown CA", "plaintext"])
+def test_group_consumer_start_raises_what_refused_its_connections(tls_broker, tls_certs, case):
+    """A consumer of a group first fetches the committed offsets (``rd_kafka_committed``,
+    which blocks); the error events of its failing connections wait in its queue meanwhile.
+    Its start (here from get_simple_consumer; a ZooKeeper balanced consumer's too) raises the
+    SslError, or for a plaintext client the timeout with the connection failure and what to
+    fix, not a bare 'fetch committed offsets: Local: Timed out'."""
+    from pyrdk.exceptions import KafkaTimeoutError
+    config = {"ssl.ca.location": tls_certs.other_ca.certfile} if case == "unknown CA" else \
+        {"security.protocol": "plaintext"}
+    with KafkaClient(hosts=tls_broker.bootstrap_servers, ssl_config=SslConfig(cafile=tls_certs.ca.certfile),
+                     socket_timeout_ms=3000) as client:
+        name = unique_name("sec")
+        client.cluster.create_topics([(name, 2, 1)])
+        with pytest.raises(SslError if case == "unknown CA" else KafkaTimeoutError) as info:
+            client.topics[name].get_simple_consumer(consumer_group=unique_name("g"), rdkafka_config=config)
+    if case == "unknown CA":
+        assert info.value.reason == "unable to get local issuer certificate (unknown CA)"
+    else:
+        assert "set security_protocol SSL or SASL_SSL" in str(info.value)
+
+
 def test_mutual_tls_with_a_client_certificate(tls_listener, tls_certs):
     listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
     ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,

@@ -614,6 +614,19 @@ class Handle:
             exc.args = ("%s (last error: %s)" % (exc.args[0], last),)
         return exc
 
+    def queued_reason(self, exc):
+        """``exc``, a timeout or transport failure of a blocking call (``rd_kafka_committed``...)
+        on a consumer that is neither assigned nor subscribed, after serving what that call
+        left in its queue (``rd_kafka_consume_batch_queue``; no message can come): a TLS
+        failure or refused login among those error events is raised in its place; else the
+        last connection failure their log lines tell is added, as :meth:`_with_reason` does
+        for a producer."""
+        _, errs = self.consume_batch(1, 0)  # what the error handler keeps is raised from here
+        failure = next((e for e in errs if callbacks.security_failure(e)), None)
+        if failure is not None:
+            return failure
+        return exc if "(last error: " in str(exc) else self._with_reason(exc)
+
     # -- consuming -----------------------------------------------------------------------------
 
     def assign(self, tps):
