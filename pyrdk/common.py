@@ -397,7 +397,7 @@ class SslConfig:
             if value is not None and not isinstance(value, (str, bytes, os.PathLike)):
                 raise TypeError("SslConfig's %s must be a file path, not %r" % (name, value))
         if password is not None and not isinstance(password, (str, bytes)):
-            raise TypeError("SslConfig's password must be a str or bytes, not %r" % (password,))
+            raise TypeError("SslConfig's password must be a str or bytes, not %s" % type(password).__name__)
         self.cafile = cafile
         self.certfile = certfile
         self.keyfile = keyfile

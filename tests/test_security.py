@@ -435,6 +435,13 @@ def test_oauth_cb_selects_oauthbearer():
                                             "sasl.mechanism": "OAUTHBEARER", "oauth_cb": cb}
 
 
+def test_ssl_config_password_of_a_wrong_type_is_not_shown():
+    with pytest.raises(TypeError) as info:
+        SslConfig(cafile="ca.pem", password=1234567)
+    assert "SslConfig's password must be a str or bytes, not int" in str(info.value)
+    assert "1234567" not in str(info.value)
+
+
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"security_protocol": "TLS"}, ValueError, "security_protocol must be one of PLAINTEXT, SSL"),
     ({"security_protocol": 1}, ValueError, "security_protocol must be one of"),

@@ -24,8 +24,8 @@ def to_str(key, value):
         try:
             return value.decode()
         except UnicodeDecodeError as exc:
-            raise ConfigurationError("rdkafka_config[%r]: the value %r is not UTF-8 (%s)"
-                                     % (key, value, exc.reason)) from None
+            raise ConfigurationError("rdkafka_config[%r]: the value %s is not UTF-8 (%s)"
+                                     % (key, _shown(key, value), exc.reason)) from None
     if isinstance(value, (list, tuple)):
         return ",".join(to_str(key, v) for v in value)
     raise TypeError("rdkafka_config[%r] must be a str, bytes, int, float or bool, not %s"
@@ -35,13 +35,14 @@ def to_str(key, value):
 def _c_string(key, what, text):
     """``text`` (the property name or value of ``key``) as the bytes of a C string, or
     ConfigurationError saying why it cannot be one."""
+    shown = _shown(key, text) if what == "value" else repr(text)
     try:
         data = text.encode()
     except UnicodeEncodeError as exc:
-        raise ConfigurationError("rdkafka_config[%r]: the %s %r cannot be encoded as UTF-8 (%s)"
-                                 % (key, what, text, exc.reason)) from None
+        raise ConfigurationError("rdkafka_config[%r]: the %s %s cannot be encoded as UTF-8 (%s)"
+                                 % (key, what, shown, exc.reason)) from None
     if b"\0" in data:
-        raise ConfigurationError("rdkafka_config[%r]: the %s %r holds a NUL character" % (key, what, text))
+        raise ConfigurationError("rdkafka_config[%r]: the %s %s holds a NUL character" % (key, what, shown))
     return data
 
 

@@ -133,6 +133,22 @@ def test_a_refused_value_that_may_be_a_secret_is_not_shown():
         Handle("producer", {"linger.ms": "soon"})
 
 
+@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.password"])
+@pytest.mark.parametrize("value, says", [
+    ("hunter2\0x", "holds a NUL character"),
+    ("hunter2\udcff", "cannot be encoded as UTF-8"),
+    (b"hunter2\xff", "is not UTF-8"),
+])
+def test_a_secret_that_cannot_be_a_c_string_is_not_shown(key, value, says):
+    with pytest.raises(ConfigurationError) as info:
+        Handle("producer", {key: value})
+    text = str(info.value)
+    assert key in text and says in text and "characters, not shown" in text
+    assert "hunter2" not in text
+    with pytest.raises(ConfigurationError, match=r"'client\\x00id'"):  # not a secret: shown
+        Handle("producer", {"client.id": "client\0id"})
+
+
 def test_handle_reports_rd_kafka_new_refusal():
     with pytest.raises(ConfigurationError) as info:
         Handle("producer", {"enable.idempotence": True, "acks": 1})
