@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 if TYPE_CHECKING:
     from pyrdk.common import Message
@@ -563,6 +563,15 @@ class CallState:
                 pending, self._pending = self._pending, []
                 exc = combine(pending)
         raise exc
+
+    def pop(self, cls: Union[type[BaseException], tuple[type[BaseException], ...]]) -> Optional[BaseException]:
+        """The oldest kept exception of class ``cls``, no longer kept; None if there is none."""
+        with self._lock:
+            for i, (_, exc) in enumerate(self._pending):
+                if isinstance(exc, cls):
+                    del self._pending[i]
+                    return exc
+        return None
 
     def discard(self, cls: type[BaseException]) -> None:
         """Forget the kept exceptions of class ``cls``: what they said no longer holds."""

@@ -38,9 +38,9 @@ from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_config, c
                           check_number, check_pair, stop_at_exit)
 from pyrdk.core import Message, ProducerCore, producer_core
 from pyrdk.core import arrow
-from pyrdk.exceptions import (CallState, ConfigurationError, KafkaException, MessageSizeTooLarge,
-                              ProduceFailureError, ProducerQueueFullError, ProducerStoppedException,
-                              ProduceTimeoutError, TransactionStateError)
+from pyrdk.exceptions import (AuthenticationError, CallState, ConfigurationError, KafkaException,
+                              MessageSizeTooLarge, ProduceFailureError, ProducerQueueFullError,
+                              ProducerStoppedException, ProduceTimeoutError, SslError, TransactionStateError)
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.partitioners import Murmur2Partitioner, murmur2_partitioner, random_partitioner
 from pyrdk.rd import conf, transaction
@@ -855,7 +855,10 @@ class Producer:
                             timeout: Optional[float] = None) -> tuple[common.Message, Optional[BaseException]]:
         """The next ``(Message, exception or None)`` for a message produced on this thread.
 
-        Raises ``queue.Empty`` when none is ready (after ``timeout`` seconds if blocking).
+        Raises ``queue.Empty`` when none is ready (after ``timeout`` seconds if blocking), and
+        while none is, the ``SslError`` or ``AuthenticationError`` that refused the producer's
+        connections as soon as librdkafka reports it: no report comes before
+        ``message.timeout.ms`` then.
         """
         if self._sync:
             raise KafkaException("a sync producer (sync=True) has no delivery reports to get: its produce() "
@@ -866,9 +869,23 @@ class Producer:
         if timeout is not None:  # queue.get's own errors name neither the argument nor the call
             check_number("get_delivery_report(timeout)", timeout, 0)
         q = self._report_queue()
-        if q.empty() and self._running and self._handle is not None:
-            self._handle.dispatch_reports()
-        return q.get(block, timeout)
+        if block and timeout is not None and timeout < 0:
+            return q.get(block, timeout)  # queue's ValueError
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if q.empty() and self._running and self._handle is not None:
+                self._handle.dispatch_reports()
+            failure = self._errors.pop((SslError, AuthenticationError)) if q.empty() else None
+            if failure is not None:
+                raise failure
+            if not block:
+                return q.get(False)
+            left = POLL_MS / 1000.0 if deadline is None else min(POLL_MS / 1000.0, deadline - time.monotonic())
+            try:
+                return q.get(True, max(0.0, left))
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
 
     def flush(self, timeout: Optional[float] = None) -> int:
         """Wait until every queued message is delivered or reported (``rd_kafka_flush``).

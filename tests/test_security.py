@@ -205,6 +205,36 @@ def test_group_consumer_start_raises_what_refused_its_connections(tls_broker, tl
         assert "set security_protocol SSL or SASL_SSL" in str(info.value)
 
 
+def test_delivery_report_wait_raises_ssl_error(tls_broker, tls_certs):
+    """A program that waits for delivery reports (pykafka's loop) gets the SslError that
+    refused the producer's connections, not a wait until message.timeout.ms; the message is
+    reported failed at stop()."""
+    with KafkaClient(hosts=tls_broker.bootstrap_servers, ssl_config=SslConfig(cafile=tls_certs.ca.certfile),
+                     socket_timeout_ms=NEVER_MS) as client:
+        name = unique_name("sec")
+        client.cluster.create_topics([(name, 1, 1)])
+        producer = client.topics[name].get_producer(
+            delivery_reports=True, linger_ms=5, pending_timeout_ms=0,
+            rdkafka_config={"ssl.ca.location": tls_certs.other_ca.certfile, "message.timeout.ms": NEVER_MS})
+        try:
+            handed = None
+            while handed is None:  # a produce() after the refusal raises it: until one is handed over
+                try:
+                    handed = producer.produce(b"refused")
+                except SslError:
+                    pass
+            with pytest.raises(SslError) as info:
+                producer.get_delivery_report()
+            assert info.value.reason == "unable to get local issuer certificate (unknown CA)"
+        finally:
+            try:
+                producer.stop()
+            except SslError:  # a later reconnection's, kept meanwhile
+                pass
+        msg, exc = producer.get_delivery_report(block=False)
+        assert msg is handed and exc is not None
+
+
 def test_mutual_tls_with_a_client_certificate(tls_listener, tls_certs):
     listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
     ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,
