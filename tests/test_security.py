@@ -465,6 +465,29 @@ def test_oauth_cb_selects_oauthbearer():
                                             "sasl.mechanism": "OAUTHBEARER", "oauth_cb": cb}
 
 
+def test_oauthbearer_without_a_token_source_is_refused_before_connecting(sasl_listener):
+    """librdkafka has no token for OAUTHBEARER without oauth_cb, OIDC or unsecured JWTs: its
+    connections would wait for one until socket_timeout_ms, saying nothing. Every client
+    refuses it at once, saying what to set."""
+    import asyncio
+
+    from pyrdk.aio import AIOKafkaConsumer
+    from pyrdk.exceptions import ConfigurationError
+    ssl = SslConfig(cafile=sasl_listener.cafile) if sasl_listener.protocol == "SASL_SSL" else None
+    calls = [lambda: KafkaClient(hosts=sasl_listener.hosts, security_protocol=sasl_listener.protocol, ssl_config=ssl,
+                                 sasl_mechanism="OAUTHBEARER", socket_timeout_ms=NEVER_MS),
+             lambda: KafkaClient(hosts=sasl_listener.hosts, socket_timeout_ms=NEVER_MS, ssl_config=ssl, rdkafka_config={
+                 "security.protocol": sasl_listener.protocol, "sasl.mechanism": "OAUTHBEARER"}),
+             lambda: asyncio.run(AIOKafkaConsumer(bootstrap_servers=sasl_listener.hosts,
+                                                  security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+                                                  request_timeout_ms=NEVER_MS).start())]
+    for call in calls:
+        with pytest.raises(ConfigurationError) as info:
+            call()
+        assert "OAUTHBEARER has no token to send: pass oauth_cb" in str(info.value)
+        assert "sasl.oauthbearer.method=oidc" in str(info.value)
+
+
 def test_ssl_config_password_of_a_wrong_type_is_not_shown():
     with pytest.raises(TypeError) as info:
         SslConfig(cafile="ca.pem", password=1234567)

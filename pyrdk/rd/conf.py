@@ -143,9 +143,10 @@ class Conf:
 def check(config, arguments, given=()):
     """Set ``config`` on a scratch ``rd_kafka_conf_t``, so that a property librdkafka refuses
     is raised before any handle is made (``oauth_cb`` is not a property: ``Handle`` takes
-    it). The error names the key; a property set from a constructor argument
-    (``arguments``: ``{property: argument name}``) is named as that argument, unless the
-    program gave the property itself (``given``, its ``rdkafka_config``)."""
+    it), as is SASL OAUTHBEARER without a source of tokens. The error names the key; a
+    property set from a constructor argument (``arguments``: ``{property: argument name}``)
+    is named as that argument, unless the program gave the property itself (``given``, its
+    ``rdkafka_config``)."""
     conf = Conf()
     try:
         for key, value in config.items():
@@ -157,6 +158,16 @@ def check(config, arguments, given=()):
                 if key not in arguments or key in given:
                     raise
                 raise type(exc)("%s=%r: %s" % (arguments[key], value, exc)) from None
+        if str(conf.get("security.protocol")).startswith("sasl_") \
+                and conf.get("sasl.mechanisms") == "OAUTHBEARER" \
+                and config.get("oauth_cb") is None and conf.get("sasl.oauthbearer.method") != "oidc" \
+                and conf.get("enable.sasl.oauthbearer.unsecure.jwt") != "true":
+            # librdkafka has no token then, and its connections wait for one without a word
+            raise ConfigurationError(
+                "sasl.mechanism OAUTHBEARER has no token to send: pass oauth_cb (a callable returning "
+                "(token, expiry); in pyrdk.aio, rdkafka_config={'oauth_cb': ...}), or set "
+                "sasl.oauthbearer.method=oidc with its client id, secret and token endpoint, or "
+                "enable.sasl.oauthbearer.unsecure.jwt=true (unsigned tokens, for tests)")
     finally:
         conf.destroy()
 
