@@ -29,7 +29,7 @@ from pyrdk.core import sender_core
 from pyrdk.exceptions import KafkaException, ProducerQueueFullError, TransactionStateError
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
-from pyrdk.rd.errors import QUEUE_FULL
+from pyrdk.rd.errors import MSG_TIMED_OUT, QUEUE_FULL
 from pyrdk.rd.errors import exception as error_for
 from pyrdk.rd.handle import Handle
 
@@ -588,6 +588,8 @@ class AIOKafkaProducer(Client):
         for fut, topic, err in self._core.deliver(self._pending, ids, errs, partitions, offsets, timestamps,
                                                   RecordMetadata, TopicPartition):
             exc = error_for(err, "deliver to %s" % topic)
+            if err == MSG_TIMED_OUT:  # what kept it from the brokers (a TLS listener to a plaintext client...)
+                exc = self._handle.with_last_error(exc)
             if self._transactional:
                 self._note_fatal(exc)  # fenced: nothing more can be done in a transaction
             fut.set_exception(exc)

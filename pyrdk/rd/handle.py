@@ -609,6 +609,12 @@ class Handle:
             with self.use(closed_ok=True) as rk:
                 if rk is not None:
                     lib.rd_kafka_poll(rk, 0)
+        return self.with_last_error(exc)
+
+    def with_last_error(self, exc):
+        """``exc`` with the last connection error librdkafka reported (else the last
+        connection failure it only logged, with its hint, else its last error) added to its
+        message, if any; without serving anything (from a delivery report handler too)."""
         last = self._cbs.last_connection_error or self._cbs.last_failure or self._cbs.last_error
         if last is not None:
             exc.args = ("%s (last error: %s)" % (exc.args[0], last),)
