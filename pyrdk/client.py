@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import Any, Optional, Union
 
@@ -38,6 +39,13 @@ def security_config(ssl_config=None, security_protocol=None, sasl_mechanism=None
     under its own key, as in confluent-kafka's configuration."""
     if ssl_config is not None and not callable(getattr(ssl_config, "rdkafka_config", None)):
         raise TypeError("ssl_config must be a pyrdk.connection.SslConfig, not %r" % (ssl_config,))
+    cafile = getattr(ssl_config, "cafile", None)
+    if isinstance(cafile, (str, bytes, os.PathLike)) and os.path.isdir(cafile):
+        # librdkafka would take it as a directory of certificates under their hash names, find
+        # none there, and refuse every broker as signed by an unknown CA
+        raise ValueError("ssl_config's cafile %r is a directory: give the PEM file of the CA that signed the "
+                         "brokers' certificates (a directory of certificates under their hash names, as "
+                         "c_rehash makes, goes in rdkafka_config={'ssl.ca.location': ...})" % (cafile,))
     if oauth_cb is not None and not callable(oauth_cb):
         raise TypeError("oauth_cb must be a callable returning (token, expiry), not %r" % (oauth_cb,))
     if sasl_mechanism is not None:

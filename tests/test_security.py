@@ -235,6 +235,15 @@ def test_delivery_report_wait_raises_ssl_error(tls_broker, tls_certs):
         assert msg is handed and exc is not None
 
 
+def test_a_directory_as_cafile_is_refused_naming_it(tls_broker, tls_certs):
+    """pykafka's SslConfig takes a CA file; librdkafka would read a directory as hashed
+    certificates, find none, and refuse the broker as signed by an unknown CA."""
+    with pytest.raises(ValueError) as info:
+        KafkaClient(hosts=tls_broker.bootstrap_servers, ssl_config=SslConfig(cafile=tls_certs.directory))
+    assert "ssl_config's cafile %r is a directory: give the PEM file of the CA" % tls_certs.directory \
+        in str(info.value)
+
+
 def test_mutual_tls_with_a_client_certificate(tls_listener, tls_certs):
     listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
     ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,
