@@ -405,11 +405,12 @@ class SslConfig:
 
     def rdkafka_config(self) -> dict[str, str]:
         """The librdkafka properties for these settings (without ``cafile``, librdkafka
-        verifies with the system's CA certificates)."""
+        verifies with the system's CA certificates; without ``keyfile``, the key is read from
+        ``certfile``, as Python's ``load_cert_chain`` and so pykafka read it)."""
         config = {"security.protocol": "ssl"}
         for key, value in (("ssl.ca.location", self.cafile),
                            ("ssl.certificate.location", self.certfile),
-                           ("ssl.key.location", self.keyfile),
+                           ("ssl.key.location", self.keyfile if self.keyfile is not None else self.certfile),
                            ("ssl.key.password", self.password)):
             if value is not None:
                 config[key] = os.fsdecode(value)

@@ -252,6 +252,24 @@ def test_mutual_tls_with_a_client_certificate(tls_listener, tls_certs):
         round_trip(client)
 
 
+def test_mutual_tls_with_the_key_in_the_certificate_file(tls_listener, tls_certs, tmp_path):
+    """pykafka's SslConfig without keyfile read the key from certfile (Python's
+    load_cert_chain); a certfile without a key is named as the missing keyfile, not left to
+    the broker's 'certificate required' alert."""
+    from pyrdk.exceptions import ConfigurationError
+    listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
+    combined, bare = tmp_path / "client-and-key.pem", tls_certs.client.certfile
+    with open(bare, "rb") as cert, open(tls_certs.client.keyfile, "rb") as key:
+        combined.write_bytes(cert.read() + key.read())
+    ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=str(combined), password=tls_certs.client_password)
+    with KafkaClient(hosts=listener.bootstrap_servers, ssl_config=ssl) as client:
+        round_trip(client)
+    with pytest.raises(ConfigurationError) as info:
+        KafkaClient(hosts=listener.bootstrap_servers, socket_timeout_ms=NEVER_MS,
+                    ssl_config=SslConfig(cafile=tls_certs.ca.certfile, certfile=bare))
+    assert "ssl.key.location=%r (SslConfig's keyfile) holds no PEM private key" % bare in str(info.value)
+
+
 @pytest.mark.parametrize("client_cert", [None, "stranger"])
 def test_mutual_tls_refuses_a_missing_or_unknown_client_certificate(tls_listener, tls_certs, client_cert):
     listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
