@@ -463,6 +463,23 @@ def test_failing_oauth_cb_raises_authentication_error(kafka_hosts, returns, mess
         assert info.value.__cause__ is returns
 
 
+@pytest.mark.parametrize("returns", [
+    "secret-token-1234",  # the token alone
+    ("secret-token-1234", 4e9, "", {}, "one too many"),
+    ({"token": "secret-token-1234"}, 4e9),
+    ("secret-token-1234\0", 4e9),
+    ("token", 4e9, "", {"trace": "secret-token-1234\udcff"}),
+])
+def test_failing_oauth_cb_error_never_shows_the_token(kafka_hosts, caplog, returns):
+    """What oauth_cb returned may be the token itself: an error saying it is wrong tells its
+    type and size, not its text (the error goes to librdkafka's log too)."""
+    with pytest.raises(AuthenticationError) as info:
+        KafkaClient(hosts=kafka_hosts, security_protocol="SASL_PLAINTEXT", oauth_cb=lambda config: returns,
+                    socket_timeout_ms=NEVER_MS)
+    assert "oauth_cb" in str(info.value)
+    assert "secret-token-1234" not in str(info.value) and "secret-token-1234" not in caplog.text
+
+
 # -- the constructor arguments ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs, expected", [

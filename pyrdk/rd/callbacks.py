@@ -505,8 +505,19 @@ def _c_text(what, text):
     except UnicodeEncodeError:
         data = None
     if data is None or b"\0" in data:
-        raise ValueError("the %s oauth_cb returns must be UTF-8 text without NUL characters, not %r" % (what, text))
+        shown = repr(text) if what == "principal" else "<%d characters, not shown>" % len(text)
+        raise ValueError("the %s oauth_cb returns must be UTF-8 text without NUL characters, not %s" % (what, shown))
     return data
+
+
+def _described(value):
+    """What an ``oauth_cb`` returned, as an error may tell it: its type and size, never its
+    text (a token returned alone is the secret itself)."""
+    if isinstance(value, str):
+        return "a str of %d characters" % len(value)
+    if isinstance(value, (bytes, tuple, list, dict)):
+        return "a %s of %d %s" % (type(value).__name__, len(value), "bytes" if isinstance(value, bytes) else "items")
+    return "a %s" % type(value).__name__
 
 
 def _oauth_token(result):
@@ -514,14 +525,14 @@ def _oauth_token(result):
     returned, as bytes for librdkafka; TypeError or ValueError saying what is wrong with it."""
     if not isinstance(result, (tuple, list)) or len(result) not in (2, 3, 4):
         raise TypeError("oauth_cb must return (token, expiry) or (token, expiry, principal, "
-                        "extensions), not %r" % (result,))
+                        "extensions), not %s" % _described(result))
     token, expiry = result[0], result[1]
     principal = result[2] if len(result) > 2 else ""
     extensions = result[3] if len(result) > 3 else None
     if isinstance(token, bytes):
         token = token.decode()
     if not isinstance(token, str) or not token:
-        raise TypeError("the token oauth_cb returns must be a non-empty str, not %r" % (token,))
+        raise TypeError("the token oauth_cb returns must be a non-empty str, not %s" % _described(token))
     if isinstance(expiry, bool) or not isinstance(expiry, (int, float)):
         raise TypeError("the expiry oauth_cb returns must be seconds since the epoch (int or "
                         "float), not %r" % (expiry,))
