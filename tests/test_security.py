@@ -294,6 +294,18 @@ def test_plaintext_client_of_a_tls_listener_is_told_to_use_tls(tls_broker):
     assert "set security_protocol SSL or SASL_SSL (with ssl_config" in str(info.value)
 
 
+def test_tls_client_of_a_plaintext_listener_is_told_it_may_be_plaintext(tls_broker, tls_certs):
+    """A plaintext listener that waits for the rest of a 'request' (Tansu, behind the
+    stunnel here, reads the TLS ClientHello as one): no certificate comes, librdkafka reports
+    nothing, and the timeout must say what to fix."""
+    from pyrdk.exceptions import NoBrokersAvailableError
+    with pytest.raises(NoBrokersAvailableError) as info:
+        KafkaClient(hosts="127.0.0.1:%d" % tls_broker.broker.port, ssl_config=SslConfig(cafile=tls_certs.ca.certfile),
+                    socket_timeout_ms=3000)
+    assert "no broker answered the TLS handshake: if the listener is plaintext, set security_protocol " \
+        "PLAINTEXT" in str(info.value)
+
+
 def test_wrong_key_password_is_a_configuration_error(tls_broker, tls_certs):
     from pyrdk.exceptions import ConfigurationError
     ssl = SslConfig(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,

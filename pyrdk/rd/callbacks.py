@@ -81,6 +81,8 @@ class Callbacks:
         self.last_failure = None  # the last connection failure librdkafka only logged (FAIL)
         self.last_fail_line = None  # that FAIL line's text, as the error event repeating it says it
         self.tls = False
+        self.tls_verify = False  # broker certificates are checked (enable.ssl.certificate.verification)
+        self.tls_answered = False  # a broker sent its certificate (so TLS got an answer)
         self.sasl = False
         self.calls = CallState()
         with _lock:
@@ -228,6 +230,11 @@ _PLAINTEXT_TO_TLS_HINT = ("; a TLS listener does this to a plaintext client: if 
 _NO_SASL_HINT = ("; a SASL listener does this to a client that does not authenticate: if the "
                  "listener wants SASL, set security_protocol SASL_PLAINTEXT or SASL_SSL with "
                  "sasl_mechanism, sasl_plain_username and sasl_plain_password")
+# A TLS client whose connections never got a broker certificate, and heard of no failure:
+# the listener waits for a plaintext request (a Kafka broker would close the connection).
+NO_TLS_ANSWER_HINT = ("no broker answered the TLS handshake: if the listener is plaintext, set "
+                      "security_protocol PLAINTEXT or SASL_PLAINTEXT (without ssl_config, or ssl_context "
+                      "in pyrdk.aio)")
 _CLOSED_WHEN_UP = re.compile(r"\(after \d{1,3}ms in state UP\)")
 
 
@@ -602,17 +609,17 @@ def _pyrdk_ssl_verify_cb(rk, broker_name, broker_id, x509_error, depth, buf, siz
     """Keep OpenSSL's verdict on a broker certificate (``x509_error``, 0: valid), and note
     why it refused one, for the ``SslError`` that follows."""
     code = x509_error[0]
+    cbs = _lookup(opaque)
+    if cbs is not None:
+        cbs.tls_answered = True
     if code == 0:
-        if depth == 0:  # the broker's own certificate passed: forget an older refusal
-            cbs = _lookup(opaque)
-            if cbs is not None:
-                cbs.tls_refusal = None
+        if depth == 0 and cbs is not None:  # the broker's own certificate passed: forget an older refusal
+            cbs.tls_refusal = None
         return 1
     try:
         reason = _X509_REASONS.get(code, "X509 verification error %d" % code)
         detail = "the certificate of %s at depth %d was refused: %s (X509 error %d)" % (
             string(broker_name), depth, reason, code)
-        cbs = _lookup(opaque)
         if cbs is not None:
             cbs.tls_refusal = (reason, detail)
         text = detail.encode()[:errstr_size - 1]
@@ -629,6 +636,7 @@ def install(conf, cbs, producer, tls=False, sasl=False):
     ptr = conf._ptr
     lib.rd_kafka_conf_set_opaque(ptr, cbs.opaque)
     cbs.tls = tls
+    cbs.tls_verify = tls and conf.get("enable.ssl.certificate.verification") != "false"
     cbs.sasl = sasl
     lib.rd_kafka_conf_set_error_cb(ptr, lib._pyrdk_error_cb)
     lib.rd_kafka_conf_set_log_cb(ptr, lib._pyrdk_log_cb)

@@ -614,10 +614,15 @@ class Handle:
     def with_last_error(self, exc):
         """``exc`` with the last connection error librdkafka reported (else the last
         connection failure it only logged, with its hint, else its last error) added to its
-        message, if any; without serving anything (from a delivery report handler too)."""
-        last = self._cbs.last_connection_error or self._cbs.last_failure or self._cbs.last_error
+        message, if any, or, for a TLS client no broker sent a certificate to, the hint that
+        the listener may be plaintext; without serving anything (from a delivery report
+        handler too)."""
+        cbs = self._cbs
+        last = cbs.last_connection_error or cbs.last_failure or cbs.last_error
         if last is not None:
             exc.args = ("%s (last error: %s)" % (exc.args[0], last),)
+        elif cbs.tls_verify and not cbs.tls_answered:
+            exc.args = ("%s (%s)" % (exc.args[0], callbacks.NO_TLS_ANSWER_HINT),)
         return exc
 
     def queued_reason(self, exc):
