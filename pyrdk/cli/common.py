@@ -5,6 +5,8 @@ import datetime
 import json
 import logging
 import os
+import re
+import shlex
 import shutil
 import sys
 import warnings
@@ -135,21 +137,39 @@ def connection_options(f):
 
 
 def _rdkafka_properties(ctx, param, items):
+    """``-X NAME=VALUE`` items as a dict; without any, ``$PYRDK_RDKAFKA_CONFIG`` split as a
+    shell splits words, so that a quoted value may hold spaces (a password). An item that is
+    not NAME=VALUE is shown only when it looks like a property name (``a.b``): it may be a
+    piece of a secret."""
+    where = "-X"
+    if not items and os.environ.get(RDKAFKA_CONFIG_ENV, "").strip():
+        where = "$" + RDKAFKA_CONFIG_ENV
+        try:
+            items = shlex.split(os.environ[RDKAFKA_CONFIG_ENV])
+        except ValueError as exc:  # an unclosed quote
+            raise click.BadParameter("%s cannot be split into NAME=VALUE words (%s): quote a value as a "
+                                     "shell would" % (where, exc), ctx, param) from None
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise click.BadParameter("%r is not NAME=VALUE" % item, ctx, param)
+        if not sep or not name.strip():
+            named = re.fullmatch(r"[a-z0-9_-]+(\.[a-z0-9_-]+)+", item)  # a property name, not a secret's piece
+            shown = repr(item) if named else "an item of %d characters" % len(item)
+            raise click.BadParameter("%s in %s is not NAME=VALUE (quote a value that holds spaces)" % (shown, where),
+                                     ctx, param)
         out[name.strip()] = value
     return out
 
 
+RDKAFKA_CONFIG_ENV = "PYRDK_RDKAFKA_CONFIG"
+
 rdkafka_option = click.option(
-    "-X", "--rdkafka-config", "rdkafka_config", multiple=True, metavar="NAME=VALUE", envvar="PYRDK_RDKAFKA_CONFIG",
+    "-X", "--rdkafka-config", "rdkafka_config", multiple=True, metavar="NAME=VALUE",
     callback=_rdkafka_properties,
     help="A librdkafka property of every connection, repeatable: for TLS -X security.protocol=ssl "
          "-X ssl.ca.location=ca.pem, for SASL -X security.protocol=sasl_ssl -X sasl.mechanism=SCRAM-SHA-512 "
-         "-X sasl.username=U -X sasl.password=P [env: PYRDK_RDKAFKA_CONFIG, space-separated].")
+         "-X sasl.username=U -X sasl.password=P [env: PYRDK_RDKAFKA_CONFIG, NAME=VALUE words split as a "
+         "shell splits them].")
 
 CLI_SECURITY_HINT = " (here: -X security.protocol=ssl, or sasl_ssl, and -X ssl.ca.location=...)"
 

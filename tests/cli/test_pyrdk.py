@@ -92,6 +92,17 @@ def test_a_tls_cluster_is_reached_with_rdkafka_properties(tls_broker, tls_certs)
     assert run(["-X", "no-equals-sign", "topics"], hosts).code == 2
 
 
+def test_the_environments_properties_are_split_as_a_shell_splits_words(kafka_hosts):
+    """A quoted value of ``$PYRDK_RDKAFKA_CONFIG`` holds spaces (a password may), and a piece
+    of an unquoted one is refused without being shown."""
+    result = run(["topics"], kafka_hosts, env={"PYRDK_RDKAFKA_CONFIG": "client.id=ok security.protocol='no such'"})
+    assert_one_line_error(result, "'no such'")  # librdkafka was given the whole value
+    result = run(["topics"], kafka_hosts, env={"PYRDK_RDKAFKA_CONFIG": "sasl.password=hunter two"})
+    assert result.code == 2 and "not NAME=VALUE" in result.err and "two" not in result.err, result
+    result = run(["topics"], kafka_hosts, env={"PYRDK_RDKAFKA_CONFIG": "sasl.password='unclosed"})
+    assert result.code == 2 and "quote" in result.err and "unclosed" not in result.err, result
+
+
 # -- topics, configs, partitions ---------------------------------------------------------------------
 
 def test_topics_and_topic_describe(kafka_hosts, client, topic_name):
