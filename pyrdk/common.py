@@ -14,6 +14,8 @@ import math
 import numbers
 import os
 import queue
+import weakref
+from collections.abc import Callable
 from typing import Any, Optional, TypeVar, Union
 
 INT16_MAX = (1 << 15) - 1
@@ -42,6 +44,21 @@ def integer(value: Any) -> Any:
     if isinstance(value, numbers.Integral) and not isinstance(value, (int, bool)):
         return int(value)
     return value
+
+
+def weak_method(obj: Any, name: str, dropped: Optional[Callable[..., Any]]) -> Callable[..., Any]:
+    """``obj.<name>`` as librdkafka's callbacks (whose registry lives as long as the handle)
+    and a client's own threads call it, holding ``obj`` weakly, so that they do not keep a
+    client the program let go of alive; once it is gone, ``dropped`` is called instead (None:
+    nothing is)."""
+    ref = weakref.ref(obj)
+
+    def call(*args: Any) -> Any:
+        live = ref()
+        if live is None:
+            return None if dropped is None else dropped(*args)
+        return getattr(live, name)(*args)
+    return call
 
 
 def check_int(name: str, value: _Int, minimum: int, maximum: Optional[int] = None) -> _Int:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk import common
 from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_config, check_headers, check_int,
-                          check_number, check_pair, stop_at_exit)
+                          check_number, check_pair, stop_at_exit, weak_method)
 from pyrdk.core import Message, ProducerCore, producer_core
 from pyrdk.core import arrow
 from pyrdk.exceptions import (AuthenticationError, CallState, ConfigurationError, KafkaException,
@@ -57,10 +57,13 @@ log = logging.getLogger(__name__)
 
 # Started and not stopped: stopped at exit, so nothing queued is lost.
 _unstopped: weakref.WeakSet[Producer] = weakref.WeakSet()
+# Poller threads, joined at exit: one may be stopping a producer the program let go of.
+_pollers: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 
 POLL_MS = 100
 QUEUE_FULL_WAIT_MS = 10
 STOP_PURGE_WAIT_MS = 1000
+DROPPED_WAIT_MS = 5000  # a dropped producer's wait for deliveries when pending_timeout_ms is -1
 BATCH = 64  # produce()'s messages handed to librdkafka at once, per partition
 METADATA_MS = 2000  # the poller's wait for its topic's metadata (at most socket_timeout_ms)
 METADATA_RETRY_S = 10.0  # a failed refresh of the topic's metadata is tried again this soon
@@ -251,47 +254,34 @@ class Producer:
             if self._running:
                 return
             self._outage = self._cluster.broker_outage()
-            self._handle = Handle("producer", self._config,
-                                  Callbacks(on_deliveries=self._on_deliveries, on_batch_failure=self._on_batch_failure,
-                                            on_error=self._on_error),
-                                  closed_exc=ProducerStoppedException, stats_callback=self._stats_callback)
+            # librdkafka's callbacks, the core and the poller thread hold the producer weakly:
+            # one the program lets go of without stop() is stopped by its poller thread.
+            left = _Leftovers(self._topic_name, self._failures, self._errors, self._pending_timeout_ms,
+                              self._transactional_id is not None)
+            self._handle = left.handle = Handle(
+                "producer", self._config,
+                Callbacks(on_deliveries=weak_method(self, "_on_deliveries", left.deliveries),
+                          on_batch_failure=weak_method(self, "_on_batch_failure", left.batch_failure),
+                          on_error=weak_method(self, "_on_error", None)),
+                closed_exc=ProducerStoppedException, stats_callback=self._stats_callback)
             batch = BATCH if self._linger_ms() >= BATCH_MIN_LINGER_MS else 1
-            self._core = producer_core(
+            self._core = left.core = producer_core(
                 self._handle, self._topic_name, [(p.id, p) for p in self._partition_list],
                 None if self._partitioner is random_partitioner else self._partitioner, self._compression,
                 min(self._max_request_size, int(str(self._config["message.max.bytes"]))), batch,
-                self._sync or self._delivery_reports, self._produce_general)
+                self._sync or self._delivery_reports, weak_method(self, "_produce_general", left.general))
             self._core.divert = self._general_only
             self._running = True
-            self._poller = threading.Thread(target=self._poll_loop, args=(self._handle, self._core, batch),
-                                            daemon=True, name="pyrdk-producer-poller")
+            tick_ms = POLL_MS if batch == 1 else max(1, min(POLL_MS, int(self._linger_ms())))
+            self._poller = threading.Thread(
+                target=_poll_loop, args=(weakref.ref(self), left, tick_ms, self._metadata_interval_s()),
+                daemon=True, name="pyrdk-producer-poller")
             self._poller.start()
             _unstopped.add(self)
+            _pollers.add(self._poller)
 
     def _linger_ms(self):
         return float(str(self._config["linger.ms"]))  # as given: an int, a float or a str
-
-    def _poll_loop(self, handle, core, batch):
-        """The poller thread: serve librdkafka's events and delivery reports, and hand the
-        core's queues over at least every ``linger_ms`` (``POLL_MS`` at most)."""
-        tick_ms = POLL_MS if batch == 1 else max(1, min(POLL_MS, int(self._linger_ms())))
-        interval_s = self._metadata_interval_s()
-        next_metadata = time.monotonic() + interval_s
-        while not handle.closing:
-            try:
-                handle.poll(tick_ms)
-                if core.queued:
-                    core.hand_off()  # what a full queue refuses waits for the next tick
-                if interval_s > 0 and time.monotonic() >= next_metadata:
-                    next_metadata = time.monotonic() + (
-                        interval_s if self._refresh_metadata(handle) else min(interval_s, METADATA_RETRY_S))
-                self._refresh_partitions()
-            except ProducerStoppedException:
-                return
-            except BaseException as exc:  # raised by the next produce()/flush()/stop()
-                self._errors.crash(exc)
-            if self._errors or self._failures:
-                core.divert = True
 
     def stop(self) -> None:
         """Deliver what is queued (waiting up to ``pending_timeout_ms``), report what could
@@ -353,10 +343,6 @@ class Producer:
     def __exit__(self, exc_type: Optional[type[BaseException]], exc_value: Optional[BaseException],
                  traceback: Any) -> None:
         stop_at_exit(self.stop, exc_type, "producer")
-
-    def __del__(self):
-        # Non-blocking last resort: the handle's own __del__ frees librdkafka.
-        self._running = False
 
     # -- producing -----------------------------------------------------------------------------
 
@@ -1183,6 +1169,104 @@ class _Delivery:
         self.detached = False  # the waiter gave up (pending_timeout_ms)
 
 
+class _Leftovers:
+    """What a started producer's poller thread needs to stop it once the program has let
+    it go without ``stop()``: its handle, its core, and the failures nobody was told about.
+    It holds nothing of the producer itself."""
+
+    def __init__(self, topic_name, failures, errors, pending_timeout_ms, transactional):
+        self.topic_name = topic_name
+        self.failures = failures
+        self.errors = errors
+        self.timeout_ms = pending_timeout_ms if pending_timeout_ms >= 0 else DROPPED_WAIT_MS
+        self.transactional = transactional
+        self.handle = None  # a Handle, set by start()
+        self.core = None  # a ProducerCore, set by start()
+
+    def deliveries(self, ids, errs, partitions, offsets, timestamps):
+        """Delivery reports once the producer is gone: the failures are kept for the log."""
+        for msg, err in self.core.deliver(ids, errs, partitions, offsets, timestamps):
+            if err:
+                self.failures.crash(errors_exception(err), msg)
+
+    def batch_failure(self, exc, partition, value, key):
+        self.failures.crash(exc, Message(value, key, partition, topic=self.topic_name))
+
+    def general(self, *args):
+        raise ProducerStoppedException("the producer is stopped")
+
+    def stop(self):
+        """Stop the dropped producer, in its poller thread, as ``stop()`` does: deliver what
+        it left, waiting up to ``pending_timeout_ms`` (``DROPPED_WAIT_MS`` when that is -1),
+        abort a transaction left open, and log what could not be delivered or failed
+        before: nobody is left to raise it to."""
+        handle, core = self.handle, self.core
+        lost = []
+        try:
+            core.close()
+            if self.transactional:
+                lost = self.failures.take()
+                try:
+                    transaction.abort_transaction(handle, self.timeout_ms)
+                    log.warning("a transactional producer of topic %s was dropped without stop(): its open "
+                                "transaction is aborted", self.topic_name)
+                    handle.flush(STOP_PURGE_WAIT_MS)  # the purged messages' reports
+                    self.failures.take()  # the aborted transaction's messages: never to be written
+                except KafkaException:
+                    pass  # none open
+            waited = 0
+            while core.hand_off(True) and waited < self.timeout_ms:
+                handle.flush(QUEUE_FULL_WAIT_MS)
+                waited += QUEUE_FULL_WAIT_MS
+            if not handle.flush(max(0, self.timeout_ms - waited)):
+                handle.purge(in_flight=True)
+                handle.flush(STOP_PURGE_WAIT_MS)
+        except Exception as exc:
+            self.errors.crash(exc)
+        finally:
+            handle.close()
+            lost += [(msg, errors_exception(err)) for msg, err in core.refused()]
+            lost += [(msg, ProduceFailureError("no delivery report for message at stop()")) for msg in core.take_all()]
+        lost = self.failures.take() + lost
+        for _, error in self.errors.take():
+            log.error("a producer of topic %s, dropped without stop(): %s", self.topic_name, error)
+        if lost:
+            log.error("a producer of topic %s was dropped without stop(): %d message(s) could not be delivered "
+                      "(first error: %s); stop() a producer to have them raised instead", self.topic_name,
+                      len(lost), lost[0][1])
+            for msg, error in lost:
+                log.debug("not delivered: %r: %s", msg, error)
+
+
+def _poll_loop(ref, left, tick_ms, interval_s):
+    """A producer's poller thread: serve librdkafka's events and delivery reports, hand the
+    core's queues over at least every ``linger_ms`` (``POLL_MS`` at most), and re-read the
+    topic's partitions every ``interval_s`` (``topic.metadata.refresh.interval.ms``). It holds
+    the producer weakly (``ref``), and stops one the program let go of without ``stop()``."""
+    handle, core = left.handle, left.core
+    next_metadata = time.monotonic() + interval_s
+    while not handle.closing:
+        producer = None
+        try:
+            handle.poll(tick_ms)
+            if core.queued:
+                core.hand_off()  # what a full queue refuses waits for the next tick
+            producer = ref()
+            if producer is None:
+                left.stop()
+                return
+            if interval_s > 0 and time.monotonic() >= next_metadata:
+                next_metadata = time.monotonic() + (
+                    interval_s if producer._refresh_metadata(handle) else min(interval_s, METADATA_RETRY_S))
+            producer._refresh_partitions()
+        except ProducerStoppedException:
+            return
+        except BaseException as exc:  # raised by the next produce()/flush()/stop()
+            left.errors.crash(exc)
+        if left.errors or left.failures:
+            core.divert = True
+
+
 def _encoded(data):
     """A string column's value as UTF-8 bytes."""
     return data.encode("utf-8") if isinstance(data, str) else data
@@ -1281,3 +1365,6 @@ def _stop_running_producers():
             producer.stop()
         except Exception:
             log.exception("stopping %r at exit", producer)
+    for poller in list(_pollers):  # stopping a dropped producer: its messages are delivered too
+        if poller is not threading.current_thread():
+            poller.join()

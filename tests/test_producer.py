@@ -771,6 +771,48 @@ def test_a_producer_never_stopped_still_delivers_at_exit(kafka_hosts, client, to
     assert values == sorted(b"left %d" % i for i in range(200))
 
 
+def let_go(producer):
+    """Drop the test's reference to a started ``producer``: returns a weak reference to it,
+    its poller thread and its handle."""
+    import weakref
+    return weakref.ref(producer), producer._poller, producer._handle
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("how", ["fast", "general"])
+def test_a_dropped_producer_is_collected_and_delivers_what_it_left(topic, kafka_hosts, topic_name, how):
+    """pykafka stops a Producer that is garbage collected; a service that makes one per call
+    and never stops it must not keep a librdkafka handle, its threads and its poller per
+    call, nor lose what lingered."""
+    producer = topic.get_producer(linger_ms=5000, **({"serializer": lambda v, k: (v, k)} if how == "general" else {}))
+    for i in range(100):
+        producer.produce(b"left %d" % i)
+    producer.produce_batch([b"batch %d" % i for i in range(50)])
+    ref, poller, handle = let_go(producer)
+    del producer
+    wait_until(lambda: gc.collect() is not None and ref() is None, "the producer to be collected")
+    poller.join(HANG_BOUND_S)
+    assert not poller.is_alive() and handle.closed
+    values = sorted(m.value() for m in read_back(kafka_hosts, topic_name, 150))
+    assert values == sorted([b"left %d" % i for i in range(100)] + [b"batch %d" % i for i in range(50)])
+
+
+@pytest.mark.mock
+def test_a_dropped_producer_logs_what_it_could_not_deliver(mock_cluster, mock_topic, caplog):
+    producer = mock_topic.get_producer(linger_ms=5000, pending_timeout_ms=100)
+    warm(producer)
+    mock_cluster.broker_down(-1)
+    for i in range(10):
+        producer.produce(b"lost %d" % i)
+    ref, poller, handle = let_go(producer)
+    del producer
+    wait_until(lambda: gc.collect() is not None and ref() is None, "the producer to be collected")
+    poller.join(HANG_BOUND_S)
+    assert not poller.is_alive() and handle.closed
+    lost = [r for r in caplog.records if r.name == "pyrdk.producer" and r.levelname == "ERROR"]
+    assert len(lost) == 1 and "10 message(s) could not be delivered" in lost[0].getMessage()
+
+
 # -- produce_batch ----------------------------------------------------------------------------------
 
 @pytest.mark.kafka

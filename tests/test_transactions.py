@@ -147,6 +147,28 @@ def test_stop_aborts_an_open_transaction(client, topic_name):
     assert values == [] and still_open == [] and everything == [b"never committed"]
 
 
+
+@pytest.mark.kafka
+def test_a_dropped_producer_aborts_its_open_transaction(client, topic_name, caplog):
+    """A transactional producer let go of without stop() is stopped by its poller thread as
+    stop() does: the open transaction is aborted (not left for the coordinator's timeout), and
+    its messages, never meant to be written, are not logged as lost."""
+    import gc
+    topic = make_topic(client, topic_name, 1)
+    producer = topic.get_producer(transactional_id=topic_name, linger_ms=1000)
+    producer.begin_transaction()
+    producer.produce(b"never committed")  # lingers: the abort purges it
+    poller = producer._poller
+    del producer
+    gc.collect()
+    poller.join(PATIENCE_MS / 1000.0)
+    assert not poller.is_alive()
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "pyrdk.producer"]
+    assert said == [(logging.WARNING, "a transactional producer of topic %s was dropped without stop(): its open "
+                     "transaction is aborted" % topic_name)]
+    values, still_open, _ = log_of(client, topic_name)
+    assert values == [] and still_open == []
+
 @pytest.mark.kafka
 def test_offsets_sent_to_a_transaction_count_only_when_it_commits(client, topic_name, group_name):
     source = make_topic(client, topic_name, 1)
