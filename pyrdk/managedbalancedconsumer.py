@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import INT32_MAX, OffsetType, check_config, check_int
+from pyrdk.common import INT32_MAX, OffsetType, check_config, check_int, weak_method
 from pyrdk.consumer import (Consumer, check_group, check_isolation_level, commit_metadata, held_offset, logical,
                             partition_id_of)
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
@@ -223,7 +223,9 @@ class ManagedBalancedConsumer(Consumer):
             return
         self._outage = self._cluster.broker_outage()
         handle = Handle("consumer", self._config,
-                        Callbacks(on_error=self._outage.on_error, on_rebalance=self._on_rebalance),
+                        # the callbacks' registry must not keep a consumer the program let go of
+                        Callbacks(on_error=self._outage.on_error,
+                                  on_rebalance=weak_method(self, "_on_rebalance", None)),
                         closed_exc=ConsumerStoppedException, stats_callback=self._stats_callback)
         try:
             handle.subscribe([self._topic_name])

@@ -253,6 +253,24 @@ def test_consume_commit_and_resume_from_the_commit(client, topic_name, group_nam
     assert sorted(seen) == sorted(produced)  # each once: the second member began at the commit
 
 
+
+@pytest.mark.kafka
+def test_a_dropped_consumer_is_collected_and_its_handle_released(client, topic_name, group_name):
+    """pykafka's consumers stop when collected: one the program lets go of without stop()
+    must not be kept alive, with its librdkafka handle and threads, by its rebalance
+    callback."""
+    import gc
+    import weakref
+    topic = make_topic(client, topic_name, 2)
+    produce_keyed(topic, 4)
+    consumer = topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
+                                           auto_offset_reset=OffsetType.EARLIEST, **GROUP)
+    assert consumer.consume() is not None
+    refs = weakref.ref(consumer), weakref.ref(consumer._handle)  # the handle's __del__ destroys it
+    del consumer
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None]
+
 @pytest.mark.kafka
 def test_post_rebalance_callback_sees_offsets_and_chooses_where_to_start(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
