@@ -366,8 +366,11 @@ class BalancedConsumer:
         except BaseException:
             self.stop()
             raise
-        self._worker = threading.Thread(target=self._coordinate, daemon=True,
-                                        name="pyrdk-balancedconsumer-%s" % self._consumer_group.decode())
+        # The thread holds the consumer weakly: one the program lets go of without stop() is
+        # collected, and the thread then gives its place in the group up (see _coordinate).
+        self._worker = threading.Thread(target=_coordinate, args=(weakref.ref(self), self._stopping, self._wakeup,
+                                                                  self._leftovers()),
+                                        daemon=True, name="pyrdk-balancedconsumer-%s" % self._consumer_group.decode())
         self._worker.start()
 
     def _connect(self):
@@ -436,11 +439,12 @@ class BalancedConsumer:
         stop_at_exit(self.stop, exc_type, "consumer")
 
     def __del__(self):
-        # Only what cannot block: the coordinator thread ends; the session ends with kazoo.
-        stopping = getattr(self, "_stopping", None)
-        if stopping is not None:
+        # Only what cannot block: the coordinator thread, woken, finds the consumer gone and
+        # gives its place in the group up.
+        wakeup = getattr(self, "_wakeup", None)
+        if wakeup is not None:
             self._running = False
-            stopping.set()
+            wakeup.set()
 
     def _check_running(self):
         check_running(self._running)
@@ -954,62 +958,60 @@ class BalancedConsumer:
             self._wakeup.clear()
         return reasons
 
-    def _coordinate(self):
-        """The coordinator thread: rebalance when woken or when a retry is due, renew the
-        lease every third of the session timeout, re-read the topic's metadata now and
-        then, and leave the group while the thread reading this member has ended."""
-        renew_every = self._session_timeout_ms / 3000.0
-        next_renew = time.monotonic() + renew_every
-        next_metadata = time.monotonic() + METADATA_CHECK_S
-        while not self._stopping.is_set():
-            now = time.monotonic()
-            due = [next_renew, next_metadata] + ([self._retry_at] if self._retry_at is not None else [])
-            self._wakeup.wait(max(0.0, min(due) - now))
-            if self._stopping.is_set():
-                return
-            reasons = self._woken()
-            now = time.monotonic()
-            retry_due = self._retry_at is not None and now >= self._retry_at
-            try:
-                reader = self._reader_gone()
-                if reader is not None:
-                    self._step_aside(reader)
-                if self._aside:
-                    if not self._left:
-                        self._leave()  # ZooKeeper failed it before: again
-                    next_renew = time.monotonic() + renew_every
-                    continue  # out of the group until consume() is called again
-                rebalance = bool(reasons) or retry_due
-                if now >= next_metadata:
-                    next_metadata = now + METADATA_CHECK_S
-                    rebalance |= self._topic_changed()
-                if self._renew():
-                    rebalance = True
-                next_renew = time.monotonic() + renew_every
-                if not rebalance:
-                    continue
-                done = self._rebalance()
-                if done is None:  # no confirmed session now: try again shortly
-                    self._retry_at = time.monotonic() + min(renew_every, 1.0)
-                    continue
-                if done:
-                    self._retry_at, self._failures = None, 0
-                    self._calls.discard(PartitionOwnedError)  # every partition is claimed now
-                    continue
-                if not retry_due and reasons <= {"owners"} and self._retry_at is not None:
-                    continue  # a freed partition was claimed by another: the schedule stands
-                self._failed_claims(reasons)
-            except (KazooException, KazooTimeoutError) as exc:
-                # Connection trouble: the lease runs out by itself; try again shortly.
-                log.info("%s: ZooKeeper: %r; retrying", self._consumer_id, exc)
+    def _leftovers(self):
+        """What the coordinator thread needs to give this member's place in the group up
+        once the program has let go of it without ``stop()``; nothing of the consumer itself."""
+        return _Leftovers(self._zookeeper, self._owns_zookeeper, self._owned, self._path_self, self._consumer_id)
+
+    def _coordinate_once(self, renew_every, next_renew, next_metadata):
+        """One turn of the coordinator thread (see :func:`_coordinate`), once woken or due:
+        rebalance when woken or when a retry is due, renew the lease every third of the
+        session timeout, re-read the topic's metadata now and then, and leave the group while
+        the thread reading this member has ended. Returns the next ``(next_renew,
+        next_metadata)``, or None once the consumer is stopped."""
+        reasons = self._woken()
+        now = time.monotonic()
+        retry_due = self._retry_at is not None and now >= self._retry_at
+        try:
+            reader = self._reader_gone()
+            if reader is not None:
+                self._step_aside(reader)
+            if self._aside:
+                if not self._left:
+                    self._leave()  # ZooKeeper failed it before: again
+                return time.monotonic() + renew_every, next_metadata  # out of the group until consume()
+            rebalance = bool(reasons) or retry_due
+            if now >= next_metadata:
+                next_metadata = now + METADATA_CHECK_S
+                rebalance |= self._topic_changed()
+            if self._renew():
+                rebalance = True
+            next_renew = time.monotonic() + renew_every
+            if not rebalance:
+                return next_renew, next_metadata
+            done = self._rebalance()
+            if done is None:  # no confirmed session now: try again shortly
                 self._retry_at = time.monotonic() + min(renew_every, 1.0)
-                next_renew = self._retry_at
-            except ConsumerStoppedException:
-                return
-            except Exception as exc:
-                log.exception("%s: rebalance failed", self._consumer_id)
-                self._calls.crash(exc)
-                self._retry_at = time.monotonic() + max(self._rebalance_backoff_ms / 1000.0, 0.1)
+                return next_renew, next_metadata
+            if done:
+                self._retry_at, self._failures = None, 0
+                self._calls.discard(PartitionOwnedError)  # every partition is claimed now
+                return next_renew, next_metadata
+            if not retry_due and reasons <= {"owners"} and self._retry_at is not None:
+                return next_renew, next_metadata  # a freed partition was claimed by another: the schedule stands
+            self._failed_claims(reasons)
+        except (KazooException, KazooTimeoutError) as exc:
+            # Connection trouble: the lease runs out by itself; try again shortly.
+            log.info("%s: ZooKeeper: %r; retrying", self._consumer_id, exc)
+            self._retry_at = time.monotonic() + min(renew_every, 1.0)
+            next_renew = self._retry_at
+        except ConsumerStoppedException:
+            return None
+        except Exception as exc:
+            log.exception("%s: rebalance failed", self._consumer_id)
+            self._calls.crash(exc)
+            self._retry_at = time.monotonic() + max(self._rebalance_backoff_ms / 1000.0, 0.1)
+        return next_renew, next_metadata
 
     def _failed_claims(self, reasons):
         """A rebalance could not claim every partition decided for this member: retry as
@@ -1196,3 +1198,70 @@ class _ConsumerTurn:
     def __exit__(self, *exc):
         self._consumer._lock.release()
         self._consumer._unblock.clear()
+
+
+class _Leftovers:
+    """What the coordinator thread of a member the program let go of without ``stop()``
+    needs to give its place in the group up."""
+
+    def __init__(self, zookeeper, owns_zookeeper, owned, path_self, consumer_id):
+        self.zookeeper = zookeeper
+        self.owns_zookeeper = owns_zookeeper
+        self.owned = owned  # the consumer's own dict: partition id -> ownership node path
+        self.path_self = path_self
+        self.consumer_id = consumer_id
+
+    def release(self):
+        """End the member's ZooKeeper session, which deletes its nodes, or, on a KazooClient
+        the program gave, delete the nodes that are still its own. Its partitions go to the
+        other members; nothing is committed (``stop()`` commits)."""
+        log.warning("%s: the consumer was dropped without stop(): leaving the group without committing",
+                    self.consumer_id)
+        zk = self.zookeeper
+        try:
+            if self.owns_zookeeper:
+                zk.stop()
+                zk.close()
+                return
+            session = zk.client_id[0] if zk.client_id else None  # an expired one's nodes are gone
+            for path in list(self.owned.values()) + [self.path_self]:
+                try:
+                    value, stat = zk.get(path)
+                    if (path == self.path_self or value == self.consumer_id) and stat.ephemeralOwner == session:
+                        zk.delete(path, version=stat.version)
+                except NoNodeError:
+                    pass
+        except (KazooException, KazooTimeoutError) as exc:
+            log.warning("%s: could not leave the group in ZooKeeper (%s); its nodes go with its session",
+                        self.consumer_id, exc)
+
+
+def _coordinate(ref, stopping, wakeup, leftovers):
+    """A BalancedConsumer's coordinator thread: each time it is woken or a renewal, retry or
+    metadata check is due, one :meth:`BalancedConsumer._coordinate_once`. It holds the
+    consumer weakly (``ref``): once the program has let go of it without ``stop()``,
+    ``leftovers`` gives its place in the group up."""
+    consumer = ref()
+    if consumer is None:
+        leftovers.release()
+        return
+    renew_every = consumer._session_timeout_ms / 3000.0
+    next_renew = time.monotonic() + renew_every
+    next_metadata = time.monotonic() + METADATA_CHECK_S
+    while not stopping.is_set():
+        if consumer is None:
+            leftovers.release()
+            return
+        retry_at = consumer._retry_at
+        consumer = None
+        due = [next_renew, next_metadata] + ([retry_at] if retry_at is not None else [])
+        wakeup.wait(max(0.0, min(due) - time.monotonic()))
+        if stopping.is_set():
+            return
+        consumer = ref()
+        if consumer is None:
+            continue
+        turn = consumer._coordinate_once(renew_every, next_renew, next_metadata)
+        if turn is None:
+            return
+        next_renew, next_metadata = turn

@@ -167,6 +167,31 @@ def test_with_an_external_kazoo_client(kafka_hosts, zk, topic_name, group_name):
         assert zk.get_children("/consumers/%s/ids" % group_name.decode()) == []
 
 
+
+@pytest.mark.parametrize("own_kazoo", [True, False], ids=["own-kazoo", "kazoo-given"])
+def test_a_dropped_member_is_collected_and_leaves_the_group(kafka_hosts, zookeeper_chroot, zk, topic_name,
+                                                            group_name, own_kazoo):
+    """pykafka's consumers stop when collected: a member the program lets go of without
+    stop() must not be kept alive by its coordinator thread, holding its partitions in
+    ZooKeeper (and its librdkafka handle) for the life of the process."""
+    import gc
+    import weakref
+    with KafkaClient(hosts=kafka_hosts, zookeeper_hosts=zookeeper_chroot) as client:
+        topic = make_topic(client, topic_name, 2)
+        produce(topic, 10)
+        consumer = topic.get_balanced_consumer(group_name, **(FAST if own_kazoo else dict(FAST, zookeeper=zk)))
+        assert consumer.consume() is not None
+        ids = "/consumers/%s/ids" % group_name.decode()
+        assert len(zk.get_children(ids)) == 1 and len(owners_in_zookeeper(zk, group_name.decode(), topic_name)) == 2
+        ref, worker = weakref.ref(consumer), consumer._worker
+        del consumer
+        gc.collect()
+        assert ref() is None
+        worker.join(PATIENCE_S)
+        assert not worker.is_alive()
+        until(lambda: zk.get_children(ids) == [] and owners_in_zookeeper(zk, group_name.decode(), topic_name) == {},
+              "the dropped member's nodes to go")
+
 @pytest.mark.slow
 def test_stop_with_an_external_kazoo_client_while_zookeeper_is_down_frees_the_nodes_later(
         kafka_hosts, topic_name, group_name):
