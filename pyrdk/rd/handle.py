@@ -29,6 +29,7 @@ from pyrdk.rd.topic import TopicHandle
 log = logging.getLogger(__name__)
 
 SLICE_MS = 100
+EXIT_FLUSH_MS = 5000  # at exit, how long a producer left open gets to deliver what it holds
 _SIZE_MAX = 2 ** 64 - 1
 # A memoryview of pointers: unsigned ints of a pointer's size.
 _POINTER_FORMAT: Literal["L", "Q"] = "L" if ffi.sizeof("void *") == ffi.sizeof("unsigned long") else "Q"
@@ -301,7 +302,37 @@ class Handle:
         if getattr(self, "_ptr", None) is not None and os.getpid() == self._pid:
             self._closing = True
             lib.pyrdk_guard_close(self._guard)
+            self.report_undelivered()  # nothing may wait here: what a producer still holds is lost
             self._destroy(0x8)  # RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
+
+    def flush_at_exit(self, timeout_ms):
+        """At exit, before a producer left open is closed: ``rd_kafka_flush`` (up to
+        ``timeout_ms``) what it still holds, then log what is left: nobody is there to be
+        told. Its delivery reports stay in C: their owner (an event loop's futures) is gone."""
+        if self.kind != "producer" or self._ptr is None:
+            return
+        with self.use(closed_ok=True) as rk:
+            if rk is not None and lib.rd_kafka_outq_len(rk):
+                lib.rd_kafka_flush(rk, timeout_ms)
+        self.report_undelivered()
+
+    def report_undelivered(self):
+        """Log the messages a producer still holds as it is destroyed without its owner's
+        ``stop()``: librdkafka drops them, and logs so only to a queue nobody serves any
+        more. ``rd_kafka_outq_len`` counts them and the events waiting in the main queue
+        (``rd_kafka_queue_length``), log lines included: those are not messages."""
+        ptr = self._ptr
+        if self.kind != "producer" or ptr is None:
+            return
+        main = lib.rd_kafka_queue_get_main(ptr)
+        try:
+            left = lib.rd_kafka_outq_len(ptr) - lib.rd_kafka_queue_length(main)
+        finally:
+            lib.rd_kafka_queue_destroy(main)
+        if left > 0:
+            log.error("the %s is destroyed with %d message(s) not delivered, or delivered but not yet reported: "
+                      "those not delivered are lost; stop() a producer (await stop() for pyrdk.aio) before "
+                      "letting it go or exiting", self._described(), left)
 
     def _on_stats(self, text):
         """librdkafka's statistics JSON (``stats_cb``): parsed once, kept as :attr:`stats` and
@@ -858,6 +889,7 @@ def _close_live_handles():
     for handle in sorted(_live, key=lambda h: -h._created):
         if not handle.closed and handle._pid == os.getpid():
             try:
+                handle.flush_at_exit(EXIT_FLUSH_MS)
                 handle.close(consumer_close=False)
             except Exception:  # exiting anyway; never mask the program's own outcome
                 pass

@@ -390,3 +390,38 @@ def test_an_option_librdkafka_refuses_is_named_at_construction(client, kwargs, n
     with pytest.raises((aiokafka.errors.KafkaConfigurationError, TypeError)) as info:
         client(**kwargs)
     assert str(info.value).startswith(named)
+
+
+@pytest.mark.kafka
+def test_records_of_a_producer_never_stopped_are_delivered_at_exit(kafka_hosts, client, new_topic):
+    """A program whose loop ends without ``await producer.stop()`` loses nothing unseen:
+    what librdkafka holds is flushed at exit, and what is still undelivered is logged."""
+    import subprocess
+    import sys
+    import textwrap
+    from pyrdk.common import OffsetType
+    name = new_topic(2)
+    program = textwrap.dedent("""
+        import asyncio, logging
+        from pyrdk.aio import AIOKafkaProducer
+        logging.basicConfig()
+
+        async def main(hosts, name):
+            producer = AIOKafkaProducer(bootstrap_servers=hosts, linger_ms=5000)
+            await producer.start()
+            for i in range(200):
+                await producer.send(name, b"left %%d" %% i)
+            globals()["kept"] = producer
+
+        asyncio.run(main(%r, %r))
+        asyncio.run(main("127.0.0.1:1", "nowhere"))
+    """) % (kafka_hosts, name)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "with 200 message(s) not delivered, or delivered but not yet reported" in result.stderr
+    consumer = client.topics[name].get_simple_consumer(auto_offset_reset=OffsetType.EARLIEST,
+                                                       consumer_timeout_ms=5000)
+    try:
+        assert sorted(m.value for m in consumer) == sorted(b"left %d" % i for i in range(200))
+    finally:
+        consumer.stop()
