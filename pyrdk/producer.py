@@ -1356,11 +1356,14 @@ def _check_timestamp(value):
 @atexit.register
 def _stop_running_producers():
     """At exit, stop producers the program never stopped: their queued messages are
-    delivered (within ``pending_timeout_ms``) and failures are logged, not lost unseen.
+    delivered (within ``pending_timeout_ms``; ``DROPPED_WAIT_MS`` when that is -1, as for
+    a dropped producer: the exit is bounded) and failures are logged, not lost unseen.
     Registered after rd.handle's hook, so it runs before the handles are closed."""
     for producer in list(_unstopped):
         if not producer._handle.owned:
             continue  # a forked child's copy: the parent delivers its messages
+        if producer._pending_timeout_ms < 0:
+            producer._pending_timeout_ms = DROPPED_WAIT_MS
         try:
             producer.stop()
         except Exception:

@@ -771,6 +771,33 @@ def test_a_producer_never_stopped_still_delivers_at_exit(kafka_hosts, client, to
     assert values == sorted(b"left %d" % i for i in range(200))
 
 
+@pytest.mark.mock
+def test_exit_with_a_producer_that_waits_for_ever_and_no_broker_is_bounded():
+    """pending_timeout_ms=-1 lets the program's own stop() wait for ever; the stop pyrdk
+    makes at exit on the program's behalf must not hang the exit for message.timeout.ms
+    (5 minutes) when no broker answers: it waits a bounded time and logs what is lost."""
+    import subprocess
+    import textwrap
+    program = textwrap.dedent("""
+        import logging
+        from pyrdk import KafkaClient
+        from pyrdk.rd.mock import MockCluster
+        logging.basicConfig()
+        cluster = MockCluster(1)
+        cluster.create_topic("t", 1)
+        producer = KafkaClient(hosts=cluster.bootstrap_servers).topics["t"].get_producer(
+            linger_ms=1, pending_timeout_ms=-1)
+        producer.produce(b"warm-up")
+        assert producer.flush() == 0
+        cluster.broker_down(1)
+        for i in range(10):
+            producer.produce(b"lost %d" % i)
+    """)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=HANG_BOUND_S)
+    assert result.returncode == 0, result.stderr
+    assert "10 message(s) could not be delivered" in result.stderr
+
+
 def let_go(producer):
     """Drop the test's reference to a started ``producer``: returns a weak reference to it,
     its poller thread and its handle."""
