@@ -772,6 +772,7 @@ def test_a_producer_never_stopped_still_delivers_at_exit(kafka_hosts, client, to
 
 
 @pytest.mark.mock
+@pytest.mark.slow  # seconds of a process exiting: the C pass runs it, make soak the pure one
 def test_exit_with_a_producer_that_waits_for_ever_and_no_broker_is_bounded():
     """pending_timeout_ms=-1 lets the program's own stop() wait for ever; the stop pyrdk
     makes at exit on the program's behalf must not hang the exit for message.timeout.ms

@@ -393,6 +393,7 @@ def test_an_option_librdkafka_refuses_is_named_at_construction(client, kwargs, n
 
 
 @pytest.mark.kafka
+@pytest.mark.slow  # seconds of a process exiting: the C pass runs it, make soak the pure one
 def test_records_of_a_producer_never_stopped_are_delivered_at_exit(kafka_hosts, client, new_topic):
     """A program whose loop ends without ``await producer.stop()`` loses nothing unseen:
     what librdkafka holds is flushed at exit, and what is still undelivered is logged."""
