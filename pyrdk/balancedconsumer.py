@@ -281,7 +281,7 @@ class BalancedConsumer:
         self._unblock = threading.Event()  # set while the coordinator needs the consumer
         self._lock = threading.RLock()  # guards _consumer and what consume() hands out
         self._consumer: Optional[SimpleConsumer] = None  # the SimpleConsumer of the partitions held
-        self._metadata_handle: Optional[Handle] = None  # the coordinator's, once the client is closed
+        self._metadata_handle: Optional[Handle] = None  # the coordinator's (see _topic_changed)
         # held_offsets of the consumer last closed: the next post_rebalance_callback's old offsets
         self._last_held: dict[int, int] = {}
         self._generation = 0  # bumped each time _consumer changes
@@ -1119,16 +1119,15 @@ class BalancedConsumer:
     def _topic_changed(self):
         """Re-read the topic's metadata (that topic's alone: the cluster's may be large);
         True if its partitions or leaders changed (pykafka's assignment depends on both).
-        Once the client is closed (its consumers go on), through a handle of the
-        coordinator's own, made then and closed by ``stop()``."""
+        Through a handle of the coordinator's own (made at the first check, closed by
+        ``stop()``), which outlives a closed client, and which never asks the broker to
+        create the topic: the client's would re-create a topic deleted under a consumer."""
         try:
-            if not self._cluster.closed:
-                self._cluster.refresh_topic(self._topic)
-            else:
-                if self._metadata_handle is None:
-                    self._metadata_handle = Handle("producer", self._cluster.metadata_config(),
-                                                   what="metadata of %s" % self._consumer_id.decode())
-                self._cluster.refresh_topic(self._topic, self._metadata_handle)
+            if self._metadata_handle is None:
+                self._metadata_handle = Handle("producer", dict(self._cluster.metadata_config(),
+                                                                **{"allow.auto.create.topics": False}),
+                                               what="metadata of %s" % self._consumer_id.decode())
+            self._cluster.refresh_topic(self._topic, self._metadata_handle)
         except KafkaException as exc:
             log.info("%s: metadata refresh failed: %s", self._consumer_id, exc)
             return False

@@ -811,6 +811,31 @@ def test_partitions_added_after_the_client_is_closed_are_taken(mock_cluster, zoo
 
 
 @pytest.mark.mock
+def test_the_coordinator_does_not_recreate_a_deleted_topic(mock_cluster, zookeeper_chroot, group_name, monkeypatch):
+    """Re-reading its topic's metadata, the coordinator must not ask the broker to create
+    the topic (the client's handle, a producer's, would): a topic deleted under a consumer
+    stays deleted, as with pykafka, whose consumers read the whole cluster's metadata."""
+    from pyrdk import balancedconsumer
+    monkeypatch.setattr(balancedconsumer, "METADATA_CHECK_S", 0.3)
+    mock_cluster.create_topic("deleted", 2)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, zookeeper_hosts=zookeeper_chroot) as client:
+        checks = []
+        refresh_topic = client.cluster.refresh_topic
+        monkeypatch.setattr(client.cluster, "refresh_topic", lambda *args: checks.append(refresh_topic(*args)))
+        member = client.topics["deleted"].get_balanced_consumer(group_name, **FAST)
+        try:
+            until(lambda: sorted(member.partitions) == [0, 1], "the member holds the topic's partitions")
+            mock_cluster.delete_topic("deleted")
+            after = len(checks) + 1  # the check under way may have asked before the deletion
+            until(lambda: len(checks) > after, "the coordinator to check the topic again")
+            assert checks[-1] is False  # not listed: gone
+        finally:
+            member.stop()
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers) as fresh:
+        assert b"deleted" not in fresh.topics.keys()
+
+
+@pytest.mark.mock
 def test_the_coordinator_reads_its_topics_metadata_alone(mock_cluster, zookeeper_chroot, group_name,
                                                          monkeypatch):
     """Every few seconds the coordinator re-reads its topic's partitions and leaders: the
