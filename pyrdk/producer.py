@@ -268,7 +268,8 @@ class Producer:
             self._core = left.core = producer_core(
                 self._handle, self._topic_name, [(p.id, p) for p in self._partition_list],
                 None if self._partitioner is random_partitioner else self._partitioner, self._compression,
-                min(self._max_request_size, int(str(self._config["message.max.bytes"]))), batch,
+                min(self._max_request_size, int(conf.to_str("message.max.bytes", self._config["message.max.bytes"]))),
+                batch,
                 self._sync or self._delivery_reports, weak_method(self, "_produce_general", left.general))
             self._core.divert = self._general_only
             self._running = True
@@ -281,7 +282,7 @@ class Producer:
             _pollers.add(self._poller)
 
     def _linger_ms(self):
-        return float(str(self._config["linger.ms"]))  # as given: an int, a float or a str
+        return float(conf.to_str("linger.ms", self._config["linger.ms"]))  # as given: a number, str or bytes
 
     def stop(self) -> None:
         """Deliver what is queued (waiting up to ``pending_timeout_ms``), report what could
@@ -485,7 +486,8 @@ class Producer:
         """librdkafka's ``topic.metadata.refresh.interval.ms`` (5 minutes by default; -1:
         never) in seconds: how often the poller re-reads the topic's partitions."""
         try:
-            return int(str(self._config.get("topic.metadata.refresh.interval.ms", 300000))) / 1000.0
+            return int(conf.to_str("topic.metadata.refresh.interval.ms",
+                                    self._config.get("topic.metadata.refresh.interval.ms", 300000))) / 1000.0
         except ValueError:
             return 300.0
 
@@ -1310,7 +1312,7 @@ def _check_transaction_timeout(config, given):
         value = config.get(key, default)
         named = "rdkafka_config[%r]=%s" % (key, value) if key in given else "%s=%s" % (name, value)
         try:
-            return float(str(value)), named
+            return float(conf.to_str(key, value)), named
         except ValueError:
             return None, None  # librdkafka names it
     txn, txn_name = read("transaction.timeout.ms", "transaction_timeout_ms", 60000)

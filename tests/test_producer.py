@@ -1413,6 +1413,20 @@ def test_partitions_added_to_a_running_producers_topic_are_produced_to(mock_clus
 
 
 @pytest.mark.mock
+def test_properties_given_as_bytes_are_read_as_librdkafka_reads_them(mock_cluster, mock_client, topic_name):
+    """rdkafka_config takes bytes values as librdkafka's strings: linger.ms as bytes must not
+    fail start() with float()'s ValueError, nor topic.metadata.refresh.interval.ms as bytes
+    be dropped for the 5-minute default."""
+    mock_cluster.create_topic(topic_name, 2)
+    topic = mock_client.topics[topic_name]
+    config = dict(NO_AUTO_CREATE, **{"linger.ms": b"10", "topic.metadata.refresh.interval.ms": b"200"})
+    with topic.get_producer(rdkafka_config=config) as producer:
+        warm(producer)
+        grow_mock_topic(mock_cluster, topic, 4)
+        wait_until(lambda: len(topic.partitions) == 4, "the producer to see the new partitions")
+
+
+@pytest.mark.mock
 @pytest.mark.parametrize("sync", [False, True], ids=["core", "general"])
 def test_produce_arrow_to_a_partition_added_since_the_last_refresh(mock_cluster, mock_client, topic_name, sync):
     import pyarrow as pa
