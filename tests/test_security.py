@@ -121,6 +121,15 @@ def test_refused_broker_certificate_raises_ssl_error_naming_the_reason(tls_liste
     assert_no_reconnect(listener.stunnel)
 
 
+def test_security_protocol_given_as_bytes_is_read_as_librdkafka_reads_it(tls_broker, tls_certs):
+    """rdkafka_config takes bytes values: security.protocol=b"ssl" is TLS to pyrdk too, whose
+    check of the broker's certificate names why it was refused."""
+    with pytest.raises(SslError) as info:
+        KafkaClient(hosts=tls_broker.bootstrap_servers, socket_timeout_ms=NEVER_MS,
+                    rdkafka_config={"security.protocol": b"ssl", "ssl.ca.location": tls_certs.other_ca.certfile})
+    assert info.value.reason == "unable to get local issuer certificate (unknown CA)"
+
+
 def test_producer_and_consumer_raise_ssl_error_when_the_certificate_goes_bad(tls_listener, tls_certs):
     """The listener comes back with an expired certificate on the same port: the producer's
     and the consumer's next calls raise (no endless reconnecting). The producer's poller

@@ -22,7 +22,7 @@ from typing import Literal
 from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import ConfigurationError, KafkaException, for_code
 from pyrdk.rd import callbacks, errors, message, partitions
-from pyrdk.rd.conf import Conf, tls_file_problem
+from pyrdk.rd.conf import Conf, tls_file_problem, to_str
 from pyrdk.rd.queue import Queue
 from pyrdk.rd.topic import TopicHandle
 
@@ -142,7 +142,7 @@ class Handle:
         self._guard = ffi.new("pyrdk_guard_t *")
         config = dict(config)
         oauth_cb = config.pop("oauth_cb", None)
-        protocol = str(config.get("security.protocol", "")).lower()
+        protocol = to_str("security.protocol", config.get("security.protocol", "")).lower()  # bytes too
         tls = protocol in ("ssl", "sasl_ssl")
         conf = Conf({"log.queue": True})
         try:
