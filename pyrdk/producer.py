@@ -44,7 +44,7 @@ from pyrdk.exceptions import (AuthenticationError, CallState, ConfigurationError
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.partitioners import Murmur2Partitioner, murmur2_partitioner, random_partitioner
 from pyrdk.rd import conf, transaction
-from pyrdk.rd.callbacks import Callbacks
+from pyrdk.rd.callbacks import Callbacks, security_failure
 from pyrdk.rd.errors import PURGE_INFLIGHT, PURGE_QUEUE, QUEUE_FULL, UNKNOWN_PARTITION
 from pyrdk.rd.errors import exception as errors_exception
 from pyrdk.rd.handle import Handle
@@ -500,8 +500,10 @@ class Producer:
             return self._cluster.refresh_topic(self._topic, handle, min(METADATA_MS, self._cluster.timeout_ms))
         except ProducerStoppedException:
             raise
-        except KafkaException as exc:  # librdkafka retries on its own; so does the next refresh
-            log.debug("%s: metadata refresh failed: %s", self._topic_name, exc)
+        except KafkaException as exc:
+            if exc.fatal or security_failure(exc):  # what the handle kept for the program: raised
+                raise
+            log.debug("%s: metadata refresh failed: %s", self._topic_name, exc)  # retried by librdkafka, and here
             return False
 
     def _refresh_partitions(self):
