@@ -105,10 +105,11 @@ class ProducerCore:
                 or not _bytes_or_none(key) or _size(value) + _size(key) + SIZE_MARGIN > self._max_size \
                 or not self._partitions or not self._handle.usable:
             return self._general(value, key, timestamp, headers, None)
+        partitions = self._partitions  # once: the poller may put a new list in its place meanwhile
         if self._partitioner is None:
-            pid, partition = self._partitions[self._next_step() % len(self._partitions)]
+            pid, partition = partitions[self._next_step() % len(partitions)]
         else:
-            partition = self._partitioner([p for _, p in self._partitions], key)
+            partition = self._partitioner([p for _, p in partitions], key)
             chosen = self._pid_of.get(id(partition))
             if chosen is None:  # not one of the topic's Partitions: the general path says what it is
                 return self._general(value, key, timestamp, headers, partition)
@@ -224,13 +225,14 @@ class ProducerCore:
         if not self._partitions:
             return None  # nowhere to send them: the general path says so
         with self._lock:
-            count = len(self._partitions)
+            partitions = self._partitions  # once: the poller may put a new list in its place meanwhile
+            count = len(partitions)
             run = -(-len(items) // count)  # each partition's share, consecutive
             first = self._next_step()
             sent, err = 0, 0
             waited = 0
             while sent < len(items):
-                pid = self._partitions[(first + sent // run) % count][0]
+                pid = partitions[(first + sent // run) % count][0]
                 end = min(len(items), (sent // run + 1) * run, sent + BATCH_AT_ONCE)
                 value, key = items[sent]
                 if _size(value) + _size(key) > self._max_size:
