@@ -218,7 +218,7 @@ class KafkaClient:
                 config[key] = _bootstrap_servers(
                     conf.to_str(key, value) if isinstance(value, (list, tuple)) else value,
                     "rdkafka_config[%r]" % key if key in rdkafka_config else "hosts",
-                    str(config.get("security.protocol", "plaintext")))
+                    conf.to_str("security.protocol", config.get("security.protocol", "plaintext")))
         conf.check(config, {"bootstrap.servers": "hosts", "socket.timeout.ms": "socket_timeout_ms",
                             "statistics.interval.ms": "statistics_interval_ms"}, rdkafka_config)
         self.cluster = Cluster(config, socket_timeout_ms=socket_timeout_ms,

@@ -539,7 +539,7 @@ class Consumer:
         if not past:
             return
         where = ", ".join("[%d] at %d (log end %d)" % (pid, nxt, high) for pid, (nxt, high) in sorted(past.items()))
-        if str(self._config.get("auto.offset.reset")) == "error":
+        if conf.to_str("auto.offset.reset", self._config.get("auto.offset.reset", "")) == "error":
             raise OffsetOutOfRangeError("%s: offsets past the end of the log: %s" % (self._topic_name, where))
         log.warning("%s: offsets past the end of the log: %s; moving to auto_offset_reset (%s)",
                     self._topic_name, where, self._auto_offset_reset.name)

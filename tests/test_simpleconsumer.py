@@ -868,10 +868,11 @@ def test_reset_offsets_past_the_end_moves_to_auto_offset_reset(topic, group_name
 
 
 @pytest.mark.kafka
-def test_past_the_end_raises_with_auto_offset_reset_error(topic):
+@pytest.mark.parametrize("error", ["error", b"error"])  # librdkafka takes bytes values too
+def test_past_the_end_raises_with_auto_offset_reset_error(topic, error):
     produce(topic, [b"v%d" % i for i in range(3)], partition=0, sync=True)
     with topic.get_simple_consumer(partitions=[0], consumer_timeout_ms=-1,
-                                   rdkafka_config={"auto.offset.reset": "error"}) as consumer:
+                                   rdkafka_config={"auto.offset.reset": error}) as consumer:
         assert len(take(consumer, 3)) == 3
         consumer.seek(0, 50)
         watchdog = threading.Event()
