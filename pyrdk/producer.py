@@ -859,8 +859,6 @@ class Producer:
         if timeout is not None:  # queue.get's own errors name neither the argument nor the call
             check_number("get_delivery_report(timeout)", timeout, 0)
         q = self._report_queue()
-        if block and timeout is not None and timeout < 0:
-            return q.get(block, timeout)  # queue's ValueError
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if q.empty() and self._running and self._handle is not None:
