@@ -681,3 +681,30 @@ def test_partitions_added_after_the_client_is_closed_are_assigned(mock_cluster, 
             consumer.consume(block=False)
     finally:
         consumer.stop()
+
+
+@pytest.mark.kafka
+@pytest.mark.slow  # seconds of group coordination: the C pass runs it, make soak the pure one
+def test_a_member_left_running_at_exit_is_not_closed_by_the_exit(kafka_hosts, client, topic_name, group_name):
+    """At exit pyrdk closes a consumer left running without the consumer close (which would
+    wait for the group, up to seconds, as the process ends): ``rd_kafka_destroy`` is told
+    not to do it either, so the member leaves no LeaveGroup and stays until its session
+    times out, as a killed one does."""
+    import subprocess
+    import sys
+    import textwrap
+    make_topic(client, topic_name, 2)
+    program = textwrap.dedent("""
+        from pyrdk import KafkaClient
+        consumer = KafkaClient(hosts=%r).topics[%r].get_balanced_consumer(
+            %r, managed=True, consumer_timeout_ms=100, session_timeout_ms=8000,
+            max_poll_interval_ms=8000)  # Tansu holds the JoinGroup that long
+        while not consumer.partitions:
+            consumer.consume()
+        print(consumer.member_id)
+    """) % (kafka_hosts, topic_name, group_name)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    member = result.stdout.strip()
+    info = client.cluster.describe_groups([group_name])[group_name]
+    assert [m.member_id for m in info.members] == [member]

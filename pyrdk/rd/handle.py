@@ -273,7 +273,8 @@ class Handle:
                 self._cond.wait(0.1 if self._users else 0.001)
         if self.kind == "consumer" and consumer_close:
             lib.rd_kafka_consumer_close(self._ptr)
-        self._destroy(0)
+        # without the flag rd_kafka_destroy closes the consumer anyway (and waits for its group)
+        self._destroy(0 if consumer_close else 0x8)  # RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
 
     def _destroy(self, flags):
         """Free what hangs off the handle, then ``rd_kafka_destroy_flags`` it, and only then
