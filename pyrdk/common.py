@@ -63,7 +63,9 @@ def weak_method(obj: Any, name: str, dropped: Optional[Callable[..., Any]]) -> C
 
 def check_int(name: str, value: _Int, minimum: int, maximum: Optional[int] = None) -> _Int:
     """``value`` if it is an int (not a bool) of at least ``minimum`` (and at most
-    ``maximum``), else TypeError naming ``name``."""
+    ``maximum``) as an int (an integer of another type, numpy's say, converted), else
+    TypeError naming ``name``."""
+    value = integer(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum or \
             (maximum is not None and value > maximum):
         raise TypeError("%s must be an int >= %d%s, not %r"
@@ -73,7 +75,8 @@ def check_int(name: str, value: _Int, minimum: int, maximum: Optional[int] = Non
 
 def check_number(name, value, minimum):
     """``value`` if it is an int or a float (not a bool, not NaN) of at least ``minimum``,
-    else TypeError naming ``name``."""
+    else TypeError naming ``name``; an integer of another type (numpy's) as an int."""
+    value = integer(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
         raise TypeError("%s must be a number >= %s, not %r" % (name, minimum, value))
     return value

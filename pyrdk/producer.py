@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk import common
 from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_config, check_headers, check_int,
-                          check_number, check_pair, stop_at_exit, weak_method)
+                          check_number, check_pair, integer, stop_at_exit, weak_method)
 from pyrdk.core import Message, ProducerCore, producer_core
 from pyrdk.core import arrow
 from pyrdk.exceptions import (AuthenticationError, CallState, ConfigurationError, KafkaException,
@@ -1348,6 +1348,7 @@ def _seconds_ms(method, timeout):
 def _check_timestamp(value):
     """A produce() timestamp in ms: an int, or a float (``time.time() * 1000``) cut to an int
     as pykafka wrote it; else TypeError."""
+    value = integer(value)
     if isinstance(value, float) and math.isfinite(value):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:

@@ -23,7 +23,7 @@ from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, Grou
                               OffsetOutOfRangeError, UnknownMemberId,
                               UnicodeException, UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
-from tests.fix_kafka import commit, make_topic, tansu_gap, unique_name
+from tests.fix_kafka import MANAGED, commit, make_topic, tansu_gap, unique_name
 from tests.rd import util
 
 # Upper bound on waiting for something that must happen; never asserted on.
@@ -824,6 +824,28 @@ def test_numpy_integers_are_partition_ids_and_offsets(topic, group_name):
             consumer.commit_offsets([(np.int64(2), 1)])
         with pytest.raises(ValueError, match="invalid offset"):
             consumer.commit_offsets([(1, np.float64(2))])
+
+
+@pytest.mark.kafka
+def test_numpy_integers_are_the_int_settings_of_producers_and_consumers(topic, group_name):
+    """Settings read from numpy (or pandas) are integers too: the int keywords of
+    get_producer, get_simple_consumer and get_balanced_consumer take them as ints."""
+    np = pytest.importorskip("numpy")
+    with topic.get_producer(linger_ms=np.int64(5), max_queued_messages=np.int32(1000),
+                            min_queued_messages=np.int64(10), max_request_size=np.int64(100000),
+                            pending_timeout_ms=np.int64(30000), partitioner=to_partition(1)) as producer:
+        producer.produce(b"v")
+    with topic.get_simple_consumer(partitions=[1], consumer_timeout_ms=np.int64(10000),
+                                   fetch_message_max_bytes=np.int64(1 << 20),
+                                   queued_max_messages=np.uint16(1000)) as consumer:
+        assert consumer.consume().value == b"v"
+    consumer = topic.get_balanced_consumer(group_name, **dict(MANAGED, consumer_timeout_ms=np.int64(10000),
+                                                              session_timeout_ms=np.int32(6000),
+                                                              fetch_message_max_bytes=np.int64(1 << 20)))
+    try:
+        assert consumer.consume().value == b"v"
+    finally:
+        consumer.stop()
 
 
 @pytest.mark.kafka

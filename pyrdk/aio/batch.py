@@ -11,7 +11,7 @@ at ``max_batch_size`` bytes. The checks on a record's parts are the ones ``send(
 import collections
 import time
 
-from pyrdk.common import INT64_MAX
+from pyrdk.common import INT64_MAX, integer
 
 BATCH_OVERHEAD = 61  # the header of a v2 record batch, in bytes
 
@@ -41,10 +41,13 @@ def check_headers(headers):
 
 
 def check_timestamp(timestamp_ms):
+    """``timestamp_ms`` as an int (an integer of another type, numpy's, converted), or None."""
+    timestamp_ms = integer(timestamp_ms)
     if timestamp_ms is not None and (not isinstance(timestamp_ms, int) or isinstance(timestamp_ms, bool)
                                      or not 0 <= timestamp_ms <= INT64_MAX):
         raise TypeError("timestamp_ms must be an int >= 0 and < 2**63 (ms since the epoch) or None, not %r"
                         % (timestamp_ms,))
+    return timestamp_ms
 
 
 def _varint(n):
@@ -93,7 +96,7 @@ class BatchBuilder:
         key = check_bytes("key", key)
         value = check_bytes("value", value)
         headers = check_headers(headers) if headers is not None else []
-        check_timestamp(timestamp)
+        timestamp = check_timestamp(timestamp)
         if timestamp is None:
             timestamp = int(time.time() * 1000)
         if self._first_timestamp is None:

@@ -778,6 +778,7 @@ class AIOKafkaConsumer(Client):
                     if len(value) != 2:
                         raise ValueError("offsets values must be offset or (offset, metadata), not %r" % (value,))
                     value, meta = value
+                value = integer(value)
                 if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                     raise ValueError("offset for %s [%d] must be an int >= 0, not %r"
                                      % (tp.topic, tp.partition, value))
@@ -836,6 +837,7 @@ class AIOKafkaConsumer(Client):
         with auto-commit, the offset is what is committed next, as aiokafka commits positions."""
         self._check_running()
         tp = _tp(partition)
+        offset = integer(offset)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ValueError("offset must be an int >= 0, not %r" % (offset,))
         self._seek({tp: offset})
@@ -985,6 +987,7 @@ class AIOKafkaConsumer(Client):
         entries = []
         for tp, ts in timestamps.items():
             tp = _tp(tp)
+            ts = integer(ts)
             if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
                 raise ValueError("the timestamp for %s [%d] must be an int >= 0 (ms), not %r"
                                  % (tp.topic, tp.partition, ts))

@@ -24,7 +24,7 @@ from pyrdk.aio.errors import (IllegalOperation, IllegalStateError, KafkaTimeoutE
                               ProducerClosed)
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.common import INT32_MAX
+from pyrdk.common import INT32_MAX, integer
 from pyrdk.core import sender_core
 from pyrdk.exceptions import KafkaException, ProducerQueueFullError, TransactionStateError
 from pyrdk.rd import transaction
@@ -266,10 +266,11 @@ class AIOKafkaProducer(Client):
             raise TypeError("topic must be a non-empty str, not %r" % (topic,))
         if partition is None:
             partition = PARTITION_UA
-        elif not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition <= INT32_MAX:
+        elif not isinstance(partition := integer(partition), int) or isinstance(partition, bool) \
+                or not 0 <= partition <= INT32_MAX:
             raise TypeError("partition must be an int >= 0 and < 2**31 or None, not %r" % (partition,))
         if timestamp_ms is not None:
-            check_timestamp(timestamp_ms)
+            timestamp_ms = check_timestamp(timestamp_ms)
         if value.__class__ is not bytes:
             value = _check_bytes("value", value)
         if key is not None and key.__class__ is not bytes:
@@ -383,6 +384,7 @@ class AIOKafkaProducer(Client):
             raise TypeError("batch must come from create_batch(), not %r" % (batch,))
         if topic.__class__ is not str or not topic:
             raise TypeError("topic must be a non-empty str, not %r" % (topic,))
+        partition = integer(partition)
         if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition <= INT32_MAX:
             raise TypeError("partition must be an int >= 0 and < 2**31, not %r" % (partition,))
         if not batch.record_count():
@@ -533,6 +535,7 @@ class AIOKafkaProducer(Client):
                 raise ValueError("offsets' keys must be TopicPartition(topic, partition), not %r" % (tp,))
             if isinstance(value, OffsetAndMetadata):
                 value = value.offset
+            value = integer(value)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError("the offset for %r must be an int >= 0, not %r" % (tp, value))
             entries.append((tp[0], tp[1], value))

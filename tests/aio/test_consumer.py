@@ -417,7 +417,9 @@ async def test_topic_partitions_of_other_types_are_refused_or_taken_as_ints(kafk
         np = pytest.importorskip("numpy")
         end = await consumer.end_offsets([TopicPartition(topic, 1)])
         assert await consumer.end_offsets([TopicPartition(topic, np.int64(1))]) == end
-        consumer.seek((topic, np.int32(1)), 2)
+        assert list(await consumer.offsets_for_times({TopicPartition(topic, 1): np.int64(0)})) == \
+            [TopicPartition(topic, 1)]
+        consumer.seek((topic, np.int32(1)), np.int64(2))
         assert [r.offset for r in await drain(consumer, 1)] == [2]
 
 

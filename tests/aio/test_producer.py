@@ -71,6 +71,21 @@ async def test_send_and_wait_gives_record_metadata(kafka_hosts, new_topic):
 
 
 @pytest.mark.asyncio
+async def test_numpy_integers_are_partitions_and_timestamps(kafka_hosts, new_topic):
+    """send()'s partition and timestamp_ms read from numpy (or pandas) arrays are integers too."""
+    np = pytest.importorskip("numpy")
+    topic = new_topic(4)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, linger_ms=np.int64(1)) as producer:
+        md = await producer.send_and_wait(topic, b"v", partition=np.int64(2), timestamp_ms=np.int64(1600000000000))
+        assert (md.partition, md.timestamp) == (2, 1600000000000)
+        md = await producer.send_and_wait(topic, b"v", partition=np.uint8(3))
+        assert md.partition == 3
+        batch = producer.create_batch()
+        assert batch.append(key=None, value=b"v", timestamp=np.int64(1600000000001)) is not None
+        assert (await (await producer.send_batch(batch, topic, partition=np.int32(1)))).partition == 1
+
+
+@pytest.mark.asyncio
 async def test_keyed_records_land_on_the_murmur2_partition(kafka_hosts, new_topic):
     topic = new_topic(4)
     async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
