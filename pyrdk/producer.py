@@ -886,8 +886,15 @@ class Producer:
         handle = self._handle
         assert handle is not None  # start() made it
         timeout_ms = -1 if timeout is None else _seconds_ms("flush", timeout)
-        self._hand_off(timeout_ms)
-        handle.flush(timeout_ms)
+        waited = self._hand_off(timeout_ms)
+        # In slices: what the poller thread got meanwhile (a TLS failure, a refused login)
+        # is raised as soon as it is kept, not when a later one reaches this flush.
+        while True:
+            self._errors.check()
+            step = POLL_MS if timeout_ms < 0 else min(POLL_MS, max(0, timeout_ms - waited))
+            if handle.flush(step) or (0 <= timeout_ms <= waited + step):
+                break
+            waited += step
         self._raise_failures()
         return handle.outq_len()
 

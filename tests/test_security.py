@@ -244,6 +244,40 @@ def test_delivery_report_wait_raises_ssl_error(tls_broker, tls_certs):
         assert msg is handed and exc is not None
 
 
+def test_flush_raises_the_ssl_error_the_poller_thread_got(tls_listener, tls_certs):
+    """flush() raises the SslError that refused the producer's connections as soon as the
+    producer's poller thread has kept it: not when one of flush()'s own polls sees a later
+    reconnection fail (none does here: the listener is gone meanwhile, and its refused
+    connections are no TLS failure), nor at its timeout (600 s, beyond the test's)."""
+    from pyrdk.exceptions import ProduceFailureError
+    listener = tls_listener(tls_certs.broker)
+    with KafkaClient(hosts=listener.bootstrap_servers, ssl_config=SslConfig(cafile=tls_certs.ca.certfile),
+                     socket_timeout_ms=NEVER_MS) as client:
+        name = unique_name("sec")
+        client.cluster.create_topics([(name, 1, 1)])
+        producer = client.topics[name].get_producer(
+            linger_ms=5, pending_timeout_ms=0,
+            rdkafka_config={"ssl.ca.location": tls_certs.other_ca.certfile, "message.timeout.ms": NEVER_MS})
+        try:
+            handed = None
+            while handed is None:  # a produce() after the refusal raises it: until one is handed over
+                try:
+                    handed = producer.produce(b"refused")
+                except SslError:
+                    pass
+            deadline = time.monotonic() + PATIENCE_S
+            while not producer._errors and time.monotonic() < deadline:  # the poller thread served it
+                time.sleep(0.05)
+            assert producer._errors
+            listener.stunnel.close()
+            with pytest.raises(SslError) as info:
+                producer.flush(timeout=600)
+            assert info.value.reason == "unable to get local issuer certificate (unknown CA)"
+        finally:
+            with pytest.raises((SslError, ProduceFailureError)):  # another refusal kept, or the message
+                producer.stop()
+
+
 def test_a_directory_as_cafile_is_refused_naming_it(tls_broker, tls_certs):
     """pykafka's SslConfig takes a CA file; librdkafka would read a directory as hashed
     certificates, find none, and refuse the broker as signed by an unknown CA."""
