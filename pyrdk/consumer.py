@@ -367,7 +367,13 @@ class Consumer:
         self._calls.check()
         msg = self._core.next()
         if msg is None:
-            self._fill(block, unblock_event)
+            try:
+                self._fill(block, unblock_event)
+            except ConsumerStoppedException:
+                handle = self._handle
+                if handle is None or not handle.closed_at_exit:
+                    raise
+                return None  # the exit closed it under this call (a daemon thread's): it ends quietly
             msg = self._core.next()
         if msg is not None and self._deserializer is not None:
             # A deserializer error reaches the caller; the message counts as consumed.

@@ -1485,3 +1485,44 @@ def test_offsets_are_reset_after_the_client_is_closed(kafka_hosts, topic_name):
         assert consumer.consume().value == b"m0"
     finally:
         consumer.stop()
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("kind", ["simple", "managed"])
+@pytest.mark.parametrize("how", ["consume", "iterate"])
+def test_a_call_blocked_in_a_daemon_thread_ends_quietly_at_exit(kind, how):
+    """A daemon thread blocked in consume() (or iterating) as the program exits: the exit
+    closes the consumer under it, and the call returns None (the iteration ends), as after
+    pykafka's stop(); no ConsumerStoppedException traceback from a dying thread."""
+    import subprocess
+    import textwrap
+    program = textwrap.dedent("""
+        import atexit, threading
+        ended = threading.Event()
+        atexit.register(ended.wait, 60)  # registered first, runs last: after pyrdk's exit hook
+        from pyrdk import KafkaClient
+        from pyrdk.rd.mock import MockCluster
+        cluster = MockCluster(1)
+        cluster.create_topic("t", 2)
+        topic = KafkaClient(hosts=cluster.bootstrap_servers).topics["t"]
+        consumer = topic.get_simple_consumer(consumer_timeout_ms=-1) if %(kind)r == "simple" else \\
+            topic.get_balanced_consumer(b"g", managed=True, consumer_timeout_ms=-1)
+        started = threading.Event()
+
+        def run():
+            try:
+                started.set()
+                if %(how)r == "consume":
+                    print("consume returned", consumer.consume())
+                else:
+                    print("iterated", list(consumer))
+            finally:
+                ended.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        started.wait()
+    """) % {"kind": kind, "how": how}
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stdout == ("consume returned None\n" if how == "consume" else "iterated []\n")

@@ -128,6 +128,7 @@ class Handle:
         self._cond = threading.Condition(self._lock)
         self._by_thread = collections.defaultdict(int)  # calls in progress (use()), by thread ident
         self._closing = False
+        self.closed_at_exit = False  # closed by the exit hook, not by its owner
         self._topics = {}
         self._queue = None
         self._main = None  # the main queue, once watch() asks for a producer's events
@@ -891,6 +892,7 @@ def _close_live_handles():
         if not handle.closed and handle._pid == os.getpid():
             try:
                 handle.flush_at_exit(EXIT_FLUSH_MS)
+                handle.closed_at_exit = True
                 handle.close(consumer_close=False)
             except Exception:  # exiting anyway; never mask the program's own outcome
                 pass
