@@ -31,6 +31,7 @@ from pyrdk.consumer import (Consumer, check_group, check_isolation_level, commit
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
                               MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
+from pyrdk.partition import Partition
 from pyrdk.rd import conf
 from pyrdk.rd.callbacks import Callbacks
 from pyrdk.rd.handle import Handle
@@ -38,7 +39,6 @@ from pyrdk.rd.partitions import OFFSET_INVALID
 
 if TYPE_CHECKING:
     from pyrdk.cluster import Cluster
-    from pyrdk.partition import Partition
     from pyrdk.topic import Topic
 
 log = logging.getLogger(__name__)
@@ -321,8 +321,17 @@ class ManagedBalancedConsumer(Consumer):
         known = self._topic.partitions
         if any(pid not in known for pid in pids):  # the topic grew: asked through the consumer's
             # own handle, which serves on after the client is closed
-            self._cluster.refresh_topic(self._topic, self._handle)
+            try:
+                self._cluster.refresh_topic(self._topic, self._handle)
+            except KafkaException as exc:
+                log.warning("could not refresh the partitions of topic %s (%s)", self._topic_name, exc)
             known = self._topic.partitions
+            missing = [pid for pid in pids if pid not in known]
+            if missing:  # librdkafka reads them all the same: held, their leader unknown for now
+                log.warning("partitions %s of topic %s are assigned but not in its metadata yet; their "
+                            "leader is unknown until a later refresh", missing, self._topic_name)
+                known = dict(known)
+                known.update((pid, Partition(self._topic, pid, None, [], [])) for pid in missing)
         refused = self._take_refused(pids)
         fresh = [pid for pid in pids if pid not in refused]
         reset = [pid for pid in fresh if self._reset_offset_on_start and pid not in self._started]

@@ -708,3 +708,39 @@ def test_a_member_left_running_at_exit_is_not_closed_by_the_exit(kafka_hosts, cl
     member = result.stdout.strip()
     info = client.cluster.describe_groups([group_name])[group_name]
     assert [m.member_id for m in info.members] == [member]
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("refresh", ["fails", "does not list them"])
+def test_partitions_assigned_beyond_the_known_metadata_are_held_and_read(mock_cluster, mock_client, monkeypatch,
+                                                                         refresh):
+    """The topic grew (here: re-created with more partitions) since its metadata was read,
+    and the refresh asked for at the assignment fails or does not list the new partitions:
+    librdkafka reads them all the same, so the member holds them too (no KeyError raised
+    by consume(), no message of a partition the member does not know)."""
+    from pyrdk.exceptions import KafkaException
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 2)
+    topic = mock_client.topics[name]
+    mock_cluster.delete_topic(name)
+    mock_cluster.create_topic(name, 4)
+
+    def refresh_topic(*args, **kwargs):
+        if refresh == "fails":
+            raise KafkaException("the metadata request failed")
+        return False  # as when the answer does not list the topic
+
+    monkeypatch.setattr(mock_client.cluster, "refresh_topic", refresh_topic)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers).topics[name].get_sync_producer(
+            partitioner=lambda partitions, key: partitions[int(key)]) as producer:
+        for pid in range(4):
+            producer.produce(b"m%d" % pid, partition_key=b"%d" % pid)
+    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True, auto_offset_reset=OffsetType.EARLIEST,
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+    try:
+        messages = consume_n(consumer, 4)
+        assert sorted((m.partition_id, m.partition.id, m.value) for m in messages) == \
+            [(pid, pid, b"m%d" % pid) for pid in range(4)]
+        assert sorted(consumer.partitions) == [0, 1, 2, 3]
+    finally:
+        consumer.stop()
