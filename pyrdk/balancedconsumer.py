@@ -828,14 +828,14 @@ class BalancedConsumer:
         leader = partition.leader
         return "%s/%s-%d" % (self._topic_path, leader.id if leader is not None else None, partition.id)
 
-    def _claim(self, pid):
-        """Own partition ``pid`` in ZooKeeper, or raise ``PartitionOwnedError``.
+    def _claim(self, partition):
+        """Own ``partition`` in ZooKeeper, or raise ``PartitionOwnedError``.
 
         The node is created in one transaction with a write to the owners node at the
         version read with its children: if another pyrdk member claimed anything in
         between, the transaction fails and the claim looks again. So two pyrdk members never
         create nodes for one partition, even under different leader ids."""
-        partition = self._topic.partitions[pid]
+        pid = partition.id
         zk = self._zk()
         path = self._path_from_partition(partition)
         self._wait(zk.sync_async(self._topic_path))  # see other members' latest nodes
@@ -1158,8 +1158,13 @@ class BalancedConsumer:
         self._delete_strays()
         blocked = set()
         for pid in sorted(decided - set(self._owned)):
+            partition = self._topic.partitions.get(pid)
+            if partition is None:  # the topic shrank since (a refresh in another thread): decided again
+                log.info("%s: partition %d is gone from topic %s", self._consumer_id, pid, self._topic.name.decode())
+                blocked.add(pid)
+                continue
             try:
-                self._claim(pid)
+                self._claim(partition)
             except PartitionOwnedError as exc:
                 log.info("%s: %s", self._consumer_id, exc)
                 blocked.add(pid)

@@ -1030,3 +1030,39 @@ def test_consume_arrow_gives_consume_batchs_messages_as_columns(zk_client, topic
         consumer.commit_offsets()
     assert sorted(int(v) for v in values) == list(range(100))
     assert sum(_committed(topic, group_name).values()) == 100  # each partition's next offset: its count
+
+
+def test_partitions_gone_between_deciding_and_claiming_are_decided_again(zk_client, topic_name, group_name):
+    """The topic is re-created with fewer partitions, and a refresh in another thread sees
+    it, after this member decided its partitions and before it claimed them: the partitions
+    gone are not claimed (no KeyError raised by consume()), and the next rebalance decides
+    on the partitions the topic has now."""
+    from pyrdk.membershipprotocol import GroupMembershipProtocol, decide_partitions_range
+    topic = make_topic(zk_client, topic_name, 4)
+    shrunk = []
+
+    def decide_then_shrink(participants, partitions, consumer_id):
+        decided = decide_partitions_range(participants, partitions, consumer_id)
+        if not shrunk:  # as a refresh by another thread (a producer's poller) would, in between
+            shrunk.append(True)
+            zk_client.cluster.delete_topics([topic_name])
+            deadline = time.monotonic() + PATIENCE_S
+            while True:
+                try:
+                    zk_client.cluster.create_topics([(topic_name, 2, 1)])
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            until(lambda: zk_client.cluster.refresh_topic(topic) and len(topic.partitions) == 2,
+                  "the topic is seen with 2 partitions")
+        return decided
+
+    protocol = GroupMembershipProtocol("consumer", "range", b"", decide_then_shrink)
+    consumer = topic.get_balanced_consumer(group_name, membership_protocol=protocol, **FAST)
+    try:
+        until(lambda: consumer.consume(block=False) is None and sorted(consumer.partitions) == [0, 1],
+              "the member holds the 2 partitions left")
+    finally:
+        consumer.stop()
