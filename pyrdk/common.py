@@ -168,7 +168,8 @@ class TimestampType(enum.IntEnum):
 def _int_field(name: str, value: int, bits: int) -> int:
     """``value`` as a plain int for an integer field of ``bits`` signed bits (as the C
     Message stores it: an IntEnum member or another int subclass reads back as its int),
-    else TypeError or OverflowError."""
+    else TypeError or OverflowError; an integer of another type (numpy's) is taken too."""
+    value = integer(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("Message.%s must be an int, not %s" % (name, type(value).__name__))
     value = int.__index__(value)  # its int value, whatever methods a subclass overrides
@@ -316,7 +317,7 @@ class Message(metaclass=abc.ABCMeta):
             ts = (ts - epoch) // datetime.timedelta(milliseconds=1)  # exact, rounded down
         elif isinstance(ts, float) and math.isfinite(ts):
             ts = int(ts)
-        elif ts is not None and (isinstance(ts, bool) or not isinstance(ts, int)):
+        elif ts is not None and (isinstance(ts := integer(ts), bool) or not isinstance(ts, int)):
             raise TypeError("%s takes ms since the epoch (an int or a float), a datetime or None, not %r"
                             % (what, ts))
         self.timestamp = ts

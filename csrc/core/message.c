@@ -215,10 +215,11 @@ int message_set_int(const char *name, PyObject *value, int bits, int64_t *out) {
                 PyErr_Format(PyExc_AttributeError, "cannot delete Message.%s", name);
                 return -1;
         }
-        if (!PyLong_Check(value) || PyBool_Check(value)) {
+        if (PyBool_Check(value) || PyFloat_Check(value) || !(PyLong_Check(value) || PyIndex_Check(value))) {
                 PyErr_Format(PyExc_TypeError, "Message.%s must be an int, not %.200s", name, Py_TYPE(value)->tp_name);
                 return -1;
         }
+        /* an integer of another type (numpy's) by its __index__, as pyrdk.common.integer */
         v = PyLong_AsLongLongAndOverflow(value, &overflow);
         if (v == -1 && PyErr_Occurred())
                 return -1;
@@ -429,6 +430,8 @@ static int set_timestamp_from(PyObject *self, PyObject *ts, const char *what) {
                 ms = PyLong_FromDouble(PyFloat_AS_DOUBLE(ts));
         } else if (ts == Py_None || (PyLong_Check(ts) && !PyBool_Check(ts))) {
                 ms = Py_NewRef(ts);
+        } else if (PyIndex_Check(ts) && !PyBool_Check(ts)) {
+                ms = PyNumber_Index(ts); /* an integer of another type (numpy's) */
         } else {
                 PyErr_Format(PyExc_TypeError, "%s takes ms since the epoch (an int or a float), a datetime or None, not %R",
                              what, ts);

@@ -103,6 +103,18 @@ def test_set_timestamp_and_timestamp_dt_set_the_timestamp_as_pykafka():
     assert msg.timestamp == 1577836800000
 
 
+def test_numpy_integers_are_a_messages_ints_and_timestamps():
+    """Values read from numpy (or pandas) arrays are integers too, as elsewhere in pyrdk."""
+    np = pytest.importorskip("numpy")
+    msg = Message(b"v", partition_id=np.int32(1), offset=np.int64(5))
+    msg.set_timestamp(np.int64(1600000000123))
+    msg.partition_id = np.uint8(2)
+    assert (msg.partition_id, msg.offset, msg.timestamp) == (2, 5, 1600000000123)
+    assert all(type(v) is int for v in (msg.partition_id, msg.offset, msg.timestamp))
+    with pytest.raises(TypeError, match="Message.offset must be an int"):
+        msg.offset = np.float64(5)
+
+
 def test_a_message_pickles():
     msg = Message(b"v", partition_key=b"k", partition_id=1, offset=5, timestamp=7, headers=[("h", b"1")],
                   topic="t", timestamp_type=1)
