@@ -134,7 +134,8 @@ size_t pyrdk_reports_drain_columns(pyrdk_opaque_t *op, uintptr_t *ids, int *errs
                 offsets[i] = r->offset;
                 timestamps[i] = r->timestamp;
         }
-        memmove(op->reports, op->reports + n, (op->cnt - n) * sizeof(*op->reports));
+        if (n) /* none yet: reports may still be NULL, which memmove() must not be given */
+                memmove(op->reports, op->reports + n, (op->cnt - n) * sizeof(*op->reports));
         op->cnt -= n;
         pthread_mutex_unlock(&op->lock);
         return n;

@@ -58,6 +58,18 @@ def test_store_keeps_each_exception_until_reraise():
         cbs.unregister()
 
 
+def test_a_drain_before_any_report_moves_nothing():
+    """pyrdk_reports_drain_columns() on an opaque whose report buffer was never allocated
+    (no report yet): 0 reports, and no memmove() of the NULL buffer (undefined behaviour,
+    which UndefinedBehaviorSanitizer reports)."""
+    cbs = callbacks.Callbacks(on_deliveries=lambda *columns: pytest.fail("no report was buffered"))
+    try:
+        assert cbs.dispatch_reports() == 0
+        assert cbs.dispatch_reports() == 0
+    finally:
+        cbs.unregister()
+
+
 # -- delivery reports ------------------------------------------------------------------------------
 
 @pytest.mark.mock
