@@ -1185,6 +1185,40 @@ def test_a_ctrl_c_as_a_batch_arrives_loses_no_message_and_stop_returns(mock_clus
 
 
 @pytest.mark.mock
+@pytest.mark.parametrize("how", ["consume", "consume_batch", "consume_arrow"])
+def test_stop_from_a_signal_handler_as_a_batch_arrives_closes_once_the_batch_is_taken(mock_cluster, mock_client,
+                                                                                         how):
+    """A signal's handler that stops the consumer (a SIGTERM handler of a worker), run as
+    rd_kafka_consume_batch_queue returns a batch: where the handler of a signal that came
+    during the wait runs. The call ends and the handle is destroyed once the batch is taken
+    (rd_kafka_destroy waited for ever for the batch's messages, still that call's)."""
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"%d" % i for i in range(20)])
+    consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
+    fired = []
+
+    def handler(frame, event, arg):
+        if event == "c_return" and getattr(arg, "__name__", None) == "rd_kafka_consume_batch_queue" and not fired:
+            fired.append(True)
+            consumer.stop()
+
+    def run():
+        sys.setprofile(handler)
+        try:
+            if how == "consume_arrow":
+                return consumer.consume_arrow(100, PATIENCE_S * 1000)
+            return getattr(consumer, how)()
+        finally:
+            sys.setprofile(None)
+
+    thread, box = in_thread(run)
+    thread.join(PATIENCE_S)
+    assert fired and not thread.is_alive(), "the call never returned"
+    assert not consumer._running and consumer._handle._ptr is None  # rd_kafka_destroy'ed
+    assert isinstance(box.get("error"), (type(None), ConsumerStoppedException)), box
+
+
+@pytest.mark.mock
 def test_a_ctrl_c_while_a_batch_becomes_messages_loses_none_and_repeats_none(mock_cluster, mock_client):
     """A KeyboardInterrupt while the core takes a fetched batch in (the pure core makes its
     Messages one by one; the C core's add() may be done when it lands, as it returns): the

@@ -128,6 +128,8 @@ class Handle:
         self._cond = threading.Condition(self._lock)
         self._by_thread = collections.defaultdict(int)  # calls in progress (use()), by thread ident
         self._closing = False
+        self._taking = collections.Counter()  # consume_batch() calls by thread: each destroys what it took
+        self._close_pending = None  # (thread, consumer_close): a close() left to that thread's consume_batch()
         self.closed_at_exit = False  # closed by the exit hook, not by its owner
         self._topics = {}
         self._queue = None
@@ -257,6 +259,14 @@ class Handle:
         me = threading.get_ident()
         with self._cond:
             self.check_close()  # in a callback, raises unless another thread is closing
+            if self._taking[me] and not self._closing:
+                # A signal's handler of this thread, run inside consume_batch() (as librdkafka
+                # returned a batch): the batch is that call's to destroy, and rd_kafka_destroy
+                # would wait for it for ever. That call closes the handle once done.
+                self._closing = True
+                lib.pyrdk_guard_close(self._guard)
+                self._close_pending = (me, consumer_close)
+                return
             own = self._by_thread.get(me, 0)
             if own and not callbacks.in_callback():  # none in progress: an interrupt cut their end short
                 log.debug("%s: %d call(s) cut short by an interrupt", self.name, own)
@@ -268,6 +278,12 @@ class Handle:
             lib.pyrdk_guard_close(self._guard)
             if self._pid != os.getpid():
                 return  # the parent's handle: its threads are not here to stop
+        self._finish_close(consumer_close)
+
+    def _finish_close(self, consumer_close):
+        """``close()`` once the handle is closing: wait for the calls in flight, then
+        ``rd_kafka_consumer_close`` and ``rd_kafka_destroy``."""
+        with self._cond:
             if self._queue is not None:
                 self._queue.yield_()
             while self._users or lib.pyrdk_guard_users(self._guard):
@@ -796,7 +812,20 @@ class Handle:
         """
         add = add or message.messages_of
         array = ffi.new("rd_kafka_message_t *[]", max_messages)  # NULLs
-        deadline = _deadline(timeout_ms)
+        me = threading.get_ident()
+        self._taking[me] += 1
+        try:
+            return self._consume_batch(array, max_messages, _deadline(timeout_ms), add, keep)
+        finally:
+            self._taking[me] -= 1
+            if not self._taking[me]:
+                del self._taking[me]
+            pending = self._close_pending
+            if pending is not None and pending[0] == me and not self._taking[me]:  # a close() begun in this call
+                self._close_pending = None
+                self._finish_close(pending[1])
+
+    def _consume_batch(self, array, max_messages, deadline, add, keep):
         first = True
         while True:
             # After the first slice, a close() from another thread ends the wait: it may
