@@ -183,7 +183,7 @@ def test_sync_produce_raises_ssl_error_whichever_thread_got_it(tls_broker, tls_c
             sync=True, pending_timeout_ms=2000, linger_ms=5,
             rdkafka_config={"ssl.ca.location": tls_certs.other_ca.certfile, "reconnect.backoff.max.ms": 100})
         try:
-            for _ in range(30):
+            for _ in range(15):
                 with pytest.raises(SslError) as info:
                     producer.produce(b"refused")
                 assert info.value.reason == "unable to get local issuer certificate (unknown CA)"

@@ -1,4 +1,4 @@
-"""Run as ``python -m tests.reliability.leaks HOSTS``: make and stop 200 producers, 200
+"""Run as ``python -m tests.reliability.leaks HOSTS``: make and stop 100 producers, 100
 simple consumers (one after the other), 20 balanced consumers (the broker's group protocol,
 each in a group of its own, side by side) and 20 clients, each doing real work (a produce,
 a consume, a join), and print JSON with
@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-ROUNDS = {"producers": 200, "simple consumers": 200, "balanced consumers": 20, "clients": 20}
+ROUNDS = {"producers": 100, "simple consumers": 100, "balanced consumers": 20, "clients": 20}
 
 
 def usage():
