@@ -15,12 +15,14 @@ BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.
 
 .PHONY: test demo bench soak sysdeps venv clean
 
-# Every test runs on the C core (PYRDK_IMPL=c: a core that cannot be imported is an error,
-# not a fall-back); the core's, producer and consumer suites run again on the pure-Python
-# core, which must behave the same. That second pass leaves out the tests marked `slow`
-# (fleets of processes killed and restarted, a million records through asyncio: their
-# subject is the group protocol and the processes, not the core) to keep `make test` within
-# half an hour; `make soak` runs them on the pure-Python core.
+# Every test but the soaks (marked `soak`: the exactly-once crash test's six SIGKILLs over
+# 100,000 records, the leak test's hundreds of clients; `make soak` runs them) runs on the C
+# core (PYRDK_IMPL=c: a core that cannot be imported is an error, not a fall-back); the
+# core's, producer and consumer suites run again on the pure-Python core, which must behave
+# the same. That second pass leaves out the tests marked `slow` (fleets of processes killed
+# and restarted, a million records through asyncio: their subject is the group protocol and
+# the processes, not the core) to keep `make test` within half an hour; `make soak` runs them
+# on the pure-Python core.
 CORE_TESTS := tests/core tests/rd tests/aio tests/test_producer.py tests/test_simpleconsumer.py \
 	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py tests/test_arrow.py \
 	tests/reliability/test_fuzz_inputs.py
@@ -31,20 +33,22 @@ test: venv
 	$(VPY) -m mypy pyrdk
 	$(VPY) -m mypy.stubtest pyrdk._core --mypy-config-file pyproject.toml
 	PYRDK_IMPL=c $(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
-	PYRDK_IMPL=c $(VPY) -m pytest tests $(PYTEST_ARGS)
-	PYRDK_IMPL=python $(VPY) -m pytest $(CORE_TESTS) -m "not slow" $(PYTEST_ARGS)
+	PYRDK_IMPL=c $(VPY) -m pytest tests -m "not soak" $(PYTEST_ARGS)
+	PYRDK_IMPL=python $(VPY) -m pytest $(CORE_TESTS) -m "not slow and not soak" $(PYTEST_ARGS)
 
 demo: venv
 	$(VPY) -m pyrdk.testing.demo
 
 # The soak (tests/reliability/soak.py, not part of `make test`): a fleet and a producer under
-# a fault schedule repeated every minute, printing the counters each minute; then the core's,
-# producer and consumer suites' `slow` tests on the pure-Python core.
+# a fault schedule repeated every minute, printing the counters each minute; then the soak
+# tests on the C core; then the core's, producer and consumer suites' `slow` tests on the
+# pure-Python core.
 SOAK_MINUTES ?= 10
 SOAK_RATE ?= 1000
 
 soak: venv
 	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_RATE=$(SOAK_RATE) $(VPY) -m pytest tests/reliability/soak.py -s -q $(PYTEST_ARGS)
+	PYRDK_IMPL=c $(VPY) -m pytest tests -m soak -s -q $(PYTEST_ARGS)
 	PYRDK_IMPL=python $(VPY) -m pytest $(CORE_TESTS) -m slow -q $(PYTEST_ARGS)
 
 venv: $(STAMP)

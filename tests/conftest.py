@@ -12,7 +12,8 @@ def pytest_configure(config):
                       ("zookeeper", "needs a ZooKeeper server"),
                       ("mock", "uses librdkafka's mock cluster"),
                       ("spark", "needs a SparkSession"),
-                      ("slow", "takes more than a few seconds; make soak runs it on the pure-Python core")):
+                      ("slow", "takes more than a few seconds; make soak runs it on the pure-Python core"),
+                      ("soak", "a soak of a minute or more; make test leaves it out, make soak runs it")):
         config.addinivalue_line("markers", "%s: %s" % (name, doc))
 
 

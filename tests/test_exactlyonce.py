@@ -163,6 +163,7 @@ def test_a_commit_that_timed_out_is_finished_by_the_next_batch_not_read_again(mo
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # six SIGKILLs over 100,000 records: make soak runs it
 def test_crash_test_each_record_exactly_once_across_kill_9(client, kafka_hosts, topic_name, tmp_path):
     count, kills = 100000, 6
     source = make_topic(client, topic_name, 4)

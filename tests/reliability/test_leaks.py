@@ -14,7 +14,7 @@ import pytest
 from tests.fleet import ROOT
 from tests.reliability.ledger import report
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.soak, pytest.mark.timeout(600)]
 
 RSS_SLACK_MB = 16
 
