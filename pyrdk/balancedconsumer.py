@@ -595,8 +595,8 @@ class BalancedConsumer:
         self._check_running()
         with self._lock:
             consumer = self._held_consumer("seek")
-            pid = getattr(partition, "id", partition)
             consumer.seek(partition, offset)
+            pid = partition_id_of(partition, self._topic)
             if self._held_back is not None:
                 kept = [m for m in self._held_back[1] if m.partition_id != pid]
                 self._held_back = (self._held_back[0], kept) if kept else None

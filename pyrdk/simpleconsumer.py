@@ -16,8 +16,8 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetType, check_config, integer
-from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_metadata
+from pyrdk.common import OffsetType, check_config
+from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_metadata, partition_id_of
 from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, KafkaTimeoutError, NoBrokersAvailableError,
                               SocketDisconnectedError)
 from pyrdk.partition import Partition
@@ -162,10 +162,7 @@ class SimpleConsumer(Consumer):
             raise TypeError("partitions must be a list of Partition objects or ids, not %r" % (partitions,))
         chosen = {}
         for p in partitions:
-            if isinstance(p, Partition) and p.topic.name != self._topic.name:
-                raise ValueError("%r is a partition of topic %s, not of %s: a consumer reads one topic"
-                                 % (p, p.topic.name.decode(), self._topic_name))
-            pid = p.id if isinstance(p, Partition) else integer(p)
+            pid = partition_id_of(p, self._topic)
             if isinstance(pid, bool) or not isinstance(pid, int):
                 raise TypeError("partitions must be Partition objects or ids, not %r" % (p,))
             if pid not in everything:
