@@ -214,6 +214,16 @@ def test_group_consumer_start_raises_what_refused_its_connections(tls_broker, tl
         assert "set security_protocol SSL or SASL_SSL" in str(info.value)
 
 
+def produce_once_refused(producer):
+    """The Message of the first produce() that is handed over: one after TLS refused the
+    producer's connections raises the SslError, until one is taken."""
+    while True:
+        try:
+            return producer.produce(b"refused")
+        except SslError:
+            pass
+
+
 def test_delivery_report_wait_raises_ssl_error(tls_broker, tls_certs):
     """A program that waits for delivery reports (pykafka's loop) gets the SslError that
     refused the producer's connections, not a wait until message.timeout.ms; the message is
@@ -226,12 +236,7 @@ def test_delivery_report_wait_raises_ssl_error(tls_broker, tls_certs):
             delivery_reports=True, linger_ms=5, pending_timeout_ms=0,
             rdkafka_config={"ssl.ca.location": tls_certs.other_ca.certfile, "message.timeout.ms": NEVER_MS})
         try:
-            handed = None
-            while handed is None:  # a produce() after the refusal raises it: until one is handed over
-                try:
-                    handed = producer.produce(b"refused")
-                except SslError:
-                    pass
+            handed = produce_once_refused(producer)
             with pytest.raises(SslError) as info:
                 producer.get_delivery_report()
             assert info.value.reason == "unable to get local issuer certificate (unknown CA)"
@@ -259,12 +264,7 @@ def test_flush_raises_the_ssl_error_the_poller_thread_got(tls_listener, tls_cert
             linger_ms=5, pending_timeout_ms=0,
             rdkafka_config={"ssl.ca.location": tls_certs.other_ca.certfile, "message.timeout.ms": NEVER_MS})
         try:
-            handed = None
-            while handed is None:  # a produce() after the refusal raises it: until one is handed over
-                try:
-                    handed = producer.produce(b"refused")
-                except SslError:
-                    pass
+            produce_once_refused(producer)
             deadline = time.monotonic() + PATIENCE_S
             while not producer._errors and time.monotonic() < deadline:  # the poller thread served it
                 time.sleep(0.05)
