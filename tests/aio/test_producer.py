@@ -184,13 +184,19 @@ async def test_cancelled_send_future_leaves_the_producer_usable(kafka_hosts, new
         await asyncio.wait_for(producer.flush(), 10)
 
 
+def slow_transactional_producer(mock_cluster):
+    """A transactional producer of topic "t" whose transaction coordinator is broker 1 (its
+    calls time out after 1 s, once a test makes that broker slow)."""
+    mock_cluster.create_topic("t", 1, 1)
+    mock_cluster.set_coordinator("transaction", "slow", 1)
+    return aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="slow",
+                                     request_timeout_ms=1000, rdkafka_config={"transaction.timeout.ms": 1000})
+
+
 @pytest.mark.mock
 @pytest.mark.asyncio
 async def test_a_commit_that_timed_out_is_called_again_before_the_next_transaction(mock_cluster):
-    mock_cluster.create_topic("t", 1, 1)
-    mock_cluster.set_coordinator("transaction", "slow", 1)
-    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="slow",
-                                         request_timeout_ms=1000, rdkafka_config={"transaction.timeout.ms": 1000})
+    producer = slow_transactional_producer(mock_cluster)
     async with producer:
         producer.begin_transaction()
         await producer.send_and_wait("t", b"in doubt")
@@ -209,10 +215,7 @@ async def test_a_commit_that_timed_out_is_called_again_before_the_next_transacti
 @pytest.mark.mock
 @pytest.mark.asyncio
 async def test_a_commit_after_an_abort_that_timed_out_says_to_finish_the_abort(mock_cluster):
-    mock_cluster.create_topic("t", 1, 1)
-    mock_cluster.set_coordinator("transaction", "slow", 1)
-    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="slow",
-                                         request_timeout_ms=1000, rdkafka_config={"transaction.timeout.ms": 1000})
+    producer = slow_transactional_producer(mock_cluster)
     async with producer:
         producer.begin_transaction()
         await producer.send_and_wait("t", b"aborted")
