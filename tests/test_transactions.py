@@ -326,7 +326,8 @@ def test_stop_after_a_commit_that_timed_out_says_it_may_have_committed(mock_clus
     """The commit goes on in librdkafka's background: stop() cannot abort it, and does not
     say that the coordinator will."""
     mock_cluster.set_coordinator("transaction", "in-doubt", 1)
-    producer = mock_topic.get_producer(transactional_id="in-doubt", linger_ms=5)
+    producer = mock_topic.get_producer(transactional_id="in-doubt", linger_ms=5,
+                                         pending_timeout_ms=30000)
     try:
         producer.init_transactions(30)
         mock_cluster.set_broker_rtt(1, 3000)
