@@ -13,8 +13,20 @@ def pytest_configure(config):
                       ("mock", "uses librdkafka's mock cluster"),
                       ("spark", "needs a SparkSession"),
                       ("slow", "takes more than a few seconds; make soak runs it on the pure-Python core"),
-                      ("soak", "a soak of a minute or more; make test leaves it out, make soak runs it")):
+                      ("soak", "a soak of a minute or more; make test leaves it out, make soak runs it"),
+                      ("c_core", "the C core's own behaviour: deselected when PYRDK_IMPL=python")):
         config.addinivalue_line("markers", "%s: %s" % (name, doc))
+
+
+def pytest_collection_modifyitems(config, items):
+    """With the pure-Python core, the C core's own tests are deselected (not skipped)."""
+    from pyrdk import core
+    if core.implementation == "c":
+        return
+    c_only = [item for item in items if item.get_closest_marker("c_core")]
+    if c_only:
+        config.hook.pytest_deselected(items=c_only)
+        items[:] = [item for item in items if not item.get_closest_marker("c_core")]
 
 
 def pytest_report_header(config):

@@ -20,7 +20,7 @@ from pyrdk.aio.structs import ConsumerRecord, RecordMetadata, TopicPartition
 from pyrdk.common import CompressionType
 from tests.rd import util
 
-pytestmark = pytest.mark.skipif(core.implementation != "c", reason="the C core's own behaviour")
+pytestmark = pytest.mark.c_core
 
 
 @pytest.fixture

@@ -131,7 +131,7 @@ def test_the_core_keeps_no_reference_to_what_it_hands_out(consumed):
     assert sys.getrefcount(partition) == before
 
 
-@pytest.mark.skipif(core.implementation != "c", reason="the pure-Python core's Messages are ordinary objects")
+@pytest.mark.c_core  # the pure-Python core's Messages are ordinary objects
 def test_consumed_messages_are_left_out_of_the_cyclic_gc(consumed):
     """Made in C with nothing that leads back to them, so that a batch of them sets off no
     collections; a field given one that could lead back puts it under the collector."""
