@@ -46,9 +46,18 @@ def _c_string(key, what, text):
     return data
 
 
+# Words of the names of librdkafka's properties that hold secrets, and the wider set a name
+# librdkafka does not know is judged by: a misspelled secret (sasl.passwrd, ssl.key.pasword).
+_SECRET_WORDS = ("password", "passphrase", "secret", "jaas", "key.pem", "token")
+_UNKNOWN_SECRET_WORDS = ("pas", "pwd", "word", "secr", "jaas", "key", "tok", "cred", "auth", "priv")
+
+
 def _shown(key, text):
-    """A value as an error may show it: hidden where the property may hold a secret."""
-    secret = any(word in key.lower() for word in ("password", "secret", "jaas", "key.pem", "token"))
+    """A value as an error may show it: hidden where the property may hold a secret, or
+    where a property librdkafka does not know is named like one."""
+    name = key.lower()
+    words = _SECRET_WORDS if key in roles() else _UNKNOWN_SECRET_WORDS
+    secret = any(word in name for word in words)
     return "<%d characters, not shown>" % len(text) if secret else repr(text)
 
 

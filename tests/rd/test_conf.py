@@ -133,7 +133,8 @@ def test_a_refused_value_that_may_be_a_secret_is_not_shown():
         Handle("producer", {"linger.ms": "soon"})
 
 
-@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.password"])
+@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.password",
+                                 "sasl.oauthbearer.assertion.private.key.passphrase"])
 @pytest.mark.parametrize("value, says", [
     ("hunter2\0x", "holds a NUL character"),
     ("hunter2\udcff", "cannot be encoded as UTF-8"),
@@ -159,3 +160,16 @@ def test_handle_reports_rd_kafka_new_refusal():
 def test_handle_refuses_a_wrong_type():
     with pytest.raises(TypeError):
         Handle("consumer", {"group.id": None})
+
+
+@pytest.mark.parametrize("key", ["sasl.passwrd", "sasl.pasword", "ssl.key.pasword", "sasl.oauthbearer.client.secrt",
+                                 "sasl.oauthbearer.tokn.endpoint.url", "ssl.keystore.pwd"])
+def test_a_misspelled_or_unlisted_secret_is_not_shown(key):
+    """A property librdkafka does not know has its value hidden when its name looks like a
+    secret's: a misspelled password is still a password."""
+    with pytest.raises(ConfigurationError) as info:
+        Handle("producer", {key: "hunter2"})
+    text = str(info.value)
+    assert "hunter2" not in text, text
+    with pytest.raises(ConfigurationError, match="'soon'"):  # unknown, not named like a secret: shown
+        Handle("producer", {"linger.mss": "soon"})
