@@ -583,3 +583,27 @@ class CallState:
         with self._lock:
             pending, self._pending = self._pending, []
         return pending
+
+
+# Hints added to errors; the command line rewords them for its options (pyrdk/cli/common.py).
+
+# librdkafka logs a connection that fails after it was made (a TLS listener resetting a
+# plaintext client, a broker closing it) at LOG_INFO, with no error event.
+PLAINTEXT_TO_TLS_HINT = ("; a TLS listener does this to a plaintext client: if the listener "
+                          "speaks TLS, set security_protocol SSL or SASL_SSL (with ssl_config, "
+                          "or ssl_context in pyrdk.aio)")
+# A SASL listener answers ApiVersions, then closes the connection at the first other request
+# of a client that did not authenticate: within a second of it coming UP.
+NO_SASL_HINT = ("; a SASL listener does this to a client that does not authenticate: if the "
+                 "listener wants SASL, set security_protocol SASL_PLAINTEXT or SASL_SSL with "
+                 "sasl_mechanism, sasl_plain_username and sasl_plain_password")
+# A TLS client whose connections never got a broker certificate, and heard of no failure:
+# the listener waits for a plaintext request (a Kafka broker would close the connection).
+NO_TLS_ANSWER_HINT = ("no broker answered the TLS handshake: if the listener is plaintext, set "
+                      "security_protocol PLAINTEXT or SASL_PLAINTEXT (without ssl_config, or ssl_context "
+                      "in pyrdk.aio)")
+# OAUTHBEARER chosen with nothing to make a token.
+NO_OAUTH_TOKEN = ("sasl.mechanism OAUTHBEARER has no token to send: pass oauth_cb (a callable returning "
+                  "(token, expiry); in pyrdk.aio, rdkafka_config={'oauth_cb': ...}), or set "
+                  "sasl.oauthbearer.method=oidc with its client id, secret and token endpoint, or "
+                  "enable.sasl.oauthbearer.unsecure.jwt=true (unsigned tokens, for tests)")

@@ -14,6 +14,7 @@ import warnings
 import click
 
 from pyrdk.client import KafkaClient
+from pyrdk import exceptions
 from pyrdk.exceptions import KafkaException
 
 DEFAULT_HOSTS = "127.0.0.1:9092"
@@ -27,12 +28,34 @@ class CommandError(click.ClickException):
 
 
 def one_line(exc):
-    """An exception as one line: its class name unless the message says enough. The hint
-    for a TLS listener names the Python arguments: it gets the command's options too."""
+    """An exception as one line: its class name unless the message says enough. The hints
+    that name the Python arguments (``security_protocol``, ``SslConfig``'s ``cafile``,
+    ``rdkafka_config[...]``) name the command's options instead."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    if "set security_protocol SSL or SASL_SSL" in text:
-        text += CLI_SECURITY_HINT
+    for python, here in _cli_wording():
+        text = python.sub(here, text) if isinstance(python, re.Pattern) else text.replace(python, here)
     return text if isinstance(exc, (KafkaException, CommandError)) else "%s: %s" % (type(exc).__name__, text)
+
+
+def _cli_wording():
+    """``(the Python wording, the command line's)`` pairs: strings or patterns."""
+    return (
+        (exceptions.PLAINTEXT_TO_TLS_HINT, "; a TLS listener does this to a plaintext client: if the listener "
+                                           "speaks TLS, give -X security.protocol=ssl (or sasl_ssl) and "
+                                           "-X ssl.ca.location=CA.pem"),
+        (exceptions.NO_SASL_HINT, "; a SASL listener does this to a client that does not authenticate: if the "
+                                  "listener wants SASL, give -X security.protocol=sasl_plaintext (or sasl_ssl) "
+                                  "-X sasl.mechanism=M -X sasl.username=U -X sasl.password=P"),
+        (exceptions.NO_TLS_ANSWER_HINT, "no broker answered the TLS handshake: if the listener is plaintext, give "
+                                        "-X security.protocol=plaintext (or sasl_plaintext)"),
+        (exceptions.NO_OAUTH_TOKEN, "sasl.mechanism OAUTHBEARER has no token to send: give "
+                               "-X sasl.oauthbearer.method=oidc with -X sasl.oauthbearer.client.id=..., "
+                               "-X sasl.oauthbearer.client.secret=... and -X sasl.oauthbearer.token.endpoint.url=..., "
+                               "or -X enable.sasl.oauthbearer.unsecure.jwt=true (unsigned tokens, for tests)"),
+        (re.compile(r" \(SslConfig's \w+\)"), ""),  # the -X property the message names is what was given
+        (re.compile(r"\brdkafka_config\['([^']*)'\]"), r"-X \1"),
+        (re.compile(r"^hosts: "), "--hosts: "),
+    )
 
 
 class Group(click.Group):
@@ -170,8 +193,6 @@ rdkafka_option = click.option(
          "-X ssl.ca.location=ca.pem, for SASL -X security.protocol=sasl_ssl -X sasl.mechanism=SCRAM-SHA-512 "
          "-X sasl.username=U -X sasl.password=P [env: PYRDK_RDKAFKA_CONFIG, NAME=VALUE words split as a "
          "shell splits them].")
-
-CLI_SECURITY_HINT = " (here: -X security.protocol=ssl, or sasl_ssl, and -X ssl.ca.location=...)"
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document, for scripts.")

@@ -28,7 +28,8 @@ import threading
 import time
 
 from pyrdk._ffi import ffi, lib, string
-from pyrdk.exceptions import AuthenticationError, CallState, KafkaException, SslError
+from pyrdk.exceptions import (NO_SASL_HINT, PLAINTEXT_TO_TLS_HINT, AuthenticationError, CallState, KafkaException,
+                              SslError)
 from pyrdk.rd import errors, partitions
 
 log = logging.getLogger("pyrdk.librdkafka")
@@ -220,21 +221,6 @@ def _lookup(opaque):
     return _registry.get(lib.pyrdk_opaque_id(opaque))
 
 
-# librdkafka logs a connection that fails after it was made (a TLS listener resetting a
-# plaintext client, a broker closing it) at LOG_INFO, with no error event.
-_PLAINTEXT_TO_TLS_HINT = ("; a TLS listener does this to a plaintext client: if the listener "
-                          "speaks TLS, set security_protocol SSL or SASL_SSL (with ssl_config, "
-                          "or ssl_context in pyrdk.aio)")
-# A SASL listener answers ApiVersions, then closes the connection at the first other request
-# of a client that did not authenticate: within a second of it coming UP.
-_NO_SASL_HINT = ("; a SASL listener does this to a client that does not authenticate: if the "
-                 "listener wants SASL, set security_protocol SASL_PLAINTEXT or SASL_SSL with "
-                 "sasl_mechanism, sasl_plain_username and sasl_plain_password")
-# A TLS client whose connections never got a broker certificate, and heard of no failure:
-# the listener waits for a plaintext request (a Kafka broker would close the connection).
-NO_TLS_ANSWER_HINT = ("no broker answered the TLS handshake: if the listener is plaintext, set "
-                      "security_protocol PLAINTEXT or SASL_PLAINTEXT (without ssl_config, or ssl_context "
-                      "in pyrdk.aio)")
 _CLOSED_WHEN_UP = re.compile(r"\(after \d{1,3}ms in state UP\)")
 
 
@@ -249,9 +235,9 @@ def _note_failure(rk, syslog_level, text):
     text = _THREAD.sub("", text, count=1)
     cbs.last_fail_line = text
     if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text:
-        text += _PLAINTEXT_TO_TLS_HINT
+        text += PLAINTEXT_TO_TLS_HINT
     elif not cbs.sasl and _CLOSED_WHEN_UP.search(text):
-        text += _NO_SASL_HINT
+        text += NO_SASL_HINT
     cbs.last_failure = text
 
 

@@ -8,7 +8,7 @@ import numbers
 import os
 
 from pyrdk._ffi import ffi, lib, string
-from pyrdk.exceptions import ConfigurationError
+from pyrdk.exceptions import NO_OAUTH_TOKEN, ConfigurationError
 from pyrdk.rd import errors
 
 
@@ -172,13 +172,11 @@ def check(config, arguments, given=()):
                 and config.get("oauth_cb") is None and conf.get("sasl.oauthbearer.method") != "oidc" \
                 and conf.get("enable.sasl.oauthbearer.unsecure.jwt") != "true":
             # librdkafka has no token then, and its connections wait for one without a word
-            raise ConfigurationError(
-                "sasl.mechanism OAUTHBEARER has no token to send: pass oauth_cb (a callable returning "
-                "(token, expiry); in pyrdk.aio, rdkafka_config={'oauth_cb': ...}), or set "
-                "sasl.oauthbearer.method=oidc with its client id, secret and token endpoint, or "
-                "enable.sasl.oauthbearer.unsecure.jwt=true (unsigned tokens, for tests)")
+            raise ConfigurationError(NO_OAUTH_TOKEN)
     finally:
         conf.destroy()
+
+
 
 
 # The kind of a Handle ("producer" or "consumer") and the role letter librdkafka's property

@@ -20,7 +20,7 @@ import weakref
 from typing import Literal
 
 from pyrdk._ffi import ffi, lib, string
-from pyrdk.exceptions import ConfigurationError, KafkaException, for_code
+from pyrdk.exceptions import NO_TLS_ANSWER_HINT, ConfigurationError, KafkaException, for_code
 from pyrdk.rd import callbacks, errors, message, partitions
 from pyrdk.rd.conf import Conf, tls_file_problem, to_str
 from pyrdk.rd.queue import Queue
@@ -671,7 +671,7 @@ class Handle:
         if last is not None:
             exc.args = ("%s (last error: %s)" % (exc.args[0], last),)
         elif cbs.tls_verify and not cbs.tls_answered:
-            exc.args = ("%s (%s)" % (exc.args[0], callbacks.NO_TLS_ANSWER_HINT),)
+            exc.args = ("%s (%s)" % (exc.args[0], NO_TLS_ANSWER_HINT),)
         return exc
 
     def queued_reason(self, exc):

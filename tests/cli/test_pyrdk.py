@@ -80,6 +80,7 @@ def test_a_tls_cluster_is_reached_with_rdkafka_properties(tls_broker, tls_certs)
     hosts = tls_broker.bootstrap_servers
     plain = run(["--timeout-ms", 3000, "topics"], hosts)
     assert_one_line_error(plain, "a TLS listener", "-X security.protocol=ssl")
+    assert "security_protocol" not in plain.err and "ssl_config" not in plain.err, plain
     tls = ["-X", "security.protocol=ssl", "-X", "ssl.ca.location=%s" % tls_certs.ca.certfile]
     result = run(tls + ["topics", "--json"], hosts)
     assert result.code == 0 and isinstance(result.json, list), result
@@ -90,6 +91,34 @@ def test_a_tls_cluster_is_reached_with_rdkafka_properties(tls_broker, tls_certs)
                  program=[os.path.join(BIN, "kafka-tools"), "-b", hosts])
     assert result.code == 0 and "Topic" in result.out, result
     assert run(["-X", "no-equals-sign", "topics"], hosts).code == 2
+
+
+def test_hints_name_the_options_of_the_command_not_the_python_arguments(tls_broker, kafka_hosts, tmp_path):
+    """A hint says what to give on the command line (-X NAME=VALUE, --hosts), not which
+    argument of KafkaClient or SslConfig to set."""
+    missing = str(tmp_path / "no-such-ca.pem")
+    cases = [
+        (["--timeout-ms", 3000, "-X", "security.protocol=ssl", "topics"], kafka_hosts,
+         ["no broker answered the TLS handshake", "-X security.protocol=plaintext"]),
+        (["-X", "security.protocol=ssl", "-X", "ssl.ca.location=%s" % missing, "topics"], tls_broker.bootstrap_servers,
+         ["ssl.ca.location=%r: no such file" % missing]),
+        (["-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanism=OAUTHBEARER", "topics"], kafka_hosts,
+         ["no token to send", "-X sasl.oauthbearer.method=oidc"]),
+        (["-X", "bootstrap.servers=nowhere:x", "topics"], kafka_hosts, ["-X bootstrap.servers: 'nowhere:x'"]),
+        (["topics"], "nowhere:x", ["--hosts: 'nowhere:x'"]),
+    ]
+    for args, hosts, fragments in cases:
+        result = run(args, hosts)
+        assert_one_line_error(result, *fragments)
+        for python in ("security_protocol", "ssl_config", "SslConfig", "oauth_cb", "rdkafka_config"):
+            assert python not in result.err, result
+
+
+@pytest.mark.parametrize("sasl_listener", ["SASL_PLAINTEXT"], indirect=True)
+def test_the_sasl_hint_names_the_options_of_the_command(sasl_listener):
+    result = run(["--timeout-ms", 3000, "topics"], sasl_listener.hosts)
+    assert_one_line_error(result, "a SASL listener", "-X security.protocol=sasl_plaintext", "-X sasl.password=")
+    assert "sasl_plain_password" not in result.err and "security_protocol" not in result.err, result
 
 
 def test_the_environments_properties_are_split_as_a_shell_splits_words(kafka_hosts):
