@@ -19,7 +19,8 @@ def _znodes(env):
 @json_option
 @pass_env
 def groups_command(env, as_json):
-    """List the consumer groups (and ZooKeeper's, with --zookeeper)."""
+    """List the consumer groups (and ZooKeeper's, with --zookeeper): the coordination column
+    says who coordinates each, kafka (a broker) or zookeeper."""
     rows = [(g.group_id, "kafka", g.state, "simple" if g.is_simple else "consumer")
             for g in env.client.cluster.list_consumer_groups()]
     if env.zookeeper:
@@ -27,9 +28,9 @@ def groups_command(env, as_json):
             rows.extend((g, "zookeeper", "Stable" if zk.members(g) else "Empty", "consumer") for g in zk.groups())
     rows.sort()
     if as_json:
-        emit_json([{"group": g, "coordinator": c, "state": s, "type": t} for g, c, s, t in rows])
+        emit_json([{"group": g, "coordination": c, "state": s, "type": t} for g, c, s, t in rows])
     else:
-        table(["group", "coordinator", "state", "type"], rows)
+        table(["group", "coordination", "state", "type"], rows)
 
 
 @click.group("group")
@@ -38,7 +39,9 @@ def group_group():
 
 
 def _describe(env, group):
-    """The group as a dict: its state and members, from the brokers or from ZooKeeper."""
+    """The group as a dict: its state and members, from the brokers or from ZooKeeper;
+    ``coordination`` is ``kafka`` or ``zookeeper`` (as in ``pyrdk groups``), ``coordinator``
+    the id of the broker coordinating a kafka group (None for ZooKeeper's)."""
     found = None
     if env.zookeeper:
         with _znodes(env) as zk:
@@ -48,7 +51,8 @@ def _describe(env, group):
                 for topic in zk.topics(group):
                     for pid, owner in zk.owners(group, topic).items():
                         owned.setdefault(owner, []).append("%s:%d" % (topic, pid))
-                found = {"group": group, "coordinator": "zookeeper", "state": "Stable" if members else "Empty",
+                found = {"group": group, "coordination": "zookeeper", "coordinator": None,
+                         "state": "Stable" if members else "Empty",
                          "assignor": None,
                          "members": [{"member": m, "client": None, "host": m.rsplit(":", 1)[0], "topics": topics,
                                       "assignment": sorted(owned.get(m, []))} for m, topics in sorted(members.items())]}
@@ -58,7 +62,7 @@ def _describe(env, group):
             raise CommandError("unknown group %r on %s%s (`pyrdk groups` lists them)" % (
                 group, env.hosts, "" if env.zookeeper else " (a ZooKeeper-coordinated group needs --zookeeper)"))
         d = env.client.cluster.describe_consumer_groups([group])[group]
-        found = {"group": group, "coordinator": "broker %d" % d.coordinator.id if d.coordinator else None,
+        found = {"group": group, "coordination": "kafka", "coordinator": d.coordinator.id if d.coordinator else None,
                  "state": d.state, "assignor": d.partition_assignor or None,
                  "members": [{"member": m.member_id, "client": m.client_id, "host": m.host, "topics": None,
                               "assignment": ["%s:%d" % tp for tp in sorted(m.assignment)]} for m in d.members]}
@@ -70,13 +74,16 @@ def _describe(env, group):
 @json_option
 @pass_env
 def group_describe(env, group, as_json):
-    """State, members and their partitions of GROUP."""
+    """State, coordination (kafka with its coordinator broker's id, or zookeeper), members
+    and their partitions of GROUP."""
     doc = _describe(env, group)
     if as_json:
         emit_json(doc)
         return
-    click.echo("group %s: %s, coordinator %s, %d member(s)%s" % (
-        group, doc["state"], doc["coordinator"], len(doc["members"]),
+    by = "zookeeper" if doc["coordination"] == "zookeeper" else "kafka, coordinator %s" % (
+        "unknown" if doc["coordinator"] is None else "broker %d" % doc["coordinator"])
+    click.echo("group %s: %s, coordination %s, %d member(s)%s" % (
+        group, doc["state"], by, len(doc["members"]),
         ", assignor %s" % doc["assignor"] if doc["assignor"] else ""))
     if doc["members"]:
         table(["member", "client", "host", "partitions"],

@@ -410,9 +410,15 @@ def test_offsets_reset_refuses_a_running_group(kafka_hosts, client, topic_name, 
 def test_groups_describe_and_delete(kafka_hosts, client, topic, group_name):
     commit(topic, group_name, {0: 1})
     group = group_name.decode()
-    assert group in [g["group"] for g in run(["groups", "--json"], kafka_hosts).json]
+    listed = {g["group"]: g for g in run(["groups", "--json"], kafka_hosts).json}
+    assert listed[group]["coordination"] == "kafka"
     doc = run(["group", "describe", group, "--json"], kafka_hosts).json
     assert (doc["group"], doc["state"], doc["members"]) == (group, "Empty", [])
+    # the same word in both commands; the coordinator is a broker's id
+    assert doc["coordination"] == "kafka" and doc["coordinator"] in client.brokers
+    text = run(["group", "describe", group], kafka_hosts).out
+    assert "coordination kafka, coordinator broker %d," % doc["coordinator"] in text
+    assert "coordination" in run(["groups"], kafka_hosts).out.splitlines()[0]
     assert run(["group", "delete", group], kafka_hosts).code == 0
     assert group not in [g["group"] for g in run(["groups", "--json"], kafka_hosts).json]
     assert_one_line_error(run(["group", "describe", unique_name("nosuch")], kafka_hosts), "unknown group")
@@ -428,7 +434,7 @@ def test_group_delete_of_an_empty_name_deletes_nothing(kafka_hosts, topic, group
 def test_a_zookeeper_chroot_that_does_not_exist_has_no_groups(kafka_hosts, zookeeper_chroot):
     result = run(["--zookeeper", zookeeper_chroot + "/" + unique_name("nosuch"), "groups", "--json"], kafka_hosts)
     assert result.code == 0 and result.err == "", result
-    assert all(g["coordinator"] == "kafka" for g in result.json)
+    assert all(g["coordination"] == "kafka" for g in result.json)
 
 
 @pytest.mark.zookeeper
@@ -446,8 +452,10 @@ def test_zookeeper_groups(kafka_hosts, client, zookeeper_chroot, topic_name, gro
         zk.create("/consumers/%s/offsets/%s/0" % (group, topic_name), b"3", makepath=True)
         zz = ["--zookeeper", zookeeper_chroot]
         listed = run(zz + ["groups", "--json"], kafka_hosts).json
-        assert {"group": group, "coordinator": "zookeeper", "state": "Stable", "type": "consumer"} in listed
+        assert {"group": group, "coordination": "zookeeper", "state": "Stable", "type": "consumer"} in listed
         doc = run(zz + ["group", "describe", group, "--json"], kafka_hosts).json
+        assert (doc["coordination"], doc["coordinator"]) == ("zookeeper", None)
+        assert "coordination zookeeper," in run(zz + ["group", "describe", group], kafka_hosts).out
         assert doc["members"] == [{"member": "host-1:abc", "client": None, "host": "host-1", "topics": [topic_name],
                                    "assignment": ["%s:0" % topic_name]}]
         lag = run(zz + ["lag", group, "--json"], kafka_hosts).json
