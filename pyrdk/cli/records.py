@@ -134,9 +134,21 @@ def _format(fmt, topic):
                 doc[name] = None if data is None else data.decode("utf-8")
             except UnicodeDecodeError:
                 doc[name + "_base64"] = base64.b64encode(data).decode()
-        doc["headers"] = {k: decode(v) for k, v in (m.headers or [])}
+        doc["headers"] = [[k, _header_value(v)] for k, v in (m.headers or [])]
         return json.dumps(doc)
     return as_json
+
+
+def _header_value(data):
+    """A header's value in JSON: its text, null for none, or ``{"base64": ...}`` for bytes
+    that are not UTF-8 (a list of [name, value] pairs keeps a name given twice, and both
+    values, as Kafka does)."""
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode()}
 
 
 def _at_end(consumer, counts):
@@ -211,7 +223,8 @@ read_options = [
                                                "(unless --from) and commit what was read."),
     click.option("--commit/--no-commit", default=True, show_default=True, help="With --group: commit at the end."),
     click.option("--format", "fmt", type=click.Choice(["value", "kv", "json"]), default="value", show_default=True,
-                 help="value; key<TAB>value; or JSON with topic, partition, offset, timestamp, key, value, headers."),
+                 help="value; key<TAB>value; or JSON with topic, partition, offset, timestamp, key, value and "
+                      "headers (a list of [name, value] pairs, in the record's order)."),
     click.option("--partition", "partitions", type=int, multiple=True, help="Only this partition; repeatable."),
 ]
 
