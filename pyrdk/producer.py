@@ -103,7 +103,8 @@ class Producer:
     :param max_retries: ``message.send.max.retries``
     :param retry_backoff_ms: ``retry.backoff.ms``
     :param required_acks: ``request.required.acks`` (0, 1, -1 = all)
-    :param ack_timeout_ms: ``request.timeout.ms``
+    :param ack_timeout_ms: ``request.timeout.ms``, the broker's wait for the acks; 0 (pykafka's
+        answer at once) is librdkafka's least, 1
     :param max_queued_messages: ``queue.buffering.max.messages``
     :param min_queued_messages: ``batch.num.messages``
     :param linger_ms: ``linger.ms``
@@ -172,7 +173,7 @@ class Producer:
         self._compression = _compression(compression)
         for name, value, low, high in (("max_retries", max_retries, 0, INT32_MAX),
                                        ("retry_backoff_ms", retry_backoff_ms, 0, INT32_MAX),
-                                       ("ack_timeout_ms", ack_timeout_ms, 1, INT32_MAX),
+                                       ("ack_timeout_ms", ack_timeout_ms, 0, INT32_MAX),
                                        ("max_queued_messages", max_queued_messages, 1, INT32_MAX),
                                        ("min_queued_messages", min_queued_messages, 1, INT32_MAX),
                                        ("queue_empty_timeout_ms", queue_empty_timeout_ms, -1, INT32_MAX)):
@@ -203,7 +204,7 @@ class Producer:
             "message.send.max.retries": max_retries,
             "retry.backoff.ms": retry_backoff_ms,
             "request.required.acks": required_acks,
-            "request.timeout.ms": ack_timeout_ms,
+            "request.timeout.ms": max(ack_timeout_ms, 1),
             "queue.buffering.max.messages": max_queued_messages,
             "batch.num.messages": min_queued_messages,
             "linger.ms": linger_ms,

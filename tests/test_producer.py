@@ -199,6 +199,19 @@ def test_required_acks(topic, kafka_hosts, topic_name, acks):
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("acks", [1, -1])
+def test_an_ack_timeout_of_zero_is_pykafkas_answer_at_once(topic, kafka_hosts, topic_name, acks):
+    """pykafka takes ack_timeout_ms=0 (the broker answers without waiting for the replicas);
+    librdkafka's least request.timeout.ms is 1, which it becomes."""
+    with topic.get_producer(required_acks=acks, ack_timeout_ms=0, linger_ms=5) as producer:
+        msgs = [producer.produce(b"at-once-%d" % i) for i in range(5)]
+        assert producer._config["request.timeout.ms"] == 1
+    assert all(m.offset >= 0 for m in msgs)
+    back = read_back(kafka_hosts, topic_name, 5)
+    assert sorted(m.value() for m in back) == sorted(m.value for m in msgs)
+
+
+@pytest.mark.kafka
 def test_linger_ms_holds_messages_until_flush(topic):
     with topic.get_producer(linger_ms=60000, delivery_reports=True) as producer:
         msg = producer.produce(b"lingering")
