@@ -209,6 +209,8 @@ class ManagedBalancedConsumer(Consumer):
         self._refused: dict[int, int] = {}  # partition id -> next offset whose commit the group refused
         self._revoked: set[int] = set()  # partitions revoked during the current fetch
         self._before: Optional[dict[int, int]] = None  # held_offsets when the current rebalance began
+        self._ever_assigned = False  # the group gave this member an assignment once: held_offsets is a dict
+        self._stopped_held: Optional[dict[int, int]] = None  # held_offsets when stop() began
         self._assigned: list[Partition] = []  # assigned partitions whose listener call is due
         self._commit_due = False  # refused offsets became start offsets: commit them
         self._metadata: Optional[tuple[str, bytes]] = None  # (member id, commit metadata naming it)
@@ -235,6 +237,7 @@ class ManagedBalancedConsumer(Consumer):
         self._forget(list(self._core.next_offsets()))
         self._set_partitions({})
         self._started.clear()
+        self._stopped_held = None
         self._open(handle)
 
     def stop(self) -> None:
@@ -245,6 +248,7 @@ class ManagedBalancedConsumer(Consumer):
         the consumer is closed."""
         if not self._running:
             return
+        self._stopped_held = self.held_offsets  # the final revocation drops them
         try:
             if self._auto_commit_enable:
                 self._commit_held(sorted(self._core.next_offsets()), "stop")
@@ -275,6 +279,15 @@ class ManagedBalancedConsumer(Consumer):
         """Raise what the rebalance callbacks met, as ``consume()`` would (pykafka's name, which
         its wait-for-rebalancing recipe calls on every member)."""
         self._calls.check()
+
+    @property
+    def held_offsets(self) -> Optional[dict[int, int]]:  # type: ignore[override]
+        """``{partition_id: last offset returned}`` of the partitions held, or None before the
+        group's first assignment to this member; after ``stop()``, those held when it stopped
+        (as pykafka's, and the ZooKeeper consumer's)."""
+        if not self._running and self._stopped_held is not None:
+            return dict(self._stopped_held)
+        return super().held_offsets if self._ever_assigned else None
 
     @property
     def member_id(self) -> Optional[str]:
@@ -354,6 +367,7 @@ class ManagedBalancedConsumer(Consumer):
             partitions[pid] = known[pid]
             self._started.add(pid)
         self._set_partitions(partitions)
+        self._ever_assigned = True
         before, self._before = self._before or {}, None
         self._assigned.extend(known[pid] for pid in pids)
         if self._post_rebalance_callback is not None:

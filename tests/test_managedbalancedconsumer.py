@@ -255,6 +255,25 @@ def test_consume_commit_and_resume_from_the_commit(client, topic_name, group_nam
 
 
 @pytest.mark.kafka
+def test_held_offsets_is_none_before_the_first_assignment(client, topic_name, group_name):
+    """As pykafka's (and the ZooKeeper consumer's): None until the group assigns partitions,
+    then a dict; a program waits for its assignment on ``held_offsets is None``."""
+    topic = make_topic(client, topic_name, 2)
+    produce_keyed(topic, 4)
+    consumer = topic.get_balanced_consumer(group_name, managed=True, auto_start=False,
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **GROUP)
+    try:
+        assert consumer.held_offsets is None
+        consumer.start()
+        first = consume_n(consumer, 1)
+        held = consumer.held_offsets
+        assert sorted(held) == [0, 1] and held[first[0].partition_id] == first[0].offset
+    finally:
+        consumer.stop()
+    assert consumer.held_offsets == held  # after stop(): those held when it stopped
+
+
+@pytest.mark.kafka
 def test_a_dropped_consumer_is_collected_and_its_handle_released(client, topic_name, group_name):
     """pykafka's consumers stop when collected: one the program lets go of without stop()
     must not be kept alive, with its librdkafka handle and threads, by its rebalance
