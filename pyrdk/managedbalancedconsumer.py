@@ -490,16 +490,17 @@ class ManagedBalancedConsumer(Consumer):
 
     def _offsets_to_commit(self, pids):
         """``[(pid, next offset)]`` to commit before ``pids`` go: the callback's choice, or
-        the held offsets. Raises what the callback raised, or TypeError for an answer that
-        is not pairs."""
+        the held offsets. Raises what the callback raised, TypeError for an answer that is
+        not pairs, or ValueError for a ``Partition`` of another topic in it."""
         if self._pre_revoke_callback is not None:
             chosen = self._pre_revoke_callback(self, list(pids))
             if chosen is not None:
                 try:
-                    return [(getattr(p, "id", p), offset) for p, offset in chosen]
+                    pairs = [(p, offset) for p, offset in chosen]
                 except (TypeError, ValueError):
                     raise TypeError("pre_revoke_callback must return [(partition_id, offset), ...] "
                                     "or None, not %r" % (chosen,)) from None
+                return [(partition_id_of(p, self._topic), offset) for p, offset in pairs]
         held = self._core.next_offsets()
         return [(pid, held[pid]) for pid in pids if held.get(pid) is not None]
 

@@ -403,6 +403,24 @@ def test_an_unusable_pre_revoke_answer_is_raised_and_the_revocation_still_happen
                     pass
 
 
+@pytest.mark.kafka
+def test_a_pre_revoke_answer_naming_a_partition_of_another_topic_is_refused(client, topic_name, group_name):
+    """A Partition of another topic in the answer is no partition of this member: stop()
+    raises the named error and commits nothing (its id would name this topic's partition)."""
+    topic = make_topic(client, topic_name, 1)
+    produce_keyed(topic, 10)
+    answer = [(make_topic(client, topic_name + "-other", 1).partitions[0], 5)]
+    consumer = topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
+                                           auto_commit_enable=True, pre_revoke_callback=lambda consumer, pids: answer,
+                                           **GROUP)
+    assert consumer.consume().offset == 0
+    with pytest.raises(ValueError, match="is a partition of topic .*, not of"):
+        consumer.stop()
+    with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
+                                     **GROUP) as consumer:
+        assert consumer.consume().offset == 0  # offset 5 was not committed
+
+
 class FailingOnRevoke(Recorder):
     def on_partitions_revoked(self, partitions):
         super().on_partitions_revoked(partitions)
