@@ -507,6 +507,13 @@ class Producer:
             log.debug("%s: metadata refresh failed: %s", self._topic_name, exc)  # retried by librdkafka, and here
             return False
 
+    def _refresh_topic(self, handle):
+        """:meth:`_refresh_metadata`, then :meth:`_refresh_partitions`; False if the request
+        failed or did not list the topic (the partitions are renewed either way)."""
+        listed = self._refresh_metadata(handle)
+        self._refresh_partitions()
+        return listed
+
     def _refresh_partitions(self):
         """The partitions to choose from, renewed when the topic grew."""
         if len(self._partition_list) != len(self._topic.partitions):
@@ -653,8 +660,7 @@ class Producer:
             start, err = result
             if err == UNKNOWN_PARTITION and not refreshed:  # added since the last refresh?
                 refreshed = True
-                if self._refresh_metadata(handle):
-                    self._refresh_partitions()
+                if self._refresh_topic(handle):
                     continue
             if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
                 try:
@@ -699,8 +705,7 @@ class Producer:
             if pid is not None:
                 partition = self._topic.partitions.get(pid)
                 if partition is None and self._handle is not None and \
-                        self._refresh_metadata(self._handle):  # added since the last refresh?
-                    self._refresh_partitions()
+                        self._refresh_topic(self._handle):  # added since the last refresh?
                     partition = self._topic.partitions.get(pid)
                 if partition is None:
                     self._raise_row_error(batch, row, UNKNOWN_PARTITION)
@@ -1267,8 +1272,9 @@ def _poll_loop(ref, left, tick_ms, interval_s):
                 return
             if interval_s > 0 and time.monotonic() >= next_metadata:
                 next_metadata = time.monotonic() + (
-                    interval_s if producer._refresh_metadata(handle) else min(interval_s, METADATA_RETRY_S))
-            producer._refresh_partitions()
+                    interval_s if producer._refresh_topic(handle) else min(interval_s, METADATA_RETRY_S))
+            else:
+                producer._refresh_partitions()
         except ProducerStoppedException:
             return
         except BaseException as exc:  # raised by the next produce()/flush()/stop()
