@@ -301,15 +301,7 @@ class Producer:
             self._wait_entered(self._pending_timeout_ms)
             if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
                 self._abort_at_stop()
-            timeout_ms = self._pending_timeout_ms
-            waited = self._hand_off(timeout_ms, stopping=True)
-            if not handle.flush(timeout_ms if timeout_ms < 0 else max(0, timeout_ms - waited)):
-                # Fail what is left, queued (_PURGE_QUEUE) or in flight (_PURGE_INFLIGHT: it
-                # may have reached the broker). Purging only the queue and waiting for the
-                # in-flight requests is not bounded: a timed-out request is retried, and its
-                # messages wait in the queue again for message.timeout.ms.
-                handle.purge(in_flight=True)
-                handle.flush(STOP_PURGE_WAIT_MS)  # serve the purged messages' reports
+            _deliver_or_purge(handle, core, self._pending_timeout_ms)
         finally:
             handle.close()
             poller.join()
@@ -1229,13 +1221,7 @@ class _Leftovers:
                     self.failures.take()  # the aborted transaction's messages: never to be written
                 except KafkaException:
                     pass  # none open
-            waited = 0
-            while core.hand_off(True) and waited < self.timeout_ms:
-                handle.flush(QUEUE_FULL_WAIT_MS)
-                waited += QUEUE_FULL_WAIT_MS
-            if not handle.flush(max(0, self.timeout_ms - waited)):
-                handle.purge(in_flight=True)
-                handle.flush(STOP_PURGE_WAIT_MS)
+            _deliver_or_purge(handle, core, self.timeout_ms)
         except Exception as exc:
             self.errors.crash(exc)
         finally:
@@ -1251,6 +1237,24 @@ class _Leftovers:
                       len(lost), lost[0][1])
             for msg, error in lost:
                 log.debug("not delivered: %r: %s", msg, error)
+
+
+def _deliver_or_purge(handle, core, timeout_ms):
+    """A stopping producer's last deliveries (``stop()``'s, or a dropped producer's): hand
+    the closed core's queues to librdkafka, waiting for room in a full queue, then wait for
+    the delivery reports (``rd_kafka_flush``), all within ``timeout_ms`` (-1: for ever);
+    what is still undelivered then is purged (``rd_kafka_purge``) and its reports served."""
+    waited = 0
+    while core.hand_off(True) and (timeout_ms < 0 or waited < timeout_ms):
+        handle.flush(QUEUE_FULL_WAIT_MS)
+        waited += QUEUE_FULL_WAIT_MS
+    if not handle.flush(timeout_ms if timeout_ms < 0 else max(0, timeout_ms - waited)):
+        # Fail what is left, queued (_PURGE_QUEUE) or in flight (_PURGE_INFLIGHT: it may
+        # have reached the broker). Purging only the queue and waiting for the in-flight
+        # requests is not bounded: a timed-out request is retried, and its messages wait in
+        # the queue again for message.timeout.ms.
+        handle.purge(in_flight=True)
+        handle.flush(STOP_PURGE_WAIT_MS)  # serve the purged messages' reports
 
 
 def _poll_loop(ref, left, tick_ms, interval_s):
