@@ -94,6 +94,16 @@ def _offsets_of(method, offsets):
     return items
 
 
+def _refuse_twice(method, names, given="given"):
+    """ValueError naming ``method`` and the topics ``names`` (str) hold more than once, a
+    bytes and a str name being one topic: the brokers answer a name given twice in ways
+    librdkafka cannot parse."""
+    twice = sorted(name for name, count in collections.Counter(names).items() if count > 1)
+    if twice:
+        raise ValueError("%s: topic %s is %s twice (a bytes and a str name are one topic)"
+                         % (method, ", ".join(twice), given))
+
+
 def _admin_timeout(timeout, default):
     """``timeout`` (ms) of an Admin API request, ``default`` for 0; TypeError unless it is an
     int from 0 to librdkafka's bound of one hour."""
@@ -443,10 +453,7 @@ class Cluster:
             isinstance(topic_reqs, tuple) and bool(topic_reqs) and isinstance(topic_reqs[0], (str, bytes)))
         timeout = _admin_timeout(timeout, self._timeout_ms)
         reqs = [_topic_request(req) for req in _list_of("create_topics", topic_reqs, "requests", one)]
-        twice = sorted({r[0] for r in reqs if [q[0] for q in reqs].count(r[0]) > 1})
-        if twice:  # the brokers answer a name given twice in ways librdkafka cannot parse
-            raise ValueError("create_topics: topic %s is requested twice (a bytes and a str name are one topic)"
-                             % ", ".join(twice))
+        _refuse_twice("create_topics", [r[0] for r in reqs], "requested")
         results = admin.create_topics(self._handle, reqs, timeout)
         self._raise_first(results)
         self.update()
@@ -650,10 +657,7 @@ class Cluster:
                 raise TypeError("create_partitions takes (topic, total) pairs, not %r" % (item,))
             name, total = item
             reqs.append((to_str(name.name if isinstance(name, Topic) else name), check_int("total", total, 1)))
-        twice = sorted({r[0] for r in reqs if [q[0] for q in reqs].count(r[0]) > 1})
-        if twice:
-            raise ValueError("create_partitions: topic %s is given twice (a bytes and a str name are one topic)"
-                             % ", ".join(twice))
+        _refuse_twice("create_partitions", [r[0] for r in reqs])
         self._raise_first(admin.create_partitions(self._handle, reqs, timeout))
         self.update()
 
