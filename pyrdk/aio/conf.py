@@ -41,11 +41,18 @@ def check(config, rdkafka_config):
 
 def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms, retry_backoff_ms,
            security_protocol, ssl_context, connections_max_idle_ms, sasl_mechanism, sasl_plain_username,
-           sasl_plain_password, sasl_kerberos_service_name, sasl_oauth_token_provider):
-    """The librdkafka properties of the options both clients take."""
+           sasl_plain_password, sasl_kerberos_service_name, sasl_oauth_token_provider, rdkafka_config):
+    """The librdkafka properties of the options both clients take. ``"SSL"`` and ``"SASL_SSL"``
+    need an ``ssl_context`` (or ``ssl.*`` properties in ``rdkafka_config``), as in aiokafka,
+    whose clients refuse them without one: no context silently trusting the system's CAs."""
     if security_protocol not in SECURITY_PROTOCOLS:
         raise ConfigurationError("security_protocol must be one of %s, not %r"
                                  % (", ".join(SECURITY_PROTOCOLS), security_protocol))
+    if security_protocol.endswith("SSL") and ssl_context is None and \
+            not (isinstance(rdkafka_config, dict) and any(str(key).startswith("ssl.") for key in rdkafka_config)):
+        raise ConfigurationError("security_protocol=%r needs an ssl_context, as in aiokafka: pass "
+                                 "ssl_context=pyrdk.aio.helpers.create_ssl_context(cafile=...) (with no "
+                                 "argument, it trusts the system's CA certificates)" % security_protocol)
     if sasl_oauth_token_provider is not None:
         raise NotSupportedError("sasl_oauth_token_provider is not supported; pass "
                                 "rdkafka_config={'oauth_cb': callable} (pyrdk's OAUTHBEARER hook) instead")

@@ -144,7 +144,7 @@ class AIOKafkaConsumer(Client):
         self._config = conf.common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms,
                                    retry_backoff_ms, security_protocol, ssl_context, connections_max_idle_ms,
                                    sasl_mechanism, sasl_plain_username, sasl_plain_password,
-                                   sasl_kerberos_service_name, sasl_oauth_token_provider)
+                                   sasl_kerberos_service_name, sasl_oauth_token_provider, rdkafka_config)
         self._config.update({
             "group.id": group_id or "pyrdk-aio-%s" % uuid.uuid4().hex,
             "auto.offset.reset": RESETS[auto_offset_reset],

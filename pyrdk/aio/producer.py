@@ -109,7 +109,7 @@ class AIOKafkaProducer(Client):
                                    metadata_max_age_ms, request_timeout_ms, retry_backoff_ms,
                                    security_protocol, ssl_context, connections_max_idle_ms, sasl_mechanism,
                                    sasl_plain_username, sasl_plain_password, sasl_kerberos_service_name,
-                                   sasl_oauth_token_provider)
+                                   sasl_oauth_token_provider, rdkafka_config)
         self._config.update({
             "acks": _acks(acks, enable_idempotence),
             "enable.idempotence": bool(enable_idempotence),

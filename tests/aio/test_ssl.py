@@ -47,6 +47,17 @@ def test_a_context_maps_to_librdkafkas_ssl_properties(tls_certs):
         aiokafka.AIOKafkaConsumer(security_protocol="SSL", ssl_context=ssl.create_default_context())
 
 
+@pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
+def test_a_tls_protocol_without_ssl_context_is_refused_as_aiokafka_refuses_it(protocol):
+    """aiokafka's clients refuse SSL and SASL_SSL without an ssl_context (ValueError); a
+    client that went on would trust the system's CAs, which the program never chose."""
+    for client in (aiokafka.AIOKafkaProducer, aiokafka.AIOKafkaConsumer):
+        with pytest.raises(aiokafka.errors.KafkaConfigurationError, match="needs an ssl_context") as info:
+            client(security_protocol=protocol)
+        assert isinstance(info.value, ValueError) and "create_ssl_context(" in str(info.value)
+        client(security_protocol=protocol, ssl_context=create_ssl_context())  # the system's CAs, chosen
+        client(security_protocol=protocol, rdkafka_config={"ssl.ca.location": "probe"})
+
 @pytest.mark.asyncio
 async def test_produce_and_consume_over_mutual_tls(tls_listener, tls_certs):
     listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
