@@ -133,6 +133,7 @@ class AIOKafkaProducer(Client):
         self._config.update(rdkafka_config or {})
         conf.check(self._config, rdkafka_config)
         self._transactional = self._config.get("transactional.id") is not None
+        self._unacked = str(self._config["acks"]) == "0"  # the brokers tell nothing: futures resolve to None
         self._handle = None
         self._wakeup = None
         self._loop = None
@@ -237,8 +238,9 @@ class AIOKafkaProducer(Client):
 
     async def send(self, topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None):
         """Hand the record to librdkafka (``rd_kafka_producev``); a future of its
-        :class:`RecordMetadata`. A full queue is waited on for up to ``request_timeout_ms``
-        (``KafkaTimeoutError``); cancelling this coroutine while it waits sends nothing."""
+        :class:`RecordMetadata` (None with ``acks=0``, as aiokafka's). A full queue is waited
+        on for up to ``request_timeout_ms`` (``KafkaTimeoutError``); cancelling this coroutine
+        while it waits sends nothing."""
         if self._key_serializer is not None:
             key = self._key_serializer(key)
         if self._value_serializer is not None:
@@ -588,6 +590,8 @@ class AIOKafkaProducer(Client):
         self._check_drained()
 
     def _on_deliveries(self, ids, errs, partitions, offsets, timestamps):
+        if self._unacked:
+            self._resolve_unacked(ids, errs)
         for fut, topic, err in self._core.deliver(self._pending, ids, errs, partitions, offsets, timestamps,
                                                   RecordMetadata, TopicPartition):
             exc = error_for(err, "deliver to %s" % topic)
@@ -598,6 +602,20 @@ class AIOKafkaProducer(Client):
             fut.set_exception(exc)
         self._room.set()
         self._check_drained()
+
+    def _resolve_unacked(self, ids, errs):
+        """With acks=0 a delivered record's future resolves to None, as aiokafka's (its sender's
+        ``done_noack()``): librdkafka reports offset -1001 (RD_KAFKA_OFFSET_INVALID), the
+        brokers having told nothing. The failed ones are left to the core's ``deliver()``."""
+        pending, release = self._pending, self._core.release
+        for msg_id, err in zip(ids, errs):
+            if not err:
+                entry = pending.pop(msg_id, None)
+                if entry is not None:
+                    fut = _future_of(entry)
+                    release(fut)
+                    if not fut.done():
+                        fut.set_result(None)
 
     def _check_drained(self):
         """Tell each flush() whose records are all done: each id it waits on is looked up
