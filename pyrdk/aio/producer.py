@@ -34,6 +34,7 @@ from pyrdk.rd.errors import exception as error_for
 from pyrdk.rd.handle import Handle
 
 log = logging.getLogger(__name__)
+_running_loop = asyncio.get_running_loop
 
 _missing = object()
 _ids = itertools.count(1)
@@ -246,9 +247,12 @@ class AIOKafkaProducer(Client):
         if self._value_serializer is not None:
             value = self._value_serializer(value)
         fast = self._fast
-        if fast is not None and partition is None and timestamp_ms is None and headers is None:
+        if fast is not None and partition is None and timestamp_ms is None and headers is None \
+                and _running_loop() is self._loop:
             # The common record, in one call to the core: bytes to a topic sent to before,
-            # librdkafka's partitioner (or None: the general path below).
+            # librdkafka's partitioner (or None: the general path below). From another event
+            # loop than the producer's, the general path raises IllegalStateError: the core's
+            # future would be of the producer's loop, which may never tell it.
             fut = fast.send_record(topic, value, key)
             if fut is False:  # once every YIELD_EVERY calls: a loop of send() calls lets other tasks run
                 await asyncio.sleep(0)
@@ -380,6 +384,7 @@ class AIOKafkaProducer(Client):
         once every record of the batch is delivered (or with the first failure). The records
         are not serialized: they went into the batch as bytes."""
         self._check_running()
+        self._check_loop()
         if self._transactional and not self._in_transaction:
             self._outside_transaction()
         if not isinstance(batch, BatchBuilder):

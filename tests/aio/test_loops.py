@@ -150,6 +150,14 @@ def test_a_client_used_from_a_second_event_loop_says_so_and_still_stops(kafka_ho
     async def second():
         with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
             await producer.send_and_wait(topic, b"from another")
+        # send()'s common record too (the core's way), and a batch: nothing handed to librdkafka,
+        # no future of the first loop (closed) that nothing would tell
+        with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
+            await producer.send(topic, b"from another")
+        batch = producer.create_batch()
+        batch.append(key=None, value=b"from another", timestamp=None)
+        with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
+            await producer.send_batch(batch, topic, partition=0)
         with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
             await producer.flush()
         with pytest.raises(aiokafka.errors.IllegalStateError, match="another event loop"):
