@@ -7,6 +7,7 @@ properties (:func:`rdkafka_config`). The context is a real ``ssl.SSLContext`` al
 loaded from the same files (a wrong path or password fails here, as in aiokafka), and its
 ``check_hostname`` and ``verify_mode`` are read when a client starts.
 """
+import os
 import ssl
 
 from pyrdk.exceptions import NotSupportedError
@@ -36,6 +37,10 @@ def create_ssl_context(*, cafile=None, capath=None, cadata=None, certfile=None, 
         context.load_verify_locations(cafile, capath, cadata)
     if certfile is not None:
         context.load_cert_chain(certfile, keyfile, password)
+    # librdkafka's ssl.*.location properties are str: a path-like or bytes path (which the
+    # ssl module takes, and aiokafka with it) is kept as the str it names
+    cafile, capath, certfile, keyfile = (os.fsdecode(p) if p is not None else None
+                                         for p in (cafile, capath, certfile, keyfile))
     context.cafile, context.capath, context.cadata = cafile, capath, cadata
     context.certfile, context.keyfile, context.password = certfile, keyfile, password
     return context

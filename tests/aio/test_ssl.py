@@ -2,6 +2,7 @@
 client certificate (tests/fix_tls.py), and the librdkafka properties a context maps to."""
 import asyncio
 import os
+import pathlib
 import ssl
 
 import pytest
@@ -27,6 +28,11 @@ def test_a_context_maps_to_librdkafkas_ssl_properties(tls_certs):
         "ssl.ca.location": ca, "ssl.certificate.location": client.certfile,
         "ssl.key.location": client.keyfile, "ssl.key.password": tls_certs.client_password,
         "ssl.endpoint.identification.algorithm": "https", "enable.ssl.certificate.verification": True}
+    # path-likes and bytes, which the ssl module (and so aiokafka) takes: librdkafka gets the str
+    context = create_ssl_context(cafile=pathlib.Path(ca), certfile=os.fsencode(client.certfile),
+                                 keyfile=pathlib.Path(client.keyfile), password=tls_certs.client_password)
+    assert rdkafka_config(context)["ssl.ca.location"] == ca and context.certfile == client.certfile
+    assert rdkafka_config(context)["ssl.key.location"] == client.keyfile
     context = create_ssl_context(capath=os.path.dirname(ca))
     context.check_hostname = False
     assert rdkafka_config(context) == {
