@@ -171,12 +171,6 @@ class AIOKafkaConsumer(Client):
             self._config["statistics.interval.ms"] = LSO_STATISTICS_INTERVAL_MS
         self._config.update(rdkafka_config or {})
         conf.check(self._config, rdkafka_config)
-        # subscribe() or assign() called before start() (the constructor's topics are the first
-        # subscribe()), which start() calls once it has the metadata, as aiokafka's allows
-        self._before_start = None
-        if topics:
-            self._before_start = functools.partial(self.subscribe, topics=list(topics))
-            self._subscribed, self._subscription_names = True, list(topics)
         self._handle = None
         self._wakeup = None
         self._loop = None
@@ -211,6 +205,12 @@ class AIOKafkaConsumer(Client):
         self._stopping = False
         self._metadata = {}  # topic -> set of partition ids, from the last metadata request
         self._refreshing = None  # the task of a metadata request for topics assigned that it lacked
+        # subscribe() or assign() called before start() (the constructor's topics are the first
+        # subscribe()), which start() calls once it has the metadata, as aiokafka's allows
+        self._before_start = None
+        if topics:
+            self._before_start = functools.partial(self.subscribe, topics=list(topics))
+            self._subscribed, self._subscription_names = True, list(topics)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

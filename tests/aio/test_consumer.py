@@ -349,7 +349,11 @@ async def test_subscribe_or_assign_before_start_is_done_by_start(kafka_hosts, ne
         assert consumer.subscription() == {topic}
         assert (await asyncio.wait_for(consumer.getone(), 30)).offset == 0
     consumer = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=kafka_hosts, auto_offset_reset="earliest")
+    assert consumer.subscription() == {topic}  # the constructor's topics are a subscribe(), as in aiokafka
+    with pytest.raises(IllegalStateError, match="subscribe"):
+        consumer.assign([tp])
     consumer.unsubscribe()  # the constructor's topics too
+    assert consumer.subscription() == set()
     consumer.assign([tp])
     async with consumer:
         assert consumer.assignment() == {tp}
