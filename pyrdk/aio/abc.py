@@ -1,5 +1,11 @@
 """aiokafka's ``ConsumerRebalanceListener`` and ``AbstractTokenProvider`` (``aiokafka.abc``)."""
+from __future__ import annotations
+
 import abc
+from collections.abc import Awaitable
+from typing import Any, Optional
+
+from pyrdk.aio.structs import TopicPartition
 
 
 class ConsumerRebalanceListener(abc.ABC):
@@ -10,11 +16,11 @@ class ConsumerRebalanceListener(abc.ABC):
     coroutine function; the consumer awaits it before it returns records again."""
 
     @abc.abstractmethod
-    def on_partitions_revoked(self, revoked):
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Optional[Awaitable[None]]:
         """``revoked``: the set of :class:`TopicPartition` given up."""
 
     @abc.abstractmethod
-    def on_partitions_assigned(self, assigned):
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Optional[Awaitable[None]]:
         """``assigned``: the set of :class:`TopicPartition` now held."""
 
 
@@ -24,14 +30,14 @@ class AbstractTokenProvider(abc.ABC):
     for tokens from its own threads, where no coroutine can be awaited. Pass
     ``rdkafka_config={"oauth_cb": callable}`` (pyrdk's synchronous hook) instead."""
 
-    def __init__(self, **config):
+    def __init__(self, **config: Any) -> None:
         self.config = config
 
     @abc.abstractmethod
-    async def token(self):
+    async def token(self) -> str:
         """The token (a str)."""
 
-    def extensions(self):
+    def extensions(self) -> dict[str, str]:
         """SASL extensions to send with the token: a dict of str."""
         return {}
 

@@ -8,16 +8,24 @@ partition in order and at consecutive offsets. ``append()`` counts each record's
 Kafka's record format (v2) writes it, so that a batch fills where aiokafka's does:
 at ``max_batch_size`` bytes. The checks on a record's parts are the ones ``send()`` makes.
 """
-import collections
+from __future__ import annotations
+
 import time
+from collections.abc import Iterable
+from typing import Any, NamedTuple, Optional
 
 from pyrdk.common import INT64_MAX, integer
 
 BATCH_OVERHEAD = 61  # the header of a v2 record batch, in bytes
 
-BatchRecordMetadata = collections.namedtuple("BatchRecordMetadata", "offset size timestamp crc")
-"""What ``BatchBuilder.append()`` returns: the record's ``offset`` within the batch (0 for the
-first), its ``size`` in bytes, its ``timestamp`` (ms) and ``crc`` (None, as aiokafka's)."""
+
+class BatchRecordMetadata(NamedTuple):
+    """What ``BatchBuilder.append()`` returns: the record's ``offset`` within the batch (0 for the
+    first), its ``size`` in bytes, its ``timestamp`` (ms) and ``crc`` (None, as aiokafka's)."""
+    offset: int
+    size: int
+    timestamp: int
+    crc: Optional[int]
 
 
 def check_bytes(what, data):
@@ -79,14 +87,15 @@ class BatchBuilder:
     """Records for one ``send_batch()``, up to ``batch_size`` bytes (the producer's
     ``max_batch_size``); made by ``AIOKafkaProducer.create_batch()``."""
 
-    def __init__(self, batch_size):
+    def __init__(self, batch_size: int) -> None:
         self._batch_size = batch_size
-        self._records = []  # (value, key, timestamp_ms, headers)
+        self._records: list[tuple[Any, Any, int, Any]] = []  # (value, key, timestamp_ms, headers)
         self._size = BATCH_OVERHEAD
-        self._first_timestamp = None
+        self._first_timestamp: Optional[int] = None
         self._closed = False
 
-    def append(self, *, key, value, timestamp, headers=None):
+    def append(self, *, key: Optional[bytes], value: Optional[bytes], timestamp: Optional[int],
+               headers: Optional[Iterable[tuple[str, Optional[bytes]]]] = None) -> Optional[BatchRecordMetadata]:
         """Add a record (``key`` and ``value`` bytes or None, ``timestamp`` in ms or None for
         now, ``headers`` ``(str, bytes)`` pairs); its :class:`BatchRecordMetadata`, or None
         when the batch is closed or the record would take it past ``max_batch_size`` (the
@@ -109,15 +118,15 @@ class BatchBuilder:
         self._size += size
         return BatchRecordMetadata(offset, size, timestamp, None)
 
-    def close(self):
+    def close(self) -> None:
         """Take no more records: ``append()`` returns None from now on."""
         self._closed = True
 
-    def size(self):
+    def size(self) -> int:
         """The batch's size in bytes as Kafka's record format writes it."""
         return self._size
 
-    def record_count(self):
+    def record_count(self) -> int:
         """How many records the batch holds."""
         return len(self._records)
 

@@ -1,19 +1,32 @@
 """What the asyncio producer and consumer share: ``async with``, the event loop they belong
 to, and the one way the control path reaches librdkafka's blocking calls."""
+from __future__ import annotations
+
 import asyncio
+from typing import TypeVar
 
 from pyrdk.aio.errors import IllegalStateError
+
+_Self = TypeVar("_Self", bound="Client")
 
 
 class Client:
     """``async with client:`` starts and stops it; subclasses set ``_loop`` in ``start()``."""
 
-    async def __aenter__(self):
+    async def __aenter__(self: _Self) -> _Self:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc_info):
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
+
+    async def start(self) -> None:
+        """The subclass's: create the librdkafka client."""
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        """The subclass's: close the librdkafka client."""
+        raise NotImplementedError
 
     async def _blocking(self, fn, *args):
         """Run one of librdkafka's blocking control calls (metadata, commits, offset lookups,

@@ -13,6 +13,8 @@ returned, unless a seek moved past it (as aiokafka, which commits the positions)
 The few blocking librdkafka calls of the control path (commit, committed, offset lookups,
 metadata, ``rd_kafka_consumer_close``) run on the loop's default executor.
 """
+from __future__ import annotations
+
 import asyncio
 import collections
 import copy
@@ -20,12 +22,15 @@ import functools
 import itertools
 import logging
 import re
+import ssl
 import time
 import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Optional, Union
 
 from pyrdk.aio import conf
 from pyrdk.aio.client import Client
-from pyrdk.aio.abc import ConsumerRebalanceListener
+from pyrdk.aio.abc import AbstractTokenProvider, ConsumerRebalanceListener
 from pyrdk.aio.errors import (CommitFailedError, ConsumerStoppedError, IllegalOperation, IllegalStateError,
                               KafkaError)
 from pyrdk.aio.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition
@@ -108,19 +113,25 @@ class AIOKafkaConsumer(Client):
     uses a private group of its own (librdkafka needs one for its queue) and refuses commits,
     as aiokafka does."""
 
-    def __init__(self, *topics, loop=None, bootstrap_servers="localhost", client_id="aiokafka-0.8.0",
-                 group_id=None, key_deserializer=None, value_deserializer=None, fetch_max_wait_ms=500,
-                 fetch_max_bytes=52428800, fetch_min_bytes=1, max_partition_fetch_bytes=1048576,
-                 request_timeout_ms=40000, retry_backoff_ms=100, auto_offset_reset="latest",
-                 enable_auto_commit=True, auto_commit_interval_ms=5000, check_crcs=True,
-                 metadata_max_age_ms=300000, partition_assignment_strategy=("RoundRobinPartitionAssignor",),
-                 max_poll_interval_ms=300000, rebalance_timeout_ms=None, session_timeout_ms=10000,
-                 heartbeat_interval_ms=3000, consumer_timeout_ms=200, max_poll_records=None,
-                 ssl_context=None, security_protocol="PLAINTEXT", api_version="auto",
-                 exclude_internal_topics=True, connections_max_idle_ms=540000,
-                 isolation_level="read_uncommitted", sasl_mechanism="PLAIN", sasl_plain_password=None,
-                 sasl_plain_username=None, sasl_kerberos_service_name="kafka", sasl_kerberos_domain_name=None,
-                 sasl_oauth_token_provider=None, rdkafka_config=None):
+    def __init__(self, *topics: str, loop: Optional[asyncio.AbstractEventLoop] = None,
+                 bootstrap_servers: Union[str, Sequence[str]] = "localhost", client_id: str = "aiokafka-0.8.0",
+                 group_id: Optional[str] = None, key_deserializer: Optional[Callable[[bytes], Any]] = None,
+                 value_deserializer: Optional[Callable[[bytes], Any]] = None, fetch_max_wait_ms: int = 500,
+                 fetch_max_bytes: int = 52428800, fetch_min_bytes: int = 1, max_partition_fetch_bytes: int = 1048576,
+                 request_timeout_ms: int = 40000, retry_backoff_ms: int = 100, auto_offset_reset: str = "latest",
+                 enable_auto_commit: bool = True, auto_commit_interval_ms: int = 5000, check_crcs: bool = True,
+                 metadata_max_age_ms: int = 300000,
+                 partition_assignment_strategy: Union[Any, Sequence[Any]] = ("RoundRobinPartitionAssignor",),
+                 max_poll_interval_ms: int = 300000, rebalance_timeout_ms: Optional[int] = None,
+                 session_timeout_ms: int = 10000, heartbeat_interval_ms: int = 3000, consumer_timeout_ms: int = 200,
+                 max_poll_records: Optional[int] = None, ssl_context: Optional[ssl.SSLContext] = None,
+                 security_protocol: str = "PLAINTEXT", api_version: str = "auto", exclude_internal_topics: bool = True,
+                 connections_max_idle_ms: Optional[int] = 540000, isolation_level: str = "read_uncommitted",
+                 sasl_mechanism: str = "PLAIN", sasl_plain_password: Optional[str] = None,
+                 sasl_plain_username: Optional[str] = None, sasl_kerberos_service_name: str = "kafka",
+                 sasl_kerberos_domain_name: Optional[str] = None,
+                 sasl_oauth_token_provider: Optional[AbstractTokenProvider] = None,
+                 rdkafka_config: Optional[Mapping[str, Any]] = None) -> None:
         if auto_offset_reset not in RESETS:
             raise ValueError("auto_offset_reset must be 'earliest', 'latest' or 'none', not %r"
                              % (auto_offset_reset,))
@@ -171,50 +182,51 @@ class AIOKafkaConsumer(Client):
             self._config["statistics.interval.ms"] = LSO_STATISTICS_INTERVAL_MS
         self._config.update(rdkafka_config or {})
         conf.check(self._config, rdkafka_config)
-        self._handle = None
-        self._wakeup = None
-        self._loop = None
-        self._core = None
-        self._buffer = collections.deque()  # [TopicPartition, [ConsumerRecord]] runs, not yet returned
+        self._handle: Any = None  # a pyrdk.rd.handle.Handle once started
+        self._wakeup: Any = None
+        self._loop: Any = None
+        self._core: Any = None
+        self._buffer: collections.deque[Any] = collections.deque()  # [TopicPartition, [ConsumerRecord]] runs
         self._buffered = 0  # records in the buffer
-        self._counts = collections.Counter()  # TopicPartition -> its records in the buffer
-        self._held = set()  # partitions paused in librdkafka for their buffered records (HOLD_MAX)
-        self._positions = {}  # TopicPartition -> next offset, for the records returned
-        self._polled = {}  # TopicPartition -> when records of it last came from librdkafka (ms)
-        self._paused = set()
-        self._assigned = []  # the TopicPartitions last given to rd_kafka_assign
-        self._fresh = set()  # assigned, nothing returned yet: a seek restarts them by assign
-        self._waiters = set()
+        self._counts: collections.Counter[TopicPartition] = collections.Counter()  # its records in the buffer
+        self._held: set[TopicPartition] = set()  # paused in librdkafka for their buffered records (HOLD_MAX)
+        self._positions: dict[TopicPartition, int] = {}  # next offset, for the records returned
+        self._polled: dict[TopicPartition, int] = {}  # when records of it last came from librdkafka (ms)
+        self._paused: set[TopicPartition] = set()
+        self._assigned: list[TopicPartition] = []  # the TopicPartitions last given to rd_kafka_assign
+        self._fresh: set[TopicPartition] = set()  # assigned, nothing returned yet: a seek restarts them by assign
+        self._waiters: set[asyncio.Future[None]] = set()
         self._subscribed = False
-        self._subscription_names = []
-        self._pattern = None  # a pattern subscription's, compiled
+        self._subscription_names: list[str] = []
+        self._pattern: Optional[re.Pattern[str]] = None  # a pattern subscription's, compiled
         self._manual = False
         self._assigned_all = False  # subscribed without a group: every partition assigned
-        self._listener = None
-        self._rebalances = collections.deque()  # ("assign"|"revoke", [TopicPartition])
-        self._rebalancing = None  # the task running the listener
+        self._listener: Optional[ConsumerRebalanceListener] = None
+        self._rebalances: collections.deque[tuple[str, list[TopicPartition]]] = collections.deque()
+        self._rebalancing: Optional[asyncio.Task[None]] = None  # the task running the listener
         self._revoke_told = False  # the listener was told of the revocation before the next assignment
-        self._assigning = None  # while on_partitions_assigned runs: {TopicPartition: offset it seeked to}
-        self._errors = collections.deque()
+        self._assigning: Optional[dict[TopicPartition, int]] = None  # while on_partitions_assigned runs: its seeks
+        self._errors: collections.deque[KafkaError] = collections.deque()
         # auto_offset_reset="none": partitions librdkafka stopped for want of an offset, and
         # the error, which every getmany() of them raises (as aiokafka's) until a seek or a new
         # assignment, instead of waiting for records that cannot come
-        self._unpositioned = {}
+        self._unpositioned: dict[TopicPartition, KafkaError] = {}
         self._may_fail = False  # the buffer may hold an _Undeserializable
         self._closed = False
         self._stopping = False
-        self._metadata = {}  # topic -> set of partition ids, from the last metadata request
-        self._refreshing = None  # the task of a metadata request for topics assigned that it lacked
+        self._metadata: dict[str, set[int]] = {}  # topic -> set of partition ids, from the last metadata request
+        # the task of a metadata request for topics assigned that it lacked
+        self._refreshing: Optional[asyncio.Task[None]] = None
         # subscribe() or assign() called before start() (the constructor's topics are the first
         # subscribe()), which start() calls once it has the metadata, as aiokafka's allows
-        self._before_start = None
+        self._before_start: Optional[Callable[[], None]] = None
         if topics:
             self._before_start = functools.partial(self.subscribe, topics=list(topics))
             self._subscribed, self._subscription_names = True, list(topics)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    async def start(self):
+    async def start(self) -> None:
         """Create the librdkafka consumer (``rd_kafka_new``), watch its queue, load the
         cluster's metadata, and subscribe to the topics given to the constructor. If the
         metadata does not come (``SslError`` or ``AuthenticationError`` as soon as
@@ -250,7 +262,7 @@ class AIOKafkaConsumer(Client):
             self._subscribed = self._manual = False
             call()
 
-    async def stop(self):
+    async def stop(self) -> None:
         """Leave the group and close (``rd_kafka_consumer_close``, which commits the offsets
         of the records returned when auto-commit is on, then ``rd_kafka_destroy``). Waits at
         most ``request_timeout_ms``; a pending ``getmany()`` raises ``ConsumerStoppedError``."""
@@ -280,10 +292,10 @@ class AIOKafkaConsumer(Client):
                         "in the background")
         self._clear()
 
-    def __aiter__(self):
+    def __aiter__(self) -> AIOKafkaConsumer:
         return self
 
-    async def __anext__(self):
+    async def __anext__(self) -> ConsumerRecord[Any, Any]:
         try:
             return await self.getone()
         except ConsumerStoppedError:
@@ -299,7 +311,8 @@ class AIOKafkaConsumer(Client):
 
     # -- subscription and assignment -----------------------------------------------------------
 
-    def subscribe(self, topics=(), pattern=None, listener=None):
+    def subscribe(self, topics: Iterable[str] = (), pattern: Union[str, re.Pattern[str], None] = None,
+                  listener: Optional[ConsumerRebalanceListener] = None) -> None:
         """Join the group for ``topics`` (a list of str) or a regex ``pattern``
         (``rd_kafka_subscribe``); ``listener`` is told of each rebalance. Without a
         ``group_id``, topics the last metadata knows are assigned whole at once
@@ -353,7 +366,7 @@ class AIOKafkaConsumer(Client):
         self._pattern = None if pattern is None else re.compile(names[0])
         self._subscribed = True
 
-    def subscription(self):
+    def subscription(self) -> set[str]:
         """The topics subscribed to, as a set: for a pattern, as aiokafka's, the topics it
         matches (of the last metadata, and those assigned)."""
         if not self._subscribed:
@@ -363,7 +376,7 @@ class AIOKafkaConsumer(Client):
         return {name for name in self._metadata if self._pattern.match(name) and not name.startswith("__")} | \
             ({tp.topic for tp in self.assignment()} if self._handle is not None else set())
 
-    def unsubscribe(self):
+    def unsubscribe(self) -> None:
         """Leave the group's assignment (``rd_kafka_unsubscribe``) or drop the manual one."""
         if self._handle is None and not self._closed:  # before start(): what start() was to do
             self._before_start = None
@@ -385,7 +398,7 @@ class AIOKafkaConsumer(Client):
         self._assigned, self._fresh = [], set()
         self._unpositioned.clear()
 
-    def assign(self, partitions):
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read ``partitions`` (TopicPartitions), from the committed offsets or
         ``auto_offset_reset`` (``rd_kafka_assign``); replaces the previous assignment, whose
         partitions assigned again start anew too (unpaused), as in aiokafka. Before
@@ -420,7 +433,7 @@ class AIOKafkaConsumer(Client):
                 log.debug("resume at assign: %s", exc)
             self._paused.clear()
 
-    def assignment(self):
+    def assignment(self) -> set[TopicPartition]:
         """The set of TopicPartitions assigned (``rd_kafka_assignment``)."""
         self._check_running()
         if self._assigning is not None:  # on_partitions_assigned runs before rd_kafka_assign
@@ -736,7 +749,8 @@ class AIOKafkaConsumer(Client):
                 self._waiters.discard(fut)
             self._check_running()
 
-    async def getmany(self, *partitions, timeout_ms=0, max_records=None):
+    async def getmany(self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: Optional[int] = None
+                      ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         """``{TopicPartition: [ConsumerRecord]}``: what is fetched, waiting up to ``timeout_ms``
         for something when nothing is; at most ``max_records`` (default ``max_poll_records``).
         Cancelling it loses nothing: records leave the buffer only when it returns them."""
@@ -748,14 +762,14 @@ class AIOKafkaConsumer(Client):
             raise ValueError("max_records must be an int >= 1 or None, not %r" % (max_records,))
         return await self._get(partitions, timeout_ms, max_records)
 
-    async def getone(self, *partitions):
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[Any, Any]:
         """The next record (of ``partitions``, if given), waiting for one."""
         out = await self._get(partitions, None, 1)
         return next(iter(out.values()))[0]
 
     # -- offsets -------------------------------------------------------------------------------
 
-    async def commit(self, offsets=None):
+    async def commit(self, offsets: Optional[Mapping[TopicPartition, Union[int, tuple[int, str]]]] = None) -> None:
         """Commit ``offsets`` (``{TopicPartition: offset or (offset, metadata)}``, the next
         offsets to read), by default the positions of the records returned
         (``rd_kafka_commit``)."""
@@ -764,10 +778,10 @@ class AIOKafkaConsumer(Client):
             raise IllegalOperation("commit() needs a group_id")
         if offsets is None:
             assigned = self.assignment()
-            entries = [(tp.topic, tp.partition, off, 0, None)
-                       for tp, off in self._positions.items() if tp in assigned]
+            entries: list[tuple[str, int, int, int, Optional[bytes]]] = [
+                (tp.topic, tp.partition, off, 0, None) for tp, off in self._positions.items() if tp in assigned]
         else:
-            if not isinstance(offsets, dict) or not offsets:
+            if not isinstance(offsets, Mapping) or not offsets:
                 raise ValueError("offsets must be a non-empty dict {TopicPartition: offset or (offset, "
                                  "metadata)}, not %r" % (offsets,))
             entries = []
@@ -793,7 +807,7 @@ class AIOKafkaConsumer(Client):
         except (IllegalGeneration, UnknownMemberId, RebalanceInProgress) as exc:
             raise CommitFailedError("commit failed: the group rebalanced (%s)" % exc) from exc
 
-    async def committed(self, partition):
+    async def committed(self, partition: TopicPartition) -> Optional[int]:
         """The group's committed offset of ``partition`` (``rd_kafka_committed``), or None."""
         self._check_running()
         if self._group_id is None:
@@ -803,7 +817,7 @@ class AIOKafkaConsumer(Client):
         offset = found[0].offset
         return offset if offset >= 0 else None
 
-    async def position(self, partition):
+    async def position(self, partition: TopicPartition) -> int:
         """The offset of the next record ``getmany()`` returns for ``partition``."""
         self._check_running()
         tp = _tp(partition)
@@ -821,7 +835,7 @@ class AIOKafkaConsumer(Client):
             if committed is not None:
                 return committed
         if self._auto_offset_reset == "none":  # no position until a seek: the error getmany() raises
-            exc = self._unpositioned.get(tp)
+            exc: Any = self._unpositioned.get(tp)
             if exc is None:
                 exc = OffsetOutOfRangeError("%s [%d]: no committed offset to start from and auto_offset_reset is "
                                             "'none': seek() to an offset first" % (tp.topic, tp.partition))
@@ -832,7 +846,7 @@ class AIOKafkaConsumer(Client):
                                          self._request_timeout_ms)
         return low if self._auto_offset_reset == "earliest" else high
 
-    def seek(self, partition, offset):
+    def seek(self, partition: TopicPartition, offset: int) -> None:
         """Read ``partition`` from ``offset`` next (``rd_kafka_seek_partitions``, not waited on);
         with auto-commit, the offset is what is committed next, as aiokafka commits positions."""
         self._check_running()
@@ -869,12 +883,12 @@ class AIOKafkaConsumer(Client):
         tps = [_tp(tp) for tp in partitions] if partitions else sorted(self.assignment())
         return tps
 
-    async def seek_to_beginning(self, *partitions):
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
         """Read from the oldest offset (of all assigned partitions by default); True once
         the partitions are there, as aiokafka's."""
         return await self._seek_to(partitions, OFFSET_BEGINNING)
 
-    async def seek_to_end(self, *partitions):
+    async def seek_to_end(self, *partitions: TopicPartition) -> bool:
         """Read from the end: only records produced from now on; True once the partitions
         are there, as aiokafka's."""
         return await self._seek_to(partitions, OFFSET_END)
@@ -907,7 +921,7 @@ class AIOKafkaConsumer(Client):
             self._store([(tp.topic, tp.partition, offset) for tp, offset in known.items()])
         return len(kept) == len(offsets)
 
-    async def seek_to_committed(self, *partitions):
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, Optional[int]]:
         """Read from the committed offsets; ``{TopicPartition: committed offset or None}``."""
         self._check_running()
         if self._group_id is None:
@@ -922,7 +936,7 @@ class AIOKafkaConsumer(Client):
                 self.seek(tp, offset)
         return out
 
-    def highwater(self, partition):
+    def highwater(self, partition: TopicPartition) -> Optional[int]:
         """The partition's end offset as the last fetch told it (``rd_kafka_get_watermark_offsets``),
         or None before any fetch."""
         self._check_running()
@@ -930,7 +944,7 @@ class AIOKafkaConsumer(Client):
         high = self._handle.get_watermark_offsets(tp.topic, tp.partition)[1]
         return high if high >= 0 else None
 
-    def last_poll_timestamp(self, partition):
+    def last_poll_timestamp(self, partition: TopicPartition) -> Optional[int]:
         """When records of the partition last came from librdkafka's queue, in ms since the
         epoch, or None before any came (librdkafka does not tell when a fetch brought nothing)."""
         self._check_running()
@@ -938,7 +952,7 @@ class AIOKafkaConsumer(Client):
         self._check_assigned([tp])
         return self._polled.get(tp)
 
-    def last_stable_offset(self, partition):
+    def last_stable_offset(self, partition: TopicPartition) -> Optional[int]:
         """The partition's last stable offset (the first offset of a transaction still open)
         as the last fetch told it, or None before any fetch. A read_uncommitted consumer gets
         -1, as in aiokafka. librdkafka reports it only in its statistics (``ls_offset``): a
@@ -962,11 +976,11 @@ class AIOKafkaConsumer(Client):
             return None
         return offset if offset >= 0 else None
 
-    async def beginning_offsets(self, partitions):
+    async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """``{TopicPartition: first offset}`` (``rd_kafka_query_watermark_offsets``)."""
         return await self._watermarks(partitions, 0)
 
-    async def end_offsets(self, partitions):
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """``{TopicPartition: last offset + 1}`` (``rd_kafka_query_watermark_offsets``)."""
         return await self._watermarks(partitions, 1)
 
@@ -979,7 +993,8 @@ class AIOKafkaConsumer(Client):
             out[tp] = marks[which]
         return out
 
-    async def offsets_for_times(self, timestamps):
+    async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
+                                ) -> dict[TopicPartition, Optional[OffsetAndTimestamp]]:
         """``{TopicPartition: OffsetAndTimestamp or None}``: the first offset at or after each
         time (ms) (``rd_kafka_offsets_for_times``), with that time: librdkafka does not tell the
         found record's, which aiokafka gives."""
@@ -1000,7 +1015,7 @@ class AIOKafkaConsumer(Client):
 
     # -- flow control and metadata -------------------------------------------------------------
 
-    def pause(self, *partitions):
+    def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching ``partitions`` (``rd_kafka_pause_partitions``); ``getmany()`` returns
         none of their records until :meth:`resume`."""
         self._check_running()
@@ -1010,7 +1025,7 @@ class AIOKafkaConsumer(Client):
         self._paused.update(tps)
         self._held.difference_update(tps)  # the program's pause now: resume() ends it
 
-    def resume(self, *partitions):
+    def resume(self, *partitions: TopicPartition) -> None:
         """Fetch ``partitions`` again (``rd_kafka_resume_partitions``)."""
         self._check_running()
         tps = [_tp(tp) for tp in partitions]
@@ -1020,7 +1035,7 @@ class AIOKafkaConsumer(Client):
         self._held.difference_update(tps)
         self._wake()
 
-    def paused(self):
+    def paused(self) -> set[TopicPartition]:
         """The set of partitions paused."""
         return set(self._paused)
 
@@ -1048,7 +1063,7 @@ class AIOKafkaConsumer(Client):
         self._metadata = {name: {p.id for p in t.partitions} for name, t in md.topics.items() if not t.error}
         return self._metadata
 
-    async def topics(self):
+    async def topics(self) -> set[str]:
         """The names of the cluster's topics (``rd_kafka_metadata``)."""
         self._check_running()
         return set(await self._refresh_metadata())
@@ -1067,7 +1082,7 @@ class AIOKafkaConsumer(Client):
         except KafkaError as exc:  # the next assignment asks again
             log.debug("metadata for the topics assigned: %s", exc)
 
-    def partitions_for_topic(self, topic):
+    def partitions_for_topic(self, topic: str) -> Optional[set[int]]:
         """The partition ids of ``topic`` as the last metadata told them (asked again when a
         topic it lacked is assigned), or None."""
         self._check_running()

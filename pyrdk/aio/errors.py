@@ -155,7 +155,7 @@ class NoError(_e.KafkaException):
     """aiokafka's class of error code 0, which is no error: pyrdk never raises it."""
 
 
-def for_code(code):
+def for_code(code: int) -> type[_e.KafkaException]:
     """The exception class pyrdk raises for Kafka (or librdkafka) error ``code``."""
     return _e.for_code(code)
 

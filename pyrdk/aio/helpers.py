@@ -7,20 +7,34 @@ properties (:func:`rdkafka_config`). The context is a real ``ssl.SSLContext`` al
 loaded from the same files (a wrong path or password fails here, as in aiokafka), and its
 ``check_hostname`` and ``verify_mode`` are read when a client starts.
 """
+from __future__ import annotations
+
 import os
 import ssl
+from collections.abc import Callable
+from typing import Any, Union
 
 from pyrdk.exceptions import NotSupportedError
+
+_Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+_Password = Union[str, bytes, bytearray, Callable[[], Union[str, bytes, bytearray]]]
 
 
 class KafkaSSLContext(ssl.SSLContext):
     """An ``ssl.SSLContext`` made by :func:`create_ssl_context`, with the files it came from:
     ``cafile``, ``capath``, ``cadata``, ``certfile``, ``keyfile`` and ``password``."""
 
-    cafile = capath = cadata = certfile = keyfile = password = None
+    cafile: Any = None
+    capath: Any = None
+    cadata: Any = None
+    certfile: Any = None
+    keyfile: Any = None
+    password: Any = None
 
 
-def create_ssl_context(*, cafile=None, capath=None, cadata=None, certfile=None, keyfile=None, password=None):
+def create_ssl_context(*, cafile: _Path | None = None, capath: _Path | None = None, cadata: str | bytes | None = None,
+                       certfile: _Path | None = None, keyfile: _Path | None = None,
+                       password: _Password | None = None) -> KafkaSSLContext:
     """An SSL context for ``security_protocol="SSL"`` (or ``"SASL_SSL"``), as aiokafka's:
     the brokers' certificates checked against ``cafile``, ``capath`` or ``cadata`` (the
     system's CAs when none is given) with their host names; ``certfile``/``keyfile``
@@ -46,14 +60,14 @@ def create_ssl_context(*, cafile=None, capath=None, cadata=None, certfile=None, 
     return context
 
 
-def rdkafka_config(context):
+def rdkafka_config(context: ssl.SSLContext) -> dict[str, Any]:
     """librdkafka's ``ssl.*`` properties for ``context``, made by :func:`create_ssl_context`;
     ``NotSupportedError`` for any other ``ssl.SSLContext``."""
     if not isinstance(context, KafkaSSLContext):
         raise NotSupportedError("ssl_context must come from pyrdk.aio.helpers.create_ssl_context(): "
                                 "librdkafka does its own TLS and can only use the files such a context "
                                 "was made from, not a %s" % type(context).__name__)
-    config = {}
+    config: dict[str, Any] = {}
     if context.cafile is not None or context.capath is not None:
         config["ssl.ca.location"] = context.cafile if context.cafile is not None else context.capath
     elif context.cadata is not None:

@@ -10,13 +10,20 @@ with a zero timeout) and the core resolves their futures, a batch at a time. The
 librdkafka's ``murmur2_random``: aiokafka's (and Java's) default partitioner, murmur2 of the
 key, a random partition for records without one; or what the program's ``partitioner`` picks.
 """
+from __future__ import annotations
+
 import asyncio
 import functools
 import itertools
 import logging
+import ssl
 import sys
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Optional, Union
 
 from pyrdk.aio import conf
+from pyrdk.aio.abc import AbstractTokenProvider
 from pyrdk.aio.batch import BatchBuilder, check_headers, check_timestamp
 from pyrdk.aio.batch import check_bytes as _check_bytes
 from pyrdk.aio.client import Client
@@ -79,15 +86,22 @@ class AIOKafkaProducer(Client):
     ``ssl_context`` must come from :func:`pyrdk.aio.helpers.create_ssl_context`, and
     ``sasl_oauth_token_provider`` is not supported (see the README)."""
 
-    def __init__(self, *, loop=None, bootstrap_servers="localhost", client_id=None,
-                 metadata_max_age_ms=300000, request_timeout_ms=40000, api_version="auto",
-                 acks=_missing, key_serializer=None, value_serializer=None, compression_type=None,
-                 max_batch_size=16384, partitioner=None, max_request_size=1048576, linger_ms=0,
-                 send_backoff_ms=100, retry_backoff_ms=100, security_protocol="PLAINTEXT",
-                 ssl_context=None, connections_max_idle_ms=540000, enable_idempotence=False,
-                 transactional_id=None, transaction_timeout_ms=60000, sasl_mechanism="PLAIN",
-                 sasl_plain_password=None, sasl_plain_username=None, sasl_kerberos_service_name="kafka",
-                 sasl_kerberos_domain_name=None, sasl_oauth_token_provider=None, rdkafka_config=None):
+    def __init__(self, *, loop: Optional[asyncio.AbstractEventLoop] = None,
+                 bootstrap_servers: Union[str, Sequence[str]] = "localhost", client_id: Optional[str] = None,
+                 metadata_max_age_ms: int = 300000, request_timeout_ms: int = 40000, api_version: str = "auto",
+                 acks: Any = _missing, key_serializer: Optional[Callable[[Any], Optional[bytes]]] = None,
+                 value_serializer: Optional[Callable[[Any], Optional[bytes]]] = None,
+                 compression_type: Optional[str] = None, max_batch_size: int = 16384,
+                 partitioner: Optional[Callable[[Any, list[int], list[int]], int]] = None,
+                 max_request_size: int = 1048576, linger_ms: int = 0, send_backoff_ms: int = 100,
+                 retry_backoff_ms: int = 100, security_protocol: str = "PLAINTEXT",
+                 ssl_context: Optional[ssl.SSLContext] = None, connections_max_idle_ms: Optional[int] = 540000,
+                 enable_idempotence: bool = False, transactional_id: Optional[str] = None,
+                 transaction_timeout_ms: int = 60000, sasl_mechanism: str = "PLAIN",
+                 sasl_plain_password: Optional[str] = None, sasl_plain_username: Optional[str] = None,
+                 sasl_kerberos_service_name: str = "kafka", sasl_kerberos_domain_name: Optional[str] = None,
+                 sasl_oauth_token_provider: Optional[AbstractTokenProvider] = None,
+                 rdkafka_config: Optional[Mapping[str, Any]] = None) -> None:
         if partitioner is not None and not callable(partitioner):
             raise TypeError("partitioner must be a callable(key, all_partitions, available_partitions) "
                             "returning a partition id, not %r" % (partitioner,))
@@ -105,7 +119,7 @@ class AIOKafkaProducer(Client):
         self._max_batch_size = max_batch_size
         self._partitioner = partitioner
         self._metadata_max_age_ms = metadata_max_age_ms
-        self._partition_lists = {}  # topic -> (all ids, ids with a leader, when), for the partitioner
+        self._partition_lists: dict[str, Any] = {}  # topic -> (all ids, ids with a leader, when), for the partitioner
         self._config = conf.common(bootstrap_servers, client_id or "aiokafka-producer-%d" % next(_numbers),
                                    metadata_max_age_ms, request_timeout_ms, retry_backoff_ms,
                                    security_protocol, ssl_context, connections_max_idle_ms, sasl_mechanism,
@@ -135,25 +149,26 @@ class AIOKafkaProducer(Client):
         conf.check(self._config, rdkafka_config)
         self._transactional = self._config.get("transactional.id") is not None
         self._unacked = str(self._config["acks"]) == "0"  # the brokers tell nothing: futures resolve to None
-        self._handle = None
-        self._wakeup = None
-        self._loop = None
-        self._pending = {}  # msg_id -> (future, topic, timestamp_ms), or future (the core's send_record())
-        self._room = None  # set when deliveries free queue room
-        self._flushing = []  # flush()'s [ids pending when it was called, how many are done, its future]
+        self._handle: Any = None  # a pyrdk.rd.handle.Handle once started
+        self._wakeup: Any = None
+        self._loop: Any = None
+        self._pending: dict[int, Any] = {}  # msg_id -> (future, topic, timestamp_ms), or future (send_record())
+        self._room: Any = None  # set when deliveries free queue room
+        self._flushing: list[list[Any]] = []  # flush()'s [ids pending when called, how many are done, its future]
         self._stopping = False  # stop() flushes: send() refuses new records
         self._in_transaction = False  # a transactional producer sends only between begin and commit/abort
-        self._unfinished = None  # the commit_transaction or abort_transaction that timed out: call it again
-        self._fatal = None  # the fatal error (ProducerFenced) after which no transactional call can succeed
-        self._core = None
-        self._fast = None  # the core while send_record() may take records: started, no partitioner
-        self._topics = {}  # topic -> its index in the core (0: none, its records' entries name it)
+        self._unfinished: Optional[str] = None  # the commit or abort that timed out: call it again
+        # the fatal error (ProducerFenced) after which no transactional call can succeed
+        self._fatal: Optional[KafkaException] = None
+        self._core: Any = None
+        self._fast: Any = None  # the core while send_record() may take records: started, no partitioner
+        self._topics: dict[str, int] = {}  # topic -> its index in the core (0: none, its records' entries name it)
         self._closed = False
-        self._batches = {}  # (topic, partition) -> the future of the last send_batch()
+        self._batches: dict[tuple[str, int], asyncio.Future[Any]] = {}  # (topic, partition) -> last send_batch()'s
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    async def start(self):
+    async def start(self) -> None:
         """Create the librdkafka producer (``rd_kafka_new``) and watch its main queue; with
         a ``transactional_id``, ``rd_kafka_init_transactions`` too, and if that fails or is
         cancelled the producer is closed again: a later start() starts it anew."""
@@ -191,7 +206,7 @@ class AIOKafkaProducer(Client):
                     await closed
                 raise
 
-    async def stop(self):
+    async def stop(self) -> None:
         """Flush what is pending (up to ``request_timeout_ms``: librdkafka fails each record
         still undelivered then), then ``rd_kafka_destroy`` (on the default executor: it joins
         librdkafka's threads). In another event loop than its own, nothing can wait for the
@@ -237,7 +252,9 @@ class AIOKafkaProducer(Client):
 
     # -- sending -------------------------------------------------------------------------------
 
-    async def send(self, topic, value=None, key=None, partition=None, timestamp_ms=None, headers=None):
+    async def send(self, topic: str, value: Any = None, key: Any = None, partition: Optional[int] = None,
+                   timestamp_ms: Optional[int] = None, headers: Optional[Iterable[tuple[str, Optional[bytes]]]] = None
+                   ) -> asyncio.Future[RecordMetadata]:
         """Hand the record to librdkafka (``rd_kafka_producev``); a future of its
         :class:`RecordMetadata` (None with ``acks=0``, as aiokafka's). A full queue is waited
         on for up to ``request_timeout_ms`` (``KafkaTimeoutError``); cancelling this coroutine
@@ -372,12 +389,12 @@ class AIOKafkaProducer(Client):
             except asyncio.TimeoutError:
                 pass
 
-    def create_batch(self):
+    def create_batch(self) -> BatchBuilder:
         """An empty :class:`~pyrdk.aio.batch.BatchBuilder` of up to ``max_batch_size`` bytes,
         to fill and hand to :meth:`send_batch`."""
         return BatchBuilder(self._max_batch_size)
 
-    async def send_batch(self, batch, topic, *, partition):
+    async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> asyncio.Future[RecordMetadata]:
         """Hand the records of ``batch`` to librdkafka, all to ``partition`` of ``topic``
         (``rd_kafka_producev`` each, in order), after the previous batch sent to that
         partition is delivered; a future of the first record's :class:`RecordMetadata`, set
@@ -422,14 +439,15 @@ class AIOKafkaProducer(Client):
         if self._batches.get(key) is fut:
             del self._batches[key]
 
-    async def send_and_wait(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
-                            headers=None):
+    async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: Optional[int] = None,
+                            timestamp_ms: Optional[int] = None,
+                            headers: Optional[Iterable[tuple[str, Optional[bytes]]]] = None) -> RecordMetadata:
         """``send()``, then wait for the delivery: the :class:`RecordMetadata`."""
         self._check_loop()
         fut = await self.send(topic, value, key, partition, timestamp_ms, headers)
         return await fut
 
-    async def flush(self):
+    async def flush(self) -> None:
         """Wait until every record sent so far is delivered or failed (not the ones sent
         meanwhile)."""
         if not self._stopping:
@@ -441,7 +459,7 @@ class AIOKafkaProducer(Client):
             self._flushing.append([list(self._pending), 0, fut])  # the ids, in the order sent
             await fut
 
-    async def partitions_for(self, topic):
+    async def partitions_for(self, topic: str) -> set[int]:
         """The partition ids of ``topic`` (``rd_kafka_metadata``, on the default executor)."""
         self._check_running()
         if not isinstance(topic, str) or not topic:
@@ -472,7 +490,7 @@ class AIOKafkaProducer(Client):
         if isinstance(exc, KafkaException) and exc.fatal and self._fatal is None:
             self._fatal = exc
 
-    def begin_transaction(self):
+    def begin_transaction(self) -> Awaitable[None]:
         """``rd_kafka_begin_transaction`` (local: no request), done by the call; what it returns
         may be awaited, as aiokafka's coroutine is (``await producer.begin_transaction()``).
         After a commit or abort that timed out (it goes on in the background),
@@ -488,7 +506,7 @@ class AIOKafkaProducer(Client):
             self._fast = self._core
         return _DONE
 
-    async def commit_transaction(self):
+    async def commit_transaction(self) -> None:
         """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
         executor). After an abort that timed out, ``TransactionStateError``: await that again."""
         self._check_transactional("commit_transaction()")
@@ -501,7 +519,7 @@ class AIOKafkaProducer(Client):
         finally:
             self._serve()
 
-    async def abort_transaction(self):
+    async def abort_transaction(self) -> None:
         """``rd_kafka_abort_transaction``: the records sent in the transaction fail."""
         self._check_transactional("abort_transaction()")
         try:
@@ -527,12 +545,13 @@ class AIOKafkaProducer(Client):
         self._in_transaction = False
         self._fast = None
 
-    async def send_offsets_to_transaction(self, offsets, group_id):
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Union[int, OffsetAndMetadata]],
+                                          group_id: str) -> None:
         """Commit ``offsets`` (``{TopicPartition: offset or OffsetAndMetadata}``, the next
         offsets to read) for ``group_id`` with the transaction
         (``rd_kafka_send_offsets_to_transaction``)."""
         self._check_transactional("send_offsets_to_transaction()")
-        if not isinstance(offsets, dict):
+        if not isinstance(offsets, Mapping):
             raise ValueError("offsets must be a dict {TopicPartition: offset or OffsetAndMetadata}, not %r"
                              % (offsets,))
         entries = []
@@ -554,7 +573,7 @@ class AIOKafkaProducer(Client):
             self._note_fatal(exc)
             raise
 
-    def transaction(self):
+    def transaction(self) -> _Transaction:
         """``async with producer.transaction():`` begins a transaction, commits it when the
         block ends, aborts it when the block raises."""
         return _Transaction(self)
@@ -644,8 +663,8 @@ class _Done:
     """An awaitable with nothing left to do (its result None)."""
     __slots__ = ()
 
-    def __await__(self):
-        return iter(())
+    def __await__(self) -> Generator[None, None, None]:
+        yield from ()
 
 
 _DONE = _Done()
@@ -660,18 +679,18 @@ async def _first_when_all(futures):
 class _Transaction:
     """The context manager of :meth:`AIOKafkaProducer.transaction`."""
 
-    def __init__(self, producer):
+    def __init__(self, producer: AIOKafkaProducer) -> None:
         self._producer = producer
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> _Transaction:
         self._producer.begin_transaction()
         return self
 
-    async def __aexit__(self, exc_type, exc, tb):
+    async def __aexit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
         if exc_type is None:
             await self._producer.commit_transaction()
         elif isinstance(exc, KafkaException) and exc.fatal:
             self._producer._note_fatal(exc)  # no abort, as aiokafka: it cannot end well, and would hide exc
         else:
             await self._producer.abort_transaction()
-        return False
