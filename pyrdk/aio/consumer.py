@@ -754,7 +754,7 @@ class AIOKafkaConsumer(Client):
         """``{TopicPartition: [ConsumerRecord]}``: what is fetched, waiting up to ``timeout_ms``
         for something when nothing is; at most ``max_records`` (default ``max_poll_records``).
         Cancelling it loses nothing: records leave the buffer only when it returns them."""
-        if not isinstance(timeout_ms, (int, float)) or timeout_ms < 0:
+        if not isinstance(timeout_ms, (int, float)) or not timeout_ms >= 0:  # NaN too: it would never time out
             raise ValueError("timeout_ms must be a number >= 0, not %r" % (timeout_ms,))
         if max_records is None:
             max_records = self._max_poll_records or (1 << 62)

@@ -389,6 +389,8 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
             consumer.subscribe([topic])
         with pytest.raises(ValueError, match="timeout_ms"):
             await consumer.getmany(timeout_ms=-1)
+        with pytest.raises(ValueError, match="timeout_ms"):  # not a wait no deadline ends (NaN compares false)
+            await asyncio.wait_for(consumer.getmany(timeout_ms=float("nan")), 10)
         with pytest.raises(TypeError, match="TopicPartition"):
             await consumer.getmany("not a partition")
         consumer.unsubscribe()
