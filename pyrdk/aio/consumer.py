@@ -322,14 +322,18 @@ class AIOKafkaConsumer(Client):
             self._check_running()
         if self._manual:
             raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
-        if bool(topics) == bool(pattern):
-            raise IllegalStateError("subscribe() takes topics or a pattern (one of them)")
+        if bool(topics) == bool(pattern):  # a ValueError, as aiokafka's
+            raise ConfigurationError("subscribe() takes topics or a pattern (one of them)")
         if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
             raise TypeError("listener must be a ConsumerRebalanceListener, not %r" % (listener,))
         if pattern is not None:
             if not isinstance(pattern, str):
                 pattern = pattern.pattern
-            re.compile(pattern)
+            try:
+                re.compile(pattern)
+            except re.error as exc:  # a ValueError, as aiokafka's
+                raise ConfigurationError("subscribe(): pattern %r is not a valid regular expression: %s"
+                                         % (pattern, exc)) from None
             names = [pattern if pattern.startswith("^") else "^" + pattern]
         else:
             if isinstance(topics, str):

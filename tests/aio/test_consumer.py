@@ -394,8 +394,13 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
         with pytest.raises(TypeError, match="TopicPartition"):
             await consumer.getmany("not a partition")
         consumer.unsubscribe()
-        with pytest.raises(IllegalStateError, match="topics or a pattern"):
+        # aiokafka raises ValueError for these
+        with pytest.raises(ValueError, match="topics or a pattern"):
             consumer.subscribe([topic], pattern="^aio-.*")
+        with pytest.raises(ValueError, match="topics or a pattern"):
+            consumer.subscribe()
+        with pytest.raises(ValueError, match="not a valid regular expression: missing \\)"):
+            consumer.subscribe(pattern="(aio")
         with pytest.raises(TypeError, match="listener"):
             consumer.subscribe([topic], listener=object())
 
