@@ -942,9 +942,11 @@ class AIOKafkaConsumer(Client):
 
     def highwater(self, partition: TopicPartition) -> Optional[int]:
         """The partition's end offset as the last fetch told it (``rd_kafka_get_watermark_offsets``),
-        or None before any fetch."""
+        or None before any fetch; of a partition not assigned, ``IllegalStateError`` (aiokafka's
+        asserts it is assigned), as ``last_stable_offset()`` and ``last_poll_timestamp()``."""
         self._check_running()
         tp = _tp(partition)
+        self._check_assigned([tp])
         high = self._handle.get_watermark_offsets(tp.topic, tp.partition)[1]
         return high if high >= 0 else None
 

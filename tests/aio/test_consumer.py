@@ -385,6 +385,9 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
             consumer.seek(TopicPartition(topic, 0), -5)
         with pytest.raises(IllegalStateError, match="not assigned"):
             await consumer.position(TopicPartition(topic, 1))
+        for call in (consumer.highwater, consumer.last_stable_offset, consumer.last_poll_timestamp):
+            with pytest.raises(IllegalStateError, match="not assigned"):  # not None, as if nothing was fetched yet
+                call(TopicPartition(topic, 1))
         with pytest.raises(IllegalStateError, match="assign"):
             consumer.subscribe([topic])
         with pytest.raises(ValueError, match="timeout_ms"):
