@@ -39,7 +39,8 @@ from pyrdk.common import integer
 from pyrdk.core import consumer_core
 from pyrdk.core import implementation as core_implementation
 from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, KafkaTimeoutError, NoBrokersAvailableError,
-                              OffsetOutOfRangeError, RebalanceInProgress, SocketDisconnectedError, UnknownMemberId)
+                              OffsetOutOfRangeError, RdKafkaException, RebalanceInProgress, SocketDisconnectedError,
+                              UnknownMemberId)
 from pyrdk.rd.callbacks import DEFERRED, Callbacks, security_failure
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
 from pyrdk.rd import errors as rd_errors
@@ -91,6 +92,48 @@ def _assignor(strategy):
                                      "(RoundRobinPartitionAssignor, RangePartitionAssignor)" % (item,))
         names.append(ASSIGNORS[name])
     return ",".join(names)
+
+
+def _posix_pattern(pattern: Union[str, re.Pattern[str]]) -> str:
+    """``subscribe()``'s ``pattern`` as the text librdkafka matches topic names with (``regcomp``,
+    POSIX extended syntax); a ValueError (``ConfigurationError``, as aiokafka's ``ValueError``)
+    for one Python's ``re`` cannot compile, and for Python syntax POSIX rejects or reads
+    otherwise, which would fail the subscription unclearly or match other topics silently:
+    flags of a compiled pattern, ``(?...)`` groups, ``\\d`` and ``\\D``, and a backslash
+    before a letter inside ``[...]`` (a literal backslash there)."""
+    if not isinstance(pattern, str):
+        if isinstance(pattern, re.Pattern) and isinstance(pattern.pattern, str) and pattern.flags & ~re.UNICODE:
+            raise ConfigurationError("subscribe(): librdkafka matches the pattern's text only, without the flags "
+                                     "of %r: write what they do into the pattern" % (pattern,))
+        pattern = getattr(pattern, "pattern", pattern)
+    if not isinstance(pattern, str) or not pattern:
+        raise TypeError("pattern must be a non-empty str or a compiled str pattern, not %r" % (pattern,))
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigurationError("subscribe(): pattern %r is not a valid regular expression: %s"
+                                 % (pattern, exc)) from None
+    unsupported, i, bracket = None, 0, False
+    while i < len(pattern) and unsupported is None:
+        c, following = pattern[i], pattern[i + 1:i + 2]
+        if c == "\\":
+            if following in ("d", "D") or (bracket and following.isalpha()):
+                unsupported = "\\" + following + (" inside [...]" if bracket else "")
+            i += 2
+            continue
+        if bracket:
+            if c == "]" and pattern[i - 1] != "[" and pattern[i - 2:i] != "[^":
+                bracket = False
+        elif c == "[":
+            bracket = True
+        elif c == "(" and following == "?":
+            unsupported = "(?...)"
+        i += 1
+    if unsupported is not None:
+        raise ConfigurationError("subscribe(): librdkafka matches topic names with POSIX extended regular "
+                                 "expressions, which have no %s as Python's (pattern %r): use [0-9] for \\d, "
+                                 "plain (...) groups, no escapes inside [...]" % (unsupported, pattern))
+    return pattern
 
 
 def _tp(tp, what="partition"):
@@ -327,13 +370,7 @@ class AIOKafkaConsumer(Client):
         if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
             raise TypeError("listener must be a ConsumerRebalanceListener, not %r" % (listener,))
         if pattern is not None:
-            if not isinstance(pattern, str):
-                pattern = pattern.pattern
-            try:
-                re.compile(pattern)
-            except re.error as exc:  # a ValueError, as aiokafka's
-                raise ConfigurationError("subscribe(): pattern %r is not a valid regular expression: %s"
-                                         % (pattern, exc)) from None
+            pattern = _posix_pattern(pattern)
             names = [pattern if pattern.startswith("^") else "^" + pattern]
         else:
             if isinstance(topics, str):
@@ -365,7 +402,13 @@ class AIOKafkaConsumer(Client):
                 self._assigned_all = False
                 self._assigned, self._fresh = [], set()
                 self._restart()  # the records and positions of the partitions given up go
-            self._handle.subscribe(names)
+            try:
+                self._handle.subscribe(names)
+            except RdKafkaException as exc:
+                if pattern is None:
+                    raise
+                raise ConfigurationError("subscribe(): librdkafka refused the pattern %r (%s): it takes POSIX "
+                                         "extended regular expressions" % (names[0], exc)) from None
         self._subscription_names = names
         self._pattern = None if pattern is None else re.compile(names[0])
         self._subscribed = True

@@ -1,6 +1,7 @@
 """AIOKafkaConsumer against the test broker: round trip, offsets, seek and position,
 cancellation, bad input, a group with a rebalance listener, and the event loop kept free."""
 import asyncio
+import re
 import resource
 import time
 
@@ -404,6 +405,12 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
             consumer.subscribe()
         with pytest.raises(ValueError, match="not a valid regular expression: missing \\)"):
             consumer.subscribe(pattern="(aio")
+        # librdkafka's patterns are POSIX ones: Python's syntax that would fail unclearly, or match other
+        # topics silently ([\d] is a backslash or a d there), is refused saying so
+        for pattern, named in ((r"^aio-\d+", r"no \\d"), (r"^aio-[\da-f]+$", r"no \\d inside"),
+                               ("^(?:aio)-.*", r"no \(\?\.\.\.\)"), (re.compile("^AIO-", re.IGNORECASE), "flags")):
+            with pytest.raises(ValueError, match=named):
+                consumer.subscribe(pattern=pattern)
         with pytest.raises(TypeError, match="listener"):
             consumer.subscribe([topic], listener=object())
 
