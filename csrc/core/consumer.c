@@ -37,12 +37,10 @@ static core_state *state_of(consumer_t *self) {
 
 /* -- the ring ------------------------------------------------------------------------------ */
 
-static int ring_reserve(consumer_t *self, size_t more) {
+static int ring_grow(consumer_t *self, size_t more) {
         size_t cap = self->cap ? self->cap : 64;
         PyObject **ring;
 
-        if (self->len + more <= self->cap)
-                return 0;
         while (cap < self->len + more) {
                 if (cap > PY_SSIZE_T_MAX / (2 * sizeof(PyObject *))) {
                         PyErr_NoMemory();
@@ -61,6 +59,11 @@ static int ring_reserve(consumer_t *self, size_t more) {
         self->cap = cap;
         self->head = 0;
         return 0;
+}
+
+/* Room for more messages: 0, or -1 with an exception. */
+static inline int ring_reserve(consumer_t *self, size_t more) {
+        return self->len + more <= self->cap ? 0 : ring_grow(self, more);
 }
 
 /* Steals msg; room must have been reserved. */
