@@ -35,8 +35,9 @@ static void track_for(message_t *self, PyObject *value) {
 }
 
 /* A Message of the exact type, from the free list when it has one; its fields unset
- * (NULL, 0) but for the integer defaults. Not tracked by the cyclic GC. */
-message_t *message_new(core_state *st) {
+ * (NULL, 0) but for the integer defaults. Not tracked by the cyclic GC. Inline, so that
+ * the compiler drops the defaults message_consumed() overwrites. */
+static inline message_t *message_alloc(core_state *st) {
         message_t *msg;
 
         if (st->nfree > 0) {
@@ -54,6 +55,10 @@ message_t *message_new(core_state *st) {
         msg->timestamp_type = 0;
         msg->has_timestamp = 0;
         return msg;
+}
+
+message_t *message_new(core_state *st) {
+        return message_alloc(st);
 }
 
 void message_free_list_clear(core_state *st) {
@@ -96,16 +101,16 @@ static int may_have_headers(const rd_kafka_message_t *m) {
 /* A new Message with the fields of a consumed message (topic and partition: borrowed). */
 PyObject *message_consumed(core_state *st, rd_kafka_message_t *m, PyObject *topic, PyObject *partition) {
         rd_kafka_timestamp_type_t tstype;
-        message_t *msg = message_new(st);
+        PyObject *value = bytes_or_none(m->payload, m->len), *key = bytes_or_none(m->key, m->key_len);
+        message_t *msg = value && key ? message_alloc(st) : NULL;
 
-        if (!msg)
-                return NULL;
-        msg->value = bytes_or_none(m->payload, m->len);
-        msg->key = bytes_or_none(m->key, m->key_len);
-        if (!msg->value || !msg->key) {
-                Py_DECREF(msg);
+        if (!msg) {
+                Py_XDECREF(value);
+                Py_XDECREF(key);
                 return NULL;
         }
+        msg->value = value;
+        msg->key = key;
         Py_INCREF(partition);
         msg->partition = partition;
         Py_INCREF(topic);
