@@ -128,7 +128,7 @@ class Handle:
         self._cond = threading.Condition(self._lock)
         self._by_thread = collections.defaultdict(int)  # calls in progress (use()), by thread ident
         self._closing = False
-        self._taking = collections.Counter()  # consume_batch() calls by thread: each destroys what it took
+        self._taking = {}  # consume_batch() calls by thread: each destroys what it took
         self._close_pending = None  # (thread, consumer_close): a close() left to that thread's consume_batch()
         self.closed_at_exit = False  # closed by the exit hook, not by its owner
         self._topics = {}
@@ -259,7 +259,7 @@ class Handle:
         me = threading.get_ident()
         with self._cond:
             self.check_close()  # in a callback, raises unless another thread is closing
-            if self._taking[me] and not self._closing:
+            if self._taking.get(me) and not self._closing:
                 # A signal's handler of this thread, run inside consume_batch() (as librdkafka
                 # returned a batch): the batch is that call's to destroy, and rd_kafka_destroy
                 # would wait for it for ever. That call closes the handle once done.
@@ -813,15 +813,17 @@ class Handle:
         add = add or message.messages_of
         array = ffi.new("rd_kafka_message_t *[]", max_messages)  # NULLs
         me = threading.get_ident()
-        self._taking[me] += 1
+        self._taking[me] = self._taking.get(me, 0) + 1
         try:
             return self._consume_batch(array, max_messages, _deadline(timeout_ms), add, keep)
         finally:
-            self._taking[me] -= 1
-            if not self._taking[me]:
+            left = self._taking[me] - 1
+            if left:
+                self._taking[me] = left
+            else:
                 del self._taking[me]
             pending = self._close_pending
-            if pending is not None and pending[0] == me and not self._taking[me]:  # a close() begun in this call
+            if pending is not None and pending[0] == me and not left:  # a close() begun in this call
                 self._close_pending = None
                 self._finish_close(pending[1])
 
