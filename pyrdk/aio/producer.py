@@ -36,6 +36,7 @@ from pyrdk.core import sender_core
 from pyrdk.exceptions import KafkaException, ProducerQueueFullError, TransactionStateError
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
+from pyrdk.rd.conf import to_str
 from pyrdk.rd.errors import MSG_TIMED_OUT, QUEUE_FULL
 from pyrdk.rd.errors import exception as error_for
 from pyrdk.rd.handle import Handle
@@ -148,7 +149,10 @@ class AIOKafkaProducer(Client):
         self._config.update(rdkafka_config or {})
         conf.check(self._config, rdkafka_config)
         self._transactional = self._config.get("transactional.id") is not None
-        self._unacked = str(self._config["acks"]) == "0"  # the brokers tell nothing: futures resolve to None
+        # The brokers tell nothing: futures resolve to None. librdkafka takes the last of acks'
+        # names it is given, in this order (rdkafka_config's own names come after acks).
+        acks = [to_str(k, v) for k, v in self._config.items() if k in ("acks", "request.required.acks")]
+        self._unacked = acks[-1] == "0"
         self._handle: Any = None  # a pyrdk.rd.handle.Handle once started
         self._wakeup: Any = None
         self._loop: Any = None

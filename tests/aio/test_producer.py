@@ -71,12 +71,14 @@ async def test_send_and_wait_gives_record_metadata(kafka_hosts, new_topic):
 
 
 @pytest.mark.asyncio
-async def test_acks_0_resolves_the_futures_to_none_as_aiokafkas(kafka_hosts, new_topic):
+@pytest.mark.parametrize("settings", [{"acks": 0}, {"rdkafka_config": {"request.required.acks": "0"}}],
+                         ids=["acks", "librdkafka's name"])
+async def test_acks_0_resolves_the_futures_to_none_as_aiokafkas(kafka_hosts, new_topic, settings):
     """With acks=0 the broker tells nothing of the write: aiokafka resolves send()'s future
     (and a batch's) to None (its sender's done_noack()); librdkafka reports offset -1001
     (RD_KAFKA_OFFSET_INVALID), which no program should take for an offset."""
     topic = new_topic(1)
-    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, acks=0) as producer:
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, **settings) as producer:
         assert await producer.send_and_wait(topic, b"v1", partition=0, timestamp_ms=1600000000000) is None
         assert await (await producer.send(topic, b"v2")) is None  # the common record: the core's way
         batch = producer.create_batch()
@@ -88,6 +90,7 @@ async def test_acks_0_resolves_the_futures_to_none_as_aiokafkas(kafka_hosts, new
         while len(got) < 3:
             got.extend(r.value for records in (await consumer.getmany(timeout_ms=10000)).values() for r in records)
     assert got == [b"v1", b"v2", b"v3"]
+
 
 @pytest.mark.asyncio
 async def test_numpy_integers_are_partitions_and_timestamps(kafka_hosts, new_topic):
