@@ -301,7 +301,8 @@ class Producer:
             self._wait_entered(self._pending_timeout_ms)
             if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
                 self._abort_at_stop()
-            _deliver_or_purge(handle, core, self._pending_timeout_ms)
+            _deliver_or_purge(handle, core, self._pending_timeout_ms,
+                              lambda ms: self._flush_at_stop(handle, ms))
         finally:
             handle.close()
             poller.join()
@@ -315,6 +316,18 @@ class Producer:
                 log.warning("after the fatal error %s: %s", self._txn_fatal, exc)
             return
         self._raise_failures()
+
+    def _flush_at_stop(self, handle, timeout_ms):
+        """``rd_kafka_flush`` at stop(). librdkafka also hands the fatal error a transactional
+        call raised to ``error_cb``: served by this flush rather than by the poller thread, it
+        is kept with the poller's errors (logged by stop()), not raised a second time."""
+        try:
+            return handle.flush(timeout_ms)
+        except KafkaException as exc:
+            if not exc.fatal or self._txn_fatal is None:
+                raise
+            self._errors.crash(exc)
+            return handle.flush(0)  # the flush ran: the callback's error was raised after it
 
     def _wait_entered(self, timeout_ms):
         """Wait (up to ``timeout_ms``; -1: for ever) until the general-path produce() calls
@@ -1239,22 +1252,24 @@ class _Leftovers:
                 log.debug("not delivered: %r: %s", msg, error)
 
 
-def _deliver_or_purge(handle, core, timeout_ms):
+def _deliver_or_purge(handle, core, timeout_ms, flush=None):
     """A stopping producer's last deliveries (``stop()``'s, or a dropped producer's): hand
     the closed core's queues to librdkafka, waiting for room in a full queue, then wait for
-    the delivery reports (``rd_kafka_flush``), all within ``timeout_ms`` (-1: for ever);
-    what is still undelivered then is purged (``rd_kafka_purge``) and its reports served."""
+    the delivery reports (``flush(ms)``: ``handle.flush``, ``rd_kafka_flush``, unless given),
+    all within ``timeout_ms`` (-1: for ever); what is still undelivered then is purged
+    (``rd_kafka_purge``) and its reports served."""
+    flush = flush or handle.flush
     waited = 0
     while core.hand_off(True) and (timeout_ms < 0 or waited < timeout_ms):
-        handle.flush(QUEUE_FULL_WAIT_MS)
+        flush(QUEUE_FULL_WAIT_MS)
         waited += QUEUE_FULL_WAIT_MS
-    if not handle.flush(timeout_ms if timeout_ms < 0 else max(0, timeout_ms - waited)):
+    if not flush(timeout_ms if timeout_ms < 0 else max(0, timeout_ms - waited)):
         # Fail what is left, queued (_PURGE_QUEUE) or in flight (_PURGE_INFLIGHT: it may
         # have reached the broker). Purging only the queue and waiting for the in-flight
         # requests is not bounded: a timed-out request is retried, and its messages wait in
         # the queue again for message.timeout.ms.
         handle.purge(in_flight=True)
-        handle.flush(STOP_PURGE_WAIT_MS)  # serve the purged messages' reports
+        flush(STOP_PURGE_WAIT_MS)  # serve the purged messages' reports
 
 
 def _poll_loop(ref, left, tick_ms, interval_s):
