@@ -596,7 +596,7 @@ class Handle:
             out = self._query(lib.rd_kafka_offsets_for_times, tps, ms, "offsets for times")
             # One partition's answer: a leader librdkafka does not know yet (a partition
             # added since its metadata was read) is waited for as the whole call's is.
-            code = next((tp.error for tp in out if tp.error in (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER)), 0)
+            code = next((tp.error for tp in out if tp.error in _LEADER_UNANSWERED), 0)
             if code:
                 raise _Unanswered(code, out)
             return out
@@ -605,8 +605,8 @@ class Handle:
     def _waiting_for_leaders(self, call, tps, timeout_ms, what):
         """``call(ms)``, a ListOffsets request of ``tps`` (``(topic, partition)``) within
         ``timeout_ms``. librdkafka answers ``_UNKNOWN_PARTITION`` at once while a partition's
-        leader is unreachable or not yet in its metadata (and ``_DESTROY_BROKER`` for a request
-        the lost leader took); for partitions the metadata has (asked again, which renews
+        leader is unreachable or not yet in its metadata (and ``_DESTROY_BROKER`` or ``_TRANSPORT``
+        for a request the lost leader took); for partitions the metadata has (asked again, which renews
         librdkafka's), that is retried within ``timeout_ms``, then raised as
         ``LeaderNotAvailable`` (``NoBrokersAvailableError`` when no broker answers)."""
         deadline = _deadline(timeout_ms)
@@ -619,7 +619,7 @@ class Handle:
                 if _remaining(deadline) <= 0:
                     raise _no_leader(tps, timeout_ms, what) from None
             except KafkaException as exc:
-                if exc.code not in (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER) or \
+                if exc.code not in _LEADER_UNANSWERED or \
                         not self._partitions_known(tps, deadline, timeout_ms, what):
                     raise
                 if _remaining(deadline) <= 0:
@@ -948,6 +948,11 @@ def _deadline(timeout_ms):
 
 def _remaining(deadline):
     return float("inf") if deadline is None else deadline - time.monotonic()
+
+
+# A ListOffsets answer of a leader librdkafka cannot reach: unknown (_UNKNOWN_PARTITION), or
+# lost with the request under way (_DESTROY_BROKER, or _TRANSPORT when its connection failed).
+_LEADER_UNANSWERED = (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER, errors.TRANSPORT)
 
 
 def _no_leader(tps, timeout_ms, what):
