@@ -370,8 +370,7 @@ class Consumer:
             try:
                 self._fill(block, unblock_event)
             except ConsumerStoppedException:
-                handle = self._handle
-                if handle is None or not handle.closed_at_exit:
+                if not self._closed_at_exit():
                     raise
                 return None  # the exit closed it under this call (a daemon thread's): it ends quietly
             msg = self._core.next()
@@ -392,6 +391,13 @@ class Consumer:
     def _consume_blocking(self):
         return self.consume(block=True)
 
+    def _closed_at_exit(self):
+        """Whether the exit hook closed the handle: a call of a daemon thread it cut short
+        ends quietly, with nothing (as after pykafka's ``stop()``), instead of a traceback
+        from a dying thread."""
+        handle = self._handle
+        return handle is not None and handle.closed_at_exit
+
     def _check_batch(self, max_messages: int, timeout_ms: int) -> None:
         self._check_running()
         check_int("max_messages", max_messages, 1)
@@ -406,7 +412,12 @@ class Consumer:
         (one ``rd_kafka_consume_batch_queue`` call per batch)."""
         self._check_batch(max_messages, timeout_ms)
         if not len(self._core):
-            self._fetch(max_messages, timeout_ms)
+            try:
+                self._fetch(max_messages, timeout_ms)
+            except ConsumerStoppedException:
+                if not self._closed_at_exit():
+                    raise
+                return []  # as consume()
         if self._deserializer is None:  # the short way: nothing per message can fail
             out = self._core.take(max_messages)
         else:
@@ -440,12 +451,17 @@ class Consumer:
         hold the bytes as they came)."""
         arrow.check_call(self._deserializer, headers)
         self._check_batch(max_messages, timeout_ms)
-        if headers or len(self._core) or self._paused or not self._columns_ok:
-            if not len(self._core):
-                self._fetch(max_messages, timeout_ms)
-            batch = arrow.from_messages(self._core.take(max_messages), headers)
-        else:
-            batch = arrow.record_batch(self._fetch(max_messages, timeout_ms, self._core.add_columns))
+        try:
+            if headers or len(self._core) or self._paused or not self._columns_ok:
+                if not len(self._core):
+                    self._fetch(max_messages, timeout_ms)
+                batch = arrow.from_messages(self._core.take(max_messages), headers)
+            else:
+                batch = arrow.record_batch(self._fetch(max_messages, timeout_ms, self._core.add_columns))
+        except ConsumerStoppedException:
+            if not self._closed_at_exit():
+                raise
+            return arrow.from_messages([], headers)  # as consume()
         if not batch.num_rows:
             self._check_running()  # as consume_batch()
         self._maybe_auto_commit()

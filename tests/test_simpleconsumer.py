@@ -9,6 +9,7 @@ makes ``o`` the next one. Every test makes its own topic and group.
 import datetime
 import gc
 import json
+import os
 import socket
 import sys
 import threading
@@ -1560,3 +1561,47 @@ def test_a_call_blocked_in_a_daemon_thread_ends_quietly_at_exit(kind, how):
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     assert result.stdout == ("consume returned None\n" if how == "consume" else "iterated []\n")
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("impl", ["c", "python"])
+@pytest.mark.parametrize("kind", ["simple", "managed"])
+@pytest.mark.parametrize("how", ["consume_batch", "consume_arrow"])
+def test_a_batch_call_of_a_daemon_thread_at_exit_ends_quietly(how, kind, impl):
+    """A daemon thread's consume_batch() (consume_arrow()) called as the exit closes the
+    consumer, as a loop of them makes its next call: as consume(), it returns nothing (an
+    empty list, an empty RecordBatch of the usual columns), with no ConsumerStoppedException
+    traceback from a dying thread; on either core."""
+    import subprocess
+    import textwrap
+    if how == "consume_arrow":
+        pytest.importorskip("pyarrow")
+    program = textwrap.dedent("""
+        import atexit, threading
+        ended, closed = threading.Event(), threading.Event()
+        atexit.register(ended.wait, 60)  # registered first, runs last
+        atexit.register(closed.set)  # runs right after pyrdk's exit hook closed the consumer
+        from pyrdk import KafkaClient
+        from pyrdk.rd.mock import MockCluster
+        cluster = MockCluster(1)
+        cluster.create_topic("t", 2)
+        topic = KafkaClient(hosts=cluster.bootstrap_servers).topics["t"]
+        consumer = topic.get_simple_consumer(consumer_timeout_ms=-1) if %(kind)r == "simple" else \\
+            topic.get_balanced_consumer(b"g", managed=True, consumer_timeout_ms=-1)
+
+        def run():
+            try:
+                closed.wait()
+                got = getattr(consumer, %(how)r)(timeout_ms=-1)
+                print("returned", got if isinstance(got, list) else (got.num_rows, got.schema.names))
+            finally:
+                ended.set()
+
+        threading.Thread(target=run, daemon=True).start()
+    """) % {"kind": kind, "how": how}
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, PYRDK_IMPL=impl))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    columns = ["key", "value", "topic", "partition", "offset", "timestamp", "timestamp_type"]
+    assert result.stdout == ("returned []\n" if how == "consume_batch" else "returned (0, %r)\n" % columns)

@@ -87,6 +87,10 @@ def from_messages(messages, headers=False):
     """The RecordBatch of ``messages`` (as :func:`from_columns` makes, for Messages)."""
     pa = pyarrow()
     out = schema(headers)
+    if not messages:
+        # pa.nulls, not pa.array: pa.array's first call imports pyarrow's pandas support,
+        # which fails once the interpreter is exiting (a daemon thread's call the exit cut short)
+        return pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in out], schema=out)
     wide = any(sum(len(getattr(m, name) or b"") for m in messages) > 0x7FFFFFFF
                for name in ("value", "partition_key", "topic"))
     if wide:
