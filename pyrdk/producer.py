@@ -256,7 +256,10 @@ class Producer:
                 return
             self._outage = self._cluster.broker_outage()
             # librdkafka's callbacks, the core and the poller thread hold the producer weakly:
-            # one the program lets go of without stop() is stopped by its poller thread.
+            # one the program lets go of without stop() is stopped by its poller thread. So do
+            # they its partitioner and stats_callback, which only the producer holds: one
+            # of them may hold the producer (a bound method of the object that holds it),
+            # and held by the core or the handle it would keep the producer alive for ever.
             left = _Leftovers(self._topic_name, self._failures, self._errors, self._pending_timeout_ms,
                               self._transactional_id is not None)
             self._handle = left.handle = Handle(
@@ -264,11 +267,13 @@ class Producer:
                 Callbacks(on_deliveries=weak_method(self, "_on_deliveries", left.deliveries),
                           on_batch_failure=weak_method(self, "_on_batch_failure", left.batch_failure),
                           on_error=weak_method(self, "_on_error", None)),
-                closed_exc=ProducerStoppedException, stats_callback=self._stats_callback)
+                closed_exc=ProducerStoppedException,
+                stats_callback=None if self._stats_callback is None else weak_method(self, "_stats_callback", None))
             batch = BATCH if self._linger_ms() >= BATCH_MIN_LINGER_MS else 1
             self._core = left.core = producer_core(
                 self._handle, self._topic_name, [(p.id, p) for p in self._partition_list],
-                None if self._partitioner is random_partitioner else self._partitioner, self._compression,
+                None if self._partitioner is random_partitioner else weak_method(self, "_partitioner", left.general),
+                self._compression,
                 min(self._max_request_size, int(conf.to_str("message.max.bytes", self._config["message.max.bytes"]))),
                 batch,
                 self._sync or self._delivery_reports, weak_method(self, "_produce_general", left.general))

@@ -859,6 +859,61 @@ def test_a_dropped_producer_logs_what_it_could_not_deliver(mock_cluster, mock_to
     assert len(lost) == 1 and "10 message(s) could not be delivered" in lost[0].getMessage()
 
 
+class _Owner:
+    """An object that holds its producer and gives it one of its own methods (the partitioner,
+    or the stats_callback)."""
+
+    def __init__(self, topic, what):
+        given = {"partitioner": self.pick} if what == "partitioner" else \
+            {"stats_callback": self.took, "statistics_interval_ms": 50}
+        self.producer = topic.get_producer(linger_ms=5000, **given)
+
+    def pick(self, partitions, key):
+        return partitions[-1]
+
+    def took(self, stats):
+        pass
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("what", ["partitioner", "stats_callback"])
+def test_a_dropped_producer_whose_callable_holds_it_is_collected(mock_topic, what):
+    """A producer whose partitioner (stats_callback) is a bound method of the object that
+    holds it: the core and the handle hold the callable through the producer, weakly, so the
+    program letting the object go lets the producer go, and its poller stops it."""
+    owner = _Owner(mock_topic, what)
+    msg = owner.producer.produce(b"left", b"k")
+    ref, poller, handle = let_go(owner.producer)
+    del owner
+    wait_until(lambda: gc.collect() is not None and ref() is None, "the producer to be collected")
+    poller.join(HANG_BOUND_S)
+    assert not poller.is_alive() and handle.closed
+    assert msg.offset >= 0  # delivered by the poller as it stopped the producer
+
+
+@pytest.mark.mock
+def test_a_bound_method_of_a_temporary_object_stays_the_partitioner_and_stats_callback(mock_topic):
+    """Held through the producer, a callable the producer alone holds lives as long as it."""
+    class Picker:
+        def pick(self, partitions, key):
+            return partitions[-1]
+    seen = []
+
+    class Counter:
+        def add(self, stats):
+            seen.append(stats)
+    producer = mock_topic.get_producer(partitioner=Picker().pick, stats_callback=Counter().add,
+                                       statistics_interval_ms=50, linger_ms=5)
+    try:
+        gc.collect()
+        msgs = [producer.produce(b"%d" % i, b"k") for i in range(10)]
+        producer.flush()
+        assert [m.partition_id for m in msgs] == [3] * 10 and all(m.offset >= 0 for m in msgs)
+        wait_until(lambda: seen, "a statistics snapshot")
+    finally:
+        producer.stop()
+
+
 # -- produce_batch ----------------------------------------------------------------------------------
 
 @pytest.mark.kafka
