@@ -1524,6 +1524,34 @@ def test_offsets_are_reset_after_the_client_is_closed(kafka_hosts, topic_name):
 
 @pytest.mark.mock
 @pytest.mark.parametrize("kind", ["simple", "managed"])
+@pytest.mark.parametrize("callback", [False, True])
+def test_a_dropped_consumer_with_statistics_is_collected_and_its_handle_released(mock_cluster, mock_client, kind,
+                                                                                 callback):
+    """With statistics on, the callbacks' registry (alive until the handle is closed) holds
+    the handle weakly: a consumer let go of without stop() is collected with its handle (whose
+    __del__ destroys it), its stats_callback a method of the object holding it or not."""
+    import weakref
+    topic = mock_topic(mock_cluster, mock_client)
+
+    class Owner:
+        def __init__(self):
+            given = {"stats_callback": self.took} if callback else {}
+            self.consumer = topic.get_simple_consumer(consumer_timeout_ms=100, statistics_interval_ms=50, **given) \
+                if kind == "simple" else topic.get_balanced_consumer(
+                    unique_name("group"), managed=True, consumer_timeout_ms=100, statistics_interval_ms=50, **given)
+
+        def took(self, stats):
+            pass
+    owner = Owner()
+    assert owner.consumer.consume() is None
+    refs = weakref.ref(owner.consumer), weakref.ref(owner.consumer._handle)
+    del owner
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None]
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("kind", ["simple", "managed"])
 @pytest.mark.parametrize("how", ["consume", "iterate"])
 def test_a_call_blocked_in_a_daemon_thread_ends_quietly_at_exit(kind, how):
     """A daemon thread blocked in consume() (or iterating) as the program exits: the exit

@@ -20,6 +20,7 @@ import weakref
 from typing import Literal
 
 from pyrdk._ffi import ffi, lib, string
+from pyrdk.common import weak_method
 from pyrdk.exceptions import NO_TLS_ANSWER_HINT, ConfigurationError, KafkaException, for_code
 from pyrdk.rd import callbacks, errors, message, partitions
 from pyrdk.rd.conf import Conf, tls_file_problem, to_str
@@ -123,7 +124,9 @@ class Handle:
         self._stats_callback = stats_callback
         self.stats_enabled = stats_enabled(config)  # whether librdkafka reports statistics
         if self.stats_enabled and self._cbs.on_stats is None:
-            self._cbs.on_stats = self._on_stats
+            # weakly: the callbacks' registry lives until close(), and would keep a handle
+            # its owner let go of (and its librdkafka threads and group membership) for ever
+            self._cbs.on_stats = weak_method(self, "_on_stats", None)
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._by_thread = collections.defaultdict(int)  # calls in progress (use()), by thread ident
