@@ -161,33 +161,40 @@ def group_coordinator(handle, group, timeout_ms=10000):
 
 
 def list_groups(handle, group=None, timeout_ms=10000):
-    """``rd_kafka_list_groups``: every group (or one, described) as ``GroupInfo``."""
+    """``rd_kafka_list_groups`` (see :meth:`pyrdk.rd.handle.Handle.blocking`): every group
+    (or one, described) as ``GroupInfo``."""
+    err, result = handle.blocking(lambda rk: _list_groups(rk, group, timeout_ms), timeout_ms)
+    if err:
+        raise handle._with_reason(errors.exception(err, "list groups"))
+    return result
+
+
+def _list_groups(rk, group, timeout_ms):
+    """``rd_kafka_list_groups``: its error code, and its list read and freed."""
     out = ffi.new("const struct rd_kafka_group_list **")
-    with handle.use() as rk:
-        err = lib.rd_kafka_list_groups(rk, ffi.NULL if group is None else group.encode(), out,
-                                       timeout_ms)
-        if err:
-            raise handle._with_reason(errors.exception(err, "list groups"))
-        lst = out[0]
-        try:
-            result = []
-            for i in range(lst.group_cnt):
-                g = lst.groups[i]
-                members = [GroupMember(string(m.member_id), string(m.client_id), string(m.client_host),
-                                       ffi.unpack(ffi.cast("char *", m.member_metadata),
-                                                  m.member_metadata_size)
-                                       if m.member_metadata != ffi.NULL else b"",
-                                       ffi.unpack(ffi.cast("char *", m.member_assignment),
-                                                  m.member_assignment_size)
-                                       if m.member_assignment != ffi.NULL else b"")
-                           for m in (g.members[j] for j in range(g.member_cnt))]
-                result.append(GroupInfo(string(g.group), BrokerMetadata(g.broker.id, string(g.broker.host),
-                                                                        g.broker.port),
-                                        g.err, string(g.state), string(g.protocol_type),
-                                        string(g.protocol), members))
-            return result
-        finally:
-            lib.rd_kafka_group_list_destroy(lst)
+    err = lib.rd_kafka_list_groups(rk, ffi.NULL if group is None else group.encode(), out, timeout_ms)
+    if err:
+        return err, None
+    lst = out[0]
+    try:
+        result = []
+        for i in range(lst.group_cnt):
+            g = lst.groups[i]
+            members = [GroupMember(string(m.member_id), string(m.client_id), string(m.client_host),
+                                   ffi.unpack(ffi.cast("char *", m.member_metadata),
+                                              m.member_metadata_size)
+                                   if m.member_metadata != ffi.NULL else b"",
+                                   ffi.unpack(ffi.cast("char *", m.member_assignment),
+                                              m.member_assignment_size)
+                                   if m.member_assignment != ffi.NULL else b"")
+                       for m in (g.members[j] for j in range(g.member_cnt))]
+            result.append(GroupInfo(string(g.group), BrokerMetadata(g.broker.id, string(g.broker.host),
+                                                                    g.broker.port),
+                                    g.err, string(g.state), string(g.protocol_type),
+                                    string(g.protocol), members))
+        return 0, result
+    finally:
+        lib.rd_kafka_group_list_destroy(lst)
 
 
 def _cstrings(names):

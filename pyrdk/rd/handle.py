@@ -199,6 +199,36 @@ class Handle:
         gives None when ``closed_ok``."""
         return _Use(self, closed_ok)
 
+    def blocking(self, call, timeout_ms):
+        """``call(rk)``, one of librdkafka's blocking calls, which nothing cuts short (it
+        waits up to ``timeout_ms``), with the handle held open. Made in the main thread, where
+        signals' handlers run, it runs in a thread of its own and is waited for in slices
+        (``SLICE_MS``), so that Ctrl-C (KeyboardInterrupt) or another handler's exception gets
+        through at once: the call then goes on to its end in that thread, its answer dropped
+        (``close()`` waits for it, as for any call in flight). Elsewhere, or for a
+        ``timeout_ms`` of a slice or less, it runs here."""
+        if 0 <= timeout_ms <= SLICE_MS or threading.current_thread() is not threading.main_thread():
+            with self.use() as rk:
+                return call(rk)
+        outcome = []
+        done = threading.Event()
+
+        def run():
+            try:
+                with self.use() as rk:
+                    outcome.append((call(rk), None))
+            except BaseException as exc:  # raised in the caller's thread
+                outcome.append((None, exc))
+            finally:
+                done.set()
+        threading.Thread(target=run, name="pyrdk-blocking-call", daemon=True).start()
+        while not done.wait(SLICE_MS / 1000.0):
+            pass
+        result, exc = outcome[0]
+        if exc is not None:
+            raise exc
+        return result
+
     def refusal(self, forked=False):
         """The exception for a call on this handle once it is closed, or from a child
         process forked after it was made."""
@@ -574,9 +604,8 @@ class Handle:
     def _watermarks(self, topic, partition, timeout_ms):
         low = ffi.new("int64_t *")
         high = ffi.new("int64_t *")
-        with self.use() as rk:
-            err = lib.rd_kafka_query_watermark_offsets(rk, topic.encode(), partition, low, high,
-                                                       timeout_ms)
+        err = self.blocking(lambda rk: lib.rd_kafka_query_watermark_offsets(rk, topic.encode(), partition, low, high,
+                                                                            timeout_ms), timeout_ms)
         if err:
             raise self._with_reason(errors.exception(err, "list offsets for %s [%d]" % (topic, partition)))
         return low[0], high[0]
@@ -641,10 +670,10 @@ class Handle:
         return all(t in md.topics and any(p.id == pid for p in md.topics[t].partitions) for t, pid in tps)
 
     def _query(self, fn, tps, timeout_ms, what):
-        """Call ``fn(rk, list, timeout_ms)``, which fills in a partition list; its entries."""
+        """Call ``fn(rk, list, timeout_ms)``, which fills in a partition list (see
+        :meth:`blocking`); its entries."""
         c_list = partitions.to_c(tps)
-        with self.use() as rk:
-            err = fn(rk, c_list, timeout_ms)
+        err = self.blocking(lambda rk: fn(rk, c_list, timeout_ms), timeout_ms)
         if err:
             raise self._with_reason(errors.exception(err, what))
         return partitions.from_c(c_list)

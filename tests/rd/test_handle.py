@@ -382,6 +382,61 @@ def test_ctrl_c_in_a_loop_of_calls_never_hangs_close_or_exit():
         assert (proc.returncode, out) == (0, "closed True\n"), err
 
 
+_CTRL_C_IN_A_BLOCKING_CALL = """
+import os, signal, sys, threading, time
+from pyrdk import KafkaClient
+from pyrdk.rd.mock import MockCluster
+how = sys.argv[1]
+cluster = MockCluster(1)
+cluster.create_topic("t", 1)
+client = KafkaClient(hosts=cluster.bootstrap_servers, socket_timeout_ms=300000)
+topic = client.topics["t"]
+consumer = None if how == "list_groups" else topic.get_simple_consumer(consumer_group=b"g", consumer_timeout_ms=10)
+call = {"committed": lambda: consumer.fetch_offsets(),
+        "query_watermark_offsets": lambda: consumer._handle.query_watermark_offsets("t", 0, 300000),
+        "offsets_for_times": lambda: topic.fetch_offset_limits(0),
+        "list_groups": client.cluster.list_groups}[how]
+handle = client.cluster._handle if how in ("offsets_for_times", "list_groups") else consumer._handle
+cluster.set_broker_rtt(1, 600000)  # no answer within the call's 300 s
+
+
+def ctrl_c():  # once the call is in librdkafka
+    while not handle._users:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+try:
+    call()
+except KeyboardInterrupt:
+    print("interrupted", "in flight" if handle._users else "after the call", flush=True)
+cluster.set_broker_rtt(1, 0)
+if consumer is not None:
+    consumer.stop()
+client.close()
+print("stopped", flush=True)
+"""
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("how", ["committed", "query_watermark_offsets", "offsets_for_times", "list_groups"])
+def test_ctrl_c_gets_through_a_blocking_call_at_once(how):
+    """librdkafka's blocking calls (rd_kafka_committed...) wait their whole timeout: made from
+    the main thread, they run in a thread of their own, so that a real SIGINT raises
+    KeyboardInterrupt while the call is still in flight (not once it gave up, up to
+    socket_timeout_ms later); the program then stops as usual."""
+    proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_IN_A_BLOCKING_CALL, how], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=util.default_sigint)
+    try:
+        out, err = proc.communicate(timeout=util.WAIT_S * 4)  # not after the call's 300 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, out) == (0, "interrupted in flight\nstopped\n"), err
+
+
 def test_default_closed_exception_is_a_kafka_exception(handles):
     h = handles("producer", {})
     h.close()
