@@ -94,7 +94,11 @@ class SimpleConsumer(Consumer):
         # Without a consumer group librdkafka still needs a group.id to assign; pyrdk never
         # commits under this one.
         group_id = (consumer_group or ("pyrdk-simple-%s" % uuid.uuid4().hex).encode()).decode()
+        # session.timeout.ms is also how long librdkafka holds a commit no coordinator takes
+        # (and rd_kafka_consumer_close waits for it); a consumer that joins no group needs no
+        # session: the commit then ends with the wait for it, socket_timeout_ms.
         rdkafka_config = {"isolation.level": check_isolation_level(isolation_level),
+                          "session.timeout.ms": cluster.timeout_ms,
                           **check_config("rdkafka_config", rdkafka_config)}
         super().__init__(
             topic, cluster, consumer_group, fetch_message_max_bytes, auto_commit_enable,

@@ -1523,6 +1523,37 @@ def test_offsets_are_reset_after_the_client_is_closed(kafka_hosts, topic_name):
 
 
 @pytest.mark.mock
+def test_stop_after_a_commit_no_coordinator_took_waits_no_session(mock_cluster):
+    """librdkafka holds a commit that finds no coordinator for session.timeout.ms (45 s by
+    default), and rd_kafka_consumer_close waits for it: a SimpleConsumer, which joins no
+    group, has its session.timeout.ms at socket_timeout_ms, so that the commit ends with the
+    wait for it, and stop() right after does not wait for the session."""
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=1000)
+    topic = mock_topic(mock_cluster, client)
+    produce(topic, [b"a", b"b"])
+    consumer = topic.get_simple_consumer(consumer_group=unique_name("group").encode(), consumer_timeout_ms=100)
+    stopper = None
+    try:
+        assert consumer.consume() is not None
+        mock_cluster.broker_down(-1)
+        while consumer._handle.last_error is None:  # the coordinator is gone: the commit waits for one
+            try:
+                consumer.consume()
+            except KafkaException:
+                pass
+        with pytest.raises(KafkaTimeoutError):
+            consumer.commit_offsets()
+        stopper = threading.Thread(target=consumer.stop, daemon=True)
+        stopper.start()
+        stopper.join(20)  # well under the default session of 45 s
+        assert not stopper.is_alive(), "stop() waited for librdkafka's session.timeout.ms"
+    finally:
+        if stopper is None:
+            consumer.stop()
+        client.close()
+
+
+@pytest.mark.mock
 @pytest.mark.parametrize("kind", ["simple", "managed"])
 @pytest.mark.parametrize("callback", [False, True])
 def test_a_dropped_consumer_with_statistics_is_collected_and_its_handle_released(mock_cluster, mock_client, kind,
