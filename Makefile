@@ -19,11 +19,12 @@ BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.
 # 100,000 records, the leak test's hundreds of clients; `make soak` runs them) runs on the C
 # core (PYRDK_IMPL=c: a core that cannot be imported is an error, not a fall-back); the
 # core's, producer and consumer suites run again on the pure-Python core, which must behave
-# the same. That second pass leaves out the tests marked `slow` (fleets of processes killed
+# the same (not tests/rd: the librdkafka layer uses no core, as tests/test_layering.py
+# checks). That second pass leaves out the tests marked `slow` (fleets of processes killed
 # and restarted, a million records through asyncio: their subject is the group protocol and
 # the processes, not the core) to keep `make test` within half an hour; `make soak` runs them
 # on the pure-Python core.
-CORE_TESTS := tests/core tests/rd tests/aio tests/test_producer.py tests/test_simpleconsumer.py \
+CORE_TESTS := tests/core tests/aio tests/test_producer.py tests/test_simpleconsumer.py \
 	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py tests/test_arrow.py \
 	tests/reliability/test_fuzz_inputs.py
 
