@@ -20,12 +20,13 @@ BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.
 # core (PYRDK_IMPL=c: a core that cannot be imported is an error, not a fall-back); the
 # core's, producer and consumer suites run again on the pure-Python core, which must behave
 # the same (not tests/rd: the librdkafka layer uses no core, as tests/test_layering.py
-# checks). That second pass leaves out the tests marked `slow` (fleets of processes killed
-# and restarted, a million records through asyncio: their subject is the group protocol and
-# the processes, not the core) to keep `make test` within half an hour; `make soak` runs them
-# on the pure-Python core.
+# checks; nor the ZooKeeper BalancedConsumer's, whose member reads through a SimpleConsumer,
+# which the pass covers: its subject is the coordination). That second pass leaves out the
+# tests marked `slow` (fleets of processes killed and restarted, a million records through
+# asyncio: their subject is the group protocol and the processes, not the core) to keep
+# `make test` within half an hour; `make soak` runs them on the pure-Python core.
 CORE_TESTS := tests/core tests/aio tests/test_producer.py tests/test_simpleconsumer.py \
-	tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py tests/test_arrow.py \
+	tests/test_managedbalancedconsumer.py tests/test_arrow.py \
 	tests/reliability/test_fuzz_inputs.py
 
 # The types first (the settings are pyproject.toml's [tool.mypy]): the package, and the stubs of
