@@ -8,7 +8,10 @@ import os
 class Wakeup:
     """Call ``on_ready()`` on ``loop`` each time librdkafka adds an event to the queue of
     ``handle`` (a producer's main queue, a consumer's queue) that was empty or served since
-    the last wakeup. ``on_ready`` must serve the queue (librdkafka writes again only then)."""
+    the last wakeup. ``on_ready`` must serve the queue (librdkafka writes again only then),
+    and is called once as the watch starts: librdkafka writes only as the queue goes from
+    empty to one event, so events queued before the watch (a broker that refused the first
+    connection, as ``rd_kafka_new`` returned) would otherwise keep it silent for ever."""
 
     def __init__(self, loop, handle, on_ready):
         self._loop = loop
@@ -20,6 +23,7 @@ class Wakeup:
         try:
             handle.watch(self._write)
             loop.add_reader(self._read, self._readable)
+            os.write(self._write, b"1")  # serve what was queued before the watch
         except BaseException:
             self._close_fds()
             raise

@@ -2,6 +2,7 @@
 bad input, cancellation."""
 import asyncio
 import gc
+import time
 
 import pytest
 
@@ -361,6 +362,38 @@ async def test_records_for_an_unreachable_broker_fail_with_a_timeout():
                    for r in results]
     assert all(gc.is_tracked(fut) for fut in futures)
     assert len(results) == 8 and all(isinstance(r, KafkaTimeoutError) for r in results), results
+
+
+@pytest.mark.asyncio
+async def test_events_queued_before_the_loop_watches_the_queue_are_served():
+    """librdkafka writes to the wakeup pipe only as its queue goes from empty to one event:
+    a queue already holding events as the watch began (a broker that refused the first
+    connection before start() watched) would never wake the loop again, and a record's
+    future would wait for ever. The watch serves the queue once as it starts."""
+    from pyrdk.aio.wakeup import Wakeup
+    from pyrdk.rd.callbacks import Callbacks
+    from pyrdk.rd.handle import Handle
+    errors = []
+    handle = Handle("producer", {"bootstrap.servers": "127.0.0.1:1"}, Callbacks(on_error=errors.append))
+    try:
+        deadline = time.monotonic() + 30
+        while handle.outq_len() == 0:  # the refused connection's error events, not served
+            assert time.monotonic() < deadline, "librdkafka queued no error for a refused connection"
+            await asyncio.sleep(0.05)
+        served = asyncio.Event()
+
+        def on_ready():
+            handle.poll(0)
+            served.set()
+
+        wakeup = Wakeup(asyncio.get_running_loop(), handle, on_ready)
+        try:
+            await asyncio.wait_for(served.wait(), 10)
+        finally:
+            wakeup.close()
+        assert errors and handle.outq_len() == 0
+    finally:
+        handle.close()
 
 
 @pytest.mark.asyncio
