@@ -6,12 +6,12 @@ import os
 
 
 class Wakeup:
-    """Call ``on_ready()`` on ``loop`` each time librdkafka adds an event to the queue of
-    ``handle`` (a producer's main queue, a consumer's queue) that was empty or served since
-    the last wakeup. ``on_ready`` must serve the queue (librdkafka writes again only then),
-    and is called once as the watch starts: librdkafka writes only as the queue goes from
-    empty to one event, so events queued before the watch (a broker that refused the first
-    connection, as ``rd_kafka_new`` returned) would otherwise keep it silent for ever."""
+    """Call ``on_ready()`` on ``loop`` when librdkafka adds an event to the queue of
+    ``handle`` (a producer's main queue, a consumer's queue) while it is empty, once per
+    serving. ``on_ready`` must serve the queue: one it leaves holding events stays silent
+    until it is emptied. It is called once as the watch starts, too: events queued before
+    (a broker that refused the first connection as ``rd_kafka_new`` returned) wrote
+    nothing, and would keep the queue silent for ever."""
 
     def __init__(self, loop, handle, on_ready):
         self._loop = loop
