@@ -21,12 +21,17 @@ class Wakeup:
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)  # librdkafka must never block writing to it
         try:
-            handle.watch(self._write)
             loop.add_reader(self._read, self._readable)
-            os.write(self._write, b"1")  # serve what was queued before the watch
         except BaseException:
             self._close_fds()
             raise
+        try:  # last: librdkafka must never write to the fds once closed (the next file reuses them)
+            handle.watch(self._write)
+        except BaseException:
+            loop.remove_reader(self._read)
+            self._close_fds()
+            raise
+        os.write(self._write, b"1")  # serve what was queued before the watch
 
     def _readable(self):
         try:

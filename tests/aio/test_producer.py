@@ -2,6 +2,7 @@
 bad input, cancellation."""
 import asyncio
 import gc
+import os
 import time
 
 import pytest
@@ -392,6 +393,44 @@ async def test_events_queued_before_the_loop_watches_the_queue_are_served():
         finally:
             wakeup.close()
         assert errors and handle.outq_len() == 0
+    finally:
+        handle.close()
+
+
+@pytest.mark.asyncio
+async def test_a_loop_that_cannot_watch_the_pipe_leaves_librdkafka_writing_to_no_file():
+    """A loop without add_reader (as Windows' proactor loop) fails the watch before librdkafka
+    is given the pipe: once the pipe's fds are closed, the next file opened takes their
+    numbers, and librdkafka must not write its wakeups into it. (No broker: no librdkafka
+    thread opens a socket meanwhile, so the next pipe gets the same numbers.)"""
+    from pyrdk.aio.wakeup import Wakeup
+    from pyrdk.rd.callbacks import Callbacks
+    from pyrdk.rd.handle import Handle
+
+    class NoReaders:
+        def add_reader(self, fd, callback):
+            raise NotImplementedError("this loop watches no file descriptor")
+
+    reports = []
+    handle = Handle("producer", {"message.timeout.ms": 100},
+                    Callbacks(on_delivery=lambda *report: reports.append(report)))
+    try:
+        with pytest.raises(NotImplementedError):
+            Wakeup(NoReaders(), handle, lambda: None)
+        read, write = os.pipe()  # the numbers of the pipe just closed
+        try:
+            os.set_blocking(read, False)
+            handle.produce("nowhere", -1, b"v", None, None, None, 1)
+            deadline = time.monotonic() + 30
+            while not reports:  # its timeout's report: on a watched queue, it writes to the pipe
+                assert time.monotonic() < deadline, "no delivery report for a message with no broker"
+                handle.poll(0)
+                await asyncio.sleep(0.05)
+            with pytest.raises(BlockingIOError):
+                os.read(read, 1)
+        finally:
+            os.close(read)
+            os.close(write)
     finally:
         handle.close()
 
