@@ -1,6 +1,8 @@
 """TLS listeners for the security tests: certificates made at run time (``tls_certs``) and
 ``tls_listener``, which starts Tansu behind stunnel (``pyrdk.testing.TlsTansuBroker``) with
 a given broker certificate, and stops both by pid after the test."""
+import time
+
 import pytest
 
 from tests.conftest import server_unavailable
@@ -75,3 +77,21 @@ def tls_broker(tls_certs):
     listener = start_tls_listener(tls_certs.broker)
     yield listener
     listener.stop()
+
+
+def assert_no_reconnect(stunnel):
+    """After the client raised (its handle closed), nothing connects to the listener any
+    more. stunnel logs a connection once it gets to accept it, which on a loaded machine may
+    come a moment after the client closed: the count is taken once it has stood still for
+    half a second."""
+    before = stunnel.accepted()
+    deadline = time.monotonic() + 30
+    while True:
+        time.sleep(0.5)
+        now = stunnel.accepted()
+        if now == before:
+            break
+        assert time.monotonic() < deadline, "the client still connects: %d connections accepted" % now
+        before = now
+    time.sleep(2)  # several of librdkafka's reconnect backoffs (100 ms, doubling)
+    assert stunnel.accepted() == before

@@ -20,6 +20,7 @@ from pyrdk.common import OffsetType
 from pyrdk.connection import SslConfig
 from pyrdk.exceptions import AuthenticationError, SslError
 from tests.fix_kafka import unique_name
+from tests.fix_tls import assert_no_reconnect
 from tests.fix_sasl import SASL_PASSWORD, SASL_USER
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(120)]
@@ -46,13 +47,6 @@ def round_trip(client, count=20, partitions=2):
     assert values == sorted(b"m%d" % i for i in range(count))
     client.cluster.delete_topics([name])
     return name
-
-
-def assert_no_reconnect(stunnel):
-    """After the client raised, nothing connects to the listener any more."""
-    before = stunnel.accepted()
-    time.sleep(2)  # several of librdkafka's reconnect backoffs (100 ms, doubling)
-    assert stunnel.accepted() == before
 
 
 # -- TLS ------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pyrdk.exceptions import NotSupportedError
 from pyrdk.client import KafkaClient
 from pyrdk.aio.structs import TopicPartition
 from tests.fix_kafka import unique_name
+from tests.fix_tls import assert_no_reconnect
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(120)]
 
@@ -102,9 +103,7 @@ async def test_consumer_start_raises_ssl_error_at_once_and_stops_connecting(tls_
         with pytest.raises(SslError) as info:
             await asyncio.wait_for(consumer.start(), 60)
         assert "unknown CA" in info.value.reason
-        before = listener.stunnel.accepted()
-        await asyncio.sleep(2)  # several of librdkafka's reconnect backoffs
-        assert listener.stunnel.accepted() == before
+        assert_no_reconnect(listener.stunnel)
     finally:
         await consumer.stop()
 
