@@ -226,19 +226,24 @@ _CLOSED_WHEN_UP = re.compile(r"\(after \d{1,3}ms in state UP\)")
 
 def _note_failure(rk, syslog_level, text):
     """Keep a connection failure librdkafka logged (facility ``FAIL``) for the message of
-    the timeout that follows, with a hint when a plaintext connection failed at its first
-    request (``APIVERSION_QUERY``), or a connection without SASL was closed as soon as it
-    was up."""
+    the timeout that follows, with its hint (:func:`_hinted`)."""
     cbs = _lookup(lib.rd_kafka_opaque(rk))
     if cbs is None or syslog_level > 6:
         return
     text = _THREAD.sub("", text, count=1)
     cbs.last_fail_line = text
+    cbs.last_failure = _hinted(cbs, text)
+
+
+def _hinted(cbs, text):
+    """A connection failure's ``text`` (a line librdkafka logged, or the reason of its
+    transport error), with a hint when a plaintext connection failed at its first request
+    (``APIVERSION_QUERY``), or a connection without SASL was closed as soon as it was up."""
     if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text:
-        text += PLAINTEXT_TO_TLS_HINT
-    elif not cbs.sasl and _CLOSED_WHEN_UP.search(text):
-        text += NO_SASL_HINT
-    cbs.last_failure = text
+        return text + PLAINTEXT_TO_TLS_HINT
+    if not cbs.sasl and _CLOSED_WHEN_UP.search(text):
+        return text + NO_SASL_HINT
+    return text
 
 
 # Durations in librdkafka's lines ("after 0ms in state CONNECT") differ between repeats.
@@ -364,8 +369,11 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
             buf = errors.errstr()
             err = lib.rd_kafka_fatal_error(rk, buf, errors.ERRSTR_SIZE)
             reason = buf
-        exc = _tls_error(cbs, err, string(reason)) or errors.exception(err, reason=string(reason),
-                                                                       fatal=fatal)
+        text = string(reason)
+        # a transport error is the failure of a connection, as the FAIL line librdkafka logs
+        # (which one comes last depends on its threads): with the same hint
+        exc = _tls_error(cbs, err, text) or errors.exception(
+            err, reason=_hinted(cbs, text) if err == errors.TRANSPORT else text, fatal=fatal)
         cbs.last_error = exc
         if err == errors.TRANSPORT:
             cbs.last_connection_error = exc
@@ -373,7 +381,7 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
             cbs.on_error(exc)
         elif fatal or security_failure(exc):
             cbs.store(exc)
-        elif string(reason) != cbs.last_fail_line:  # else the FAIL line just logged said it
+        elif text != cbs.last_fail_line:  # else the FAIL line just logged said it
             repeats.log(logging.WARNING, string(lib.rd_kafka_name(rk)), None, str(exc), 4)
     except BaseException as exc:
         cbs.store(exc)

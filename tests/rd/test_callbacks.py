@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from pyrdk.exceptions import KafkaException, MessageSizeTooLarge
+from pyrdk.exceptions import NO_SASL_HINT, PLAINTEXT_TO_TLS_HINT, KafkaException, MessageSizeTooLarge
 from pyrdk.rd import callbacks, partitions
 from pyrdk.testing import free_port
 from tests.rd import util
@@ -445,3 +445,21 @@ def test_a_flood_of_distinct_lines_costs_each_line_a_constant_amount_of_work(cap
     clock.now = 10.0
     lines.log(logging.DEBUG, "rdkafka#consumer-1", "FETCH", "fetch t [0] at offset 0", 7)
     assert len(lines._seen) == 1, "the lines of the window past are forgotten"
+
+
+@pytest.mark.parametrize("reason, hint", [
+    ("127.0.0.1:9/bootstrap: Send failed: Broken pipe (after 0ms in state UP)", NO_SASL_HINT),
+    ("127.0.0.1:9/bootstrap: Disconnected: connection reset by peer (after 1ms in state APIVERSION_QUERY)",
+     PLAINTEXT_TO_TLS_HINT)], ids=["sasl", "tls"])
+def test_a_transport_error_carries_the_hint_of_the_failure_it_reports(handles, reason, hint):
+    """librdkafka reports a connection's failure as a FAIL line and, often, as a transport
+    error too, whichever comes last on a loaded machine: the error carries the same hint into
+    the timeout's message (a SASL listener closing a plaintext client's connection as it came
+    up, seen as a failed send; a TLS listener resetting it at its first request)."""
+    from pyrdk._ffi import ffi, lib
+    from pyrdk.rd import errors
+    handle = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % free_port()})
+    with handle.use() as rk:  # as librdkafka calls it, from a poll
+        callbacks._pyrdk_error_cb(rk, errors.TRANSPORT, ffi.new("char[]", reason.encode()), lib.rd_kafka_opaque(rk))
+    exc = handle.with_last_error(KafkaException("metadata request timed out"))
+    assert str(exc) == "metadata request timed out (last error: %s)" % (reason + hint)
