@@ -3,7 +3,6 @@ bad input, cancellation."""
 import asyncio
 import gc
 import os
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from pyrdk import core
 from pyrdk.aio.errors import ProducerClosed
 from pyrdk.aio.structs import RecordMetadata, TopicPartition
 from pyrdk.exceptions import TransactionStateError
+from tests.rd import util
 
 pytestmark = pytest.mark.kafka
 
@@ -377,10 +377,8 @@ async def test_events_queued_before_the_loop_watches_the_queue_are_served():
     errors = []
     handle = Handle("producer", {"bootstrap.servers": "127.0.0.1:1"}, Callbacks(on_error=errors.append))
     try:
-        deadline = time.monotonic() + 30
-        while handle.outq_len() == 0:  # the refused connection's error events, not served
-            assert time.monotonic() < deadline, "librdkafka queued no error for a refused connection"
-            await asyncio.sleep(0.05)
+        # the refused connection's error events, not served (nothing needs the loop yet)
+        util.wait_until(lambda: handle.outq_len() > 0, "librdkafka to queue an error for a refused connection")
         served = asyncio.Event()
 
         def on_ready():
@@ -421,11 +419,9 @@ async def test_a_loop_that_cannot_watch_the_pipe_leaves_librdkafka_writing_to_no
         try:
             os.set_blocking(read, False)
             handle.produce("nowhere", -1, b"v", None, None, None, 1)
-            deadline = time.monotonic() + 30
-            while not reports:  # its timeout's report: on a watched queue, it writes to the pipe
-                assert time.monotonic() < deadline, "no delivery report for a message with no broker"
-                handle.poll(0)
-                await asyncio.sleep(0.05)
+            # its timeout's report: on a watched queue, it writes to the pipe
+            util.wait_until(lambda: reports, "the delivery report of a message with no broker",
+                            step=lambda: handle.poll(50))
             with pytest.raises(BlockingIOError):
                 os.read(read, 1)
         finally:
