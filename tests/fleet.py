@@ -37,6 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PATIENCE_S = 60  # upper bound on waiting for something that must happen; never asserted on
 POLL_S = 0.05
+SETTLE_S = 1.5  # how long a balanced fleet must stand still: three heartbeat intervals of the tests
 
 
 # -- the member process ----------------------------------------------------------------------------
@@ -51,6 +52,7 @@ class _Member:
         self.version = 0
         self.status = "starting"
         self.held = []
+        self.member_id = None
         self.processed = 0
         self.stopping = threading.Event()
         self.lock = threading.Lock()
@@ -75,9 +77,10 @@ class _Member:
             self.held = sorted(partitions)
         self.version += 1
         now = time.time()
+        self.member_id = self._member_id()
         state = {"version": self.version, "time": now, "status": self.status,
                  "partitions": self.held, "processed": self.processed, "pid": os.getpid(),
-                 "member_id": self._member_id()}
+                 "member_id": self.member_id}
         if error is not None:
             state["error"] = error
         tmp = self._path("state.tmp")
@@ -110,7 +113,8 @@ class _Member:
         self.events.flush()
 
     def _watch(self):
-        """Publish ``consumer.partitions`` whenever it changes (also between messages)."""
+        """Publish ``consumer.partitions`` and the member id whenever they change (also
+        between messages)."""
         while not self.stopping.wait(0.01):
             consumer = self.consumer
             if consumer is not None:
@@ -121,7 +125,7 @@ class _Member:
                         held = sorted(consumer.partitions)
                     except RuntimeError:  # changed while read by this thread: read again
                         continue
-                    if held != self.held:
+                    if held != self.held or self._member_id() != self.member_id:
                         self._publish(held)
 
     def run(self):
@@ -444,14 +448,29 @@ class Fleet:
 
     def wait_balanced(self, partitions, members=None, timeout_s=PATIENCE_S):
         """Wait until each of ``partitions`` has exactly one owner, all among ``members``
-        (default: the live members), and every such member is running."""
+        (default: the live members), every such member is running, and the owners and
+        member ids have stood still for SETTLE_S.
+
+        A balanced view can be the end of one generation while the next is already under
+        way (a member whose join came late): the members learn of it at their next
+        heartbeat and revoke (eager) before they rejoin, which changes the owners. A member
+        stopped at that point, on a loaded machine, once left a partition seen with two
+        owners. Standing still for longer than a heartbeat interval rules that out."""
+        last = [None, 0.0]  # what was seen balanced (owners, member ids), and since when
+
         def balanced(owners):
             names = {m.name for m in (members if members is not None else self.live())}
-            running = all(m.state().get("status") == "running" for m in self.live())
-            return running and set(owners) == set(partitions) and \
-                all(len(o) == 1 and o[0] in names for o in owners.values())
-        return self.wait_until(balanced, "each of %s held by exactly one member" % sorted(partitions),
-                               timeout_s)
+            states = [m.state() for m in self.live()]
+            if not (all(s.get("status") == "running" for s in states) and set(owners) == set(partitions)
+                    and all(len(o) == 1 and o[0] in names for o in owners.values())):
+                last[0] = None
+                return False
+            seen = (owners, sorted(str(s.get("member_id")) for s in states))
+            if seen != last[0]:
+                last[:] = [seen, time.monotonic()]
+            return time.monotonic() - last[1] >= SETTLE_S
+        return self.wait_until(balanced, "each of %s held by exactly one member, for %.1fs"
+                               % (sorted(partitions), SETTLE_S), timeout_s)
 
     def wait_processed(self, count, timeout_s=PATIENCE_S):
         """Wait (sampling owners) until the members processed ``count`` distinct messages."""
