@@ -294,6 +294,12 @@ class Message(metaclass=abc.ABCMeta):
         return self.partition_key
 
     @property
+    def protocol_version(self) -> int:
+        """pykafka's message format version: 1, a message with a timestamp (librdkafka reads
+        and writes record batches of format 2, whose records all have one)."""
+        return 1
+
+    @property
     def timestamp_dt(self) -> Optional[datetime.datetime]:
         """``timestamp`` as a UTC datetime (None when the message has none); set from a
         datetime (naive: UTC), as pykafka's."""

@@ -119,6 +119,7 @@ class Message(common.Message, metaclass=_MessageType):
     """A message made by the program, with pykafka's constructor (``protocol_version`` 0 or
     1; a v1 message without ``timestamp`` gets the current time)."""
     __slots__ = ("protocol_version",)
+    protocol_version: int  # 0 or 1, as made (a message read or produced is 1)
 
     def __init__(self, value: Any, partition_key: Any = None, compression_type: CompressionType = CompressionType.NONE,
                  offset: int = -1, partition_id: int = -1, produce_attempt: int = 0, protocol_version: int = 0,

@@ -1504,6 +1504,20 @@ def test_consumed_and_produced_messages_pickle_without_the_clients_live_objects(
     assert [(m.value, m.partition_id, m.offset) for m in consumed] == [(b"a", 2, 0), (b"b", 2, 1)]
 
 
+@pytest.mark.kafka
+def test_consumed_and_produced_messages_have_pykafkas_protocol_version_1(topic):
+    """pykafka gives every message read from or produced to a broker of 0.10 or later
+    ``protocol_version`` 1 (a message with a timestamp); programs read it."""
+    produced = produce(topic, [b"a"], partition=0)
+    consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
+    try:
+        consumed = consumer.consume()
+    finally:
+        consumer.stop()
+    assert consumed.value == b"a" and consumed.timestamp > 0
+    assert (consumed.protocol_version, produced[0].protocol_version) == (1, 1)
+
+
 def test_offsets_are_reset_after_the_client_is_closed(kafka_hosts, topic_name):
     """A consumer made before ``KafkaClient.close()`` goes on: its ListOffsets lookups go
     through its own handle."""

@@ -465,6 +465,13 @@ static int set_timestamp_dt(message_t *self, PyObject *value, void *closure) {
         return set_timestamp_from((PyObject *)self, value, "Message.timestamp_dt");
 }
 
+/* pykafka's message format version: always 1 (a message with a timestamp). */
+static PyObject *get_protocol_version(message_t *self, void *closure) {
+        (void)self;
+        (void)closure;
+        return PyLong_FromLong(1);
+}
+
 /* Alias of partition_key: a subclass's own partition_key, if it has one. */
 static PyObject *get_key(message_t *self, void *closure) {
         core_state *st = core_state_of_type(Py_TYPE(self));
@@ -536,6 +543,10 @@ static PyGetSetDef message_getset[] = {
          "The queue :meth:`Producer.get_delivery_report` reads this message's report from.",
          (void *)FIELD(delivery_report_q)},
         {"key", (getter)get_key, NULL, "Alias of ``partition_key``.", NULL},
+        {"protocol_version", (getter)get_protocol_version, NULL,
+         "pykafka's message format version: 1, a message with a timestamp (librdkafka reads and "
+         "writes record batches of format 2, whose records all have one).",
+         NULL},
         {"timestamp_dt", (getter)get_timestamp_dt, (setter)set_timestamp_dt,
          "``timestamp`` as a UTC datetime (None when the message has none); set from a datetime "
          "(naive: UTC), as pykafka's.",

@@ -39,6 +39,15 @@ def test_a_message_is_a_pyrdk_message_with_pykafka_defaults():
     assert msg.timestamp_dt is None
 
 
+def test_protocol_version_is_1_and_pykafkas_own_message_keeps_what_it_was_made_with():
+    msg = Message(b"v")
+    assert msg.protocol_version == 1
+    with pytest.raises(AttributeError):
+        msg.protocol_version = 0
+    assert pyrdk.protocol.Message(b"v").protocol_version == 0  # pykafka's default
+    assert pyrdk.protocol.Message(b"v", protocol_version=1).protocol_version == 1
+
+
 def test_fields_are_settable_and_keyword_arguments_work():
     msg = Message(b"v", partition_key=b"k", partition_id=3, offset=10, timestamp=1700000000000,
                   headers=[("h", b"1")], topic="t", timestamp_type=1, compression_type=CompressionType.GZIP)
