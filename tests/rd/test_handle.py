@@ -382,6 +382,22 @@ def test_ctrl_c_in_a_loop_of_calls_never_hangs_close_or_exit():
         assert (proc.returncode, out) == (0, "closed True\n"), err
 
 
+# The end of a child program that made ``call`` and ``handle``: Ctrl-C once the call is in
+# librdkafka, then what the program saw.
+_INTERRUPT = """
+def ctrl_c():
+    while not handle._users:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+try:
+    call()
+except KeyboardInterrupt:
+    print("interrupted", "in flight" if handle._users else "after the call", flush=True)
+"""
+
 _CTRL_C_IN_A_BLOCKING_CALL = """
 import os, signal, sys, threading, time
 from pyrdk import KafkaClient
@@ -397,20 +413,7 @@ call = {"committed": lambda: consumer.fetch_offsets(),
         "offsets_for_times": lambda: topic.fetch_offset_limits(0)}[how]
 handle = client.cluster._handle if how == "offsets_for_times" else consumer._handle
 cluster.set_broker_rtt(1, 600000)  # no answer within the call's 300 s
-
-
-def ctrl_c():  # once the call is in librdkafka
-    while not handle._users:
-        time.sleep(0.01)
-    os.kill(os.getpid(), signal.SIGINT)
-
-
-threading.Thread(target=ctrl_c, daemon=True).start()
-try:
-    call()
-except KeyboardInterrupt:
-    print("interrupted", "in flight" if handle._users else "after the call", flush=True)
-# On a loaded machine the call once went on after the rtt was back to 0, and stop() waited for
+""" + _INTERRUPT + """# On a loaded machine the call once went on after the rtt was back to 0, and stop() waited for
 # it: dropping the broker's connections ends whatever it still holds.
 cluster.set_broker_rtt(1, 0)
 cluster.broker_down(1)
@@ -465,20 +468,8 @@ def stopped(pid):
 
 while not stopped(broker_pid):
     time.sleep(0.01)
-
-
-def ctrl_c():  # once the call is in librdkafka
-    while not handle._users:
-        time.sleep(0.01)
-    os.kill(os.getpid(), signal.SIGINT)
-
-
-threading.Thread(target=ctrl_c, daemon=True).start()
-try:
-    client.cluster.list_groups()
-except KeyboardInterrupt:
-    print("interrupted", "in flight" if handle._users else "after the call", flush=True)
-os.kill(broker_pid, signal.SIGCONT)
+call = client.cluster.list_groups
+""" + _INTERRUPT + """os.kill(broker_pid, signal.SIGCONT)
 client.close()
 print("stopped", flush=True)
 """
