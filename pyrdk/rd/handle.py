@@ -640,7 +640,8 @@ class Handle:
         leader is unreachable or not yet in its metadata (and ``_DESTROY_BROKER`` or ``_TRANSPORT``
         for a request the lost leader took); for partitions the metadata has (asked again, which renews
         librdkafka's), that is retried within ``timeout_ms``, then raised as
-        ``LeaderNotAvailable`` (``NoBrokersAvailableError`` when no broker answers)."""
+        ``LeaderNotAvailable`` (``KafkaTimeoutError`` when the metadata request times out,
+        ``NoBrokersAvailableError`` when no broker answers)."""
         deadline = _deadline(timeout_ms)
         while True:
             try:
@@ -659,11 +660,15 @@ class Handle:
             time.sleep(0.1)
 
     def _partitions_known(self, tps, deadline, timeout_ms, what):
-        """Whether the metadata (asked before ``deadline``) has every partition of ``tps``."""
+        """Whether the metadata (asked before ``deadline``) has every partition of ``tps``.
+        A metadata request that timed out times the call out (``KafkaTimeoutError``): librdkafka
+        may have sent it to the lost leader itself, other brokers up."""
         try:
             md = self.metadata(timeout_ms=_ms_left(deadline))
         except KafkaException as exc:
-            if exc.code in (errors.TIMED_OUT, errors.TRANSPORT, errors.ALL_BROKERS_DOWN):
+            if exc.code == errors.TIMED_OUT:
+                raise for_code(errors.TIMED_OUT)("%s: no answer within %d ms (%s)" % (what, timeout_ms, exc)) from exc
+            if exc.code in (errors.TRANSPORT, errors.ALL_BROKERS_DOWN):
                 raise for_code(errors.ALL_BROKERS_DOWN)("%s: no broker answered within %d ms (%s); calls work "
                                                         "again once one is" % (what, timeout_ms, exc)) from exc
             raise
