@@ -28,7 +28,7 @@ class KafkaException(Exception):
     retriable: bool = False
     fatal: bool = False
     txn_requires_abort: bool = False
-    produced: int  # produce_batch()'s errors only: the messages queued before the error
+    produced: int  # produce calls' errors only: the messages the call queued before raising it
 
     def __init_subclass__(cls, codes: tuple[int, ...] = (), **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime
+import functools
 import logging
 import math
 import queue
@@ -365,6 +366,9 @@ class Producer:
         """Send ``message`` to a partition chosen by the partitioner; returns the ``Message``.
 
         Its ``offset`` (and ``timestamp``) are filled in when its delivery report arrives.
+        Without ``delivery_reports`` or ``sync``, earlier messages whose delivery failed are
+        raised here as one ``ProduceFailureError`` (``failed``), after this message is queued
+        (``produced`` is 1), as pykafka raises its workers' errors after queueing.
 
         :param message: bytes (or anything the serializer takes)
         :param partition_key: bytes given to the partitioner and stored as the key
@@ -388,6 +392,7 @@ class Producer:
             self._leave(me)
         if done is not None:
             self._wait_delivered(msg, done)
+        self._raise_failed(1)
         return msg
 
     def _enter(self):
@@ -459,11 +464,12 @@ class Producer:
         return pid
 
     def _check(self):
-        """What the general path does first: hand out the delivery reports, raise failed
-        deliveries nobody was told about and ``NoBrokersAvailableError`` after an outage;
-        then let the fast path go on if nothing is left for the general one."""
+        """What the general path does first: hand out the delivery reports, raise an error of
+        the poller thread or a callback and ``NoBrokersAvailableError`` after an outage; then
+        let the fast path go on if nothing is left for the general one. Failed deliveries wait
+        for ``_raise_failed()``, once the call has queued its own messages."""
         self._handle.dispatch_reports()
-        self._raise_failures()
+        self._errors.check()
         if self._outage.since is not None:
             self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
         divert = self._general_only or self._outage.since is not None or bool(self._errors) or bool(self._failures)
@@ -550,7 +556,8 @@ class Producer:
         ``block_on_queue_full=False``, or items of other types, each message goes through
         :meth:`produce` instead. An error (a value that is not bytes, the queue full with
         ``block_on_queue_full=False``, a message over ``max_request_size``) is raised with
-        ``produced``: how many messages were queued before it.
+        ``produced``: how many messages were queued before it. Earlier failed deliveries are
+        raised as :meth:`produce` raises them: once this call's messages are queued.
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
@@ -573,9 +580,11 @@ class Producer:
         assert core is not None and handle is not None  # start() made them
         me = self._enter()  # stop() flushes what this call queues
         try:
-            return self._produce_batch(core, handle, messages)
+            total = self._produce_batch(core, handle, messages)
         finally:
             self._leave(me)
+        self._raise_failed(total)
+        return total
 
     def _produce_batch(self, core, handle, messages):
         self._hand_off(producing=True)
@@ -656,9 +665,11 @@ class Producer:
         columns = (rows, self._partitioner is not random_partitioner) + columns[1:]
         me = self._enter()  # stop() flushes what this call queues
         try:
-            return self._produce_core_rows(core, handle, batch, columns, rows)
+            self._produce_core_rows(core, handle, batch, columns, rows)
         finally:
             self._leave(me)
+        self._raise_failed(rows)
+        return rows
 
     def _produce_core_rows(self, core, handle, batch, columns, rows):
         self._hand_off(producing=True)  # the queued ones first
@@ -721,8 +732,8 @@ class Producer:
                     self._raise_row_error(batch, row, UNKNOWN_PARTITION)
             try:
                 self._produce_general(value, key, None, None, partition)
-            except Exception as exc:
-                exc.produced = row
+            except Exception as exc:  # failed deliveries come after the row is queued
+                exc.produced = row + getattr(exc, "produced", 0)
                 raise
         return n
 
@@ -736,8 +747,8 @@ class Producer:
                     self.produce(item[0], item[1])
                 else:
                     self.produce(item)
-            except Exception as exc:
-                exc.produced = count
+            except Exception as exc:  # produce() raises failed deliveries after queueing its message
+                exc.produced = count + getattr(exc, "produced", 0)
                 raise
         return len(messages)
 
@@ -847,9 +858,15 @@ class Producer:
         """Raise an error of the poller thread or a callback as it is, else the failed
         deliveries nobody was told about as one ``ProduceFailureError``."""
         self._errors.check()
+        self._raise_failed(None)
+
+    def _raise_failed(self, produced):
+        """The failed deliveries nobody was told about, as one ``ProduceFailureError``.
+        ``produced``: how many messages the produce call raising it queued first (pykafka too
+        raises after queueing), so that a program re-sending ``failed`` loses none."""
         for msg, err in self._core.refused():  # refused at hand-off: failed deliveries too
             self._report(msg, errors_exception(err))
-        self._failures.check(_produce_failure)
+        self._failures.check(functools.partial(_produce_failure, produced=produced))
 
     def _report_queue(self):
         q = getattr(self._local, "queue", None)
@@ -1312,11 +1329,17 @@ def _encoded(data):
     return data.encode("utf-8") if isinstance(data, str) else data
 
 
-def _produce_failure(failed):
-    """One ``ProduceFailureError`` for ``[(Message or None, exception)]``, from the first."""
+def _produce_failure(failed, produced=None):
+    """One ``ProduceFailureError`` for ``[(Message or None, exception)]``, from the first;
+    ``produced``: the messages the raising call queued before (None: not a produce call)."""
     first = failed[0][1]
-    exc = ProduceFailureError("%d message(s) could not be delivered; first error: %s" % (len(failed), first))
+    text = "%d message(s) could not be delivered; first error: %s" % (len(failed), first)
+    if produced is not None:
+        text += " (raised once this call had queued its %d message(s), which are not among them)" % produced
+    exc = ProduceFailureError(text)
     exc.failed = failed
+    if produced is not None:
+        exc.produced = produced
     exc.__cause__ = first
     exc.__suppress_context__ = True
     return exc

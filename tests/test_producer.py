@@ -501,7 +501,7 @@ def test_delivery_reports_are_per_thread(mock_topic):
 
 
 @pytest.mark.mock
-@pytest.mark.parametrize("surfaces_on", ["produce", "flush", "stop", "with"])
+@pytest.mark.parametrize("surfaces_on", ["produce", "produce_batch", "flush", "stop", "with"])
 def test_failed_delivery_without_reports_raises_later(mock_cluster, mock_topic, surfaces_on):
     producer = mock_topic.get_producer(max_retries=0, linger_ms=0)
     try:
@@ -511,6 +511,9 @@ def test_failed_delivery_without_reports_raises_later(mock_cluster, mock_topic, 
             if surfaces_on == "produce":
                 wait_until(lambda: len(producer) == 0, "the delivery report")
                 producer.produce(b"next")
+            elif surfaces_on == "produce_batch":
+                wait_until(lambda: len(producer) == 0, "the delivery report")
+                producer.produce_batch([b"next", b"and next"])
             elif surfaces_on == "flush":
                 producer.flush()
             elif surfaces_on == "stop":
@@ -522,11 +525,17 @@ def test_failed_delivery_without_reports_raises_later(mock_cluster, mock_topic, 
         msg, exc = info.value.failed[0]
         assert msg is bad and isinstance(exc, MessageSizeTooLarge)
         assert isinstance(info.value.__cause__, MessageSizeTooLarge)
-        if surfaces_on in ("produce", "flush"):  # reported once, and the producer goes on
+        if surfaces_on in ("produce", "produce_batch", "flush"):  # reported once, and the producer goes on
             good = producer.produce(b"good")
             assert producer.flush() == 0 and good.offset >= 0
     finally:
         producer.stop()
+    if surfaces_on.startswith("produce"):  # raised once the call's own messages were queued: none lost
+        queued = [b"next"] if surfaces_on == "produce" else [b"next", b"and next"]
+        assert info.value.produced == len(queued)
+        assert "had queued its %d message(s)" % len(queued) in str(info.value)
+        got = read_back(mock_cluster.bootstrap_servers, mock_topic.name.decode(), len(queued) + 1)
+        assert sorted(m.value() for m in got) == sorted(queued + [b"good"])
 
 
 # -- a full queue --------------------------------------------------------------------------------
