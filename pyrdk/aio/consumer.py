@@ -441,7 +441,7 @@ class AIOKafkaConsumer(Client):
             self._subscribed = False
         self._clear()
         self._positions.clear()
-        self._paused.clear()
+        self._unpause(self._paused)
         self._assigned, self._fresh = [], set()
         self._unpositioned.clear()
 
@@ -473,12 +473,19 @@ class AIOKafkaConsumer(Client):
         and the pauses are those of the previous assignment."""
         self._clear()
         self._positions.clear()
-        if self._paused:
+        self._unpause(self._paused)
+
+    def _unpause(self, tps):
+        """End the program's pause of those of ``tps`` it paused, as they leave the assignment
+        (``rd_kafka_resume_partitions``): librdkafka keeps a partition's pause across
+        assignments, aiokafka's next assignment of it starts unpaused."""
+        tps = [tp for tp in tps if tp in self._paused]
+        if tps:
             try:
-                self._handle.resume([(tp.topic, tp.partition) for tp in self._paused])
-            except KafkaError as exc:  # no longer assigned: nothing to fetch
-                log.debug("resume at assign: %s", exc)
-            self._paused.clear()
+                self._handle.resume([(tp.topic, tp.partition) for tp in tps])
+            except KafkaError as exc:  # not known to librdkafka: nothing paused
+                log.debug("resume of a partition leaving the assignment: %s", exc)
+            self._paused.difference_update(tps)
 
     def assignment(self) -> set[TopicPartition]:
         """The set of TopicPartitions assigned (``rd_kafka_assignment``)."""
@@ -561,6 +568,7 @@ class AIOKafkaConsumer(Client):
                 self._revoke_told = True
                 if self._handle.usable:
                     self._handle.assign(None)
+                    self._unpause(tps)
                 self._assigned, self._fresh = [], set()
                 self._unpositioned.clear()
                 for tp in tps:

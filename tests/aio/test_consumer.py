@@ -465,6 +465,35 @@ async def test_pause_and_resume(kafka_hosts, new_topic):
                 call(TopicPartition(topic, 7))
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("how", ["reassign", pytest.param("resubscribe", marks=pytest.mark.slow)])
+async def test_a_paused_partition_assigned_again_starts_unpaused(kafka_hosts, new_topic, how):
+    """As aiokafka's: a new assignment starts unpaused, and paused() says so. librdkafka
+    keeps a partition's pause across assignments: without its resume the partition read
+    nothing ever after."""
+    topic = new_topic(1)
+    await produce(kafka_hosts, topic, 3, partition=0)
+    tp = TopicPartition(topic, 0)
+    kwargs = {} if how == "reassign" else {"group_id": "g-" + topic}
+    consumer, _ = assigned_consumer(kafka_hosts, topic, 1, **kwargs)
+    async with consumer:
+        if how == "reassign":
+            consumer.assign([tp])
+        else:
+            consumer.subscribe([topic])
+            while not consumer.assignment():
+                assert await consumer.getmany(timeout_ms=200) == {}
+        consumer.pause(tp)
+        consumer.unsubscribe()
+        if how == "reassign":
+            consumer.assign([tp])
+        else:
+            consumer.subscribe([topic])
+        assert consumer.paused() == set()
+        got = await drain(consumer, 3)
+        assert [r.offset for r in got] == [0, 1, 2]
+
+
 class Recorder(aiokafka.ConsumerRebalanceListener):
     def __init__(self, consumer):
         self.consumer = consumer
