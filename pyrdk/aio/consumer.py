@@ -38,9 +38,9 @@ from pyrdk.aio.wakeup import Wakeup
 from pyrdk.common import integer
 from pyrdk.core import consumer_core
 from pyrdk.core import implementation as core_implementation
-from pyrdk.exceptions import (ConfigurationError, IllegalGeneration, KafkaTimeoutError, NoBrokersAvailableError,
-                              OffsetOutOfRangeError, RdKafkaException, RebalanceInProgress, SocketDisconnectedError,
-                              UnknownMemberId)
+from pyrdk.exceptions import (ConfigurationError, GroupAuthorizationFailed, IllegalGeneration, KafkaTimeoutError,
+                              NoBrokersAvailableError, OffsetOutOfRangeError, RdKafkaException, RebalanceInProgress,
+                              SocketDisconnectedError, TopicAuthorizationFailed, UnknownMemberId)
 from pyrdk.rd.callbacks import DEFERRED, Callbacks, security_failure
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
 from pyrdk.rd import errors as rd_errors
@@ -626,7 +626,8 @@ class AIOKafkaConsumer(Client):
             return True
         raised = False
         for err in errs:
-            if isinstance(err, OffsetOutOfRangeError) or getattr(err, "fatal", False) or security_failure(err):
+            if isinstance(err, (OffsetOutOfRangeError, TopicAuthorizationFailed, GroupAuthorizationFailed)) \
+                    or getattr(err, "fatal", False) or security_failure(err):
                 self._errors.append(_as_aiokafkas(err))
                 raised = True
                 if isinstance(err, OffsetOutOfRangeError) and self._auto_offset_reset == "none" and \

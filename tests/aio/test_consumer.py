@@ -992,3 +992,28 @@ async def test_seek_to_beginning_while_the_leader_is_down_names_it_and_works_onc
     finally:
         mock_cluster.broker_up(-1)
         await consumer.stop()
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+@pytest.mark.parametrize("api, code, subscribe", [("Fetch", 29, False), ("JoinGroup", 30, True)])
+async def test_an_authorization_failure_is_raised_by_getmany(mock_cluster, api, code, subscribe):
+    """As aiokafka's fetcher and coordinator pass them on: a topic or group the client may not
+    read raises TopicAuthorizationFailedError / GroupAuthorizationFailedError from getmany(),
+    not a logged warning and an empty wait for ever."""
+    from pyrdk.aio.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+    from pyrdk.rd.mock import ApiKey
+    expected = TopicAuthorizationFailedError if code == 29 else GroupAuthorizationFailedError
+    mock_cluster.create_topic("t", 1, 1)
+    await produce(mock_cluster.bootstrap_servers, "t", 3, partition=0)
+    mock_cluster.push_request_errors(getattr(ApiKey, api), *[code] * 50)
+    consumer, tps = assigned_consumer(mock_cluster.bootstrap_servers, "t", 1, group_id="g")
+    async with consumer:
+        if subscribe:
+            consumer.subscribe(["t"])
+        else:
+            consumer.assign(tps)
+        with pytest.raises(expected, match="authorization failed"):
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                assert await consumer.getmany(timeout_ms=1000) == {}
