@@ -216,6 +216,11 @@ class AIOKafkaConsumer(Client):
             "isolation.level": isolation_level,
             "partition.assignment.strategy": _assignor(partition_assignment_strategy),
         })
+        poll, session = integer(max_poll_interval_ms), integer(session_timeout_ms)
+        if isinstance(poll, int) and isinstance(session, int) and 0 < poll < session:
+            # librdkafka refuses a max.poll.interval.ms under session.timeout.ms; aiokafka
+            # takes it, and a member is not dropped before its session times out anyway
+            self._config["max.poll.interval.ms"] = session
         if librdkafka_runtime_version() >= 0x02010000:
             # librdkafka's default (1000 ms, since 2.1.0) stalls a consumer that empties its
             # prefetch queue faster than the broker fills it, as getmany() does.

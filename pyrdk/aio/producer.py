@@ -137,6 +137,11 @@ class AIOKafkaProducer(Client):
             "request.timeout.ms": request_timeout_ms,
             "message.timeout.ms": request_timeout_ms,
         })
+        linger, timeout = integer(linger_ms), integer(request_timeout_ms)
+        if isinstance(linger, int) and isinstance(timeout, int) and 0 <= timeout <= linger:
+            # librdkafka refuses a message.timeout.ms not over linger.ms; aiokafka takes any
+            # linger_ms: a record lingers, then has request_timeout_ms
+            self._config["message.timeout.ms"] = linger + timeout
         if transactional_id is not None:
             self._config.update({"transactional.id": transactional_id,
                                  "transaction.timeout.ms": transaction_timeout_ms})

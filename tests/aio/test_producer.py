@@ -144,6 +144,22 @@ async def test_serializers_and_flush(kafka_hosts, new_topic):
 
 
 @pytest.mark.asyncio
+async def test_timeouts_aiokafka_takes_together_start_here_too(kafka_hosts, new_topic):
+    """librdkafka refuses a message.timeout.ms not over linger.ms and a max.poll.interval.ms
+    under session.timeout.ms; aiokafka takes linger_ms over request_timeout_ms, and
+    max_poll_interval_ms under session_timeout_ms."""
+    topic = new_topic(1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, linger_ms=2000,
+                                         request_timeout_ms=1000) as producer:
+        fut = await producer.send(topic, b"lingered")
+        await producer.flush()
+        assert (await fut).offset == 0
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         session_timeout_ms=30000, max_poll_interval_ms=20000) as consumer:
+        assert await consumer.topics() >= {topic}  # started (rd_kafka_new refused it before)
+
+
+@pytest.mark.asyncio
 async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
     with pytest.raises(ValueError, match="acks"):
         aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, acks=2)
