@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import INT64_MAX, OffsetPartitionResponse, OffsetType, integer
+from pyrdk.common import INT64_MAX, OffsetType, integer
 
 if TYPE_CHECKING:
     from pyrdk.broker import Broker
@@ -68,17 +68,18 @@ class Partition:
         return self._isr
 
     def fetch_offset_limit(self, offsets_before: Union[int, datetime.datetime],
-                           max_offsets: int = 1) -> OffsetPartitionResponse:
-        """The ``OffsetPartitionResponse`` of ``Topic.fetch_offset_limits`` for this partition."""
-        return self._topic.fetch_offset_limits(offsets_before, max_offsets, partitions=[self._id])[self._id]
+                           max_offsets: int = 1) -> list[int]:
+        """The offsets ``Topic.fetch_offset_limits`` finds for this partition, as pykafka's
+        returns them: a list (``fetch_offset_limit(OffsetType.LATEST)[0]``)."""
+        return self._topic.fetch_offset_limits(offsets_before, max_offsets, partitions=[self._id])[self._id].offset
 
     def earliest_available_offset(self) -> int:
         """The first offset still in the log (``rd_kafka_offsets_for_times`` with -2)."""
-        return self.fetch_offset_limit(OffsetType.EARLIEST).offset[0]
+        return self.fetch_offset_limit(OffsetType.EARLIEST)[0]
 
     def latest_available_offset(self) -> int:
         """The offset the next message will get (``rd_kafka_offsets_for_times`` with -1)."""
-        return self.fetch_offset_limit(OffsetType.LATEST).offset[0]
+        return self.fetch_offset_limit(OffsetType.LATEST)[0]
 
     def update(self, brokers: dict[int, Broker], metadata: Any) -> None:
         """Take leader, replicas and ISR from a fresh ``PartitionMetadata``."""
