@@ -725,6 +725,8 @@ class Consumer:
     def _move(self, targets, explicit):
         """Make ``targets`` (``{pid: offset}``) the next offsets read (``rd_kafka_seek_partitions``);
         those of ``explicit`` are checked against the end of the log at the next fetch."""
+        if not targets:  # nothing to move (pykafka's reset_offsets([]), a member holding none)
+            return
         self._drop_buffered(targets)
         self._handle.seek([(self._topic_name, pid, off) for pid, off in sorted(targets.items())])
         for pid, nxt in targets.items():

@@ -675,6 +675,17 @@ def test_reset_offsets_drops_buffered_messages_of_the_partition(topic):
 
 
 @pytest.mark.kafka
+def test_reset_offsets_of_no_partition_moves_nothing(topic, group_name):
+    """As pykafka's: an empty list (a filter that left nothing) is no error, and nothing moves.
+    librdkafka refuses a seek of no partitions."""
+    produce(topic, [b"v%d" % i for i in range(4)], partition=0)
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0], consumer_timeout_ms=1000) as consumer:
+        assert [m.offset for m in take(consumer, 2)] == [0, 1]
+        consumer.reset_offsets([])
+        assert [m.offset for m in drain(consumer)] == [2, 3]
+
+
+@pytest.mark.kafka
 def test_reset_offsets_to_earliest(topic, group_name):
     produce(topic, [b"v%d" % i for i in range(6)], partition=1)
     with topic.get_simple_consumer(consumer_group=group_name, partitions=[1],
