@@ -866,7 +866,8 @@ class Producer:
         raises after queueing), so that a program re-sending ``failed`` loses none."""
         for msg, err in self._core.refused():  # refused at hand-off: failed deliveries too
             self._report(msg, errors_exception(err))
-        self._failures.check(functools.partial(_produce_failure, produced=produced))
+        if self._failures:
+            self._failures.check(functools.partial(_produce_failure, produced=produced))
 
     def _report_queue(self):
         q = getattr(self._local, "queue", None)
