@@ -55,8 +55,10 @@ BATCH = 2048 if core_implementation == "c" else 256
 # asks for others) is no longer fetched (rd_kafka_pause_partitions) until getmany() has
 # taken it below HOLD_MAX / 2: what a program does not ask for cannot fill the memory.
 HOLD_MAX = 4 * BATCH
+POLLED_EVERY_S = 1.0  # getmany() from the buffer tells librdkafka of the poll at most this often
 FIRST_SLICE_MS = 100  # the first slice of a metadata request (see _refresh_metadata)
 _numbers = itertools.count(1)
+_monotonic = time.monotonic
 ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssignor": "range",
              "roundrobin": "roundrobin", "range": "range"}  # eager ones: the listener runs before the change
 RESETS = {"earliest": "earliest", "latest": "latest", "none": "error"}
@@ -238,6 +240,7 @@ class AIOKafkaConsumer(Client):
         self._buffered = 0  # records in the buffer
         self._counts: collections.Counter[TopicPartition] = collections.Counter()  # its records in the buffer
         self._held: set[TopicPartition] = set()  # paused in librdkafka for their buffered records (HOLD_MAX)
+        self._poll_due = 0.0  # when getmany() next tells librdkafka of a poll (POLLED_EVERY_S)
         self._positions: dict[TopicPartition, int] = {}  # next offset, for the records returned
         self._polled: dict[TopicPartition, int] = {}  # when records of it last came from librdkafka (ms)
         self._paused: set[TopicPartition] = set()
@@ -792,6 +795,10 @@ class AIOKafkaConsumer(Client):
                     raise exc
             out = self._take(partitions, max_records)
             if out:
+                now = _monotonic()
+                if now >= self._poll_due:  # a call to consume, as aiokafka's max_poll_interval_ms counts them
+                    self._poll_due = now + POLLED_EVERY_S
+                    self._handle.polled()
                 return out
             if self._fill():
                 continue

@@ -827,6 +827,13 @@ class Handle:
         with self.use() as rk:
             errors.check(lib.rd_kafka_resume_partitions(rk, partitions.to_c(tps)), "resume")
 
+    def polled(self):
+        """Tell librdkafka the application polled, taking nothing (``Queue.polled``): for a
+        consumer that hands out records it took from the queue before."""
+        with self.use() as rk:
+            if rk is not None and self._queue is not None:
+                self._queue.polled()
+
     def consume_batch(self, max_messages, timeout_ms, add=None, keep=None):
         """``rd_kafka_consume_batch_queue`` on the consumer queue, in slices, until a batch
         comes (or ``timeout_ms`` passes, or ``close()``/``wake()`` ends the wait).

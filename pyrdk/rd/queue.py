@@ -23,6 +23,12 @@ class Queue:
             raise ValueError("this consumer has no group.id, so no consumer queue to read")
         return lib.rd_kafka_consume_batch_queue(self._ptr, timeout_ms, array, size)
 
+    def polled(self):
+        """``rd_kafka_consume_batch_queue`` for no message: librdkafka counts it as the
+        application's poll (its ``max.poll.interval.ms`` timer starts again) and serves nothing."""
+        if self._ptr is not None:
+            lib.rd_kafka_consume_batch_queue(self._ptr, 0, ffi.NULL, 0)
+
     def __len__(self):
         return lib.rd_kafka_queue_length(self._ptr) if self._ptr is not None else 0
 

@@ -466,29 +466,19 @@ async def test_pause_and_resume(kafka_hosts, new_topic):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("how", ["reassign", pytest.param("resubscribe", marks=pytest.mark.slow)])
-async def test_a_paused_partition_assigned_again_starts_unpaused(kafka_hosts, new_topic, how):
+async def test_a_paused_partition_assigned_again_starts_unpaused(kafka_hosts, new_topic):
     """As aiokafka's: a new assignment starts unpaused, and paused() says so. librdkafka
     keeps a partition's pause across assignments: without its resume the partition read
-    nothing ever after."""
+    nothing ever after. (A revocation by the group resumes the same way.)"""
     topic = new_topic(1)
     await produce(kafka_hosts, topic, 3, partition=0)
     tp = TopicPartition(topic, 0)
-    kwargs = {} if how == "reassign" else {"group_id": "g-" + topic}
-    consumer, _ = assigned_consumer(kafka_hosts, topic, 1, **kwargs)
+    consumer, _ = assigned_consumer(kafka_hosts, topic, 1)
     async with consumer:
-        if how == "reassign":
-            consumer.assign([tp])
-        else:
-            consumer.subscribe([topic])
-            while not consumer.assignment():
-                assert await consumer.getmany(timeout_ms=200) == {}
+        consumer.assign([tp])
         consumer.pause(tp)
         consumer.unsubscribe()
-        if how == "reassign":
-            consumer.assign([tp])
-        else:
-            consumer.subscribe([topic])
+        consumer.assign([tp])
         assert consumer.paused() == set()
         got = await drain(consumer, 3)
         assert [r.offset for r in got] == [0, 1, 2]
@@ -1017,3 +1007,25 @@ async def test_an_authorization_failure_is_raised_by_getmany(mock_cluster, api, 
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
                 assert await consumer.getmany(timeout_ms=1000) == {}
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+@pytest.mark.slow  # seconds of steady slow processing: the C pass runs it, make soak the pure one
+async def test_getone_from_the_buffer_counts_as_a_poll(mock_cluster):
+    """aiokafka's max_poll_interval_ms is the longest time between calls to consume: a program
+    taking one buffered record every 200 ms stays in its group for longer than that, where
+    librdkafka, never polled while the buffer served the calls, dropped it from the group
+    and its records came again."""
+    mock_cluster.create_topic("t", 1, 1)
+    await produce(mock_cluster.bootstrap_servers, "t", 36, partition=0)
+    consumer = aiokafka.AIOKafkaConsumer("t", bootstrap_servers=mock_cluster.bootstrap_servers, group_id="g",
+                                         auto_offset_reset="earliest", enable_auto_commit=False, **FAST_GROUP)
+    async with consumer:
+        offsets = []
+        for _ in range(36):  # 7.2 s in all, over max_poll_interval_ms
+            offsets.append((await asyncio.wait_for(consumer.getone(), 30)).offset)
+            await asyncio.sleep(0.2)
+        assert offsets == list(range(36))
+        assert consumer.assignment() == {TopicPartition("t", 0)}
+        await consumer.commit()  # still a member: its commit is taken
