@@ -6,8 +6,10 @@ import asyncio
 from typing import TypeVar
 
 from pyrdk.aio.errors import IllegalStateError
+from pyrdk.exceptions import KafkaTimeoutError, NoBrokersAvailableError, SocketDisconnectedError
 
 _Self = TypeVar("_Self", bound="Client")
+FIRST_SLICE_MS = 100  # the first slice of a metadata request (see _fetch_metadata)
 
 
 class Client:
@@ -34,6 +36,27 @@ class Client:
         From another loop than the client's, ``IllegalStateError`` (see ``_check_loop()``)."""
         self._check_loop()
         return await self._loop.run_in_executor(None, fn, *args)
+
+    async def _fetch_metadata(self, timeout_ms):
+        """``rd_kafka_metadata`` of every topic within ``timeout_ms``, asked in growing slices
+        (from ``FIRST_SLICE_MS``) with ``_raise_security_failure()`` between them, so that a TLS
+        failure (``SslError``) or a refused login (``AuthenticationError``) is raised as soon
+        as librdkafka reports it instead of after the whole timeout."""
+        deadline = self._loop.time() + timeout_ms / 1000.0
+        slice_ms = FIRST_SLICE_MS
+        while True:
+            remaining_ms = max(1, int((deadline - self._loop.time()) * 1000))
+            try:
+                return await self._blocking(self._handle.metadata, None, min(slice_ms, remaining_ms))
+            except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError):
+                self._raise_security_failure()
+                if remaining_ms <= slice_ms:
+                    raise
+                slice_ms *= 2
+
+    def _raise_security_failure(self):
+        """The subclass's: raise a TLS failure or refused login librdkafka has reported."""
+        raise NotImplementedError
 
     def _foreign_loop(self):
         """Whether this call runs in another event loop than the one ``start()`` ran in

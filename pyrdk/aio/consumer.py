@@ -38,9 +38,8 @@ from pyrdk.aio.wakeup import Wakeup
 from pyrdk.common import integer
 from pyrdk.core import consumer_core
 from pyrdk.core import implementation as core_implementation
-from pyrdk.exceptions import (ConfigurationError, GroupAuthorizationFailed, IllegalGeneration, KafkaTimeoutError,
-                              NoBrokersAvailableError, OffsetOutOfRangeError, RdKafkaException, RebalanceInProgress,
-                              SocketDisconnectedError, TopicAuthorizationFailed, UnknownMemberId)
+from pyrdk.exceptions import (ConfigurationError, GroupAuthorizationFailed, IllegalGeneration, OffsetOutOfRangeError,
+                              RdKafkaException, RebalanceInProgress, TopicAuthorizationFailed, UnknownMemberId)
 from pyrdk.rd.callbacks import DEFERRED, Callbacks, security_failure
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
 from pyrdk.rd import errors as rd_errors
@@ -56,7 +55,6 @@ BATCH = 2048 if core_implementation == "c" else 256
 # taken it below HOLD_MAX / 2: what a program does not ask for cannot fill the memory.
 HOLD_MAX = 4 * BATCH
 POLLED_EVERY_S = 1.0  # getmany() from the buffer tells librdkafka of the poll at most this often
-FIRST_SLICE_MS = 100  # the first slice of a metadata request (see _refresh_metadata)
 _numbers = itertools.count(1)
 _monotonic = time.monotonic
 ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssignor": "range",
@@ -1110,28 +1108,19 @@ class AIOKafkaConsumer(Client):
         return set(self._paused)
 
     async def _refresh_metadata(self):
-        """``rd_kafka_metadata`` within ``request_timeout_ms``, asked in growing slices (from
-        ``FIRST_SLICE_MS``) with the queue served between them, so that a TLS failure
-        (``SslError``) or a refused login (``AuthenticationError``) is raised as soon as
-        librdkafka reports it instead of after the whole timeout."""
-        deadline = self._loop.time() + self._request_timeout_ms / 1000.0
-        slice_ms = FIRST_SLICE_MS
-        while True:
-            remaining_ms = max(1, int((deadline - self._loop.time()) * 1000))
-            try:
-                md = await self._blocking(self._handle.metadata, None, min(slice_ms, remaining_ms))
-                break
-            except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError):
-                self._fill()
-                failure = next((exc for exc in self._errors if security_failure(exc)), None)
-                if failure is not None:
-                    self._errors.remove(failure)
-                    raise failure from None
-                if remaining_ms <= slice_ms:
-                    raise
-                slice_ms *= 2
+        """The cluster's topics and their partition ids, from ``rd_kafka_metadata`` within
+        ``request_timeout_ms`` (``Client._fetch_metadata``)."""
+        md = await self._fetch_metadata(self._request_timeout_ms)
         self._metadata = {name: {p.id for p in t.partitions} for name, t in md.topics.items() if not t.error}
         return self._metadata
+
+    def _raise_security_failure(self):
+        """Serve the queue (its error events) and raise a TLS failure or refused login among them."""
+        self._fill()
+        failure = next((exc for exc in self._errors if security_failure(exc)), None)
+        if failure is not None:
+            self._errors.remove(failure)
+            raise failure from None
 
     async def topics(self) -> set[str]:
         """The names of the cluster's topics (``rd_kafka_metadata``)."""

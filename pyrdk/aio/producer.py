@@ -174,12 +174,16 @@ class AIOKafkaProducer(Client):
         self._topics: dict[str, int] = {}  # topic -> its index in the core (0: none, its records' entries name it)
         self._closed = False
         self._batches: dict[tuple[str, int], asyncio.Future[Any]] = {}  # (topic, partition) -> last send_batch()'s
+        self._starting = False  # start() is loading the metadata
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Create the librdkafka producer (``rd_kafka_new``) and watch its main queue; with
-        a ``transactional_id``, ``rd_kafka_init_transactions`` too, and if that fails or is
+        """Create the librdkafka producer (``rd_kafka_new``), watch its main queue and, as
+        aiokafka's start() connects, load the cluster's metadata within ``request_timeout_ms``
+        (``KafkaConnectionError`` when no broker answers; ``SslError`` or
+        ``AuthenticationError`` as soon as librdkafka reports one); with a
+        ``transactional_id``, ``rd_kafka_init_transactions`` instead. If that fails or is
         cancelled the producer is closed again: a later start() starts it anew."""
         if self._closed:
             raise ProducerClosed("the producer is stopped; make a new one")
@@ -203,17 +207,28 @@ class AIOKafkaProducer(Client):
             self._core.bind(self._pending, self._loop.create_future, None, YIELD_EVERY)
         if self._partitioner is None and not self._transactional:
             self._fast = self._core
-        if self._transactional:
-            try:
+        self._starting = True  # the main queue's errors are served by _raise_security_failure()
+        try:
+            if self._transactional:
                 await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
-            except BaseException as exc:  # failed or cancelled: a later start() starts anew
-                self._wakeup.close()
-                self._handle = self._core = self._fast = None
-                # on the default executor, where a cancelled init_transactions still runs (close() waits for it)
-                closed = self._loop.run_in_executor(None, handle.close)
-                if isinstance(exc, Exception):
-                    await closed
-                raise
+            else:
+                await self._fetch_metadata(self._request_timeout_ms)
+        except BaseException as exc:  # failed or cancelled: a later start() starts anew
+            self._wakeup.close()
+            self._handle = self._core = self._fast = None
+            # on the default executor, where a cancelled request still runs (close() waits for it)
+            closed = self._loop.run_in_executor(None, handle.close)
+            if isinstance(exc, Exception):
+                await closed
+            raise
+        finally:
+            self._starting = False
+        self._serve()  # what came meanwhile
+
+    def _raise_security_failure(self):
+        """Serve the main queue's events (``rd_kafka_poll``): a TLS failure or refused login
+        librdkafka reported is raised."""
+        self._handle.poll(0, dispatch=False)
 
     async def stop(self) -> None:
         """Flush what is pending (up to ``request_timeout_ms``: librdkafka fails each record
@@ -592,7 +607,7 @@ class AIOKafkaProducer(Client):
     def _serve(self):
         """The pipe said events wait: serve them (``rd_kafka_poll(rk, 0)``), which resolves
         the futures of the delivery reports."""
-        if self._handle is None or not self._handle.usable:
+        if self._handle is None or not self._handle.usable or self._starting:
             return
         try:
             self._handle.poll(0, dispatch=False)

@@ -360,13 +360,25 @@ async def test_a_full_queue_is_waited_on(kafka_hosts, new_topic):
 
 
 @pytest.mark.asyncio
-async def test_records_for_an_unreachable_broker_fail_with_a_timeout():
+async def test_start_raises_kafka_connection_error_when_no_broker_answers():
+    """As aiokafka's start() (which bootstraps): not the first send, request_timeout_ms later."""
+    from pyrdk.aio.errors import KafkaConnectionError
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", request_timeout_ms=1000)
+    with pytest.raises(KafkaConnectionError, match="Connection refused"):
+        await producer.start()
+    await producer.stop()
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_records_for_an_unreachable_broker_fail_with_a_timeout(mock_cluster):
     from pyrdk.aio.errors import KafkaTimeoutError
     config = {"queue.buffering.max.messages": 5}
-    producer = aiokafka.AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", request_timeout_ms=1000,
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, request_timeout_ms=1000,
                                          rdkafka_config=config)
     results = []
     async with producer:
+        mock_cluster.broker_down(-1)
         # The last 3 wait for room, which the first 5 make when they time out: a waiting
         # send() may itself reach request_timeout_ms first and raise (as aiokafka's does).
         for i in range(8):
@@ -541,15 +553,19 @@ def test_records_of_a_producer_never_stopped_are_delivered_at_exit(kafka_hosts, 
         from pyrdk.aio import AIOKafkaProducer
         logging.basicConfig()
 
-        async def main(hosts, name):
+        async def main(hosts, name, down=None):
             producer = AIOKafkaProducer(bootstrap_servers=hosts, linger_ms=5000)
             await producer.start()
+            if down is not None:
+                down.broker_down(-1)
             for i in range(200):
                 await producer.send(name, b"left %%d" %% i)
-            globals()["kept"] = producer
+            globals()["kept" if down is None else "lost"] = producer
 
         asyncio.run(main(%r, %r))
-        asyncio.run(main("127.0.0.1:1", "nowhere"))
+        from pyrdk.rd.mock import MockCluster
+        cluster = MockCluster(1)  # reachable as the producer starts, then down
+        asyncio.run(main(cluster.bootstrap_servers, "nowhere", cluster))
     """) % (kafka_hosts, name)
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
