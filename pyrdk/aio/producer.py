@@ -226,9 +226,9 @@ class AIOKafkaProducer(Client):
         self._serve()  # what came meanwhile
 
     def _raise_security_failure(self):
-        """Serve the main queue's events (``rd_kafka_poll``): a TLS failure or refused login
-        librdkafka reported is raised."""
-        self._handle.poll(0, dispatch=False)
+        """Serve the main queue's events (``rd_kafka_poll``; no delivery report comes before
+        start() returns): a TLS failure or refused login librdkafka reported is raised."""
+        self._handle.poll(0)
 
     async def stop(self) -> None:
         """Flush what is pending (up to ``request_timeout_ms``: librdkafka fails each record

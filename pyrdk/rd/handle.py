@@ -54,11 +54,12 @@ class _Use:
     start or a loop's end. One that lands after the count went up, in ``__enter__``, takes
     it down again; one at the very start of ``__exit__`` leaves the count up, and
     ``close()`` in that thread tells it from a call in progress (see there)."""
-    __slots__ = ("_handle", "_closed_ok", "_thread")
+    __slots__ = ("_handle", "_closed_ok", "_quiet", "_thread")
 
-    def __init__(self, handle, closed_ok):
+    def __init__(self, handle, closed_ok, quiet):
         self._handle = handle
         self._closed_ok = closed_ok
+        self._quiet = quiet
         self._thread = None
 
     def __enter__(self):
@@ -94,7 +95,7 @@ class _Use:
                 self._thread = None
                 if not h._by_thread:
                     h._cond.notify_all()
-            if exc_info[0] is None:  # else it waits for the next call: never mask the one raised
+            if exc_info[0] is None and not self._quiet:  # else it waits for the next call: never mask the one raised
                 h._cbs.reraise()
         return False
 
@@ -193,11 +194,12 @@ class Handle:
 
     # -- lifetime -------------------------------------------------------------------------------
 
-    def use(self, closed_ok=False):
+    def use(self, closed_ok=False, quiet=False):
         """Hold the handle open for the duration of one call into librdkafka:
         ``with handle.use() as rk:`` gives the ``rd_kafka_t *``. A closed handle raises, or
-        gives None when ``closed_ok``."""
-        return _Use(self, closed_ok)
+        gives None when ``closed_ok``. At its end, a callback's exception kept meanwhile is
+        raised, unless ``quiet`` (a call that tears down: it waits for the next call)."""
+        return _Use(self, closed_ok, quiet)
 
     def blocking(self, call, timeout_ms):
         """``call(rk)``, one of librdkafka's blocking calls, which nothing cuts short (it
@@ -416,8 +418,9 @@ class Handle:
         """Have librdkafka write to ``fd`` when an event waits to be served
         (``rd_kafka_queue_io_event_enable``): on a consumer's queue (messages, rebalances,
         errors), on a producer's main queue (delivery reports, errors); -1 stops it. An event
-        loop watches ``fd`` instead of a thread blocking in a poll."""
-        with self.use() as rk:
+        loop watches ``fd`` instead of a thread blocking in a poll. Stopping raises no
+        callback's exception: a client's stop, or a failed start's clean-up, must go on."""
+        with self.use(quiet=fd == -1) as rk:
             if self.kind == "consumer":
                 queue = self._queue
                 if queue is None:

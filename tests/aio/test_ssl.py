@@ -93,19 +93,20 @@ NEVER_MS = 300 * 1000  # librdkafka's largest socket.timeout.ms, beyond the test
 
 
 @pytest.mark.asyncio
-async def test_consumer_start_raises_ssl_error_at_once_and_stops_connecting(tls_listener, tls_certs):
+@pytest.mark.parametrize("kind", ["AIOKafkaConsumer", "AIOKafkaProducer"])
+async def test_start_raises_ssl_error_at_once_and_stops_connecting(tls_listener, tls_certs, kind):
     from pyrdk.exceptions import SslError
     listener = tls_listener(tls_certs.broker)
-    consumer = aiokafka.AIOKafkaConsumer(
+    client = getattr(aiokafka, kind)(
         bootstrap_servers=listener.bootstrap_servers, security_protocol="SSL",
         ssl_context=create_ssl_context(cafile=tls_certs.other_ca.certfile), request_timeout_ms=NEVER_MS)
     try:
         with pytest.raises(SslError) as info:
-            await asyncio.wait_for(consumer.start(), 60)
+            await asyncio.wait_for(client.start(), 60)
         assert "unknown CA" in info.value.reason
         assert_no_reconnect(listener.stunnel)
     finally:
-        await consumer.stop()
+        await client.stop()
 
 
 async def getmany_until_it_raises(consumer):
