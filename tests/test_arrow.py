@@ -248,6 +248,9 @@ def test_produce_arrow_refuses_what_it_cannot_send_and_names_it(client, topic_na
             producer.produce_arrow(pa.record_batch({"value": [b"a"], "key": [1]}))
         with pytest.raises(TypeError, match="RecordBatch or Table, not list"):
             producer.produce_arrow([b"a"])
+        with pytest.raises(TypeError, match="column 'value' must be binary or string, not int64"):
+            producer.produce_arrow(pa.table({"value": pa.array([], pa.int64())}))  # no rows: checked all the same
+        assert producer.produce_arrow(pa.table({"value": pa.array([], pa.binary())})) == 0
         with pytest.raises(ValueError, match="column 'partition' holds a value that is no partition id") as caught:
             producer.produce_arrow(pa.record_batch({"value": [b"a"], "partition": pa.array([2 ** 40])}))
         assert caught.value.produced == 0

@@ -118,8 +118,8 @@ def record_batches(data):
     pa = pyarrow("produce_arrow")
     if isinstance(data, pa.RecordBatch):
         return [data]
-    if isinstance(data, pa.Table):
-        return data.to_batches()
+    if isinstance(data, pa.Table):  # an empty one has no batch: one of no rows, so its columns are checked
+        return data.to_batches() or [pa.RecordBatch.from_pylist([], schema=data.schema)]
     raise TypeError("produce_arrow takes a pyarrow.RecordBatch or Table, not %s" % type(data).__name__)
 
 
