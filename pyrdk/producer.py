@@ -373,7 +373,8 @@ class Producer:
         :param message: bytes (or anything the serializer takes)
         :param partition_key: bytes given to the partitioner and stored as the key
         :param timestamp: ms since the epoch (an int, or a float such as ``time.time() * 1000``,
-            cut to whole ms as pykafka did) or a ``datetime`` (default: now)
+            cut to whole ms as pykafka did) or a ``datetime`` (default: now; not 0, which
+            librdkafka reads as now)
         :param headers: ``[(str, bytes)]`` or ``{str: bytes}``
         """
         core = self._core
@@ -429,8 +430,8 @@ class Producer:
         if size > self._max_request_size:
             raise self._too_large(message, partition_key)
         if timestamp is not None:
-            timestamp = to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime) \
-                else _check_timestamp(timestamp)
+            timestamp = _check_timestamp(to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime)
+                                         else timestamp)
         check_headers(headers)
         if partition is None:
             partition = self._partitioner(self._refresh_partitions(), partition_key)
@@ -1407,6 +1408,10 @@ def _seconds_ms(method, timeout):
     return int(timeout * 1000)
 
 
+ZERO_TIMESTAMP = ("timestamp 0 cannot be sent: librdkafka reads a timestamp of 0 as 'now'; give 1 ms or "
+                  "more, or None for now")
+
+
 def _check_timestamp(value):
     """A produce() timestamp in ms: an int, or a float (``time.time() * 1000``) cut to an int
     as pykafka wrote it; else TypeError."""
@@ -1415,6 +1420,8 @@ def _check_timestamp(value):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
         raise TypeError("timestamp must be ms since the epoch (a number >= 0) or a datetime, not %r" % (value,))
+    if value == 0:
+        raise ValueError(ZERO_TIMESTAMP)
     return value
 
 

@@ -274,6 +274,16 @@ def test_a_float_timestamp_is_taken_as_whole_ms(topic, kafka_hosts, topic_name):
 
 
 @pytest.mark.kafka
+def test_a_timestamp_of_zero_is_refused_not_sent_as_now(topic):
+    """librdkafka reads a timestamp of 0 as 'now': the epoch itself cannot be sent."""
+    with topic.get_producer(linger_ms=5) as producer:
+        for zero in (0, 0.5, datetime.datetime(1970, 1, 1)):
+            with pytest.raises(ValueError, match="reads a timestamp of 0 as 'now'"):
+                producer.produce(b"epoch", timestamp=zero)
+        assert len(producer) == 0
+
+
+@pytest.mark.kafka
 def test_a_datetime_timestamp_is_cut_to_whole_ms(topic, kafka_hosts, topic_name):
     """pykafka wrote int(1000 * (dt - epoch).total_seconds()), as Message.set_timestamp does:
     a datetime 0.6 ms before a second is that second's 999th ms, not the next second."""

@@ -55,6 +55,9 @@ def check_timestamp(timestamp_ms):
                                      or not 0 <= timestamp_ms <= INT64_MAX):
         raise TypeError("timestamp_ms must be an int >= 0 and < 2**63 (ms since the epoch) or None, not %r"
                         % (timestamp_ms,))
+    if timestamp_ms == 0:
+        raise ValueError("timestamp_ms 0 cannot be sent: librdkafka reads a timestamp of 0 as 'now'; give 1 ms or "
+                         "more, or None for now")
     return timestamp_ms
 
 

@@ -172,6 +172,8 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
         await producer.send("t", b"v")
     topic = new_topic(1)
     async with producer:
+        with pytest.raises(ValueError, match="reads a timestamp of 0 as 'now'"):  # aiokafka would send the epoch
+            await producer.send(topic, b"epoch", timestamp_ms=0)
         with pytest.raises(TypeError, match="value must be bytes"):
             await producer.send(topic, "not bytes")
         with pytest.raises(TypeError, match="partition"):
