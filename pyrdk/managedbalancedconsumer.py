@@ -320,14 +320,15 @@ class ManagedBalancedConsumer(Consumer):
             self._calls.crash(exc)
         if not self._handle.closing:
             self._commit_held(pids, "revocation")
-        self._drop_buffered(pids)
-        self._revoked.update(pids)
-        partitions = dict(self._held)
-        revoked = [partitions.pop(pid) for pid in pids if pid in partitions]
-        self._set_partitions(partitions)
-        self._forget(pids)
-        if self._listener is not None and revoked:
-            self._listener.on_partitions_revoked(revoked)
+        revoked = [self._held[pid] for pid in pids if pid in self._held]
+        try:
+            if self._listener is not None and revoked:  # still held: it may commit them, as kafka-python's
+                self._listener.on_partitions_revoked(revoked)
+        finally:
+            self._drop_buffered(pids)
+            self._revoked.update(pids)
+            self._set_partitions({pid: p for pid, p in self._held.items() if pid not in pids})
+            self._forget(pids)
 
     def _assign(self, pids):
         """Take ``pids``; returns their start offsets for ``rd_kafka_assign``."""
@@ -395,26 +396,39 @@ class ManagedBalancedConsumer(Consumer):
 
     def _call_post_rebalance(self, before, starts):
         """pykafka's post_rebalance_callback, given the new partitions' held offsets as
-        pykafka reports them; the offsets it returns become start offsets."""
+        pykafka reports them; the offsets it returns become start offsets, as pykafka's
+        ``reset_offsets`` makes them: an ``OffsetType`` looked up with ListOffsets, an offset
+        past the end of the log moved to ``auto_offset_reset``, and each committed once assigned."""
         positions = self._core.next_offsets()
         new = {pid: held_offset(positions.get(pid)) for pid in starts}
         chosen = self._post_rebalance_callback(self, before, new)
         if chosen and not isinstance(chosen, dict):
             raise TypeError("post_rebalance_callback must return {partition_id: offset} or None, not %r" % (chosen,))
+        moved, lookups = {}, {}
         for pid, offset in (chosen or {}).items():
             pid = partition_id_of(pid, self._topic)  # a Partition of another topic is refused
             if isinstance(pid, bool) or pid not in starts:
                 raise ValueError("post_rebalance_callback returned partition %r, not one assigned "
                                  "to this member (%s)" % (pid, sorted(starts)))
             if offset in (OffsetType.EARLIEST, OffsetType.LATEST):
-                starts[pid] = logical(offset)
-                self._core.set_next(pid, None)
+                lookups[pid] = int(offset)
             elif isinstance(offset, int) and not isinstance(offset, bool) and offset >= -1:
-                starts[pid] = offset + 1
-                self._core.set_next(pid, offset + 1)
+                moved[pid] = offset + 1
             else:
                 raise ValueError("post_rebalance_callback returned offset %r for partition %d: use "
                                  "the last consumed offset or an OffsetType" % (offset, pid))
+        for pid, nxt in moved.items():
+            self._unverified[pid] = nxt  # past the end of the log: moved at the next fetch
+        moved.update(self._resolve(self._handle, lookups))
+        for pid in lookups:
+            if pid not in moved:  # the lookup failed: librdkafka resolves it, the position unknown
+                moved[pid] = logical(lookups[pid])
+                self._unverified.pop(pid, None)
+        for pid, start in moved.items():
+            starts[pid] = start
+            self._core.set_next(pid, start if start >= 0 else None)
+        if moved:
+            self._commit_due = True  # committed once assigned, as pykafka's reset_offsets commits
 
     def _notify_assigned(self):
         assigned, self._assigned = self._assigned, []

@@ -306,6 +306,81 @@ def test_post_rebalance_callback_sees_offsets_and_chooses_where_to_start(client,
     assert calls == [({}, {0: OffsetType.EARLIEST})]  # pykafka's held offset before offset 0
 
 
+class CommittingOnRevoke(Recorder):
+    """Commits, as kafka-python's listeners do, the revoked partitions' work: offset 2 next."""
+    consumer = None
+
+    def __init__(self):
+        super().__init__()
+        self.failures = []
+
+    def on_partitions_revoked(self, partitions):
+        super().on_partitions_revoked(partitions)
+        try:
+            self.consumer.commit_offsets([(p, 2) for p in partitions])
+        except Exception as exc:
+            self.failures.append(exc)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
+def test_a_listener_commits_the_partitions_it_is_losing(client, topic_name, group_name):
+    """on_partitions_revoked runs while the partitions are still held: a commit of them there
+    is taken (it was refused as of an unknown partition), and the next owner starts after it."""
+    topic = make_topic(client, topic_name, 2)
+    produce_keyed(topic, 20)
+    listener = CommittingOnRevoke()
+    first = topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=200, listener=listener,
+                                        auto_offset_reset=OffsetType.EARLIEST, **GROUP)
+    listener.consumer = first
+    second = None
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        while first.consume() is None:
+            assert time.monotonic() < deadline, "the first member got nothing"
+        second = topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=200,
+                                             auto_offset_reset=OffsetType.EARLIEST, **GROUP)
+        got = None
+        while got is None:
+            assert time.monotonic() < deadline, "the second member got nothing"
+            first.consume()
+            got = second.consume()
+        assert ("revoked", [0, 1]) in listener.events and listener.failures == []
+        assert got.offset == 2  # where the listener's commit (taken as given, as pykafka's) said
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("answer, first", [(OffsetType.LATEST, None), (100, 0)], ids=["latest", "past-the-end"])
+def test_post_rebalance_callback_offsets_are_taken_as_reset_offsets_takes_them(client, topic_name, group_name,
+                                                                               answer, first):
+    """As pykafka, which hands them to reset_offsets(): LATEST is looked up (held offset:
+    the last message) and committed, so the next member skips what this one did; an offset
+    past the end of the log moves to auto_offset_reset (EARLIEST here)."""
+    topic = make_topic(client, topic_name, 1)
+    with topic.get_sync_producer() as producer:  # one by one: Tansu's log end after a batch is wrong
+        for i in range(10):
+            producer.produce(b"v%d" % i)
+    with topic.get_balanced_consumer(group_name, managed=True, consumer_timeout_ms=500,
+                                     auto_offset_reset=OffsetType.EARLIEST,
+                                     post_rebalance_callback=lambda consumer, old, new: {0: answer},
+                                     **GROUP) as consumer:
+        deadline = time.monotonic() + PATIENCE_S
+        got = consumer.consume()
+        while got is None and consumer.held_offsets is None and time.monotonic() < deadline:
+            got = consumer.consume()  # the group's first assignment
+        if first is None:
+            assert got is None and consumer.held_offsets == {0: 9}
+            assert [(pid, r.offset) for pid, r in consumer.fetch_offsets()] == [(0, 10)]
+        else:
+            while got is None and time.monotonic() < deadline:
+                got = consumer.consume()
+            assert got.offset == first
+
+
 @pytest.mark.kafka
 @pytest.mark.parametrize("answer, error, message", [
     ({True: 5}, ValueError, "returned partition True, not one assigned"),  # not partition 1
