@@ -256,6 +256,10 @@ class BalancedConsumer:
             isolation_level=isolation_level, rdkafka_config=rdkafka_config,
             statistics_interval_ms=statistics_interval_ms, stats_callback=stats_callback)
         check_auto_offset_reset(auto_offset_reset)
+        # The SimpleConsumer a rebalance makes checks them; one made now (with no handle until
+        # started) checks them here, not in the coordinator thread of a member that joins idle.
+        SimpleConsumer(topic, cluster, consumer_group=self._consumer_group, partitions=[], auto_start=False,
+                       **self._simple_kwargs)
 
         self._consumer_id = ("%s:%s" % (socket.gethostname(), uuid.uuid4())).encode()
         group = self._consumer_group.decode()

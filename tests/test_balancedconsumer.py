@@ -9,7 +9,7 @@ from collections import namedtuple
 import pytest
 
 from pyrdk import KafkaClient, OffsetType, RoundRobinProtocol
-from pyrdk.exceptions import PartitionOwnedError, UnicodeException
+from pyrdk.exceptions import ConfigurationError, PartitionOwnedError, UnicodeException
 from pyrdk.partitioners import hashing_partitioner
 from pyrdk.testing import free_port
 from tests.fix_kafka import make_topic, unique_name
@@ -362,6 +362,12 @@ def test_bad_arguments_are_named(zk_client, topic_name, group_name):
         topic.get_balanced_consumer(group_name, zookeeper_hosts=5)
     with pytest.raises(TypeError, match="rebalance_backoff_ms"):
         topic.get_balanced_consumer(group_name, rebalance_backoff_ms="2s")
+    # The member's SimpleConsumer options are checked at once too: a member that joins idle
+    # made its consumer (and raised) only once it claimed a partition, which then stayed unread.
+    with pytest.raises(ConfigurationError, match="fetch.max.wait.ms"):
+        topic.get_balanced_consumer(group_name, auto_start=False, rdkafka_config={"fetch.max.wait.ms": 50})
+    with pytest.raises(ValueError, match="isolation_level"):
+        topic.get_balanced_consumer(group_name, auto_start=False, isolation_level="bogus")
 
 
 # -- rebalancing -------------------------------------------------------------------------------
