@@ -247,7 +247,7 @@ class BalancedConsumer:
         self._membership_protocol = membership_protocol
         self._post_rebalance_callback = post_rebalance_callback
         self._reset_offset_on_start = reset_offset_on_start
-        self._simple_kwargs = dict(
+        self._simple_kwargs: dict[str, Any] = dict(
             fetch_message_max_bytes=fetch_message_max_bytes, queued_max_messages=queued_max_messages,
             fetch_min_bytes=fetch_min_bytes, fetch_error_backoff_ms=fetch_error_backoff_ms,
             fetch_wait_max_ms=fetch_wait_max_ms, offsets_channel_backoff_ms=offsets_channel_backoff_ms,
