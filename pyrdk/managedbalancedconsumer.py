@@ -421,9 +421,9 @@ class ManagedBalancedConsumer(Consumer):
             self._unverified[pid] = nxt  # past the end of the log: moved at the next fetch
         moved.update(self._resolve(self._handle, lookups))
         for pid in lookups:
+            self._unverified.pop(pid, None)  # looked up: within the log (not the start checked before)
             if pid not in moved:  # the lookup failed: librdkafka resolves it, the position unknown
                 moved[pid] = logical(lookups[pid])
-                self._unverified.pop(pid, None)
         for pid, start in moved.items():
             starts[pid] = start
             self._core.set_next(pid, start if start >= 0 else None)
