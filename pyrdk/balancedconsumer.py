@@ -258,7 +258,7 @@ class BalancedConsumer:
         check_auto_offset_reset(auto_offset_reset)
         # The SimpleConsumer a rebalance makes checks them; one made now (with no handle until
         # started) checks them here, not in the coordinator thread of a member that joins idle.
-        SimpleConsumer(topic, cluster, consumer_group=self._consumer_group, partitions=[], auto_start=False,
+        SimpleConsumer(topic, cluster, consumer_group=self._consumer_group, auto_start=False,
                        **self._simple_kwargs)
 
         self._consumer_id = ("%s:%s" % (socket.gethostname(), uuid.uuid4())).encode()
