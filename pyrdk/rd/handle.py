@@ -833,8 +833,8 @@ class Handle:
     def polled(self):
         """Tell librdkafka the application polled, taking nothing (``Queue.polled``): for a
         consumer that hands out records it took from the queue before."""
-        with self.use() as rk:
-            if rk is not None and self._queue is not None:
+        with self.use():
+            if self._queue is not None:
                 self._queue.polled()
 
     def consume_batch(self, max_messages, timeout_ms, add=None, keep=None):
