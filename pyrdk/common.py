@@ -21,6 +21,9 @@ from typing import Any, Optional, TypeVar, Union
 INT16_MAX = (1 << 15) - 1
 INT32_MAX = (1 << 31) - 1
 INT64_MAX = (1 << 63) - 1
+# librdkafka reads a message timestamp of 0 as 'now': the produce calls refuse it (%s: the argument's name)
+ZERO_TIMESTAMP = ("%s 0 cannot be sent: librdkafka reads a timestamp of 0 as 'now'; give 1 ms or more, "
+                  "or None for now")
 
 _Int = TypeVar("_Int", bound=int)
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk import common
 from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_config, check_headers, check_int,
-                          check_number, check_pair, integer, stop_at_exit, weak_method)
+                          ZERO_TIMESTAMP, check_number, check_pair, integer, stop_at_exit, weak_method)
 from pyrdk.core import Message, ProducerCore, producer_core
 from pyrdk.core import arrow
 from pyrdk.exceptions import (AuthenticationError, CallState, ConfigurationError, KafkaException,
@@ -1408,10 +1408,6 @@ def _seconds_ms(method, timeout):
     return int(timeout * 1000)
 
 
-ZERO_TIMESTAMP = ("timestamp 0 cannot be sent: librdkafka reads a timestamp of 0 as 'now'; give 1 ms or "
-                  "more, or None for now")
-
-
 def _check_timestamp(value):
     """A produce() timestamp in ms: an int, or a float (``time.time() * 1000``) cut to an int
     as pykafka wrote it; else TypeError."""
@@ -1421,7 +1417,7 @@ def _check_timestamp(value):
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
         raise TypeError("timestamp must be ms since the epoch (a number >= 0) or a datetime, not %r" % (value,))
     if value == 0:
-        raise ValueError(ZERO_TIMESTAMP)
+        raise ValueError(ZERO_TIMESTAMP % "timestamp")
     return value
 
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple, Optional
 
-from pyrdk.common import INT64_MAX, integer
+from pyrdk.common import INT64_MAX, ZERO_TIMESTAMP, integer
 
 BATCH_OVERHEAD = 61  # the header of a v2 record batch, in bytes
 
@@ -56,8 +56,7 @@ def check_timestamp(timestamp_ms):
         raise TypeError("timestamp_ms must be an int >= 0 and < 2**63 (ms since the epoch) or None, not %r"
                         % (timestamp_ms,))
     if timestamp_ms == 0:
-        raise ValueError("timestamp_ms 0 cannot be sent: librdkafka reads a timestamp of 0 as 'now'; give 1 ms or "
-                         "more, or None for now")
+        raise ValueError(ZERO_TIMESTAMP % "timestamp_ms")
     return timestamp_ms
 
 
