@@ -369,14 +369,16 @@ def test_post_rebalance_callback_offsets_are_taken_as_reset_offsets_takes_them(c
                                      post_rebalance_callback=lambda consumer, old, new: {0: answer},
                                      **GROUP) as consumer:
         deadline = time.monotonic() + PATIENCE_S
-        got = consumer.consume()
-        while got is None and consumer.held_offsets is None and time.monotonic() < deadline:
-            got = consumer.consume()  # the group's first assignment
-        if first is None:
-            assert got is None and consumer.held_offsets == {0: 9}
+        if first is None:  # nothing to read: until the group's first assignment
+            while consumer.held_offsets is None:
+                assert time.monotonic() < deadline, "the member got no partition"
+                assert consumer.consume() is None
+            assert consumer.held_offsets == {0: 9}
             assert [(pid, r.offset) for pid, r in consumer.fetch_offsets()] == [(0, 10)]
         else:
-            while got is None and time.monotonic() < deadline:
+            got = consumer.consume()
+            while got is None:
+                assert time.monotonic() < deadline, "the member read nothing"
                 got = consumer.consume()
             assert got.offset == first
 
