@@ -41,7 +41,8 @@ from pyrdk.common import (INT32_MAX, INT64_MAX, OffsetFetchPartitionResponse, Of
                           check_pair, integer, stop_at_exit)
 from pyrdk.core import arrow, consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
-                              OffsetOutOfRangeError, OffsetRequestFailedError, UnicodeException)
+                              OffsetOutOfRangeError, OffsetRequestFailedError, UnicodeException,
+                              UnknownPartitionError)
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd import conf, errors
 from pyrdk.rd.errors import exception as errors_exception
@@ -158,13 +159,13 @@ def offset_pairs(method, partition_offsets):
 
 def partition_id_of(partition, topic):
     """``partition`` itself (an integer of another type, numpy's say, as an int), or its id
-    if it is a ``Partition``, which must be of ``topic`` (else ValueError: its id would name
-    another partition there)."""
+    if it is a ``Partition``, which must be of ``topic`` (else UnknownPartitionError: its id
+    would name another partition there)."""
     if not isinstance(partition, Partition):
         return integer(partition)
     if partition.topic.name != topic.name:
-        raise ValueError("%r is a partition of topic %s, not of this consumer's topic %s"
-                         % (partition, partition.topic.name.decode(), topic.name.decode()))
+        raise UnknownPartitionError("%r is a partition of topic %s, not of this consumer's topic %s"
+                                    % (partition, partition.topic.name.decode(), topic.name.decode()))
     return partition.id
 
 
@@ -774,12 +775,12 @@ class Consumer:
 
     def _partition_id(self, p):
         """The id of ``p``, a ``Partition`` of this consumer's topic or a partition id; else
-        ValueError (a ``Partition`` of another topic is no partition of this consumer, as in
+        UnknownPartitionError (a ``Partition`` of another topic is no partition of this consumer, as in
         pykafka: its id would name another partition here)."""
         pid = partition_id_of(p, self._topic)
         if isinstance(pid, bool) or not isinstance(pid, int) or pid not in self._held:
-            raise ValueError("unknown partition %r for this consumer (it has %s)"
-                             % (p, sorted(self._held)))
+            raise UnknownPartitionError("unknown partition %r for this consumer (it has %s)"
+                                        % (p, sorted(self._held)))
         return pid
 
     # -- beyond pykafka ------------------------------------------------------------------------

@@ -135,6 +135,12 @@ class UnicodeException(KafkaException):
     """A text value could not be encoded or decoded."""
 
 
+class UnknownPartitionError(KafkaException, ValueError):
+    """A partition the consumer does not hold was named (``commit_offsets``,
+    ``reset_offsets``, ``highwater``...): a ``KafkaException``, as pykafka raised there, and a
+    ``ValueError``."""
+
+
 class ConfigurationError(KafkaException, ValueError):
     """A configuration key or value was refused (librdkafka ``rd_kafka_conf_set``)."""
 

@@ -22,7 +22,7 @@ from pyrdk.common import OffsetType
 from pyrdk.exceptions import (ConfigurationError, ConsumerStoppedException, GroupLoadInProgress,
                               KafkaException, KafkaTimeoutError, LeaderNotAvailable, NoBrokersAvailableError,
                               OffsetOutOfRangeError, UnknownMemberId,
-                              UnicodeException, UnknownTopicOrPartition)
+                              UnicodeException, UnknownPartitionError, UnknownTopicOrPartition)
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import MANAGED, commit, make_topic, tansu_gap, unique_name
 from tests.rd import util
@@ -414,8 +414,9 @@ def test_commit_offsets_rejects_bad_offsets(topic, group_name):
         for bad in (-5, "3", 1.0, OffsetType.EARLIEST, OffsetType.LATEST):  # None: the position, as pykafka
             with pytest.raises(ValueError):
                 consumer.commit_offsets([(0, bad)])
-        with pytest.raises((ValueError, KafkaException)):
+        with pytest.raises(KafkaException, match="unknown partition 7") as caught:  # as pykafka's
             consumer.commit_offsets([(7, 1)])
+        assert isinstance(caught.value, ValueError)
         assert committed(consumer) == {0: 0, 1: 0, 2: 0, 3: 0}  # the start, committed by start()
 
 
@@ -798,7 +799,7 @@ def test_reset_offsets_rejects_unknown_partitions_without_moving(topic, group_na
                                    consumer_timeout_ms=1000) as consumer:
         assert [m.offset for m in take(consumer, 1)] == [0]
         for bad in (2, 99, "0"):
-            with pytest.raises((ValueError, KafkaException), match="partition"):
+            with pytest.raises(KafkaException, match="partition"):  # pykafka's: a KafkaException
                 consumer.reset_offsets([(0, 0), (bad, 0)])
         assert consumer.held_offsets == {0: 0, 1: -2}
         assert committed(consumer) == {0: 0, 1: 0}
@@ -832,7 +833,7 @@ def test_numpy_integers_are_partition_ids_and_offsets(topic, group_name):
         assert consumer.held_offsets == {1: 0}
         consumer.seek(np.uint8(1), np.int64(3))
         assert [m.offset for m in drain(consumer)] == [3]
-        with pytest.raises(ValueError, match="unknown partition"):
+        with pytest.raises(UnknownPartitionError, match="unknown partition"):
             consumer.commit_offsets([(np.int64(2), 1)])
         with pytest.raises(ValueError, match="invalid offset"):
             consumer.commit_offsets([(1, np.float64(2))])
@@ -863,7 +864,7 @@ def test_numpy_integers_are_the_int_settings_of_producers_and_consumers(topic, g
 @pytest.mark.kafka
 def test_partitions_of_another_topic_are_refused(client, topic, group_name):
     """A Partition names its topic: one of another topic is no partition of this consumer
-    (pykafka's KeyError), not the partition of the same id here."""
+    (pykafka's KafkaException), not the partition of the same id here."""
     other = make_topic(client, unique_name(), 4)
     with pytest.raises(ValueError, match="not of"):
         topic.get_simple_consumer(partitions=[other.partitions[1]])
@@ -875,7 +876,7 @@ def test_partitions_of_another_topic_are_refused(client, topic, group_name):
                      lambda: consumer.reset_offsets([(other.partitions[1], 0)]),
                      lambda: consumer.seek(other.partitions[1], 0),
                      lambda: consumer.pause([other.partitions[1]])):
-            with pytest.raises(ValueError, match="is a partition of topic %s, not of" % other.name.decode()):
+            with pytest.raises(UnknownPartitionError, match="is a partition of topic %s, not of" % other.name.decode()):
                 call()
         assert committed(consumer) == before
         assert drain(consumer) == []
@@ -931,7 +932,7 @@ def test_seek_makes_the_offset_the_next_one(topic):
         consumer.seek(topic.partitions[0], OffsetType.EARLIEST)
         assert [m.offset for m in take(consumer, 2)] == [0, 1]
         assert consumer.held_offsets[0] == 1
-        with pytest.raises((ValueError, KafkaException)):
+        with pytest.raises(UnknownPartitionError):
             consumer.seek(3, 0)
         with pytest.raises(ValueError):
             consumer.seek(0, -7)
@@ -946,7 +947,7 @@ def test_highwater_is_the_end_of_the_log_from_a_fetch(topic):
         while None in (consumer.highwater(0), consumer.highwater(1)) and time.monotonic() < deadline:
             consumer.consume_batch(100, 50)
         assert (consumer.highwater(0), consumer.highwater(1)) == (30, 0)
-        with pytest.raises(ValueError):
+        with pytest.raises(UnknownPartitionError):
             consumer.highwater(7)
 
 
