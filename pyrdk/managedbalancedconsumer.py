@@ -238,6 +238,7 @@ class ManagedBalancedConsumer(Consumer):
         self._set_partitions({})
         self._started.clear()
         self._stopped_held = None
+        self._ever_assigned = False  # held_offsets is None again until this membership's assignment
         self._open(handle)
 
     def stop(self) -> None:
@@ -283,8 +284,8 @@ class ManagedBalancedConsumer(Consumer):
     @property
     def held_offsets(self) -> Optional[dict[int, int]]:  # type: ignore[override]
         """``{partition_id: last offset returned}`` of the partitions held, or None before the
-        group's first assignment to this member; after ``stop()``, those held when it stopped
-        (as pykafka's, and the ZooKeeper consumer's)."""
+        group's first assignment to this member since ``start()``; after ``stop()``, those
+        held when it stopped (as pykafka's, and the ZooKeeper consumer's)."""
         if not self._running and self._stopped_held is not None:
             return dict(self._stopped_held)
         return super().held_offsets if self._ever_assigned else None

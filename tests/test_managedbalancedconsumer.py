@@ -271,6 +271,13 @@ def test_held_offsets_is_none_before_the_first_assignment(client, topic_name, gr
     finally:
         consumer.stop()
     assert consumer.held_offsets == held  # after stop(): those held when it stopped
+    consumer.start()  # a new membership: None again until its assignment (joining takes round trips)
+    try:
+        assert consumer.held_offsets is None
+        consume_n(consumer, 1)
+        assert sorted(consumer.held_offsets) == [0, 1]
+    finally:
+        consumer.stop()
 
 
 @pytest.mark.kafka
