@@ -678,6 +678,8 @@ class BalancedConsumer:
                         self._commit_done()
                     elif offsets:
                         consumer.commit_offsets(partition_offsets=offsets)
+                except (TypeError, ValueError):  # the callback's answer refused: the program's error
+                    raise
                 except KafkaException as exc:
                     log.warning("%s: could not commit before giving partitions up: %s",
                                 self._consumer_id, exc)

@@ -494,14 +494,14 @@ class ManagedBalancedConsumer(Consumer):
             Consumer.commit_offsets(self, offsets)
         except REBALANCING as exc:
             self._keep_refused(offsets, exc)
-        except KafkaException as exc:
-            log.warning("commit before %s failed (%s); the next owner starts from the last "
-                            "committed offsets", why, exc)
         except (TypeError, ValueError) as exc:  # only the callback's pairs can be refused so
             error = ValueError("pre_revoke_callback returned offsets that cannot be committed "
                                "(%s): %s" % (offsets, exc))
             error.__cause__ = exc
             self._calls.crash(error)
+        except KafkaException as exc:
+            log.warning("commit before %s failed (%s); the next owner starts from the last "
+                        "committed offsets", why, exc)
 
     def _offsets_to_commit(self, pids):
         """``[(pid, next offset)]`` to commit before ``pids`` go: the callback's choice, or
