@@ -211,6 +211,7 @@ class ManagedBalancedConsumer(Consumer):
         self._before: Optional[dict[int, int]] = None  # held_offsets when the current rebalance began
         self._ever_assigned = False  # the group gave this member an assignment once: held_offsets is a dict
         self._stopped_held: Optional[dict[int, int]] = None  # held_offsets when stop() began
+        self._told_at_stop = False
         self._assigned: list[Partition] = []  # assigned partitions whose listener call is due
         self._commit_due = False  # refused offsets became start offsets: commit them
         self._metadata: Optional[tuple[str, bytes]] = None  # (member id, commit metadata naming it)
@@ -238,22 +239,33 @@ class ManagedBalancedConsumer(Consumer):
         self._set_partitions({})
         self._started.clear()
         self._stopped_held = None
+        self._told_at_stop = False  # stop() told the listener of the final revocation
         self._ever_assigned = False  # held_offsets is None again until this membership's assignment
         self._open(handle)
 
     def stop(self) -> None:
-        """Commit held offsets if auto-commit is on (as SimpleConsumer does), then leave the
-        group and close the consumer (``rd_kafka_consumer_close``; with
+        """Commit held offsets if auto-commit is on (as SimpleConsumer does), call the
+        listener's ``on_partitions_revoked`` (it may still commit), then leave the group and
+        close the consumer (``rd_kafka_consumer_close``; with
         ``group_instance_id`` the member stays in the group until its session times out).
         What ``pre_revoke_callback`` or the listener raised meanwhile is raised here, once
         the consumer is closed."""
         if not self._running:
             return
+        self._handle.check_close()  # not from inside a callback: before anything changes
         self._stopped_held = self.held_offsets  # the final revocation drops them
         try:
             if self._auto_commit_enable:
                 self._commit_held(sorted(self._core.next_offsets()), "stop")
         finally:
+            # The listener hears of the final revocation now, while the consumer may still
+            # commit, as it could before any other revocation; the closing handle cannot.
+            self._told_at_stop = True
+            self._notify_assigned_safely()
+            try:
+                self._tell_revoked(sorted(self._held))
+            except BaseException as exc:
+                self._calls.crash(exc)
             self._close()  # serves the final revocation
             self._set_partitions({})
             self._forget(list(self._core.next_offsets()))
@@ -315,16 +327,13 @@ class ManagedBalancedConsumer(Consumer):
             return None
 
     def _revoke(self, pids):
-        try:
-            self._notify_assigned()  # assigned before revoked, always
-        except BaseException as exc:
-            self._calls.crash(exc)
-        if not self._handle.closing:
+        closing = self._handle.closing
+        self._notify_assigned_safely()
+        if not closing:
             self._commit_held(pids, "revocation")
-        revoked = [self._held[pid] for pid in pids if pid in self._held]
         try:
-            if self._listener is not None and revoked:  # still held: it may commit them, as kafka-python's
-                self._listener.on_partitions_revoked(revoked)
+            if not (closing and self._told_at_stop):
+                self._tell_revoked(pids)
         finally:
             self._drop_buffered(pids)
             self._revoked.update(pids)
@@ -430,6 +439,21 @@ class ManagedBalancedConsumer(Consumer):
             self._core.set_next(pid, start if start >= 0 else None)
         if moved:
             self._commit_due = True  # committed once assigned, as pykafka's reset_offsets commits
+
+    def _notify_assigned_safely(self):
+        """The listener's due ``on_partitions_assigned`` call before a revocation (assigned
+        before revoked, always); what it raises is raised by the next ``consume()``."""
+        try:
+            self._notify_assigned()
+        except BaseException as exc:
+            self._calls.crash(exc)
+
+    def _tell_revoked(self, pids):
+        """The listener's ``on_partitions_revoked`` of those of ``pids`` held: still held,
+        so it may commit them, as kafka-python's."""
+        revoked = [self._held[pid] for pid in pids if pid in self._held]
+        if self._listener is not None and revoked:
+            self._listener.on_partitions_revoked(revoked)
 
     def _notify_assigned(self):
         assigned, self._assigned = self._assigned, []

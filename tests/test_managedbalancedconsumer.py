@@ -361,6 +361,28 @@ def test_a_listener_commits_the_partitions_it_is_losing(client, topic_name, grou
 
 
 @pytest.mark.kafka
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
+def test_a_listener_commits_at_stop(client, topic_name, group_name):
+    """stop() tells the listener of the final revocation while the member may still commit,
+    as before any other revocation: its commit is taken, and stop() raises nothing (before,
+    the closing consumer refused it with ConsumerStoppedException, which stop() raised)."""
+    topic = make_topic(client, topic_name, 1)
+    produce_keyed(topic, 10)
+    listener = CommittingOnRevoke()
+    consumer = topic.get_balanced_consumer(group_name, managed=True, listener=listener, auto_commit_enable=False,
+                                           auto_offset_reset=OffsetType.EARLIEST,
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **GROUP)
+    listener.consumer = consumer
+    try:
+        assert consume_n(consumer, 1)[0].offset == 0
+    finally:
+        consumer.stop()
+    assert listener.events == [("assigned", [0]), ("revoked", [0])] and listener.failures == []
+    with topic.get_simple_consumer(consumer_group=group_name, partitions=[0]) as reader:
+        assert [(pid, r.offset) for pid, r in reader.fetch_offsets()] == [(0, 2)]
+
+
+@pytest.mark.kafka
 @pytest.mark.parametrize("answer, first", [(OffsetType.LATEST, None), (100, 0)], ids=["latest", "past-the-end"])
 def test_post_rebalance_callback_offsets_are_taken_as_reset_offsets_takes_them(client, topic_name, group_name,
                                                                                answer, first):
