@@ -199,7 +199,8 @@ class KafkaClient:
         self._zookeeper_connect = zookeeper_hosts
         self._socket_timeout_ms = socket_timeout_ms
         self._offsets_channel_socket_timeout_ms = offsets_channel_socket_timeout_ms
-        config: dict[str, Any] = {"bootstrap.servers": hosts, "socket.timeout.ms": socket_timeout_ms}
+        config: dict[str, Any] = {"bootstrap.servers": hosts, "socket.timeout.ms": socket_timeout_ms,
+                                  "reconnect.backoff.ms": conf.RECONNECT_BACKOFF_MS}
         if statistics_interval_ms:
             config["statistics.interval.ms"] = statistics_interval_ms
         config.update(security_config(ssl_config, security_protocol, sasl_mechanism,

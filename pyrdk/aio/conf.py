@@ -66,6 +66,7 @@ def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms
         if isinstance(metadata_max_age_ms, int) else metadata_max_age_ms,
         "socket.timeout.ms": request_timeout_ms,
         "retry.backoff.ms": retry_backoff_ms,
+        "reconnect.backoff.ms": rd_conf.RECONNECT_BACKOFF_MS,
         "security.protocol": security_protocol.lower(),
     }
     if ssl_context is not None:

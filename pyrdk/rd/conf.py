@@ -11,6 +11,12 @@ from pyrdk._ffi import ffi, lib, string
 from pyrdk.exceptions import NO_OAUTH_TOKEN, ConfigurationError
 from pyrdk.rd import errors
 
+# reconnect.backoff.ms for every handle, unless given: the Java client's 50 ms, not
+# librdkafka's 100. librdkafka also waits half of it (sparse_connect_intvl) before it
+# connects to the first broker a bootstrap server named, so a new client's first request
+# waits 25 ms there instead of 50.
+RECONNECT_BACKOFF_MS = 50
+
 
 def to_str(key, value):
     """A Python config value as librdkafka's string, or TypeError naming the key."""
