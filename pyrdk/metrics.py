@@ -92,7 +92,7 @@ class PrometheusExporter:
         rtt = GaugeMetricFamily(self._name("broker_rtt_seconds"), "Broker request round-trip time",
                                 labels=base + ["broker", "stat"])
         lag = GaugeMetricFamily(self._name("consumer_lag_messages"),
-                                "Messages between the consumer's position and the end of the partition",
+                                "Messages between the group's committed offset and the end of the partition",
                                 labels=base + ["topic", "partition"])
         rebalances = CounterMetricFamily(self._name("rebalances"), "Rebalances of the group member",
                                          labels=base)

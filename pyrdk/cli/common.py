@@ -103,7 +103,8 @@ def setup_logging(verbose):
 
 
 verbose_option = click.option("-v", "--verbose", count=True,
-                              help="Log librdkafka's lines to stderr (-vv: with debug lines).")
+                              help="Log librdkafka's lines to stderr (-vv: at DEBUG level too, where librdkafka's "
+                                   "debug lines need -X debug=CONTEXTS, e.g. -X debug=broker,protocol).")
 
 
 class Env:

@@ -30,7 +30,9 @@ from pyrdk.common import OffsetType
 
 def fetch_offsets(client, topic, offset):
     """``{partition_id: OffsetPartitionResponse}`` for ``offset``: ``earliest``, ``latest`` or a
-    UTC datetime ``YYYY-MM-DDTHH:MM:SS`` (pykafka's helper)."""
+    UTC datetime ``YYYY-MM-DDTHH:MM:SS`` (pykafka's helper). A datetime gives each partition's
+    first offset at or after it (ListOffsets v1), or, with no message that late, the end of
+    the partition, as pykafka's ListOffsets v0 answered."""
     text = offset.decode() if isinstance(offset, bytes) else str(offset)
     if text.lower() == "earliest":
         return topic.earliest_available_offsets()
@@ -40,7 +42,11 @@ def fetch_offsets(client, topic, offset):
         when = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
     except ValueError:
         raise CommandError("offset %r is not EARLIEST, LATEST or a datetime YYYY-MM-DDTHH:MM:SS" % text) from None
-    return topic.fetch_offset_limits(when)
+    found = topic.fetch_offset_limits(when)
+    if any(r.offset[0] < 0 for r in found.values()):  # -1: no message at or after it
+        latest = topic.latest_available_offsets()
+        found = {pid: latest[pid] if r.offset[0] < 0 else r for pid, r in found.items()}
+    return found
 
 
 def fetch_consumer_lag(client, topic, host, consumer_group):

@@ -4,6 +4,7 @@ import json
 import os
 import struct
 import sys
+import time
 
 import click
 
@@ -151,21 +152,24 @@ def _header_value(data):
         return {"base64": base64.b64encode(data).decode()}
 
 
-def _at_end(consumer, counts):
-    """True when every partition's fetch has told its high watermark and what was read of it
-    reaches it (``counts``: the messages read per partition), or librdkafka's fetch passed it
-    (the last offsets may be a transaction's marker, which brings no message)."""
+def _unfinished(consumer, counts):
+    """The partitions not read to their end yet: those whose fetch has not told the high
+    watermark, or whose messages read (``counts``: per partition) do not reach it while
+    librdkafka's fetch has not passed it either (the last offsets may be a transaction's
+    marker, which brings no message)."""
     held = consumer.held_offsets
-    for pid in consumer.partitions:
+    out = []
+    for pid in sorted(consumer.partitions):
         high = consumer.highwater(pid)
-        if high is None:
-            return False
-        if counts.get(pid) and held.get(pid, -1) + 1 < high and consumer.fetched_to(pid) < high:
-            return False
-    return True
+        if high is None or (counts.get(pid) and held.get(pid, -1) + 1 < high and consumer.fetched_to(pid) < high):
+            out.append(pid)
+    return out
 
 
 def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
+    """Print the records; without ``follow``, end at the end of each partition, or with an
+    error once --timeout-ms passes with no record and some partition not read to its end
+    (its leader down, say)."""
     t = env.topic(topic)
     missing = sorted(set(partitions) - set(t.partitions))
     if missing:
@@ -194,6 +198,8 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
         # A partition whose log ends before --from OFFSET moves to auto_offset_reset, its start:
         # what it holds below OFFSET was not asked for.
         below = start if isinstance(start, int) else None
+        last = time.monotonic()  # of the last record
+        stuck = []  # partitions with neither a record nor their end within --timeout-ms
         while count is None or read < count:
             batch = consumer.consume_batch(min(1000, count - read) if count else 1000, timeout_ms=200)
             for m in batch:
@@ -203,10 +209,19 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
                     read += 1
             if batch:
                 out.flush()
-            elif not follow and _at_end(consumer, counts):
-                break
+                last = time.monotonic()
+            elif not follow:
+                unfinished = _unfinished(consumer, counts)
+                if not unfinished:
+                    break
+                if time.monotonic() - last > env.timeout_ms / 1000.0:
+                    stuck = unfinished
+                    break
         if group and commit:
-            consumer.commit_offsets()
+            consumer.commit_offsets()  # what was printed
+        if stuck:
+            raise CommandError("topic %s partition(s) %s: no record and no end of the partition within "
+                               "--timeout-ms=%d (is the partition's leader down?)" % (topic, stuck, env.timeout_ms))
     except BrokenPipeError:  # the reader went away (| head): done, quietly
         sys.stdout = open(os.devnull, "w")
     except KeyboardInterrupt:

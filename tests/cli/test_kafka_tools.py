@@ -37,6 +37,21 @@ def test_print_offsets(kafka_hosts, client, topic_name):
     assert_one_line_error(kafka_tools(["print_offsets", topic_name, "someday"], kafka_hosts), "YYYY-MM-DDTHH:MM:SS")
 
 
+@pytest.mark.mock
+def test_print_offsets_of_a_datetime_after_the_last_message_is_the_end(mock_cluster):
+    """ListOffsets v1 answers -1 for a time after the last message (the mock cluster does, as
+    Kafka; Tansu answers 0): the end of the partition, as pykafka's v0 answered, not -1."""
+    from pyrdk import KafkaClient
+    hosts = mock_cluster.bootstrap_servers
+    mock_cluster.create_topic("t", 2, 1)
+    by_key = lambda partitions, key: next(p for p in partitions if p.id == int(key))  # noqa: E731
+    with KafkaClient(hosts=hosts) as client, \
+            client.topics["t"].get_producer(linger_ms=0, sync=True, partitioner=by_key) as producer:
+        for partition in (0, 0, 1):
+            producer.produce(b"m", partition_key=b"%d" % partition)
+    assert rows(kafka_tools(["print_offsets", "t", "2099-01-01T00:00:00"], hosts).out) == [["0", "2"], ["1", "1"]]
+
+
 def test_print_consumer_lag_and_reset_offsets(kafka_hosts, client, topic_name, group_name):
     topic = make_topic(client, topic_name, 2)
     fill(topic, {0: 4, 1: 2})

@@ -284,6 +284,28 @@ def test_consume_from_an_offset_past_the_end_of_a_partition(kafka_hosts, client,
     assert run(["consume", topic_name, "--from", 5, "--count", 2], kafka_hosts).out.split() == ["m5", "m6"]
 
 
+@pytest.mark.mock
+def test_consume_of_a_partition_whose_leader_is_down_ends_with_one_line(mock_cluster):
+    """Without --follow, a partition that brings neither a record nor its end within
+    --timeout-ms ends the read with an error naming it, after what the others held (it
+    waited for ever, silent)."""
+    from pyrdk import KafkaClient
+    hosts = mock_cluster.bootstrap_servers
+    mock_cluster.create_topic("t", 2, 1)
+    mock_cluster.set_partition_leader("t", 0, 1)
+    mock_cluster.set_partition_leader("t", 1, 2)
+    by_key = lambda partitions, key: next(p for p in partitions if p.id == int(key))  # noqa: E731
+    with KafkaClient(hosts=hosts) as client, \
+            client.topics["t"].get_producer(linger_ms=0, sync=True, partitioner=by_key) as producer:
+        producer.produce(b"m0", partition_key=b"0")
+        producer.produce(b"m1", partition_key=b"1")
+    mock_cluster.broker_down(2)
+    result = run(["--timeout-ms", 1000, "consume", "t"], hosts)
+    assert_one_line_error(result, "topic t partition(s) [1]: no record and no end of the partition within "
+                                  "--timeout-ms=1000")
+    assert result.out.split() == ["m0"]
+
+
 def test_consume_from_a_datetime(kafka_hosts, client, topic_name):
     topic = make_topic(client, topic_name, 1)
     fill(topic, {0: 3})
