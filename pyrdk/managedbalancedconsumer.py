@@ -270,8 +270,8 @@ class ManagedBalancedConsumer(Consumer):
             self._set_partitions({})
             self._forget(list(self._core.next_offsets()))
         kept = self._calls.take()  # no consume() follows: what the callbacks raised is raised here
-        for _, exc in kept[1:]:
-            log.error("%r: a callback also raised while it stopped: %r", self, exc)
+        for _, also in kept[1:]:
+            log.error("%r: a callback also raised while it stopped: %r", self, also)
         if kept:
             raise kept[0][1]
 
