@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 from pyrdk import common
 from pyrdk.common import check_int
 from pyrdk.exactlyonce import check_outputs, commit_in_transaction
-from pyrdk.exceptions import KafkaException
+from pyrdk.exceptions import KafkaException, UnknownPartitionError
 from pyrdk.spout.offsets import ACKED, PENDING, Entry, PartitionOffsets
+from pyrdk.topic import Topic
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pyrdk.producer import Producer
-    from pyrdk.topic import Topic
 
 
 class TupleId(NamedTuple):
@@ -112,6 +112,12 @@ class KafkaSpout:
                  producer_kwargs: Optional[dict[str, Any]] = None, **consumer_kwargs: Any) -> None:
         if consumer not in CONSUMERS:
             raise ValueError("consumer must be one of %s, not %r" % (", ".join(CONSUMERS), consumer))
+        if not consumer_group or not isinstance(consumer_group, (str, bytes)):
+            raise ValueError("the spout needs a consumer_group (a non-empty str or bytes) to commit the acked "
+                             "offsets under, not %r" % (consumer_group,))
+        for name, value in (("topic", topic), ("dead_letter_topic", dead_letter_topic), ("output_topic", output_topic)):
+            if value is not None and not isinstance(value, Topic):
+                raise TypeError("%s must be a pyrdk Topic (client.topics[name]), not %r" % (name, value))
         if consumer_kwargs.get("auto_commit_enable") or "pre_revoke_callback" in consumer_kwargs:
             raise ValueError("the spout commits the acked offsets itself: leave auto_commit_enable and "
                              "pre_revoke_callback out")
@@ -419,6 +425,9 @@ class KafkaSpout:
         # the one committed at the revocation: messages are read twice then, never lost.
         try:
             self._commit(offsets, [out for pid in sorted(due) for out in due[pid][2]])
+        except UnknownPartitionError as exc:  # a partition went meanwhile (revoked in another thread)
+            log.info("commit of %s skipped: %s", offsets, exc)
+            return finished
         except KafkaException as exc:
             if exc.fatal:
                 raise
@@ -427,9 +436,6 @@ class KafkaSpout:
                 log.warning("commit of %s unfinished (%s); finished at the next commit", offsets, exc)
             else:
                 log.warning("commit of %s failed (%s); tried again later", offsets, exc)
-            return finished
-        except ValueError as exc:  # a partition went meanwhile (revoked in another thread)
-            log.info("commit of %s skipped: %s", offsets, exc)
             return finished
         finished.update(self._committed(due))
         return finished

@@ -319,6 +319,16 @@ def test_bad_arguments_are_refused(client, topic_name, group_name):
         KafkaSpout(topic, group_name, consumer="simple", transactional_id="x")
     with pytest.raises(TypeError, match="max_spout_pending"):
         KafkaSpout(topic, group_name, consumer="simple", max_spout_pending=0)
+    for no_group in (None, b"", ""):  # it committed nothing, then stalled at max_uncommitted_offsets
+        with pytest.raises(ValueError, match="the spout needs a consumer_group"):
+            KafkaSpout(topic, no_group, consumer="simple")
+    for name in ("topic", "dead_letter_topic", "output_topic"):
+        args = dict(topic=topic, dead_letter_topic=None, output_topic=None, transactional_id="x")
+        args[name] = topic_name
+        if name != "output_topic":
+            args.pop("transactional_id")
+        with pytest.raises(TypeError, match="%s must be a pyrdk Topic" % name):
+            KafkaSpout(consumer_group=group_name, consumer="simple", **args)
     spout = KafkaSpout(topic, group_name, consumer="simple")
     with pytest.raises(TypeError, match="tuple id"):
         spout.ack("not an id")
