@@ -1133,11 +1133,21 @@ class AIOKafkaConsumer(Client):
         topics it reads: ``partitions_for_topic()`` tells them then."""
         if any(tp.topic not in self._metadata for tp in tps) and \
                 (self._refreshing is None or self._refreshing.done()):
-            self._refreshing = self._loop.create_task(self._refresh_quietly())
+            self._refreshing = self._loop.create_task(self._refresh_quietly({tp.topic for tp in tps}))
 
-    async def _refresh_quietly(self):
+    async def _refresh_quietly(self, topics):
+        """Refresh the metadata; then, after an ``assign()``, ask for each of ``topics`` it
+        still lacks on its own (a cluster leaves a topic the client may not describe out of
+        its answer for every topic): one the client may not read raises
+        ``TopicAuthorizationFailedError`` from ``getmany()``, as aiokafka's fetcher passes it
+        on, where librdkafka, which never fetches it, says nothing."""
         try:
             await self._refresh_metadata()
+            for name in sorted(topics - set(self._metadata)) if self._manual else ():
+                found = (await self._blocking(self._handle.metadata, name, self._request_timeout_ms)).topics.get(name)
+                if found is not None and found.error == TopicAuthorizationFailed.code:
+                    self._errors.append(rd_errors.exception(found.error, "topic %r" % name))
+                    self._wake()
         except KafkaError as exc:  # the next assignment asks again
             log.debug("metadata for the topics assigned: %s", exc)
 

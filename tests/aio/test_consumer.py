@@ -986,17 +986,22 @@ async def test_seek_to_beginning_while_the_leader_is_down_names_it_and_works_onc
 
 @pytest.mark.mock
 @pytest.mark.asyncio
-@pytest.mark.parametrize("api, code, subscribe", [("Fetch", 29, False), ("JoinGroup", 30, True)])
+@pytest.mark.parametrize("api, code, subscribe", [("Fetch", 29, False), ("JoinGroup", 30, True), (None, 29, False)],
+                         ids=["fetch", "join", "metadata"])
 async def test_an_authorization_failure_is_raised_by_getmany(mock_cluster, api, code, subscribe):
     """As aiokafka's fetcher and coordinator pass them on: a topic or group the client may not
     read raises TopicAuthorizationFailedError / GroupAuthorizationFailedError from getmany(),
-    not a logged warning and an empty wait for ever."""
+    not a logged warning and an empty wait for ever. (None: the metadata's answer for the
+    assigned topic says so, and librdkafka never fetches it.)"""
     from pyrdk.aio.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
     from pyrdk.rd.mock import ApiKey
     expected = TopicAuthorizationFailedError if code == 29 else GroupAuthorizationFailedError
     mock_cluster.create_topic("t", 1, 1)
     await produce(mock_cluster.bootstrap_servers, "t", 3, partition=0)
-    mock_cluster.push_request_errors(getattr(ApiKey, api), *[code] * 50)
+    if api is None:
+        mock_cluster.set_topic_error("t", code)
+    else:
+        mock_cluster.push_request_errors(getattr(ApiKey, api), *[code] * 50)
     consumer, tps = assigned_consumer(mock_cluster.bootstrap_servers, "t", 1, group_id="g")
     async with consumer:
         if subscribe:
