@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 from pyrdk import common
 from pyrdk.common import check_int
 from pyrdk.exactlyonce import check_outputs, commit_in_transaction
-from pyrdk.exceptions import KafkaException, UnknownPartitionError
+from pyrdk.exceptions import KafkaException, ProduceFailureError, UnknownPartitionError
 from pyrdk.spout.offsets import ACKED, PENDING, Entry, PartitionOffsets
 from pyrdk.topic import Topic
 
@@ -533,9 +533,18 @@ class KafkaSpout:
                 self._stop_producers()
 
     def _stop_producers(self):
-        for producer in (self._producer, self._dead_letters):
-            if producer is not None:
-                producer.stop()
+        try:
+            if self._producer is not None:
+                self._producer.stop()
+        finally:
+            if self._dead_letters is not None:
+                try:
+                    self._dead_letters.stop()
+                except ProduceFailureError as exc:
+                    # Only a dead letter fail() gave up waiting for can fail here: its tuple
+                    # was kept to be emitted again, uncommitted, so nothing is lost.
+                    log.warning("dead letters not written (%s): their tuples were not committed past and "
+                                "are read again", exc)
 
     def __enter__(self):
         return self

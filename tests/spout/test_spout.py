@@ -309,6 +309,31 @@ def test_an_exactly_once_commit_that_timed_out_is_finished_by_the_next_commit(mo
         client.close()
 
 
+@pytest.mark.mock
+@pytest.mark.slow  # two waits of the dead-letter producer's pending_timeout_ms (5 s)
+def test_a_dead_letter_the_broker_never_took_fails_no_close_and_its_tuple_is_read_again(mock_cluster):
+    """fail() gives up waiting for the dead letter (its leader is down) and keeps the tuple to
+    emit again, uncommitted; close() then logs the letter librdkafka drops, instead of raising
+    ProduceFailureError for a tuple nothing lost."""
+    for name, leader in (("in", 1), ("dead", 3)):
+        mock_cluster.create_topic(name, 1, 1)
+        mock_cluster.set_partition_leader(name, 0, leader)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=5000)
+    try:
+        produce(client.topics["in"], 3)
+        spout = KafkaSpout(client.topics["in"], b"g", consumer="simple", max_retries=0,
+                           dead_letter_topic=client.topics["dead"])
+        emitted = take(spout, 3)
+        assert spout.ack(emitted[1].id) and spout.ack(emitted[2].id)
+        mock_cluster.broker_down(3)
+        assert spout.fail(emitted[0].id)
+        assert spout.stats["dead_lettered"] == 0
+        spout.close()
+        assert group_offsets(client.topics["in"], b"g") == {0: 0}  # read again from the failed tuple
+    finally:
+        client.close()
+
+
 def test_bad_arguments_are_refused(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     with pytest.raises(ValueError, match="consumer"):
