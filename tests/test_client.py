@@ -189,3 +189,21 @@ def test_a_pykafka_program_runs_on_pyrdk(kafka_hosts, topic_name, preamble):
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "OK 20000" in result.stdout
+
+
+def test_reconnect_backoff_is_the_java_clients_unless_given(kafka_hosts, topic):
+    """pyrdk's one changed librdkafka default, for every handle of the client and for pyrdk.aio;
+    a value given in rdkafka_config wins."""
+    from pyrdk.aio import conf as aio_conf
+    with KafkaClient(hosts=kafka_hosts) as client:
+        producer = client.topics[topic.name].get_producer()
+        consumer = client.topics[topic.name].get_simple_consumer()
+        assert producer._config["reconnect.backoff.ms"] == consumer._config["reconnect.backoff.ms"] == 50
+        producer.stop()
+        consumer.stop()
+    with KafkaClient(hosts=kafka_hosts, rdkafka_config={"reconnect.backoff.ms": 200}) as client:
+        assert client.topics[topic.name].get_producer(auto_start=False)._config["reconnect.backoff.ms"] == 200
+    for given, expected in (({}, 50), ({"reconnect.backoff.ms": 200}, 200)):
+        config = aio_conf.common(kafka_hosts, "c", 300000, 40000, 100, "PLAINTEXT", None, None, "PLAIN", None, None,
+                                 "kafka", None, given)
+        assert config["reconnect.backoff.ms"] == expected
