@@ -194,7 +194,7 @@ def test_a_pykafka_program_runs_on_pyrdk(kafka_hosts, topic_name, preamble):
 def test_reconnect_backoff_is_the_java_clients_unless_given(kafka_hosts, topic):
     """pyrdk's one changed librdkafka default, for every handle of the client and for pyrdk.aio;
     a value given in rdkafka_config wins."""
-    from pyrdk.aio import conf as aio_conf
+    from pyrdk.aio import AIOKafkaConsumer, AIOKafkaProducer
     with KafkaClient(hosts=kafka_hosts) as client:
         producer = client.topics[topic.name].get_producer()
         consumer = client.topics[topic.name].get_simple_consumer()
@@ -203,7 +203,7 @@ def test_reconnect_backoff_is_the_java_clients_unless_given(kafka_hosts, topic):
         consumer.stop()
     with KafkaClient(hosts=kafka_hosts, rdkafka_config={"reconnect.backoff.ms": 200}) as client:
         assert client.topics[topic.name].get_producer(auto_start=False)._config["reconnect.backoff.ms"] == 200
-    for given, expected in (({}, 50), ({"reconnect.backoff.ms": 200}, 200)):
-        config = aio_conf.common(kafka_hosts, "c", 300000, 40000, 100, "PLAINTEXT", None, None, "PLAIN", None, None,
-                                 "kafka", None, given)
-        assert config["reconnect.backoff.ms"] == expected
+    for given, expected in ((None, 50), ({"reconnect.backoff.ms": 200}, 200)):
+        for client_class in (AIOKafkaProducer, AIOKafkaConsumer):
+            assert client_class(bootstrap_servers=kafka_hosts, rdkafka_config=given)._config["reconnect.backoff.ms"] \
+                == expected
