@@ -77,6 +77,7 @@ typedef struct {
         PyTypeObject *sender_type;
         PyTypeObject *iterator_type;
         PyObject *default_compression; /* CompressionType.NONE, given by setup() */
+        PyObject *remake; /* pyrdk.core's maker of a pickled Message, given by setup() */
         PyDateTime_CAPI *datetime_api;  /* from the datetime module's capsule */
         PyObject *empty_tuple;
         PyObject *free_messages[MESSAGE_FREE_MAX];

@@ -829,7 +829,7 @@ static PyObject *object_state(PyObject *self) {
 }
 #endif
 
-/* (type, constructor arguments), or for an instance of a subclass (_remade, (type,
+/* (pyrdk.core's remake, constructor arguments), or for an instance of a subclass (_remade, (type,
  * constructor arguments)[, state]): the state is what object.__getstate__ gives, i.e. the
  * subclass's dict and slots. partition and delivery_report_q are left out (None): they are
  * this process's live objects (the client's Partition, a producer's queue), which hold
@@ -871,8 +871,8 @@ static PyObject *message_reduce(message_t *self, PyObject *unused) {
                 Py_SETREF(PyTuple_GET_ITEM(args, 4), ts);
         }
         st = core_state_of_type(Py_TYPE(self));
-        if (st && Py_TYPE(self) == st->message_type)
-                return Py_BuildValue("(ON)", Py_TYPE(self), args);
+        if (st && Py_TYPE(self) == st->message_type) /* loaded as the loading process's core's */
+                return Py_BuildValue("(ON)", st->remake ? st->remake : (PyObject *)Py_TYPE(self), args);
         if (!st || !(remade = PyObject_GetAttrString(((PyHeapTypeObject *)st->message_type)->ht_module, "_remade"))) {
                 if (!PyErr_Occurred())
                         PyErr_SetString(PyExc_RuntimeError, "pyrdk._core is not initialised");

@@ -46,19 +46,29 @@ int core_read_column(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const 
 }
 
 PyDoc_STRVAR(setup_doc,
-             "setup($module, default_compression, /)\n--\n\n"
+             "setup($module, default_compression, remake, /)\n--\n\n"
              "What the core takes from pyrdk at import: ``CompressionType.NONE``, the ``compression_type``\n"
-             "of a Message made without one.");
+             "of a Message made without one; and ``remake(*args)``, which a pickled Message is loaded\n"
+             "through, as a Message of the loading process's core.");
 
-static PyObject *core_setup(PyObject *module, PyObject *compression) {
+static PyObject *core_setup(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
         core_state *st = PyModule_GetState(module);
 
-        Py_XSETREF(st->default_compression, Py_NewRef(compression));
+        if (nargs != 2) {
+                PyErr_Format(PyExc_TypeError, "setup() takes 2 arguments (%zd given)", nargs);
+                return NULL;
+        }
+        if (!PyCallable_Check(args[1])) {
+                PyErr_SetString(PyExc_TypeError, "setup(): remake must be callable");
+                return NULL;
+        }
+        Py_XSETREF(st->default_compression, Py_NewRef(args[0]));
+        Py_XSETREF(st->remake, Py_NewRef(args[1]));
         Py_RETURN_NONE;
 }
 
 static PyMethodDef core_functions[] = {
-        {"setup", core_setup, METH_O, setup_doc},
+        {"setup", (PyCFunction)(void (*)(void))core_setup, METH_FASTCALL, setup_doc},
         {"_remade", (PyCFunction)(void (*)(void))message_remade, METH_FASTCALL,
          "_remade($module, cls, args, /)\n--\n\nAn instance of cls, a subclass of Message, made with Message's own "
          "constructor:\nwhat a subclass's instance is unpickled through."},
@@ -104,6 +114,7 @@ static int core_traverse(PyObject *module, visitproc visit, void *arg) {
         Py_VISIT(st->sender_type);
         Py_VISIT(st->iterator_type);
         Py_VISIT(st->default_compression);
+        Py_VISIT(st->remake);
         return 0;
 }
 
@@ -117,6 +128,7 @@ static int core_clear(PyObject *module) {
         Py_CLEAR(st->sender_type);
         Py_CLEAR(st->iterator_type);
         Py_CLEAR(st->default_compression);
+        Py_CLEAR(st->remake);
         Py_CLEAR(st->empty_tuple);
         st->datetime_api = NULL;
         return 0;

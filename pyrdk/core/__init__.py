@@ -151,6 +151,13 @@ SenderCore = Union["_core.SenderCore", pure.SenderCore]
 _CHOICES = ("c", "python")
 
 
+def _message(*args: Any) -> common.Message:
+    """A pickled C-core Message, loaded as a Message of this process's core: one pickled where
+    the C core runs loads where the pure-Python one does too (a pure one pickles as
+    ``pyrdk.common.Message``, which both load)."""
+    return Message(*args)
+
+
 def _choose() -> tuple[str, Optional[ModuleType]]:
     """The implementation ``PYRDK_IMPL`` asks for, and its module (None for ``python``)."""
     wanted = os.environ.get("PYRDK_IMPL", "").strip().lower() or None
@@ -172,7 +179,7 @@ def _choose() -> tuple[str, Optional[ModuleType]]:
         warnings.warn("pyrdk's C core cannot be imported (%s); the pure-Python core runs instead "
                       "(set PYRDK_IMPL=python to choose it)" % exc, RuntimeWarning, stacklevel=3)
         return "python", None
-    _core.setup(common.CompressionType.NONE)
+    _core.setup(common.CompressionType.NONE, _message)
     return "c", _core
 
 

@@ -133,6 +133,30 @@ def test_a_message_pickles():
             copy.topic, copy.timestamp_type) == (b"v", b"k", 1, 5, 7, [("h", b"1")], "t", 1)
 
 
+_DUMP = ("import pickle, sys, pyrdk\n"
+         "sys.stdout.buffer.write(pickle.dumps(pyrdk.core.Message(b'v', partition_key=b'k', offset=5, timestamp=7,\n"
+         "                                                        headers=[('h', b'1')])))")
+_LOAD = ("import pickle, sys, pyrdk\n"
+         "m = pickle.loads(sys.stdin.buffer.read())\n"
+         "print(type(m).__module__, isinstance(m, pyrdk.Message), m.value, m.partition_key, m.offset, m.timestamp,\n"
+         "      m.headers, m.compression_type)")
+
+
+@pytest.mark.parametrize("source, target", [("c", "python"), ("python", "c")])
+def test_a_message_pickled_where_one_core_runs_loads_where_the_other_does(source, target):
+    """A C-core Message pickles through pyrdk.core, which makes it again as the loading
+    process's core's (it loaded as a pyrdk._core.Message, no pyrdk.Message, where the
+    pure-Python core ran); a pure-Python one pickles as pyrdk.common.Message, which both load."""
+    import subprocess
+
+    def run(code, impl, data=None):
+        return subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, check=True, timeout=60,
+                              env=dict(os.environ, PYRDK_IMPL=impl)).stdout
+    fields = run(_LOAD, target, run(_DUMP, source)).decode().strip().split(None, 2)
+    expected_module = "pyrdk.common" if "python" in (source, target) else "pyrdk._core"
+    assert fields == [expected_module, "True", "b'v' b'k' 5 7 [('h', b'1')] 0"]  # compression_type NONE
+
+
 def test_an_init_that_raises_leaves_the_message_as_it_was():
     msg = Message(b"v", offset=4)
     with pytest.raises(TypeError, match="timestamp"):
