@@ -255,6 +255,17 @@ void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt) {
                 rd_kafka_message_destroy(msgs[i]);
 }
 
+ssize_t pyrdk_consume_ready(rd_kafka_queue_t *rkqu, int timeout_ms, rd_kafka_message_t **array, size_t size) {
+        ssize_t n = rd_kafka_consume_batch_queue(rkqu, 0, array, size);
+
+        if (n != 0 || timeout_ms == 0 || size == 0)
+                return n;
+        if (!(array[0] = rd_kafka_consume_queue(rkqu, timeout_ms)))
+                return 0;
+        n = size > 1 ? rd_kafka_consume_batch_queue(rkqu, 0, array + 1, size - 1) : 0;
+        return n < 0 ? 1 : n + 1;
+}
+
 rd_kafka_event_t *pyrdk_queue_poll(rd_kafka_queue_t *rkqu, int timeout_ms, rd_kafka_event_t **out) {
         return *out = rd_kafka_queue_poll(rkqu, timeout_ms);
 }

@@ -52,6 +52,12 @@ rd_kafka_resp_err_t pyrdk_produce(pyrdk_guard_t *guard, rd_kafka_t *rk, rd_kafka
                                   rd_kafka_headers_t *headers, uintptr_t id, size_t max_size);
 void pyrdk_batch_destroy(rd_kafka_message_t **msgs, size_t cnt);
 
+/* Up to size messages (and error events) of the queue into array, as
+ * rd_kafka_consume_batch_queue() puts them there; the number, or -1. What is there now;
+ * else the first to come within timeout_ms (rd_kafka_consume_queue()) and what is there
+ * after it: rd_kafka_consume_batch_queue() alone waits until size have come, or the timeout. */
+ssize_t pyrdk_consume_ready(rd_kafka_queue_t *rkqu, int timeout_ms, rd_kafka_message_t **array, size_t size);
+
 /* rd_kafka_queue_poll(), its event (or NULL) also left in *out: a caller whose call a
  * signal's handler interrupts as it returns (Ctrl-C) finds it there, to destroy. */
 rd_kafka_event_t *pyrdk_queue_poll(rd_kafka_queue_t *rkqu, int timeout_ms, rd_kafka_event_t **out);

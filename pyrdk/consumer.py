@@ -826,10 +826,17 @@ class Consumer:
             self._stash.setdefault(msg.partition_id, []).append(msg)
 
     def resume(self, partitions: Optional[Iterable[Union[Partition, int]]] = None) -> None:
-        """Fetch again from paused partitions (``rd_kafka_resume_partitions``)."""
+        """Fetch again from paused partitions (``rd_kafka_resume_partitions``, then
+        ``Handle.wake_fetcher`` for each leader's, so that fetching starts now)."""
         self._check_running()
         pids = self._pids(partitions)
         self._handle.resume([(self._topic_name, pid) for pid in pids])
+        leaders: dict[Optional[int], int] = {}  # leader id -> the first of its partitions
+        for pid in pids:
+            leader = self._held[pid].leader
+            leaders.setdefault(leader.id if leader is not None else None, pid)
+        for pid in leaders.values():
+            self._handle.wake_fetcher(self._topic_name, pid)
         for pid in pids:
             self._paused.discard(pid)
             # Held-back messages come before anything fetched for the partition from now on.

@@ -1177,13 +1177,13 @@ def test_start_after_stop_with_a_group_resumes_at_the_committed_offset(topic, gr
 @pytest.mark.mock
 @pytest.mark.parametrize("how", ["consume", "consume_batch", "consume_arrow"])
 def test_a_ctrl_c_as_a_batch_arrives_loses_no_message_and_stop_returns(mock_cluster, mock_client, how):
-    """A KeyboardInterrupt as rd_kafka_consume_batch_queue returns a batch: the batch is
-    kept for the next call, and stop() returns (it hung for ever in rd_kafka_destroy, on
-    messages never destroyed, and the batch was skipped)."""
+    """A KeyboardInterrupt as pyrdk_consume_ready (rd_kafka_consume_batch_queue's) returns a
+    batch: the batch is kept for the next call, and stop() returns (it hung for ever in
+    rd_kafka_destroy, on messages never destroyed, and the batch was skipped)."""
     topic = mock_topic(mock_cluster, mock_client, 1)
     produce(topic, [b"%d" % i for i in range(20)])
     consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
-    interrupt = util.InterruptAsItReturns("rd_kafka_consume_batch_queue")
+    interrupt = util.InterruptAsItReturns("pyrdk_consume_ready")
     sys.setprofile(interrupt)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -1205,7 +1205,7 @@ def test_a_ctrl_c_as_a_batch_arrives_loses_no_message_and_stop_returns(mock_clus
 def test_stop_from_a_signal_handler_as_a_batch_arrives_closes_once_the_batch_is_taken(mock_cluster, mock_client,
                                                                                          how):
     """A signal's handler that stops the consumer (a SIGTERM handler of a worker), run as
-    rd_kafka_consume_batch_queue returns a batch: where the handler of a signal that came
+    pyrdk_consume_ready returns a batch: where the handler of a signal that came
     during the wait runs. The call ends and the handle is destroyed once the batch is taken
     (rd_kafka_destroy waited for ever for the batch's messages, still that call's)."""
     topic = mock_topic(mock_cluster, mock_client, 1)
@@ -1214,7 +1214,7 @@ def test_stop_from_a_signal_handler_as_a_batch_arrives_closes_once_the_batch_is_
     fired = []
 
     def handler(frame, event, arg):
-        if event == "c_return" and getattr(arg, "__name__", None) == "rd_kafka_consume_batch_queue" and not fired:
+        if event == "c_return" and getattr(arg, "__name__", None) == "pyrdk_consume_ready" and not fired:
             fired.append(True)
             consumer.stop()
 

@@ -604,6 +604,16 @@ class Handle:
         return self._waiting_for_leaders(lambda ms: self._watermarks(topic, partition, ms), [(topic, partition)],
                                          timeout_ms, "list offsets")
 
+    def wake_fetcher(self, topic, partition):
+        """Make the thread of ``partition``'s leader look at its partitions now: librdkafka
+        starts fetching a resumed partition only at that look, up to a second later. A
+        request to the leader does it: ``rd_kafka_query_watermark_offsets``, whose answer
+        nobody waits for (1 ms)."""
+        low = ffi.new("int64_t *")
+        high = ffi.new("int64_t *")
+        with self.use() as rk:
+            lib.rd_kafka_query_watermark_offsets(rk, topic.encode(), partition, low, high, 1)
+
     def _watermarks(self, topic, partition, timeout_ms):
         low = ffi.new("int64_t *")
         high = ffi.new("int64_t *")

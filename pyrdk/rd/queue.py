@@ -18,10 +18,12 @@ class Queue:
         return lib.rd_kafka_queue_poll(self._ptr, timeout_ms)
 
     def consume_batch(self, array, size, timeout_ms):
-        """``rd_kafka_consume_batch_queue`` into ``array``; the number of messages."""
+        """Up to ``size`` messages into ``array``; their number: those there now, else the
+        first to come within ``timeout_ms`` and those there with it (``pyrdk_consume_ready``:
+        ``rd_kafka_consume_batch_queue`` alone waits for ``size``)."""
         if self._ptr is None:
             raise ValueError("this consumer has no group.id, so no consumer queue to read")
-        return lib.rd_kafka_consume_batch_queue(self._ptr, timeout_ms, array, size)
+        return lib.pyrdk_consume_ready(self._ptr, timeout_ms, array, size)
 
     def polled(self):
         """``rd_kafka_consume_batch_queue`` for no message: librdkafka counts it as the

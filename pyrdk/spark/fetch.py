@@ -32,7 +32,6 @@ ROWS_PER_BATCH = 10000
 POLL_MS = 100
 IDLE_SECONDS = 60  # a kept client or consumer unused this long is closed by the next task
 MAX_CONSUMERS = 8  # consumers a worker keeps between tasks, whatever their options
-WAKE_MS = 1000  # at most this long for the request that wakes a resumed consumer's fetches
 
 
 def arrow_schema(include_headers):
@@ -207,8 +206,7 @@ class _Reading:
             held = consumer.held_offsets.get(pid, -1)
             if held < 0 or held + 1 != start:
                 consumer.seek(pid, start)  # while paused: the resumed fetch starts there
-            consumer.resume()  # rd_kafka_resume_partitions
-            _wake(consumer, name, pid)
+            consumer.resume()  # rd_kafka_resume_partitions; fetching starts now
         except BaseException:
             _stop(consumer)
             raise
@@ -231,16 +229,6 @@ class _Reading:
         _stop(self.consumer)
         self.consumer = self._new(offset)
         self.reused = False
-
-
-def _wake(consumer, topic_name, pid):
-    """Make librdkafka fetch a resumed partition now: its broker thread notices a resume only
-    at its next look at its idle partitions (up to a second later), or when it has a request
-    to send, as this ``rd_kafka_query_watermark_offsets`` to the partition's leader."""
-    try:
-        consumer._handle.query_watermark_offsets(topic_name, pid, WAKE_MS)
-    except KafkaException as exc:  # only a wake-up; reading reports what is wrong
-        log.info("%s [%d]: %s", topic_name, pid, exc)
 
 
 def _position(consumer, topic_name, pid):
