@@ -544,9 +544,16 @@ class AIOKafkaConsumer(Client):
             self._held.difference_update(tps)
             if self._handle is not None and self._handle.usable:
                 try:
-                    self._handle.resume([(tp.topic, tp.partition) for tp in tps])
+                    self._resume(tps)
                 except KafkaError as exc:  # no longer assigned: nothing to fetch
                     log.debug("resume of a partition's fetch: %s", exc)
+
+    def _resume(self, tps):
+        """``rd_kafka_resume_partitions``, then ``Handle.wake_fetcher`` for each, so that
+        fetching starts now rather than up to a second later."""
+        self._handle.resume([(tp.topic, tp.partition) for tp in tps])
+        for tp in tps:
+            self._handle.wake_fetcher(tp.topic, tp.partition)
 
     # -- rebalances ----------------------------------------------------------------------------
 
@@ -1098,7 +1105,7 @@ class AIOKafkaConsumer(Client):
         self._check_running()
         tps = [_tp(tp) for tp in partitions]
         self._check_assigned(tps)  # as pause() and aiokafka's resume()
-        self._handle.resume([(tp.topic, tp.partition) for tp in tps])
+        self._resume(tps)
         self._paused.difference_update(tps)
         self._held.difference_update(tps)
         self._wake()

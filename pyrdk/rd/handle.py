@@ -608,11 +608,11 @@ class Handle:
         """Make the thread of ``partition``'s leader look at its partitions now: librdkafka
         starts fetching a resumed partition only at that look, up to a second later. A
         request to the leader does it: ``rd_kafka_query_watermark_offsets``, whose answer
-        nobody waits for (1 ms)."""
+        nobody waits for (a timeout of 0; librdkafka drops it)."""
         low = ffi.new("int64_t *")
         high = ffi.new("int64_t *")
         with self.use() as rk:
-            lib.rd_kafka_query_watermark_offsets(rk, topic.encode(), partition, low, high, 1)
+            lib.rd_kafka_query_watermark_offsets(rk, topic.encode(), partition, low, high, 0)
 
     def _watermarks(self, topic, partition, timeout_ms):
         low = ffi.new("int64_t *")
