@@ -268,13 +268,14 @@ class Consumer:
         self._running = True
         self._last_commit = time.monotonic()
 
-    def _close(self):
-        """Stop reading: forget what was fetched and not returned, close the handle."""
+    def _close(self, consumer_close=True):
+        """Stop reading: forget what was fetched and not returned, close the handle
+        (``consumer_close``: with ``rd_kafka_consumer_close`` first)."""
         self._handle.check_close()
         self._running = False
         self._core.clear()
         self._stash.clear()
-        self._handle.close()
+        self._handle.close(consumer_close)
 
     def _set_partitions(self, partitions):
         """Hold ``partitions`` (``{id: Partition}``) from now on."""

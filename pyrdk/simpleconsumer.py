@@ -214,15 +214,17 @@ class SimpleConsumer(Consumer):
             log.warning("could not commit the start offsets %s: %s", commit, exc)
 
     def stop(self) -> None:
-        """Commit held offsets if auto-commit is on, then close the consumer
-        (``rd_kafka_consumer_close``, ``rd_kafka_destroy``)."""
+        """Commit held offsets if auto-commit is on, then destroy the consumer
+        (``rd_kafka_destroy`` without ``rd_kafka_consumer_close``: it has no group
+        membership to leave and commits nothing more, and its wait for a coordinator a
+        commit still waits on, one that hangs, had no end)."""
         if not self._running:
             return
         try:
             if self._auto_commit_enable:
                 self.commit_offsets()
         finally:
-            self._close()
+            self._close(consumer_close=False)
 
     def __repr__(self) -> str:
         return "<pyrdk.simpleconsumer.SimpleConsumer at %#x (topic=%s, consumer_group=%s)>" % (

@@ -1472,6 +1472,37 @@ def test_fetch_offsets_waits_socket_timeout_ms_for_a_slow_coordinator(mock_clust
         client.close()
 
 
+@pytest.mark.kafka
+@pytest.mark.slow  # a broker of its own, hung for socket_timeout_ms: the C pass runs it, make soak the pure one
+def test_stop_with_a_hung_broker_raises_the_commit_timeout_and_returns():
+    """A broker that hangs (SIGSTOP: its connections stay open, nothing answers): stop()'s
+    commit raises KafkaTimeoutError after socket_timeout_ms and the consumer is closed. It
+    waited in rd_kafka_consumer_close for as long as the broker hung, for a coordinator its
+    timed-out commit still waited on, though a SimpleConsumer has no group to leave."""
+    import signal
+    from pyrdk.testing import TansuBroker
+    broker = TansuBroker().start()
+    client = None
+    try:
+        client = KafkaClient(hosts=broker.bootstrap_servers, socket_timeout_ms=2000)
+        topic = make_topic(client, unique_name(), 1)
+        produce(topic, [b"v0", b"v1"], partition=0)
+        consumer = topic.get_simple_consumer(consumer_group=unique_name("group").encode(), auto_commit_enable=True,
+                                             auto_commit_interval_ms=600000, consumer_timeout_ms=PATIENCE_S * 1000)
+        assert len(take(consumer, 2)) == 2
+        os.kill(broker.pid, signal.SIGSTOP)
+        thread, box = in_thread(consumer.stop)
+        thread.join(PATIENCE_S)
+        assert not thread.is_alive(), "stop() still waits on the hung broker"
+        assert isinstance(box.get("error"), KafkaTimeoutError), box
+        assert consumer._handle.closed
+    finally:
+        os.kill(broker.pid, signal.SIGCONT)
+        if client is not None:
+            client.close()
+        broker.stop()
+
+
 @pytest.mark.mock
 def test_a_with_blocks_own_exception_stands_when_stop_fails_too(mock_cluster, mock_client):
     topic = mock_topic(mock_cluster, mock_client, 1)
