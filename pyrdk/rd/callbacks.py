@@ -235,15 +235,31 @@ def _note_failure(rk, syslog_level, text):
     cbs.last_failure = _hinted(cbs, text)
 
 
+_RESPONSE_SIZE = re.compile(r"Invalid response size (-?\d+)")
+
+
 def _hinted(cbs, text):
     """A connection failure's ``text`` (a line librdkafka logged, or the reason of its
     transport error), with a hint when a plaintext connection failed at its first request
-    (``APIVERSION_QUERY``), or a connection without SASL was closed as soon as it was up."""
-    if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text:
+    (``APIVERSION_QUERY``) as a TLS listener fails it, or a connection without SASL was
+    closed as soon as it was up."""
+    if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text \
+            and _as_tls_fails_it(text):
         return text + PLAINTEXT_TO_TLS_HINT
     if not cbs.sasl and _CLOSED_WHEN_UP.search(text):
         return text + NO_SASL_HINT
     return text
+
+
+def _as_tls_fails_it(text):
+    """Whether a plaintext connection's failure at its first request may be a TLS
+    listener's answer: a reset or a close, or bytes read as a response size that begin as a
+    TLS record does (0x15 an alert, 0x16 a handshake); not a timeout (a broker that hangs or
+    never answers) nor other bytes (an HTTP endpoint's "HTTP")."""
+    if "timed out" in text.lower():
+        return False
+    size = _RESPONSE_SIZE.search(text)
+    return size is None or (int(size.group(1)) >> 24) & 0xFF in (0x15, 0x16)
 
 
 # Durations in librdkafka's lines ("after 0ms in state CONNECT") differ between repeats.
