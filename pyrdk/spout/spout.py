@@ -116,7 +116,7 @@ class KafkaSpout:
             raise ValueError("the spout needs a consumer_group (a non-empty str or bytes) to commit the acked "
                              "offsets under, not %r" % (consumer_group,))
         for name, value in (("topic", topic), ("dead_letter_topic", dead_letter_topic), ("output_topic", output_topic)):
-            if value is not None and not isinstance(value, Topic):
+            if (value is not None or name == "topic") and not isinstance(value, Topic):
                 raise TypeError("%s must be a pyrdk Topic (client.topics[name]), not %r" % (name, value))
         if consumer_kwargs.get("auto_commit_enable") or "pre_revoke_callback" in consumer_kwargs:
             raise ValueError("the spout commits the acked offsets itself: leave auto_commit_enable and "

@@ -347,9 +347,10 @@ def test_bad_arguments_are_refused(client, topic_name, group_name):
     for no_group in (None, b"", ""):  # it committed nothing, then stalled at max_uncommitted_offsets
         with pytest.raises(ValueError, match="the spout needs a consumer_group"):
             KafkaSpout(topic, no_group, consumer="simple")
-    for name in ("topic", "dead_letter_topic", "output_topic"):
+    for name, bad in (("topic", topic_name), ("topic", None), ("dead_letter_topic", topic_name),
+                      ("output_topic", topic_name)):
         args = dict(topic=topic, dead_letter_topic=None, output_topic=None, transactional_id="x")
-        args[name] = topic_name
+        args[name] = bad
         if name != "output_topic":
             args.pop("transactional_id")
         with pytest.raises(TypeError, match="%s must be a pyrdk Topic" % name):
