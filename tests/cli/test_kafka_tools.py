@@ -44,11 +44,8 @@ def test_print_offsets_of_a_datetime_after_the_last_message_is_the_end(mock_clus
     from pyrdk import KafkaClient
     hosts = mock_cluster.bootstrap_servers
     mock_cluster.create_topic("t", 2, 1)
-    by_key = lambda partitions, key: next(p for p in partitions if p.id == int(key))  # noqa: E731
-    with KafkaClient(hosts=hosts) as client, \
-            client.topics["t"].get_producer(linger_ms=0, sync=True, partitioner=by_key) as producer:
-        for partition in (0, 0, 1):
-            producer.produce(b"m", partition_key=b"%d" % partition)
+    with KafkaClient(hosts=hosts) as client:
+        fill(client.topics["t"], {0: 2, 1: 1})
     assert rows(kafka_tools(["print_offsets", "t", "2099-01-01T00:00:00"], hosts).out) == [["0", "2"], ["1", "1"]]
 
 

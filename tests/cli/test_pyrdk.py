@@ -294,11 +294,8 @@ def test_consume_of_a_partition_whose_leader_is_down_ends_with_one_line(mock_clu
     mock_cluster.create_topic("t", 2, 1)
     mock_cluster.set_partition_leader("t", 0, 1)
     mock_cluster.set_partition_leader("t", 1, 2)
-    by_key = lambda partitions, key: next(p for p in partitions if p.id == int(key))  # noqa: E731
-    with KafkaClient(hosts=hosts) as client, \
-            client.topics["t"].get_producer(linger_ms=0, sync=True, partitioner=by_key) as producer:
-        producer.produce(b"m0", partition_key=b"0")
-        producer.produce(b"m1", partition_key=b"1")
+    with KafkaClient(hosts=hosts) as client:
+        fill(client.topics["t"], {0: 1, 1: 2})  # partition 1's m0 and m1 must not be printed
     mock_cluster.broker_down(2)
     result = run(["--timeout-ms", 1000, "consume", "t"], hosts)
     assert_one_line_error(result, "topic t partition(s) [1]: no record and no end of the partition within "
