@@ -6,6 +6,7 @@ the driver, so that a bad option fails ``load()``, ``save()`` or ``start()`` wit
 ``ConfigurationError`` naming it before any task runs; what needs the cluster (does the
 topic exist?) is checked when the driver plans the query.
 """
+import difflib
 import json
 import re
 
@@ -25,6 +26,23 @@ _REFUSED_SINK = {
     "value.serializer": "values are written as given; cast the 'value' column to string or binary",
     "interceptor.classes": "interceptors are not supported",
     "transactional.id": "the sink writes no transactions: each task's rows are written at least once",
+}
+
+# The options each side reads (lower-cased, as Spark hands them over), besides the
+# ``kafka.``-prefixed librdkafka properties.
+_READ_OPTIONS = (
+    "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
+    "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy", "failOnDataLoss", "includeHeaders", "minPartitions",
+    "maxRecordsPerPartition", "maxOffsetsPerTrigger", "kafkaConsumer.pollTimeoutMs")
+_WRITE_OPTIONS = ("topic", "checkpointLocation")  # Spark passes on a stream's checkpointLocation
+# Spark's connector options with nothing to do here: librdkafka retries offset requests itself,
+# and the source joins no consumer group.
+_IGNORED = ("fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "groupIdPrefix")
+# Spark's connector options whose behaviour the source does not have.
+_UNSUPPORTED = {
+    "minoffsetspertrigger": "a micro-batch is not held back for more records",
+    "maxtriggerdelay": "a micro-batch is not held back for more records",
 }
 
 EARLIEST = -2
@@ -52,6 +70,7 @@ class ReadOptions:
 
     def __init__(self, options, streaming):
         opts = _lower(options)
+        _known_names(opts, _READ_OPTIONS)
         self.streaming = streaming
         self.hosts, self.rdkafka_config = kafka_params(opts, _REFUSED_SOURCE)
         self.subscription = _subscription(opts)
@@ -83,12 +102,28 @@ class WriteOptions:
 
     def __init__(self, options):
         opts = _lower(options)
+        _known_names(opts, _WRITE_OPTIONS)
         self.hosts, self.rdkafka_config = kafka_params(opts, _REFUSED_SINK)
         self.topic = opts.get("topic") or None
 
 
 def _lower(options):
     return {str(k).lower(): v for k, v in dict(options or {}).items()}
+
+
+def _known_names(opts, names):
+    """``ConfigurationError`` for an option that is neither one of ``names`` nor a ``kafka.``
+    property: a misspelt ``startingOffsets`` would otherwise read from the default."""
+    known = {name.lower(): name for name in names + _IGNORED}
+    for key in opts:
+        if key.startswith("kafka.") or key in known:
+            continue
+        if key in _UNSUPPORTED:
+            raise ConfigurationError("option '%s' is not supported: %s" % (key, _UNSUPPORTED[key]))
+        close = difflib.get_close_matches(key, list(known), n=1)
+        raise ConfigurationError("unknown option '%s'%s: the options are %s, and librdkafka properties "
+                                 "prefixed with 'kafka.'" % (key, " (did you mean '%s'?)" % known[close[0]]
+                                                              if close else "", ", ".join(names)))
 
 
 def kafka_params(opts, refused):

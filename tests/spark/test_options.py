@@ -66,6 +66,18 @@ def test_bad_read_options_name_the_option(options, named):
     assert named in str(info.value)
 
 
+def test_unknown_option_names_are_refused_with_the_likely_one():
+    with pytest.raises(ConfigurationError, match="unknown option 'startingoffset' \\(did you mean 'startingOffsets'"):
+        read(subscribe="t", startingOffset="earliest")
+    with pytest.raises(ConfigurationError, match="unknown option 'topics' \\(did you mean 'topic'"):
+        WriteOptions(dict(HOSTS, topics="t"))
+    with pytest.raises(ConfigurationError, match="'minoffsetspertrigger' is not supported"):
+        read(subscribe="t", minOffsetsPerTrigger="10")
+    # Spark's own options that mean nothing here, and the checkpoint Spark passes a stream's sink.
+    read(subscribe="t", groupIdPrefix="g", **{"fetchOffset.numRetries": "3"})
+    WriteOptions(dict(HOSTS, topic="t", checkpointLocation="/tmp/c"))
+
+
 def test_bootstrap_servers_are_required():
     with pytest.raises(ConfigurationError, match="'kafka.bootstrap.servers' is required"):
         ReadOptions({"subscribe": "t"}, False)
