@@ -90,8 +90,11 @@ def _compression(compression):
                          % (", ".join(c.name for c in CompressionType), compression)) from None
 
 
-def _check_bytes(name, value):
+def _check_bytes(name, value, serialized=False):
     if value is not None and not isinstance(value, bytes):
+        if serialized:
+            raise TypeError("the serializer returned %s as the %s: it must return bytes or None (e.g. end it "
+                            "with .encode() when it makes a str)" % (type(value).__name__, name))
         raise TypeError("Producer.produce accepts bytes as %s (or a serializer), but got %s"
                         % (name, type(value).__name__))
 
@@ -424,8 +427,8 @@ class Producer:
         self._check()
         if self._serializer is not None:
             message, partition_key = check_pair("serializer", self._serializer(message, partition_key))
-        _check_bytes("message", message)
-        _check_bytes("partition_key", partition_key)
+        _check_bytes("message", message, self._serializer is not None)
+        _check_bytes("partition_key", partition_key, self._serializer is not None)
         size = len(message or b"") + len(partition_key or b"")
         if size > self._max_request_size:
             raise self._too_large(message, partition_key)

@@ -28,12 +28,16 @@ class BatchRecordMetadata(NamedTuple):
     crc: Optional[int]
 
 
-def check_bytes(what, data):
-    """``data`` as bytes (or None); TypeError for anything else."""
+def check_bytes(what, data, serialized=False):
+    """``data`` as bytes (or None); TypeError for anything else, naming the serializer that
+    made it when ``serialized``."""
     if data is None or isinstance(data, bytes):
         return data
     if isinstance(data, (bytearray, memoryview)):
         return bytes(data)
+    if serialized:
+        raise TypeError("%s_serializer returned %s: it must return bytes or None (e.g. end it with "
+                        ".encode() when it makes a str)" % (what, type(data).__name__))
     raise TypeError("the %s must be bytes (or set %s_serializer), not %s" % (what, what, type(data).__name__))
 
 

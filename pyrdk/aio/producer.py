@@ -319,9 +319,9 @@ class AIOKafkaProducer(Client):
         if timestamp_ms is not None:
             timestamp_ms = check_timestamp(timestamp_ms)
         if value.__class__ is not bytes:
-            value = _check_bytes("value", value)
+            value = _check_bytes("value", value, self._value_serializer is not None)
         if key is not None and key.__class__ is not bytes:
-            key = _check_bytes("key", key)
+            key = _check_bytes("key", key, self._key_serializer is not None)
         if headers is not None:
             headers = check_headers(headers)
         if self._partitioner is not None and partition == PARTITION_UA:

@@ -2,6 +2,7 @@
 bad input, cancellation."""
 import asyncio
 import gc
+import json
 import os
 
 import pytest
@@ -189,6 +190,13 @@ async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
                 await producer.partitions_for(bad)
         # nothing half-sent: the next record is the first in the log
         assert (await producer.send_and_wait(topic, b"ok")).offset == 0
+    # json.dumps without .encode(): the message names the serializer, which is what to fix
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, value_serializer=json.dumps) as producer:
+        with pytest.raises(TypeError, match="value_serializer returned str: it must return bytes"):
+            await producer.send(topic, {"a": 1})
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, key_serializer=str) as producer:
+        with pytest.raises(TypeError, match="key_serializer returned str: it must return bytes"):
+            await producer.send(topic, b"v", key=1)
     with pytest.raises(ProducerClosed, match="stopped"):
         await producer.send(topic, b"v")
 

@@ -294,7 +294,7 @@ TABLE = [
      lambda w: w.producer(partitioner=raising).produce(b"v", partition_key=b"k")),
     ("produce() with a serializer returning b'v' (not a pair)", TE, "serializer",
      lambda w: w.producer(serializer=returns(b"v")).produce("v")),
-    ("produce() with a serializer returning ('v', None)", TE, "serializer",
+    ("produce() with a serializer returning ('v', None)", TE, "serializer returned str as the message",
      lambda w: w.producer(serializer=returns(("v", None))).produce("v")),
     ("produce() with a raising serializer", RaisedByCallback, "callback refused",
      lambda w: w.producer(serializer=raising).produce("v")),
