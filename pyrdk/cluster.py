@@ -58,12 +58,13 @@ def to_str(name: Union[str, bytes], what: str = "topic name") -> str:
     return name
 
 
-def _list_of(method, items, what, one=False):
+def _list_of(method, items, what, one=False, item="%r"):
     """``items`` as a list. One name (a str, bytes or Topic), or one request when ``one``
     says so, is refused rather than taken apart: ``delete_topics("abc")`` must not delete
-    topics "a", "b" and "c"."""
+    topics "a", "b" and "c". ``item`` makes the hint's list item of one name."""
     if one or isinstance(items, (str, bytes, Topic)):
-        raise TypeError("%s takes a list of %s, not one: use [%r]" % (method, what, items))
+        hint = item % (items,) if isinstance(items, (str, bytes, Topic)) else repr(items)
+        raise TypeError("%s takes a list of %s, not one: use [%s]" % (method, what, hint))
     try:
         return list(items)
     except TypeError:
@@ -452,7 +453,8 @@ class Cluster:
         one = hasattr(topic_reqs, "topic_name") or (
             isinstance(topic_reqs, tuple) and bool(topic_reqs) and isinstance(topic_reqs[0], (str, bytes)))
         timeout = _admin_timeout(timeout, self._timeout_ms)
-        reqs = [_topic_request(req) for req in _list_of("create_topics", topic_reqs, "requests", one)]
+        reqs = [_topic_request(req) for req in _list_of("create_topics", topic_reqs, "requests", one,
+                                                           "(%r, num_partitions, replication_factor)")]
         _refuse_twice("create_topics", [r[0] for r in reqs], "requested")
         results = admin.create_topics(self._handle, reqs, timeout)
         self._raise_first(results)
@@ -652,7 +654,7 @@ class Cluster:
         raise the first error."""
         reqs = []
         timeout = _admin_timeout(timeout, self._timeout_ms)
-        for item in _list_of("create_partitions", topic_totals, "(topic, total) pairs"):
+        for item in _list_of("create_partitions", topic_totals, "(topic, total) pairs", item="(%r, total)"):
             if not isinstance(item, (tuple, list)) or len(item) != 2:
                 raise TypeError("create_partitions takes (topic, total) pairs, not %r" % (item,))
             name, total = item

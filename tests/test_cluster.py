@@ -220,6 +220,7 @@ def test_a_name_with_a_nul_character_is_refused_and_deletes_nothing(client, topi
 
 @pytest.mark.parametrize("reqs, exc, match", [
     (("{}", 1, 1), TypeError, r"takes a list of requests, not one: use \[\("),
+    ("{}", TypeError, r"takes a list of requests, not one: use \[\('.*', num_partitions, replication_factor\)\]"),
     (["{}"], TypeError, r"request is a \(name, num_partitions, replication_factor\[, config\]\) tuple"),
     ([("{}", 1)], TypeError, "request is a .* tuple, not"),
     ([("{}", "4", 1)], TypeError, "num_partitions of topic '.*' must be an int"),

@@ -93,6 +93,7 @@ def test_group_calls_take_lists(client, group_name):
     (lambda c, t, g: c.delete_records({t: 1}), r"takes a dict with \(topic, partition\) keys, not"),
     (lambda c, t, g: c.delete_records([(t, 0, 1)]), r"takes a dict \{\(topic, partition\): offset\}"),
     (lambda c, t, g: c.create_partitions([(t,)]), r"takes \(topic, total\) pairs, not"),
+    (lambda c, t, g: c.create_partitions(t), r"pairs, not one: use \[\('.*', total\)\]"),
     (lambda c, t, g: c.create_partitions([(t, 8)], timeout="10"), r"timeout \(ms; 0 for .*\) must be an int"),
     (lambda c, t, g: c.delete_topics([t], timeout=-5), r"timeout .* must be an int >= 0"),
     (lambda c, t, g: c.create_topics([(t + "-new", 1, 1)], timeout=1 << 40), r"timeout .* <= 3600000"),
