@@ -24,7 +24,7 @@ from pyrdk.exceptions import (GroupIdNotFoundError, InternalTopicExcluded, Kafka
 from pyrdk.handlers import ThreadingHandler
 from pyrdk.rd import admin, conf, errors
 from pyrdk.rd.callbacks import security_failure
-from pyrdk.rd.handle import Handle, stats_enabled
+from pyrdk.rd.handle import UNREACHABLE_MS, Handle, stats_enabled
 from pyrdk.rd.partitions import TopicPartition
 from pyrdk.topic import Topic
 
@@ -307,7 +307,7 @@ class Cluster:
         self._brokers: dict[int, Broker] = {}
         self._topics = TopicDict(self, exclude_internal_topics)
         try:
-            self.update()
+            self._update(first=True)
         except BaseException:
             self._handle.close()
             raise
@@ -338,14 +338,17 @@ class Cluster:
         """``{name: Topic}`` (a ``TopicDict``)."""
         return self._topics
 
-    def _metadata(self, topic=None):
+    def _metadata(self, topic=None, first=False):
         """``rd_kafka_metadata`` within ``socket_timeout_ms``, asked in slices of
         ``FIRST_SLICE_MS`` with error callbacks served between them, so that a TLS failure
         (``SslError``) or a refused login (``AuthenticationError``) is raised as soon as
         librdkafka reports it instead of after the whole timeout, and Ctrl-C gets through.
         A slice grows (doubles) only when a request went out and its answer was late
-        (``KafkaTimeoutError``): while no broker is up, the wait for one stays short."""
-        deadline = time.monotonic() + self._timeout_ms / 1000.0
+        (``KafkaTimeoutError``): while no broker is up, the wait for one stays short. The
+        ``first`` request of the client gives up after ``UNREACHABLE_MS`` once every bootstrap
+        broker failed to connect."""
+        start = time.monotonic()
+        deadline = start + self._timeout_ms / 1000.0
         slice_ms = self.FIRST_SLICE_MS
         while True:
             remaining_ms = max(1, int((deadline - time.monotonic()) * 1000))
@@ -353,10 +356,14 @@ class Cluster:
                 md = self._handle.metadata(topic, timeout_ms=min(slice_ms, remaining_ms))
             except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
                 self._handle.poll(0)  # serves error callbacks: raises what one of them kept
-                if remaining_ms <= slice_ms:
+                hosts = self.rdkafka_config.get("bootstrap.servers")
+                if first and self._handle.all_brokers_down and time.monotonic() - start >= UNREACHABLE_MS / 1000.0:
                     raise NoBrokersAvailableError(
-                        "no broker of %s answered a metadata request within %d ms (%s)"
-                        % (self.rdkafka_config.get("bootstrap.servers"), self._timeout_ms, exc)) from exc
+                        "no broker of %s could be reached in %d ms (%s): check the address, and that a broker "
+                        "runs there" % (hosts, (time.monotonic() - start) * 1000, exc)) from exc
+                if remaining_ms <= slice_ms:
+                    raise NoBrokersAvailableError("no broker of %s answered a metadata request within %d ms (%s)"
+                                                  % (hosts, self._timeout_ms, exc)) from exc
                 if isinstance(exc, KafkaTimeoutError):
                     slice_ms *= 2
                 continue
@@ -375,7 +382,10 @@ class Cluster:
 
     def update(self) -> None:
         """Refresh brokers and topics from the cluster metadata (``rd_kafka_metadata``)."""
-        md = self._metadata()
+        self._update()
+
+    def _update(self, first=False):
+        md = self._metadata(first=first)
         self._update_brokers(md.brokers)
         self._topics.sync(md.topics, complete=True)
 

@@ -40,6 +40,19 @@ def test_unreachable_bootstrap_raises_within_socket_timeout():
     assert "1500 ms" in message
 
 
+@pytest.mark.parametrize("hosts, failure", [("127.0.0.1:{0},127.0.0.1:{1}", "Connection refused"),
+                                             ("nosuchhost.invalid:9092", "Failed to resolve")])
+def test_a_wrong_address_is_named_once_every_bootstrap_broker_failed(hosts, failure):
+    """As pykafka, which tries each address once: not after socket_timeout_ms (here five
+    minutes), but once librdkafka reported every bootstrap broker down."""
+    hosts = hosts.format(free_port(), free_port())
+    with pytest.raises(NoBrokersAvailableError) as info:
+        KafkaClient(hosts=hosts, socket_timeout_ms=300000)
+    message = str(info.value)
+    assert message.startswith("no broker of %s could be reached in " % hosts), message
+    assert failure in message and message.endswith(": check the address, and that a broker runs there"), message
+
+
 def test_an_unreachable_bootstrap_is_waited_for_in_short_slices(monkeypatch):
     """Each rd_kafka_metadata blocks the calling thread, Ctrl-C included: while no broker is
     up, none may wait longer than the first slice."""

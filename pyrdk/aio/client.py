@@ -7,6 +7,7 @@ from typing import TypeVar
 
 from pyrdk.aio.errors import IllegalStateError
 from pyrdk.exceptions import KafkaTimeoutError, NoBrokersAvailableError, SocketDisconnectedError
+from pyrdk.rd.handle import UNREACHABLE_MS
 
 _Self = TypeVar("_Self", bound="Client")
 FIRST_SLICE_MS = 100  # the first slice of a metadata request (see _fetch_metadata)
@@ -37,19 +38,27 @@ class Client:
         self._check_loop()
         return await self._loop.run_in_executor(None, fn, *args)
 
-    async def _fetch_metadata(self, timeout_ms):
+    async def _fetch_metadata(self, timeout_ms, first=False):
         """``rd_kafka_metadata`` of every topic within ``timeout_ms``, asked in growing slices
         (from ``FIRST_SLICE_MS``) with ``_raise_security_failure()`` between them, so that a TLS
         failure (``SslError``) or a refused login (``AuthenticationError``) is raised as soon
-        as librdkafka reports it instead of after the whole timeout."""
-        deadline = self._loop.time() + timeout_ms / 1000.0
+        as librdkafka reports it instead of after the whole timeout. The ``first`` request,
+        start()'s, raises ``KafkaConnectionError`` after ``UNREACHABLE_MS`` once every bootstrap
+        broker failed to connect (aiokafka's start() tries each once)."""
+        start = self._loop.time()
+        deadline = start + timeout_ms / 1000.0
         slice_ms = FIRST_SLICE_MS
         while True:
             remaining_ms = max(1, int((deadline - self._loop.time()) * 1000))
             try:
                 return await self._blocking(self._handle.metadata, None, min(slice_ms, remaining_ms))
-            except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError):
+            except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
                 self._raise_security_failure()
+                waited_ms = (self._loop.time() - start) * 1000
+                if first and self._handle.all_brokers_down and waited_ms >= UNREACHABLE_MS:
+                    raise SocketDisconnectedError("Unable to bootstrap from %s in %d ms (%s): check the address, and "
+                                                  "that a broker runs there"
+                                                  % (self._config["bootstrap.servers"], waited_ms, exc)) from exc
                 if remaining_ms <= slice_ms:
                     raise
                 slice_ms *= 2

@@ -296,7 +296,7 @@ class AIOKafkaConsumer(Client):
             raise
         self._handle = handle
         try:
-            await self._refresh_metadata()
+            await self._refresh_metadata(first=True)
         except BaseException as exc:  # nothing may go on reconnecting; start() may be called again
             self._wakeup.close()
             self._handle = None
@@ -1114,10 +1114,10 @@ class AIOKafkaConsumer(Client):
         """The set of partitions paused."""
         return set(self._paused)
 
-    async def _refresh_metadata(self):
+    async def _refresh_metadata(self, first=False):
         """The cluster's topics and their partition ids, from ``rd_kafka_metadata`` within
-        ``request_timeout_ms`` (``Client._fetch_metadata``)."""
-        md = await self._fetch_metadata(self._request_timeout_ms)
+        ``request_timeout_ms`` (``Client._fetch_metadata``; ``first``: start()'s)."""
+        md = await self._fetch_metadata(self._request_timeout_ms, first)
         self._metadata = {name: {p.id for p in t.partitions} for name, t in md.topics.items() if not t.error}
         return self._metadata
 

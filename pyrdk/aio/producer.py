@@ -212,7 +212,7 @@ class AIOKafkaProducer(Client):
             if self._transactional:
                 await self._blocking(transaction.init_transactions, self._handle, self._request_timeout_ms)
             else:
-                await self._fetch_metadata(self._request_timeout_ms)
+                await self._fetch_metadata(self._request_timeout_ms, first=True)
         except BaseException as exc:  # failed or cancelled: a later start() starts anew
             self._wakeup.close()
             self._handle = self._core = self._fast = None

@@ -79,6 +79,7 @@ class Callbacks:
         self.tls_refusal = None  # (reason, detail) of the last certificate OpenSSL refused
         self.last_error = None
         self.last_connection_error = None  # the last _TRANSPORT error: names broker and cause
+        self.all_brokers_down = False  # librdkafka reported _ALL_BROKERS_DOWN (every broker failed once)
         self.last_failure = None  # the last connection failure librdkafka only logged (FAIL)
         self.last_fail_line = None  # that FAIL line's text, as the error event repeating it says it
         self.tls = False
@@ -393,6 +394,8 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
         cbs.last_error = exc
         if err == errors.TRANSPORT:
             cbs.last_connection_error = exc
+        elif err == errors.ALL_BROKERS_DOWN:
+            cbs.all_brokers_down = True
         if cbs.on_error is not None:
             cbs.on_error(exc)
         elif fatal or security_failure(exc):

@@ -30,6 +30,10 @@ from pyrdk.rd.topic import TopicHandle
 log = logging.getLogger(__name__)
 
 SLICE_MS = 100
+# A new client's first metadata request fails this long after it began once every bootstrap
+# broker has failed to connect, rather than at its whole timeout: a wrong address is named at
+# once (as pykafka and aiokafka, which try each address once), a broker restarting is waited for.
+UNREACHABLE_MS = 2000
 EXIT_FLUSH_MS = 5000  # at exit, how long a producer left open gets to deliver what it holds
 _SIZE_MAX = 2 ** 64 - 1
 # A memoryview of pointers: unsigned ints of a pointer's size.
@@ -402,6 +406,12 @@ class Handle:
     def last_error(self):
         """The last error librdkafka reported through ``error_cb`` (None if none)."""
         return self._cbs.last_error
+
+    @property
+    def all_brokers_down(self):
+        """Whether librdkafka has reported ``_ALL_BROKERS_DOWN`` through ``error_cb``: every
+        broker it knew (at first, the bootstrap ones) failed to connect, once at least."""
+        return self._cbs.all_brokers_down
 
     # -- polling -------------------------------------------------------------------------------
 

@@ -379,6 +379,21 @@ async def test_start_raises_kafka_connection_error_when_no_broker_answers():
     await producer.stop()
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("client", ["producer", "consumer"])
+async def test_a_wrong_address_is_named_once_every_bootstrap_broker_failed(client):
+    """As aiokafka's start(), which tries each address once: not after request_timeout_ms (here
+    five minutes), but once librdkafka reported every bootstrap broker down."""
+    from pyrdk.aio.errors import KafkaConnectionError
+    hosts = "127.0.0.1:1,127.0.0.1:2"
+    made = aiokafka.AIOKafkaProducer(bootstrap_servers=hosts, request_timeout_ms=300000) if client == "producer" \
+        else aiokafka.AIOKafkaConsumer("t", bootstrap_servers=hosts, request_timeout_ms=300000)
+    with pytest.raises(KafkaConnectionError, match="Unable to bootstrap from 127.0.0.1:1,127.0.0.1:2 in .* ms .*"
+                                                   "Connection refused.*: check the address"):
+        await made.start()
+    await made.stop()
+
+
 @pytest.mark.mock
 @pytest.mark.asyncio
 async def test_records_for_an_unreachable_broker_fail_with_a_timeout(mock_cluster):
