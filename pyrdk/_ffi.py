@@ -31,3 +31,10 @@ def string(cdata, default=None):
     if cdata == ffi.NULL:
         return default
     return ffi.string(cdata).decode("utf-8", "replace")
+
+
+def sized(data):
+    """``data`` (bytes, or an instance of a subclass) as what to hand librdkafka with its
+    ``len()``: a subclass may define ``__len__``, and librdkafka would read that many bytes
+    from a shorter buffer; its buffer (``ffi.from_buffer``) has the true length."""
+    return data if data.__class__ is bytes else ffi.from_buffer(data)

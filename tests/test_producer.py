@@ -19,6 +19,7 @@ from pyrdk import CompressionType, KafkaClient, Message
 from pyrdk.exceptions import (ConfigurationError, KafkaException, MessageSizeTooLarge, NoBrokersAvailableError,
                               ProduceFailureError, ProducerQueueFullError,
                               ProducerStoppedException, RequestTimedOut)
+from pyrdk.partitioners import murmur2_partitioner
 from pyrdk.producer import Producer
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import make_topic, tansu_gap, unique_name
@@ -261,6 +262,24 @@ def test_headers_and_timestamps_round_trip(topic, kafka_hosts, topic_name):
     for value, ts in expected_ts.items():
         assert back[value].timestamp() == (1, ts)  # CreateTime
     assert back[b"str-value"].timestamp()[1] >= before  # default: the produce time
+
+
+class Claims(bytes):
+    """bytes whose len() says more than they hold: librdkafka must copy what they hold."""
+
+    def __len__(self):
+        return 4096
+
+
+@pytest.mark.kafka
+def test_a_bytes_subclass_is_sent_as_its_bytes_whatever_its_len_says(topic, kafka_hosts, topic_name):
+    with topic.get_producer(linger_ms=5) as producer:
+        producer.produce(Claims(b"value"), partition_key=Claims(b"key"), headers=[("h", Claims(b"header"))])
+        producer.produce_batch([(Claims(b"batch"), Claims(b"key"))])
+    back = sorted((m.value(), m.key(), m.headers()) for m in read_back(kafka_hosts, topic_name, 2))
+    assert back == [(b"batch", b"key", None), (b"value", b"key", [("h", b"header")])]
+    partitions = list(topic.partitions.values())
+    assert murmur2_partitioner(partitions, Claims(b"key")) is murmur2_partitioner(partitions, b"key")
 
 
 @pytest.mark.kafka

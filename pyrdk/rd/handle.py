@@ -19,7 +19,7 @@ import time
 import weakref
 from typing import Literal
 
-from pyrdk._ffi import ffi, lib, string
+from pyrdk._ffi import ffi, lib, sized, string
 from pyrdk.common import weak_method
 from pyrdk.exceptions import NO_TLS_ANSWER_HINT, ConfigurationError, KafkaException, for_code
 from pyrdk.rd import callbacks, errors, message, partitions
@@ -509,6 +509,10 @@ class Handle:
         self._produce(rk, topic_handle._ptr, topic, partition, value, key, timestamp, headers, msg_id)
 
     def _produce(self, rk, rkt, topic, partition, value, key, timestamp, headers, msg_id):
+        if value is not None:
+            value = sized(value)
+        if key is not None:
+            key = sized(key)
         hdrs = message.headers_to_c(headers)  # pyrdk_produce owns them from here
         err = lib.pyrdk_produce(self._guard, rk, rkt, partition,
                                 ffi.NULL if value is None else value,
@@ -532,12 +536,12 @@ class Handle:
         held = []  # the buffers the array points into, alive for the call
         for m, (value, key, msg_id) in zip(array, messages):
             m.err = errors.NOT_TRIED  # librdkafka sets every message's
-            if value is not None:
+            if value is not None:  # the buffer's length, not len(value): see pyrdk._ffi.sized
                 held.append(ffi.from_buffer(value))
-                m.payload, m.len = held[-1], len(value)
+                m.payload, m.len = held[-1], len(held[-1])
             if key is not None:
                 held.append(ffi.from_buffer(key))
-                m.key, m.key_len = held[-1], len(key)
+                m.key, m.key_len = held[-1], len(held[-1])
             m._private = ffi.cast("void *", msg_id)
         try:
             with self.use():

@@ -1,7 +1,7 @@
 """Messages between librdkafka and ``pyrdk.common.Message``: ``rd_kafka_message_t`` read into
 a Message field by field (the pure-Python core's way; the C core reads them in C), headers
 both ways (``rd_kafka_message_headers``, ``rd_kafka_headers_new``)."""
-from pyrdk._ffi import ffi, lib, string
+from pyrdk._ffi import ffi, lib, sized, string
 from pyrdk.common import Message
 from pyrdk.rd import errors
 
@@ -68,9 +68,11 @@ def headers_to_c(headers):
                 value = value.encode()
             if not isinstance(name, bytes) or not (value is None or isinstance(value, bytes)):
                 raise TypeError("headers must be (str, bytes) pairs, got (%r, %r)" % (name, value))
+            name = sized(name)
             if value is None:
                 lib.rd_kafka_header_add(hdrs, name, len(name), ffi.NULL, 0)
             else:
+                value = sized(value)
                 lib.rd_kafka_header_add(hdrs, name, len(name), value, len(value))
     except BaseException:
         lib.rd_kafka_headers_destroy(hdrs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 from typing import NamedTuple, Optional
 
-from pyrdk._ffi import ffi, lib, string
+from pyrdk._ffi import ffi, lib, sized, string
 from pyrdk.common import INT32_MAX, INT64_MAX
 
 
@@ -67,6 +67,7 @@ def _is_int(value, low, high):
 def _set_metadata(elem, data):
     if not isinstance(data, bytes):
         raise TypeError("commit metadata must be bytes, not %s: %r" % (type(data).__name__, data))
+    data = sized(data)
     buf = lib.rd_kafka_mem_malloc(ffi.NULL, len(data))
     if buf == ffi.NULL:
         raise MemoryError("rd_kafka_mem_malloc(%d) failed" % len(data))

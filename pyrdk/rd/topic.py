@@ -1,5 +1,5 @@
 """TopicHandle: an owned ``rd_kafka_topic_t`` (``rd_kafka_topic_new``)."""
-from pyrdk._ffi import ffi, lib
+from pyrdk._ffi import ffi, lib, sized
 
 
 class TopicHandle:
@@ -22,5 +22,6 @@ def murmur2_partition(key, partition_count):
     """``rd_kafka_msg_partitioner_murmur2``: the partition the Java client picks for ``key``."""
     if partition_count <= 0:  # the C function divides by it (SIGFPE)
         raise ValueError("partition_count must be > 0, not %r" % (partition_count,))
+    key = sized(key)
     return lib.rd_kafka_msg_partitioner_murmur2(ffi.NULL, key, len(key), partition_count,
                                                 ffi.NULL, ffi.NULL)

@@ -79,6 +79,15 @@ def test_metadata_round_trip():
     assert [tp.metadata for tp in back] == [b'{"a": 1}', None, None]
 
 
+def test_metadata_of_a_bytes_subclass_is_its_bytes_whatever_its_len_says():
+    class Claims(bytes):
+        def __len__(self):
+            return 4096  # librdkafka must get the 4 bytes held, not 4096
+
+    back = partitions.from_c(partitions.to_c([TopicPartition("t", 0, 5, metadata=Claims(b"meta"))]))
+    assert [tp.metadata for tp in back] == [b"meta"]
+
+
 def test_metadata_must_be_bytes():
     with pytest.raises(TypeError, match="metadata"):
         partitions.to_c([TopicPartition("t", 0, 5, metadata="text")])
