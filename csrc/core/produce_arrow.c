@@ -36,7 +36,7 @@ typedef struct {
 
 typedef struct {
         const unsigned char *valid;
-        const int32_t *data;
+        const char *data; /* int32s, maybe unaligned (a buffer pyarrow was given): read with memcpy */
         Py_ssize_t offset;
 } ints_t;
 
@@ -190,7 +190,7 @@ static int row_message(producer_t *self, const int32_t *pids, Py_ssize_t npids, 
                 return 1;
         }
         if (part && is_valid(part->valid, part->offset + row)) {
-                m->partition = part->data[part->offset + row];
+                memcpy(&m->partition, part->data + 4 * (part->offset + row), 4);
                 if (!known_partition(pids, npids, m->partition)) {
                         *err = RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
                         return 1;
