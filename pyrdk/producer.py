@@ -297,21 +297,25 @@ class Producer:
     def stop(self) -> None:
         """Deliver what is queued (waiting up to ``pending_timeout_ms``), report what could
         not be delivered, and close the producer. Raises ``ProduceFailureError`` for failed
-        deliveries nobody else was told about."""
+        deliveries nobody else was told about (those of a stop() a Ctrl-C cut short too)."""
         with self._lock:
             if not self._running:
+                if self._core is not None:  # stopped: what an interrupted stop() left is raised now
+                    self._raise_failures()
                 return
             handle, core, poller = self._handle, self._core, self._poller
             assert handle is not None and core is not None and poller is not None  # start() made them
             handle.check_close()
             self._running = False
             core.close()  # produce() now raises ProducerStoppedException (under the lock: see _check)
+        interrupted = True
         try:
             self._wait_entered(self._pending_timeout_ms)
             if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
                 self._abort_at_stop()
             _deliver_or_purge(handle, core, self._pending_timeout_ms,
                               lambda ms: self._flush_at_stop(handle, ms))
+            interrupted = False
         finally:
             handle.close()
             poller.join()
@@ -319,6 +323,9 @@ class Producer:
             # never handed over: report them.
             for msg in core.take_all():
                 self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
+            if interrupted and self._failures:  # the next stop() raises them; a program that ends now must see them
+                log.error("stop() of the producer of %s was cut short: %d message(s) not delivered, which the next "
+                          "stop() raises", self._topic.name.decode(), len(self._failures))
         if self._txn_fatal is not None:
             # The program was told (a transactional call raised it); its transaction is aborted.
             for _, exc in self._errors.take() + self._failures.take():

@@ -701,6 +701,29 @@ def test_stop_with_a_dead_broker_and_delivery_reports(mock_cluster, mock_topic, 
 
 
 @pytest.mark.mock
+def test_a_stop_cut_short_by_ctrl_c_leaves_its_failures_to_the_next_stop(mock_cluster, mock_topic, monkeypatch,
+                                                                           caplog):
+    """A Ctrl-C while stop() waits for the broker: the messages it closes over are logged, and
+    the next stop() raises them (it returned at once, and nobody was ever told)."""
+    import pyrdk.producer
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    producer = mock_topic.get_producer(linger_ms=0)
+    warm(producer)
+    mock_cluster.broker_down(-1)
+    msgs = [producer.produce(b"lost-%d" % i) for i in range(20)]
+    monkeypatch.setattr(pyrdk.producer, "_deliver_or_purge", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        producer.stop()
+    assert "cut short: 20 message(s) not delivered, which the next stop() raises" in caplog.text
+    with pytest.raises(ProduceFailureError) as info:
+        producer.stop()
+    assert sorted(m.value for m, _ in info.value.failed) == sorted(m.value for m in msgs)
+    producer.stop()  # told once
+
+
+@pytest.mark.mock
 def test_sync_produce_to_a_dead_broker_times_out(mock_cluster, mock_topic):
     from pyrdk.exceptions import KafkaTimeoutError
     producer = mock_topic.get_sync_producer(pending_timeout_ms=300)
