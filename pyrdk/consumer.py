@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 BATCH = 1000
 SLICE_MS = 100
 MAX_BATCH = 1000000  # the most messages one consume_batch() call may ask for
+KEEP_CHUNK = 100  # messages a batch cut off by Ctrl-C is kept by at a time (see Consumer._fetch)
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
 
@@ -494,9 +495,21 @@ class Consumer:
 
         def keep(pointers):
             # A batch a KeyboardInterrupt cut off goes into the buffer, unless the buffer
-            # has it already: the next call returns it.
-            if columns or len(self._core) == buffered:
-                self._core.add(pointers)
+            # has it already: the next call returns it. The pure core's add() runs Python code
+            # that another interrupt can cut off too (all or nothing: its buffer takes the
+            # messages at once), so the batch goes KEEP_CHUNK messages at a time, each taken
+            # again until it is in; the interrupts meanwhile give way to the first, raised.
+            if not columns and len(self._core) != buffered:
+                return
+            for start in range(0, len(pointers), KEEP_CHUNK):
+                before = len(self._core)
+                while True:
+                    try:
+                        self._core.add(pointers[start:start + KEEP_CHUNK])
+                        break
+                    except (KeyboardInterrupt, SystemExit):
+                        if len(self._core) != before:
+                            break
         try:
             made, errs = self._handle.consume_batch(max_messages, timeout_ms, columns or self._core.add, keep)
         except BaseException:

@@ -1264,6 +1264,46 @@ def test_a_ctrl_c_while_a_batch_becomes_messages_loses_none_and_repeats_none(moc
     consumer.stop()
 
 
+class InterruptedCore:
+    """A consumer's core whose add() a KeyboardInterrupt cuts off ``times`` times in a row:
+    before it takes the batch in, the last time after it did."""
+
+    def __init__(self, core, times):
+        self._core, self._times, self.fired = core, times, 0
+
+    def __getattr__(self, name):
+        return getattr(self._core, name)
+
+    def __len__(self):
+        return len(self._core)
+
+    def add(self, pointers):
+        if self.fired < self._times:
+            self.fired += 1
+            if self.fired == self._times:
+                self._core.add(pointers)
+            raise KeyboardInterrupt
+        return self._core.add(pointers)
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("times", [2, 3, 5])
+def test_more_ctrl_cs_while_a_cut_off_batch_is_kept_lose_none_and_repeat_none(mock_cluster, mock_client, times):
+    """Ctrl-C after Ctrl-C while the batch the first one cut off is kept for the next call
+    (the pure core's add() is Python code a signal can cut off too): the batch is in the
+    buffer once. (The pure core dropped it at the second.)"""
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"%d" % i for i in range(20)])
+    consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000)
+    consumer._core = interrupted = InterruptedCore(consumer._core, times)
+    with pytest.raises(KeyboardInterrupt):
+        consumer.consume_batch(20, PATIENCE_S * 1000)
+    assert interrupted.fired == times
+    assert [m.value for m in take(consumer, 20)] == [b"%d" % i for i in range(20)]
+    assert consumer.consume(block=False) is None
+    consumer.stop()
+
+
 # -- misuse and errors -------------------------------------------------------------------------
 
 @pytest.mark.kafka
