@@ -386,8 +386,9 @@ class BalancedConsumer:
         except KazooTimeoutError:
             raise ZooKeeperUnavailableError(
                 "ZooKeeper at %s did not answer within zookeeper_connection_timeout_ms=%d: check "
-                "zookeeper_hosts and that ZooKeeper runs" % (self._zookeeper_hosts,
-                                                             self._session_timeout_ms)) from None
+                "zookeeper_hosts and that ZooKeeper runs (or pass managed=True to balance through the "
+                "brokers' group protocol, without ZooKeeper)" % (self._zookeeper_hosts,
+                                                                 self._session_timeout_ms)) from None
         return zk
 
     def stop(self) -> None:
