@@ -160,4 +160,6 @@ def for_code(code: int) -> type[_e.KafkaException]:
     return _e.for_code(code)
 
 
-__all__ = [name for name in dir() if name[0].isupper()] + ["for_code"]
+kafka_errors = dict(_e.ERROR_CODES)  # Kafka's error code -> the exception class, as aiokafka's
+
+__all__ = [name for name in dir() if name[0].isupper()] + ["for_code", "kafka_errors"]

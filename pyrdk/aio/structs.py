@@ -13,6 +13,25 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
+class BrokerMetadata(NamedTuple):
+    """A broker's id, address and rack (None if it has none)."""
+    nodeId: int
+    host: str
+    port: int
+    rack: Optional[str]
+
+
+class PartitionMetadata(NamedTuple):
+    """A partition's leader, replicas and in-sync replicas (broker ids), and its error (None if
+    none)."""
+    topic: str
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    error: Optional[BaseException]
+
+
 class OffsetAndMetadata(NamedTuple):
     """An offset to commit (the next to read) with its metadata (a str)."""
     offset: int
@@ -69,4 +88,5 @@ ConsumerRecord.__doc__ = """A record ``getone()``/``getmany()`` return, with aio
 is 0 for CreateTime, 1 for LogAppendTime; ``checksum`` is always None."""
 
 
-__all__ = ["ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp", "RecordMetadata", "TopicPartition"]
+__all__ = ["BrokerMetadata", "ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp", "PartitionMetadata",
+           "RecordMetadata", "TopicPartition"]

@@ -64,6 +64,15 @@ def test_aiokafka_broker_errors_exist(name, code):
     assert issubclass(cls, errors.BrokerResponseError)
 
 
+def test_the_rest_of_aiokafkas_structs_and_errors_names():
+    from pyrdk import exceptions
+    from pyrdk.aio import errors, structs
+    assert structs.BrokerMetadata._fields == ("nodeId", "host", "port", "rack")
+    assert structs.PartitionMetadata._fields == ("topic", "partition", "leader", "replicas", "isr", "error")
+    assert errors.kafka_errors[16] is errors.NotCoordinatorError  # Kafka's NOT_COORDINATOR
+    assert all(exceptions.for_code(code) is cls for code, cls in errors.kafka_errors.items())
+
+
 def test_metadata_empty_broker_list():
     from pyrdk.aio import errors
     assert errors.MetadataEmptyBrokerList is errors.NoBrokersAvailable
