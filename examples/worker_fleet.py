@@ -36,7 +36,8 @@ def main():
                         help="deal partitions round-robin instead of in ranges")
     parser.add_argument("--commit-every", type=int, default=100, metavar="N")
     parser.add_argument("--idle-exit-ms", type=int, default=-1, metavar="MS",
-                        help="exit after MS without a message (default: run until stopped)")
+                        help="exit after MS without a message, counted from the first time the "
+                             "worker holds partitions (default: run until stopped)")
     args = parser.parse_args()
 
     stopping = []
@@ -56,14 +57,16 @@ def main():
     held = None
     uncommitted = 0
     idle_ms = 0
+    assigned = False  # idle time counts from the first assignment, which may take seconds
     try:
         while not stopping:
             message = consumer.consume()
             if sorted(consumer.partitions) != held:
                 held = sorted(consumer.partitions)
+                assigned = assigned or bool(held)
                 print("holding partitions %s" % held, flush=True)
             if message is None:
-                idle_ms += 500
+                idle_ms += 500 if assigned else 0
                 if 0 <= args.idle_exit_ms <= idle_ms:
                     break
             else:
