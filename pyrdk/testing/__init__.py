@@ -359,10 +359,12 @@ class DevCluster(_BrokerAndCompanion):
 
     :param zookeeper: True starts ZooKeeper (an error if Java or the jars are missing),
         False never does; None (default) starts it when Java and the jars are there.
+    :param port: the broker's port (default: a free one); ``python -m pyrdk.testing`` runs
+        the cluster until Ctrl-C, printing where it listens
     """
 
-    def __init__(self, zookeeper=None):
-        self.broker = TansuBroker()
+    def __init__(self, zookeeper=None, port=None):
+        self.broker = TansuBroker(port=port)
         self.zookeeper = None
         if zookeeper or zookeeper is None:
             try:

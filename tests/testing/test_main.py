@@ -1,0 +1,30 @@
+"""``python -m pyrdk.testing``: a development cluster a program can connect to, stopped by
+SIGTERM (twice in a row too) with its broker."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+from pyrdk import KafkaClient
+from pyrdk.testing import free_port
+
+
+def test_runs_a_broker_on_the_port_given_until_sigterm():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pyrdk.testing", "--port", str(port), "--no-zookeeper"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "hosts=127.0.0.1:%d\n" % port
+        assert proc.stdout.readline() == "running; Ctrl-C stops it\n"
+        with KafkaClient(hosts="127.0.0.1:%d" % port) as client:
+            assert [b.port for b in client.brokers.values()] == [port]
+        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, signal.SIGTERM)  # the second may not cut the broker's stop short
+        assert proc.wait(60) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with socket.socket() as s:  # the broker is gone with it
+        assert s.connect_ex(("127.0.0.1", port)) != 0
