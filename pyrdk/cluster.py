@@ -346,7 +346,7 @@ class Cluster:
         A slice grows (doubles) only when a request went out and its answer was late
         (``KafkaTimeoutError``): while no broker is up, the wait for one stays short. The
         ``first`` request of the client gives up after ``UNREACHABLE_MS`` once every bootstrap
-        broker failed to connect."""
+        broker failed to connect, if none of them ever answered here (``Handle.unreachable``)."""
         start = time.monotonic()
         deadline = start + self._timeout_ms / 1000.0
         slice_ms = self.FIRST_SLICE_MS
@@ -357,7 +357,7 @@ class Cluster:
             except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
                 self._handle.poll(0)  # serves error callbacks: raises what one of them kept
                 hosts = self.rdkafka_config.get("bootstrap.servers")
-                if first and self._handle.all_brokers_down and time.monotonic() - start >= UNREACHABLE_MS / 1000.0:
+                if first and self._handle.unreachable and time.monotonic() - start >= UNREACHABLE_MS / 1000.0:
                     raise NoBrokersAvailableError(
                         "no broker of %s could be reached in %d ms (%s): check the address, and that a broker "
                         "runs there" % (hosts, (time.monotonic() - start) * 1000, exc)) from exc

@@ -53,6 +53,21 @@ def test_a_wrong_address_is_named_once_every_bootstrap_broker_failed(hosts, fail
     assert failure in message and message.endswith(": check the address, and that a broker runs there"), message
 
 
+@pytest.mark.mock
+@pytest.mark.parametrize("answered_before", [False, True])
+def test_brokers_that_answered_before_are_waited_for_not_taken_for_a_wrong_address(mock_cluster, answered_before):
+    """Once a client of this process had an answer from these brokers, their being down is
+    an outage (a restart under a Spark stream), waited for up to socket_timeout_ms."""
+    if answered_before:
+        KafkaClient(hosts=mock_cluster.bootstrap_servers).close()
+    for broker in (1, 2, 3):
+        mock_cluster.broker_down(broker)
+    with pytest.raises(NoBrokersAvailableError) as info:
+        KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000)
+    assert ("answered a metadata request within 3000 ms" if answered_before else "could be reached in") \
+        in str(info.value)
+
+
 def test_an_unreachable_bootstrap_is_waited_for_in_short_slices(monkeypatch):
     """Each rd_kafka_metadata blocks the calling thread, Ctrl-C included: while no broker is
     up, none may wait longer than the first slice."""

@@ -44,7 +44,8 @@ class Client:
         failure (``SslError``) or a refused login (``AuthenticationError``) is raised as soon
         as librdkafka reports it instead of after the whole timeout. The ``first`` request,
         start()'s, raises ``KafkaConnectionError`` after ``UNREACHABLE_MS`` once every bootstrap
-        broker failed to connect (aiokafka's start() tries each once)."""
+        broker failed to connect, if none of them ever answered here (``Handle.unreachable``;
+        aiokafka's start() tries each once)."""
         start = self._loop.time()
         deadline = start + timeout_ms / 1000.0
         slice_ms = FIRST_SLICE_MS
@@ -55,7 +56,7 @@ class Client:
             except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
                 self._raise_security_failure()
                 waited_ms = (self._loop.time() - start) * 1000
-                if first and self._handle.all_brokers_down and waited_ms >= UNREACHABLE_MS:
+                if first and self._handle.unreachable and waited_ms >= UNREACHABLE_MS:
                     raise SocketDisconnectedError("Unable to bootstrap from %s in %d ms (%s): check the address, and "
                                                   "that a broker runs there"
                                                   % (self._config["bootstrap.servers"], waited_ms, exc)) from exc

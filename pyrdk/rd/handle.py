@@ -31,9 +31,10 @@ log = logging.getLogger(__name__)
 
 SLICE_MS = 100
 # A new client's first metadata request fails this long after it began once every bootstrap
-# broker has failed to connect, rather than at its whole timeout: a wrong address is named at
-# once (as pykafka and aiokafka, which try each address once), a broker restarting is waited for.
+# broker has failed to connect (see Handle.unreachable), rather than at its whole timeout: a
+# wrong address is named at once (as pykafka and aiokafka, which try each address once).
 UNREACHABLE_MS = 2000
+_answered: set[str] = set()  # the bootstrap.servers whose brokers have answered a metadata request here
 EXIT_FLUSH_MS = 5000  # at exit, how long a producer left open gets to deliver what it holds
 _SIZE_MAX = 2 ** 64 - 1
 # A memoryview of pointers: unsigned ints of a pointer's size.
@@ -122,6 +123,7 @@ class Handle:
 
     def __init__(self, kind, config, callbacks_=None, closed_exc=KafkaException, what=None, stats_callback=None):
         self.kind = kind
+        self._bootstrap = str(config.get("bootstrap.servers"))
         self._closed_exc = closed_exc
         self._what = what  # how refusals name it (default: its kind and name)
         self._cbs = callbacks_ or callbacks.Callbacks()
@@ -408,10 +410,12 @@ class Handle:
         return self._cbs.last_error
 
     @property
-    def all_brokers_down(self):
-        """Whether librdkafka has reported ``_ALL_BROKERS_DOWN`` through ``error_cb``: every
-        broker it knew (at first, the bootstrap ones) failed to connect, once at least."""
-        return self._cbs.all_brokers_down
+    def unreachable(self):
+        """Whether every bootstrap broker has failed to connect (librdkafka reported
+        ``_ALL_BROKERS_DOWN`` through ``error_cb``) and none of them has ever answered a
+        client of this process: a wrong address, not brokers down for a while (a restart
+        under a Spark stream, a fleet's new worker), which are waited for."""
+        return self._cbs.all_brokers_down and self._bootstrap not in _answered
 
     # -- polling -------------------------------------------------------------------------------
 
@@ -591,6 +595,7 @@ class Handle:
                                         timeout_ms)
             if err:
                 raise self._with_reason(errors.exception(err, "metadata request"))
+            _answered.add(self._bootstrap)
             md = out[0]
             try:
                 brokers = [BrokerMetadata(b.id, string(b.host), b.port)
