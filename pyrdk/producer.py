@@ -239,6 +239,7 @@ class Producer:
         self._core: Optional[ProducerCore] = None
         self._running = False
         self._failures = CallState()  # failed deliveries nobody else was told about
+        self._cut_short = False  # a Ctrl-C cut stop() short: the next stop() raises its failures
         self._errors = CallState()  # errors of the poller thread and callbacks, raised as they are
         self._waiting: dict[common.Message, _Delivery] = {}  # for the messages of a sync produce()
         self._local = threading.local()
@@ -300,9 +301,10 @@ class Producer:
         deliveries nobody else was told about (those of a stop() a Ctrl-C cut short too)."""
         with self._lock:
             if not self._running:
-                if self._core is not None:  # stopped: what an interrupted stop() left is raised now
+                if self._cut_short:  # what a stop() a Ctrl-C cut short left is raised now, once
+                    self._cut_short = False
                     self._raise_failures()
-                return
+                return  # stopped, or another stop() is under way (a signal handler's, say)
             handle, core, poller = self._handle, self._core, self._poller
             assert handle is not None and core is not None and poller is not None  # start() made them
             handle.check_close()
@@ -323,7 +325,8 @@ class Producer:
             # never handed over: report them.
             for msg in core.take_all():
                 self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
-            if interrupted and self._failures:  # the next stop() raises them; a program that ends now must see them
+            self._cut_short = interrupted and bool(self._failures)
+            if self._cut_short:  # the next stop() raises them; a program that ends now must see them
                 log.error("stop() of the producer of %s was cut short: %d message(s) not delivered, which the next "
                           "stop() raises", self._topic.name.decode(), len(self._failures))
         if self._txn_fatal is not None:

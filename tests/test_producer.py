@@ -724,6 +724,33 @@ def test_a_stop_cut_short_by_ctrl_c_leaves_its_failures_to_the_next_stop(mock_cl
 
 
 @pytest.mark.mock
+def test_a_stop_called_while_stop_delivers_returns_and_takes_nothing_from_it(mock_cluster, mock_topic, monkeypatch):
+    """A stop() inside stop() (a SIGTERM handler's, as the first flushes) returns at once: it
+    neither raises the failures kept meanwhile nor cuts the delivery short."""
+    import pyrdk.producer
+    deliver = pyrdk.producer._deliver_or_purge
+    nested = []
+
+    def stop_inside(*args):
+        wait_until(lambda: producer._failures, "the failure kept")  # by the poller thread, as stop() began
+        nested.append(producer.stop())
+        return deliver(*args)
+    producer = mock_topic.get_producer(max_retries=0, linger_ms=0)
+    warm(producer)
+    mock_cluster.set_broker_rtt(-1, 1000)  # in flight as stop() begins
+    good = [producer.produce(b"good-%d" % i) for i in range(3)]
+    time.sleep(0.2)  # sent (linger_ms=0), so that the error below is the next request's
+    mock_cluster.push_request_errors(ApiKey.Produce, MESSAGE_TOO_LARGE)
+    bad = producer.produce(b"bad")
+    monkeypatch.setattr(pyrdk.producer, "_deliver_or_purge", stop_inside)
+    with pytest.raises(ProduceFailureError) as info:
+        producer.stop()
+    assert nested == [None]
+    assert [m for m, _ in info.value.failed] == [bad]
+    assert all(m.offset >= 0 for m in good)
+
+
+@pytest.mark.mock
 def test_sync_produce_to_a_dead_broker_times_out(mock_cluster, mock_topic):
     from pyrdk.exceptions import KafkaTimeoutError
     producer = mock_topic.get_sync_producer(pending_timeout_ms=300)
