@@ -35,7 +35,9 @@ _READ_OPTIONS = (
     "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "failOnDataLoss", "includeHeaders", "minPartitions",
     "maxRecordsPerPartition", "maxOffsetsPerTrigger", "kafkaConsumer.pollTimeoutMs")
-_WRITE_OPTIONS = ("topic", "checkpointLocation")  # Spark passes on a stream's checkpointLocation
+_WRITE_OPTIONS = ("topic",)
+# What Spark itself adds to a streaming write's options (DataStreamWriter's extraOptions).
+_SPARK_WRITE = ("checkpointLocation", "queryName")
 # Spark's connector options with nothing to do here: librdkafka retries offset requests itself,
 # and the source joins no consumer group.
 _IGNORED = ("fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "groupIdPrefix")
@@ -43,6 +45,8 @@ _IGNORED = ("fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "groupIdPre
 _UNSUPPORTED = {
     "minoffsetspertrigger": "a micro-batch is not held back for more records",
     "maxtriggerdelay": "a micro-batch is not held back for more records",
+    "path": "Kafka has no paths: name the topics with 'subscribe', 'subscribePattern' or 'assign' "
+            "(a write: 'topic' or a 'topic' column), not as the argument of load(), save() or start()",
 }
 
 EARLIEST = -2
@@ -102,7 +106,7 @@ class WriteOptions:
 
     def __init__(self, options):
         opts = _lower(options)
-        _known_names(opts, _WRITE_OPTIONS)
+        _known_names(opts, _WRITE_OPTIONS, _SPARK_WRITE)
         self.hosts, self.rdkafka_config = kafka_params(opts, _REFUSED_SINK)
         self.topic = opts.get("topic") or None
 
@@ -111,12 +115,14 @@ def _lower(options):
     return {str(k).lower(): v for k, v in dict(options or {}).items()}
 
 
-def _known_names(opts, names):
-    """``ConfigurationError`` for an option that is neither one of ``names`` nor a ``kafka.``
-    property: a misspelt ``startingOffsets`` would otherwise read from the default."""
-    known = {name.lower(): name for name in names + _IGNORED}
+def _known_names(opts, names, spark=()):
+    """``ConfigurationError`` for an option that is neither one of ``names`` (nor of
+    ``spark``'s and ``_IGNORED``, taken as well) nor a ``kafka.`` property: a misspelt
+    ``startingOffsets`` would otherwise read from the default."""
+    known = {name.lower(): name for name in names}
+    taken = {name.lower() for name in names + spark + _IGNORED}
     for key in opts:
-        if key.startswith("kafka.") or key in known:
+        if key.startswith("kafka.") or key in taken:
             continue
         if key in _UNSUPPORTED:
             raise ConfigurationError("option '%s' is not supported: %s" % (key, _UNSUPPORTED[key]))

@@ -73,9 +73,13 @@ def test_unknown_option_names_are_refused_with_the_likely_one():
         WriteOptions(dict(HOSTS, topics="t"))
     with pytest.raises(ConfigurationError, match="'minoffsetspertrigger' is not supported"):
         read(subscribe="t", minOffsetsPerTrigger="10")
-    # Spark's own options that mean nothing here, and the checkpoint Spark passes a stream's sink.
+    with pytest.raises(ConfigurationError, match="unknown option 'groupid': the options are"):
+        read(subscribe="t", groupId="g")  # no likely one: groupIdPrefix means nothing here
+    with pytest.raises(ConfigurationError, match="'path' is not supported: Kafka has no paths"):
+        read(subscribe="t", path="t")
+    # Spark's own options that mean nothing here, and what Spark adds to a stream's sink.
     read(subscribe="t", groupIdPrefix="g", **{"fetchOffset.numRetries": "3"})
-    WriteOptions(dict(HOSTS, topic="t", checkpointLocation="/tmp/c"))
+    WriteOptions(dict(HOSTS, topic="t", checkpointLocation="/tmp/c", queryName="q"))
 
 
 def test_bootstrap_servers_are_required():

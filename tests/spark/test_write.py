@@ -70,6 +70,7 @@ def test_stream_from_topic_to_topic(spark, kafka_hosts, client, tmp_path):
              .option("subscribe", source).option("startingOffsets", "earliest").load()
              .selectExpr("key", "upper(CAST(value AS STRING)) AS value")
              .writeStream.format("pyrdk").option("kafka.bootstrap.servers", kafka_hosts).option("topic", sink)
+             .queryName(unique_name("upper"))  # Spark hands it to the sink as an option
              .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
     try:
         query.processAllAvailable()
