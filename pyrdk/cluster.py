@@ -357,7 +357,7 @@ class Cluster:
             except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
                 self._handle.poll(0)  # serves error callbacks: raises what one of them kept
                 hosts = self.rdkafka_config.get("bootstrap.servers")
-                if first and self._handle.unreachable and time.monotonic() - start >= UNREACHABLE_MS / 1000.0:
+                if first and time.monotonic() - start >= UNREACHABLE_MS / 1000.0 and self._handle.unreachable():
                     raise NoBrokersAvailableError(
                         "no broker of %s could be reached in %d ms (%s): check the address, and that a broker "
                         "runs there" % (hosts, (time.monotonic() - start) * 1000, exc)) from exc

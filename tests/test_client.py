@@ -2,6 +2,8 @@
 import logging
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -66,6 +68,26 @@ def test_brokers_that_answered_before_are_waited_for_not_taken_for_a_wrong_addre
         KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000)
     assert ("answered a metadata request within 3000 ms" if answered_before else "could be reached in") \
         in str(info.value)
+
+
+@pytest.mark.mock
+def test_a_broker_that_comes_up_late_and_answers_slowly_is_waited_for(mock_cluster):
+    """Refused at first, then up but slow to answer (a broker starting): not a wrong address."""
+    for broker in (1, 2, 3):
+        mock_cluster.broker_down(broker)
+
+    def up():
+        time.sleep(0.1)
+        for broker in (1, 2, 3):
+            mock_cluster.set_broker_rtt(broker, 1500)
+            mock_cluster.broker_up(broker)
+    thread = threading.Thread(target=up)
+    thread.start()
+    try:
+        with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=30000) as client:
+            assert len(client.brokers) == 3
+    finally:
+        thread.join()
 
 
 def test_an_unreachable_bootstrap_is_waited_for_in_short_slices(monkeypatch):

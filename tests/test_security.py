@@ -329,6 +329,7 @@ def test_plaintext_client_of_a_tls_listener_is_told_to_use_tls(tls_broker):
         KafkaClient(hosts=tls_broker.bootstrap_servers, socket_timeout_ms=3000)
     assert "in state APIVERSION_QUERY" in str(info.value)
     assert "set security_protocol SSL or SASL_SSL (with ssl_config" in str(info.value)
+    assert "check the address" not in str(info.value)  # the address is right: the connection was made
 
 
 def test_tls_client_of_a_plaintext_listener_is_told_it_may_be_plaintext(tls_broker, tls_certs):

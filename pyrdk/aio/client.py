@@ -39,10 +39,11 @@ class Client:
         return await self._loop.run_in_executor(None, fn, *args)
 
     async def _fetch_metadata(self, timeout_ms, first=False):
-        """``rd_kafka_metadata`` of every topic within ``timeout_ms``, asked in growing slices
-        (from ``FIRST_SLICE_MS``) with ``_raise_security_failure()`` between them, so that a TLS
-        failure (``SslError``) or a refused login (``AuthenticationError``) is raised as soon
-        as librdkafka reports it instead of after the whole timeout. The ``first`` request,
+        """``rd_kafka_metadata`` of every topic within ``timeout_ms``, asked in slices (from
+        ``FIRST_SLICE_MS``, doubled after each late answer) with ``_raise_security_failure()``
+        between them, so that a TLS failure (``SslError``) or a refused login
+        (``AuthenticationError``) is raised as soon as librdkafka reports it instead of after
+        the whole timeout. The ``first`` request,
         start()'s, raises ``KafkaConnectionError`` after ``UNREACHABLE_MS`` once every bootstrap
         broker failed to connect, if none of them ever answered here (``Handle.unreachable``;
         aiokafka's start() tries each once)."""
@@ -56,13 +57,14 @@ class Client:
             except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
                 self._raise_security_failure()
                 waited_ms = (self._loop.time() - start) * 1000
-                if first and self._handle.unreachable and waited_ms >= UNREACHABLE_MS:
+                if first and waited_ms >= UNREACHABLE_MS and await self._blocking(self._handle.unreachable):
                     raise SocketDisconnectedError("Unable to bootstrap from %s in %d ms (%s): check the address, and "
                                                   "that a broker runs there"
                                                   % (self._config["bootstrap.servers"], waited_ms, exc)) from exc
                 if remaining_ms <= slice_ms:
                     raise
-                slice_ms *= 2
+                if isinstance(exc, KafkaTimeoutError):  # only then: while no broker is up, the wait stays short
+                    slice_ms *= 2
 
     def _raise_security_failure(self):
         """The subclass's: raise a TLS failure or refused login librdkafka has reported."""

@@ -14,6 +14,7 @@ import itertools
 import json
 import logging
 import os
+import socket
 import threading
 import time
 import weakref
@@ -34,6 +35,7 @@ SLICE_MS = 100
 # broker has failed to connect (see Handle.unreachable), rather than at its whole timeout: a
 # wrong address is named at once (as pykafka and aiokafka, which try each address once).
 UNREACHABLE_MS = 2000
+PROBE_S = 1.0  # how long Handle.unreachable's TCP connection to a bootstrap address may take
 _answered: set[str] = set()  # the bootstrap.servers whose brokers have answered a metadata request here
 EXIT_FLUSH_MS = 5000  # at exit, how long a producer left open gets to deliver what it holds
 _SIZE_MAX = 2 ** 64 - 1
@@ -112,6 +114,21 @@ class _Unanswered(Exception):
     def __init__(self, code, out):
         super().__init__(code)
         self.code, self.out = code, out
+
+
+def _refused(bootstrap):
+    """Whether no address of ``bootstrap`` (``bootstrap.servers``: ``[protocol://]host[:port]``,
+    port 9092 when none) accepts a TCP connection now: each refuses, does not resolve, or
+    does not answer within ``PROBE_S``."""
+    for entry in bootstrap.split(","):
+        address = entry.strip().rpartition("://")[2]
+        host, colon, port = address.rpartition(":") if ":" in address.rpartition("]")[2] else (address, "", "")
+        try:
+            socket.create_connection((host.strip("[]"), int(port) if colon else 9092), timeout=PROBE_S).close()
+        except (OSError, ValueError):
+            continue
+        return False
+    return True
 
 
 class Handle:
@@ -409,13 +426,14 @@ class Handle:
         """The last error librdkafka reported through ``error_cb`` (None if none)."""
         return self._cbs.last_error
 
-    @property
     def unreachable(self):
         """Whether every bootstrap broker has failed to connect (librdkafka reported
-        ``_ALL_BROKERS_DOWN`` through ``error_cb``) and none of them has ever answered a
-        client of this process: a wrong address, not brokers down for a while (a restart
-        under a Spark stream, a fleet's new worker), which are waited for."""
-        return self._cbs.all_brokers_down and self._bootstrap not in _answered
+        ``_ALL_BROKERS_DOWN`` through ``error_cb``), none has ever answered a client of this
+        process (brokers down for a while, a restart under a Spark driver's stream, are waited
+        for), and none accepts a TCP connection now (:func:`_refused`; a broker that is starting,
+        or a TLS or SASL listener a plaintext client fails at, does): most likely a wrong
+        address. Blocks for up to ``PROBE_S`` per address."""
+        return self._cbs.all_brokers_down and self._bootstrap not in _answered and _refused(self._bootstrap)
 
     # -- polling -------------------------------------------------------------------------------
 
