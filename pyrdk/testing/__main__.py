@@ -3,7 +3,9 @@
 printing the addresses to give ``KafkaClient``."""
 import argparse
 import signal
+import socket
 import sys
+import time
 
 from pyrdk.testing import DevCluster
 
@@ -23,6 +25,11 @@ def main(argv=None):
     parser.add_argument("--no-zookeeper", action="store_true",
                         help="no ZooKeeper (the balanced consumer's default needs one; managed=True does not)")
     args = parser.parse_args(argv)
+    if args.port is not None:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", args.port)) == 0:
+                print("error: port %d is taken (does a broker run there already?)" % args.port, file=sys.stderr)
+                return 1
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     try:
@@ -31,11 +38,13 @@ def main(argv=None):
             if cluster.zookeeper_hosts:
                 print("zookeeper_hosts=%s" % cluster.zookeeper_hosts, flush=True)
             print("running; Ctrl-C stops it", flush=True)
-            while True:
-                signal.pause()
+            while cluster.broker.process.poll() is None:
+                time.sleep(1)
+            print("error: the broker exited (its log: %s)" % cluster.broker.log_path, file=sys.stderr)
+            return 1
     except KeyboardInterrupt:
         pass
-    except RuntimeError as exc:  # no Tansu, a port taken...
+    except RuntimeError as exc:  # no Tansu binary, a server that did not start
         print("error: %s" % exc, file=sys.stderr)
         return 1
     return 0

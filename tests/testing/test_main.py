@@ -28,3 +28,14 @@ def test_runs_a_broker_on_the_port_given_until_sigterm():
             proc.wait()
     with socket.socket() as s:  # the broker is gone with it
         assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_a_port_taken_is_an_error_not_a_cluster_that_seems_to_run():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "pyrdk.testing", "--port", str(port), "--no-zookeeper"],
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "port %d is taken" % port in done.stderr, done
+    assert "running" not in done.stdout
