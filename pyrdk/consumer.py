@@ -499,6 +499,8 @@ class Consumer:
             # that another interrupt can cut off too (all or nothing: its buffer takes the
             # messages at once), so the batch goes KEEP_CHUNK messages at a time, each taken
             # again until it is in; the interrupts meanwhile give way to the first, raised.
+            # (One that lands between this loop's own statements still ends it: a window of
+            # a few bytecodes per chunk, where it was the whole conversion.)
             if not columns and len(self._core) != buffered:
                 return
             for start in range(0, len(pointers), KEEP_CHUNK):
