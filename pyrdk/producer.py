@@ -324,7 +324,7 @@ class Producer:
             # Messages whose report never came (only if librdkafka was cut short), and those
             # never handed over: report them.
             for msg in core.take_all():
-                self._report(msg, ProduceFailureError("no delivery report for message at stop()"))
+                self._report(msg, ProduceFailureError(NO_REPORT_AT_STOP))
             self._cut_short = interrupted and bool(self._failures)
             if self._cut_short:  # the next stop() raises them; a program that ends now must see them
                 log.error("stop() of the producer of %s was cut short: %d message(s) not delivered, which the next "
@@ -1277,7 +1277,7 @@ class _Leftovers:
         finally:
             handle.close()
             lost += [(msg, errors_exception(err)) for msg, err in core.refused()]
-            lost += [(msg, ProduceFailureError("no delivery report for message at stop()")) for msg in core.take_all()]
+            lost += [(msg, ProduceFailureError(NO_REPORT_AT_STOP)) for msg in core.take_all()]
         lost = self.failures.take() + lost
         for _, error in self.errors.take():
             log.error("a producer of topic %s, dropped without stop(): %s", self.topic_name, error)
@@ -1287,6 +1287,10 @@ class _Leftovers:
                       len(lost), lost[0][1])
             for msg, error in lost:
                 log.debug("not delivered: %r: %s", msg, error)
+
+
+# The fate of a message no report came for is unknown: it may be on the broker (at least once).
+NO_REPORT_AT_STOP = "no delivery report for message at stop(), within pending_timeout_ms: it may have been delivered"
 
 
 def _deliver_or_purge(handle, core, timeout_ms, flush=None):
