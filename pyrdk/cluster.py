@@ -345,8 +345,8 @@ class Cluster:
         librdkafka reports it instead of after the whole timeout, and Ctrl-C gets through.
         A slice grows (doubles) only when a request went out and its answer was late
         (``KafkaTimeoutError``): while no broker is up, the wait for one stays short. The
-        ``first`` request of the client gives up after ``UNREACHABLE_MS`` once every bootstrap
-        broker failed to connect, if none of them ever answered here (``Handle.unreachable``)."""
+        ``first`` request of the client gives up after ``UNREACHABLE_MS`` if the bootstrap
+        brokers are unreachable (``Handle.unreachable``)."""
         start = time.monotonic()
         deadline = start + self._timeout_ms / 1000.0
         slice_ms = self.FIRST_SLICE_MS

@@ -43,10 +43,9 @@ class Client:
         ``FIRST_SLICE_MS``, doubled after each late answer) with ``_raise_security_failure()``
         between them, so that a TLS failure (``SslError``) or a refused login
         (``AuthenticationError``) is raised as soon as librdkafka reports it instead of after
-        the whole timeout. The ``first`` request,
-        start()'s, raises ``KafkaConnectionError`` after ``UNREACHABLE_MS`` once every bootstrap
-        broker failed to connect, if none of them ever answered here (``Handle.unreachable``;
-        aiokafka's start() tries each once)."""
+        the whole timeout. The ``first`` request, start()'s, raises ``KafkaConnectionError``
+        after ``UNREACHABLE_MS`` if the bootstrap brokers are unreachable
+        (``Handle.unreachable``; aiokafka's start() tries each once)."""
         start = self._loop.time()
         deadline = start + timeout_ms / 1000.0
         slice_ms = FIRST_SLICE_MS

@@ -140,7 +140,6 @@ class Handle:
 
     def __init__(self, kind, config, callbacks_=None, closed_exc=KafkaException, what=None, stats_callback=None):
         self.kind = kind
-        self._bootstrap = str(config.get("bootstrap.servers"))
         self._closed_exc = closed_exc
         self._what = what  # how refusals name it (default: its kind and name)
         self._cbs = callbacks_ or callbacks.Callbacks()
@@ -183,6 +182,7 @@ class Handle:
                 self._cbs.oauth_cb = oauth_cb
             for key, value in config.items():
                 conf.set(key, value)
+            self._bootstrap = conf.get("bootstrap.servers") or ""  # librdkafka's string (see unreachable)
             if kind == "producer" and conf.get("delivery.report.only.error") == "true":
                 raise ConfigurationError("delivery.report.only.error=true is not supported: pyrdk counts a message "
                                          "without a delivery report as not delivered; drop the property")
