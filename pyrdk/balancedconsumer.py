@@ -270,6 +270,7 @@ class BalancedConsumer:
         self._zookeeper = zookeeper
         self._owns_zookeeper = zookeeper is None
         self._running = False
+        self._stop_pending = False  # a stop() began and has not given the partitions back
         self._worker: Optional[threading.Thread] = None
         self._calls = CallState()  # what the coordinator thread met, raised by consume()
         self._stopping = threading.Event()
@@ -395,20 +396,24 @@ class BalancedConsumer:
         """Stop consuming, commit the offsets of the messages the program is done with (with
         ``auto_commit_enable``, the message last returned included, as pykafka commits),
         give the partitions back and leave the group (the ZooKeeper session ends, unless the
-        KazooClient was given)."""
-        if not self._running:
+        KazooClient was given). A stop() a Ctrl-C cut short is finished by the next one."""
+        if self._running:
+            if self._auto_commit_enable:
+                self._unfinished.clear()
+            self._running = False
+            self._stop_pending = True  # until the group has its partitions back
+            self._stopping.set()
+            self._wakeup.set()
+        elif not self._stop_pending:
             return
-        if self._auto_commit_enable:
-            self._unfinished.clear()
-        self._running = False
-        self._stopping.set()
-        self._wakeup.set()
-        worker, self._worker = self._worker, None
+        worker = self._worker
         if worker is not None and worker is not threading.current_thread():
             worker.join()
-        metadata_handle, self._metadata_handle = self._metadata_handle, None
+        self._worker = None
+        metadata_handle = self._metadata_handle
         if metadata_handle is not None:
             metadata_handle.close()
+        self._metadata_handle = None
         zk = self._zookeeper
         try:
             with self._consumer_turn():
@@ -418,8 +423,9 @@ class BalancedConsumer:
             if self._owns_zookeeper:
                 # Ending the session deletes its ephemeral nodes, after reading has stopped.
                 self._zookeeper = None
-                zk.stop()
-                zk.close()
+                if zk is not None:  # else a stop() cut short ended it
+                    zk.stop()
+                    zk.close()
             else:
                 left = list(self._owned.values()) + [self._path_self]
                 try:
@@ -436,6 +442,7 @@ class BalancedConsumer:
                         for path in left:
                             zk.delete_async(path)
             self._owned.clear()
+            self._stop_pending = False
 
     def __enter__(self):
         return self

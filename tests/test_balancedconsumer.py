@@ -105,6 +105,31 @@ def test_factory_joins_with_pykafkas_znodes(zk_client, zk, topic_name, group_nam
     assert zk.get_children(owner_path) == []
 
 
+def test_a_stop_cut_short_by_ctrl_c_is_finished_by_the_next(zk_client, zk, topic_name, group_name):
+    """A KeyboardInterrupt while stop() waits for the coordinator thread: the next stop()
+    gives the partitions back (it returned at once, and the member kept them)."""
+    class InterruptedJoin:
+        def __init__(self, thread):
+            self.thread, self.fired = thread, False
+
+        def join(self, *args):
+            if not self.fired:
+                self.fired = True
+                raise KeyboardInterrupt
+            return self.thread.join(*args)
+
+    topic = make_topic(zk_client, topic_name, 2)
+    consumer = topic.get_balanced_consumer(group_name, **FAST)
+    assert sorted(consumer.partitions) == [0, 1]
+    consumer._worker = InterruptedJoin(consumer._worker)
+    with pytest.raises(KeyboardInterrupt):
+        consumer.stop()
+    consumer.stop()
+    group = group_name.decode()
+    assert zk.get_children("/consumers/%s/ids" % group) == []
+    assert zk.get_children("/consumers/%s/owners/%s" % (group, topic_name)) == []
+
+
 def test_shares_the_group_with_a_member_registered_as_pykafka_does(zk_client, zk, topic_name,
                                                                     group_name):
     """A pykafka member's znodes (id node valued with the topic name, owner nodes valued
