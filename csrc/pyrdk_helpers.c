@@ -86,6 +86,34 @@ static void batch_report(pyrdk_opaque_t *op, const rd_kafka_message_t *m) {
         f->key_len = f->key ? m->key_len : 0;
 }
 
+/* The Python trampoline (pyrdk/rd/callbacks.py), declared "Python+C" in csrc/cdef/callbacks.h. */
+void _pyrdk_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *partitions,
+                         void *opaque, int *done);
+
+/* rd_kafka_conf_set_rebalance_cb() target: the Python trampoline tells the program and
+ * assigns or revokes, setting done. A signal pending as librdkafka calls it (a Ctrl-C during
+ * rd_kafka_consumer_close) raises at its first bytecode, before any of that; cffi reports the
+ * exception and returns. librdkafka would then wait for ever for the assignment to change
+ * (consumer close hangs, the group stalls), so it is changed here, as given. */
+void pyrdk_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *partitions,
+                        void *opaque) {
+        const char *protocol;
+        rd_kafka_error_t *error = NULL;
+        int done = 0;
+
+        _pyrdk_rebalance_cb(rk, err, partitions, opaque, &done);
+        if (done)
+                return;
+        protocol = rd_kafka_rebalance_protocol(rk);
+        if (protocol && !strcmp(protocol, "COOPERATIVE"))
+                error = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? rd_kafka_incremental_assign(rk, partitions)
+                                                                    : rd_kafka_incremental_unassign(rk, partitions);
+        else
+                rd_kafka_assign(rk, err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? partitions : NULL);
+        if (error)
+                rd_kafka_error_destroy(error);
+}
+
 /* rd_kafka_conf_set_dr_msg_cb() target: append one report; never touches Python. */
 void pyrdk_dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         pyrdk_opaque_t *op = opaque;

@@ -25,6 +25,8 @@ pyrdk_opaque_t *pyrdk_opaque_new(uintptr_t id);
 void pyrdk_opaque_destroy(pyrdk_opaque_t *op);
 uintptr_t pyrdk_opaque_id(void *opaque);
 void pyrdk_dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkmessage, void *opaque);
+void pyrdk_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *partitions,
+                        void *opaque);
 size_t pyrdk_reports_wait(pyrdk_opaque_t *op, int timeout_ms);
 
 /* A failed delivery of a message produced without an id (produce_batch()'s), with

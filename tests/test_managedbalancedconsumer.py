@@ -887,3 +887,52 @@ def test_partitions_assigned_beyond_the_known_metadata_are_held_and_read(mock_cl
         assert sorted(consumer.partitions) == [0, 1, 2, 3]
     finally:
         consumer.stop()
+
+
+_CTRL_C_AS_THE_REVOKE_CALLBACK_BEGINS = """
+import sys
+from pyrdk import KafkaClient
+from pyrdk.rd.mock import MockCluster
+cluster = MockCluster(1)
+cluster.create_topic("t", 2)
+client = KafkaClient(hosts=cluster.bootstrap_servers, socket_timeout_ms=5000)
+topic = client.topics["t"]
+consumer = topic.get_balanced_consumer(b"g", managed=True, consumer_timeout_ms=100, %s)
+while not consumer.partitions:
+    consumer.consume()
+
+
+def interrupt(frame, event, arg):  # a SIGINT pending as librdkafka calls back raises here
+    trampoline = frame.f_locals.get("trampoline") if event == "call" and frame.f_code.co_name == "run" else None
+    if getattr(trampoline, "__name__", None) == "_pyrdk_rebalance_cb":
+        raise KeyboardInterrupt
+
+
+sys.setprofile(interrupt)
+consumer.stop()  # rd_kafka_consumer_close revokes through the rebalance callback
+sys.setprofile(None)
+print("stopped", consumer.partitions, flush=True)
+client.close()
+cluster.close()
+"""
+
+
+@pytest.mark.mock
+def test_a_ctrl_c_as_the_revoke_callback_begins_does_not_hang_stop():
+    """A KeyboardInterrupt at the first bytecode of the rebalance callback (a Ctrl-C pending
+    during rd_kafka_consumer_close), before any of it ran: cffi reports it and returns, and
+    the C callback around it revokes the partitions itself; librdkafka waited for ever for
+    that, and stop() never returned."""
+    import subprocess
+    import sys
+    script = _CTRL_C_AS_THE_REVOKE_CALLBACK_BEGINS % ", ".join("%s=%r" % item for item in FAST.items())
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        out, err = proc.communicate(timeout=PATIENCE_S * 2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, out) == (0, "stopped {}\n"), err
+    assert "KeyboardInterrupt" in err  # cffi's report of the interrupt it could not raise

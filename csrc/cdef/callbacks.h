@@ -3,8 +3,10 @@
 extern "Python" void _pyrdk_error_cb(rd_kafka_t *, int, const char *, void *);
 extern "Python" void _pyrdk_log_cb(const rd_kafka_t *, int, const char *, const char *);
 extern "Python" int _pyrdk_stats_cb(rd_kafka_t *, char *, size_t, void *);
-extern "Python" void _pyrdk_rebalance_cb(rd_kafka_t *, rd_kafka_resp_err_t,
-                                         rd_kafka_topic_partition_list_t *, void *);
+/* Called by pyrdk_rebalance_cb() in pyrdk_helpers.c (hence "Python+C"), which assigns or
+ * revokes itself when the trampoline did not (*done still 0). */
+extern "Python+C" void _pyrdk_rebalance_cb(rd_kafka_t *, rd_kafka_resp_err_t,
+                                           rd_kafka_topic_partition_list_t *, void *, int *);
 extern "Python" void _pyrdk_offset_commit_cb(rd_kafka_t *, rd_kafka_resp_err_t,
                                              rd_kafka_topic_partition_list_t *, void *);
 /* These two may also run on a librdkafka thread (the background thread for token refreshes,

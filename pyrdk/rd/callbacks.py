@@ -435,8 +435,10 @@ DEFERRED = object()
 
 @ffi.def_extern()
 @_calls_handlers
-def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
-    """Tell the handler, then assign or revoke (``rd_kafka_assign`` or the incremental pair).
+def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque, done):
+    """Tell the handler, then assign or revoke (``rd_kafka_assign`` or the incremental pair),
+    and set ``done[0]``: ``pyrdk_rebalance_cb``, the C function librdkafka calls, does it
+    when an interrupt cut this off before.
 
     The handler runs first, while revoked partitions are still assigned (so it can commit
     their offsets); for an assignment it may return the same partitions as
@@ -455,21 +457,22 @@ def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque):
             cbs.store(exc)
             chosen = None
     if chosen is DEFERRED and not cooperative:
+        done[0] = 1
         return
     if chosen is DEFERRED:
         chosen = None
     try:
         c_list = c_partitions if chosen is None or not assign else partitions.to_c(chosen)
-        if assign:
-            if cooperative:
-                errors.raise_for_error(lib.rd_kafka_incremental_assign(rk, c_list))
-            else:
-                errors.check(lib.rd_kafka_assign(rk, c_list))
+        if cooperative:
+            change = lib.rd_kafka_incremental_assign if assign else lib.rd_kafka_incremental_unassign
+            result = change(rk, c_list)
         else:
-            if cooperative:
-                errors.raise_for_error(lib.rd_kafka_incremental_unassign(rk, c_partitions))
-            else:
-                errors.check(lib.rd_kafka_assign(rk, ffi.NULL))
+            result = lib.rd_kafka_assign(rk, c_list if assign else ffi.NULL)
+        done[0] = 1  # an interrupt before this: pyrdk_rebalance_cb changes it (twice is harmless)
+        if cooperative:
+            errors.raise_for_error(result)
+        else:
+            errors.check(result)
     except BaseException as exc:
         if cbs is not None:
             cbs.store(exc)
@@ -658,7 +661,7 @@ def install(conf, cbs, producer, tls=False, sasl=False):
     if producer:
         lib.rd_kafka_conf_set_dr_msg_cb(ptr, lib.pyrdk_dr_msg_cb)
     else:
-        lib.rd_kafka_conf_set_rebalance_cb(ptr, lib._pyrdk_rebalance_cb)
+        lib.rd_kafka_conf_set_rebalance_cb(ptr, lib.pyrdk_rebalance_cb)
         if cbs.on_commit is not None:
             lib.rd_kafka_conf_set_offset_commit_cb(ptr, lib._pyrdk_offset_commit_cb)
     if cbs.oauth_cb is not None:
