@@ -106,16 +106,15 @@ def _bootstrap_servers(hosts, name="hosts", security_protocol=None):
     if not entries:
         raise TypeError("%s must be a non-empty 'host:port,...' string, not %r" % (name, hosts))
     for entry in entries:
-        protocol, scheme, address = entry.rpartition("://")
-        if scheme and protocol.upper() not in SECURITY_PROTOCOLS:
+        protocol, host, port = conf.split_address(entry)
+        if protocol is not None and protocol.upper() not in SECURITY_PROTOCOLS:
             raise ValueError("%s: %r names protocol %r, not one of %s" % (name, entry, protocol,
                                                                         ", ".join(SECURITY_PROTOCOLS)))
-        if scheme and security_protocol and protocol.upper() != security_protocol.upper():
+        if protocol is not None and security_protocol and protocol.upper() != security_protocol.upper():
             raise ValueError("%s: %r names protocol %r, but security.protocol is %s: librdkafka connects "
                              "only to brokers of that protocol" % (name, entry, protocol, security_protocol))
-        host, colon, port = address.rpartition(":") if ":" in address.rpartition("]")[2] else (address, "", "")
         if not host or any(c.isspace() for c in host) or \
-                (colon and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535)):
+                (port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535)):
             raise ValueError("%s: %r is not host:port with a port from 1 to 65535" % (name, entry))
     return ",".join(entries)
 

@@ -18,6 +18,15 @@ from pyrdk.rd import errors
 RECONNECT_BACKOFF_MS = 50
 
 
+def split_address(entry):
+    """``(protocol, host, port)`` of a ``bootstrap.servers`` entry ``[protocol://]host[:port]``
+    (str): protocol None without ``://``, port None without a ``:`` after the host (an IPv6
+    host is in brackets)."""
+    protocol, scheme, address = entry.rpartition("://")
+    host, colon, port = address.rpartition(":") if ":" in address.rpartition("]")[2] else (address, "", "")
+    return (protocol if scheme else None), host, (port if colon else None)
+
+
 def to_str(key, value):
     """A Python config value as librdkafka's string, or TypeError naming the key."""
     if isinstance(value, bool):

@@ -24,7 +24,7 @@ from pyrdk._ffi import ffi, lib, sized, string
 from pyrdk.common import weak_method
 from pyrdk.exceptions import NO_TLS_ANSWER_HINT, ConfigurationError, KafkaException, for_code
 from pyrdk.rd import callbacks, errors, message, partitions
-from pyrdk.rd.conf import Conf, tls_file_problem, to_str
+from pyrdk.rd.conf import Conf, split_address, tls_file_problem, to_str
 from pyrdk.rd.queue import Queue
 from pyrdk.rd.topic import TopicHandle
 
@@ -121,10 +121,9 @@ def _refused(bootstrap):
     port 9092 when none) accepts a TCP connection now: each refuses, does not resolve, or
     does not answer within ``PROBE_S``."""
     for entry in bootstrap.split(","):
-        address = entry.strip().rpartition("://")[2]
-        host, colon, port = address.rpartition(":") if ":" in address.rpartition("]")[2] else (address, "", "")
+        _, host, port = split_address(entry.strip())
         try:
-            socket.create_connection((host.strip("[]"), int(port) if colon else 9092), timeout=PROBE_S).close()
+            socket.create_connection((host.strip("[]"), 9092 if port is None else int(port)), timeout=PROBE_S).close()
         except (OSError, ValueError):
             continue
         return False
