@@ -24,7 +24,7 @@ from pyrdk.exceptions import (GroupIdNotFoundError, InternalTopicExcluded, Kafka
 from pyrdk.handlers import ThreadingHandler
 from pyrdk.rd import admin, conf, errors
 from pyrdk.rd.callbacks import security_failure
-from pyrdk.rd.handle import UNREACHABLE_MS, Handle, stats_enabled
+from pyrdk.rd.handle import Handle, stats_enabled
 from pyrdk.rd.partitions import TopicPartition
 from pyrdk.topic import Topic
 
@@ -345,8 +345,8 @@ class Cluster:
         librdkafka reports it instead of after the whole timeout, and Ctrl-C gets through.
         A slice grows (doubles) only when a request went out and its answer was late
         (``KafkaTimeoutError``): while no broker is up, the wait for one stays short. The
-        ``first`` request of the client gives up after ``UNREACHABLE_MS`` if the bootstrap
-        brokers are unreachable (``Handle.unreachable``)."""
+        ``first`` request of the client gives up early if the bootstrap brokers are
+        unreachable (``Handle.unreachable``)."""
         start = time.monotonic()
         deadline = start + self._timeout_ms / 1000.0
         slice_ms = self.FIRST_SLICE_MS
@@ -357,7 +357,7 @@ class Cluster:
             except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
                 self._handle.poll(0)  # serves error callbacks: raises what one of them kept
                 hosts = self.rdkafka_config.get("bootstrap.servers")
-                if first and time.monotonic() - start >= UNREACHABLE_MS / 1000.0 and self._handle.unreachable():
+                if first and self._handle.unreachable(start):
                     raise NoBrokersAvailableError(
                         "no broker of %s could be reached in %d ms (%s): check the address, and that a broker "
                         "runs there" % (hosts, (time.monotonic() - start) * 1000, exc)) from exc

@@ -3,11 +3,11 @@ to, and the one way the control path reaches librdkafka's blocking calls."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TypeVar
 
 from pyrdk.aio.errors import IllegalStateError
 from pyrdk.exceptions import KafkaTimeoutError, NoBrokersAvailableError, SocketDisconnectedError
-from pyrdk.rd.handle import UNREACHABLE_MS
 
 _Self = TypeVar("_Self", bound="Client")
 FIRST_SLICE_MS = 100  # the first slice of a metadata request (see _fetch_metadata)
@@ -44,10 +44,10 @@ class Client:
         between them, so that a TLS failure (``SslError``) or a refused login
         (``AuthenticationError``) is raised as soon as librdkafka reports it instead of after
         the whole timeout. The ``first`` request, start()'s, raises ``KafkaConnectionError``
-        after ``UNREACHABLE_MS`` if the bootstrap brokers are unreachable
-        (``Handle.unreachable``; aiokafka's start() tries each once)."""
-        start = self._loop.time()
-        deadline = start + timeout_ms / 1000.0
+        early if the bootstrap brokers are unreachable (``Handle.unreachable``; aiokafka's
+        start() tries each once)."""
+        start = time.monotonic()
+        deadline = self._loop.time() + timeout_ms / 1000.0
         slice_ms = FIRST_SLICE_MS
         while True:
             remaining_ms = max(1, int((deadline - self._loop.time()) * 1000))
@@ -55,11 +55,11 @@ class Client:
                 return await self._blocking(self._handle.metadata, None, min(slice_ms, remaining_ms))
             except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError) as exc:
                 self._raise_security_failure()
-                waited_ms = (self._loop.time() - start) * 1000
-                if first and waited_ms >= UNREACHABLE_MS and await self._blocking(self._handle.unreachable):
+                if first and await self._blocking(self._handle.unreachable, start):
                     raise SocketDisconnectedError("Unable to bootstrap from %s in %d ms (%s): check the address, and "
-                                                  "that a broker runs there"
-                                                  % (self._config["bootstrap.servers"], waited_ms, exc)) from exc
+                                                  "that a broker runs there" % (self._config["bootstrap.servers"],
+                                                                                (time.monotonic() - start) * 1000,
+                                                                                exc)) from exc
                 if remaining_ms <= slice_ms:
                     raise
                 if isinstance(exc, KafkaTimeoutError):  # only then: while no broker is up, the wait stays short

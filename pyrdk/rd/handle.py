@@ -425,14 +425,16 @@ class Handle:
         """The last error librdkafka reported through ``error_cb`` (None if none)."""
         return self._cbs.last_error
 
-    def unreachable(self):
-        """Whether every bootstrap broker has failed to connect (librdkafka reported
-        ``_ALL_BROKERS_DOWN`` through ``error_cb``), none has ever answered a client of this
-        process (brokers down for a while, a restart under a Spark driver's stream, are waited
-        for), and none accepts a TCP connection now (:func:`_refused`; a broker that is starting,
-        or a TLS or SASL listener a plaintext client fails at, does): most likely a wrong
-        address. Blocks for up to ``PROBE_S`` per address."""
-        return self._cbs.all_brokers_down and self._bootstrap not in _answered and _refused(self._bootstrap)
+    def unreachable(self, since):
+        """Whether a wait for the bootstrap brokers that began at ``since`` (``time.monotonic()``)
+        may end: ``UNREACHABLE_MS`` have passed, every bootstrap broker has failed to connect
+        (librdkafka reported ``_ALL_BROKERS_DOWN`` through ``error_cb``), none has ever answered
+        a client of this process (brokers down for a while, a restart under a Spark driver's
+        stream, are waited for), and none accepts a TCP connection now (:func:`_refused`; a
+        broker that is starting, or a TLS or SASL listener a plaintext client fails at, does):
+        most likely a wrong address. Blocks for up to ``PROBE_S`` per address."""
+        return time.monotonic() - since >= UNREACHABLE_MS / 1000.0 and self._cbs.all_brokers_down and \
+            self._bootstrap not in _answered and _refused(self._bootstrap)
 
     # -- polling -------------------------------------------------------------------------------
 
