@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # Re-install (and so rebuild the cffi extension) when any of these change.
 BUILD_INPUTS := setup.py pyproject.toml build_ffi.py $(shell find csrc -name '*.[ch]' 2>/dev/null)
 
-.PHONY: test demo bench soak sysdeps venv clean
+.PHONY: test test-c-1 test-c-2 test-python demo bench soak sysdeps venv clean
 
 # Every test but the soaks (marked `soak`: the exactly-once crash test's six SIGKILLs over
 # 100,000 records, the leak test's hundreds of clients; `make soak` runs them) runs on the C
@@ -29,13 +29,30 @@ CORE_TESTS := tests/core tests/aio tests/test_producer.py tests/test_simpleconsu
 	tests/test_managedbalancedconsumer.py tests/test_arrow.py \
 	tests/reliability/test_fuzz_inputs.py
 
+# The C pass in two parts and the pure-Python pass, JOBS of them at once (each waits on
+# brokers, group coordination and timeouts far more than it computes: the three use about a
+# fifth of two cores), each with its own servers on free ports; a part's output is printed
+# as it ends. Against shared servers (PYRDK_TEST_BROKERS, PYRDK_TEST_ZOOKEEPER,
+# PYRDK_TEST_DOCKER) they run one after the other: some tests use fixed topic names.
+C_PART_1 := tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py tests/reliability \
+	tests/spout tests/test_exactlyonce.py
+JOBS ?= $(if $(PYRDK_TEST_BROKERS)$(PYRDK_TEST_ZOOKEEPER)$(PYRDK_TEST_DOCKER),1,2)
+
 # The types first (the settings are pyproject.toml's [tool.mypy]): the package, and the stubs of
 # the C core against the built module.
 test: venv
 	$(VPY) -m mypy pyrdk
 	$(VPY) -m mypy.stubtest pyrdk._core --mypy-config-file pyproject.toml
 	PYRDK_IMPL=c $(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
-	PYRDK_IMPL=c $(VPY) -m pytest tests -m "not soak" $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target test-c-1 test-c-2 test-python
+
+test-c-1:
+	PYRDK_IMPL=c $(VPY) -m pytest $(C_PART_1) -m "not soak" $(PYTEST_ARGS)
+
+test-c-2:
+	PYRDK_IMPL=c $(VPY) -m pytest tests $(addprefix --ignore=,$(C_PART_1)) -m "not soak" $(PYTEST_ARGS)
+
+test-python:
 	PYRDK_IMPL=python $(VPY) -m pytest $(CORE_TESTS) -m "not slow and not soak" $(PYTEST_ARGS)
 
 demo: venv

@@ -128,23 +128,18 @@ def test_ssl_consume_produce(tls_listener, tls_certs):
     assert "value=b'Super Message'" in lines[0]
 
 
-def test_local_state_consumer(kafka_hosts, client):
+def test_local_state_consumer(kafka_hosts, client, tmp_path):
     topic = topic_of(client, "test", 3)
-    for path in glob.glob("/tmp/my-partition-state-test-*.json"):
-        os.remove(path)
     keys = ["123", "9999", "1111", "4444", "123123", "5555", "88891823", "2", "321", "777", "124"]
     with topic.get_sync_producer(partitioner=lambda partitions, key: partitions[int(key) % 3]) as producer:
         for key in keys:
             producer.produce(b"v", partition_key=key.encode())
     # A state left by an earlier run: partition 0's first two records (123, 9999) are counted;
     # the listener seeks past them, and to the beginning of the other two partitions.
-    with open("/tmp/my-partition-state-test-0.json", "w") as f:
+    with open(tmp_path / "my-partition-state-test-0.json", "w") as f:
         json.dump({"last_offset": 1, "counts": {"123": 1, "9999": 1}}, f)
-    try:
-        lines = run("local_state_consumer.py", hosts=kafka_hosts, MAX_MESSAGES=str(len(keys) - 2))
-    finally:
-        for path in glob.glob("/tmp/my-partition-state-test-*.json"):
-            os.remove(path)
+    lines = run("local_state_consumer.py", hosts=kafka_hosts, MAX_MESSAGES=str(len(keys) - 2),
+                STATE_DIR=str(tmp_path))
     assert lines[0] == "Revoked set()"  # as the docs show: aiokafka's first rebalance revokes nothing
     assigned = [line for line in lines if line.startswith("Assigned {")]
     assert len(assigned) == 1 and assigned[0].count("TopicPartition(") == 3

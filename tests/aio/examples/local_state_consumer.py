@@ -1,5 +1,6 @@
 """aiokafka's documentation, Examples, "Local state and storing offsets outside of Kafka".
-A bounded run: with MAX_MESSAGES set in the environment, it stops after that many records.
+A bounded run: with MAX_MESSAGES set in the environment, it stops after that many records;
+STATE_DIR, when set, holds the state files instead of /tmp.
 (The docs import ``OffsetOutOfRangeException`` and catch ``OffsetOutOfRangeError``; the
 latter is aiokafka's name, imported here.)"""
 import asyncio
@@ -14,7 +15,7 @@ from collections import Counter
 BOOTSTRAP_SERVERS = os.environ.get("BOOTSTRAP_SERVERS", "localhost:9092")
 MAX_MESSAGES = int(os.environ.get("MAX_MESSAGES", "0"))  # 0: run until stopped, as the docs'
 
-FILE_NAME_TMPL = "/tmp/my-partition-state-{tp.topic}-{tp.partition}.json"
+FILE_NAME_TMPL = os.environ.get("STATE_DIR", "/tmp") + "/my-partition-state-{tp.topic}-{tp.partition}.json"
 
 
 class RebalanceListener(ConsumerRebalanceListener):
