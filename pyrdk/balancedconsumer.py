@@ -23,7 +23,7 @@ How a member keeps ownership safe:
    delete ZooKeeper did not answer in time) is deleted too.
 3. To claim partition ``p``, a member reads the ownership nodes and the version of their
    parent. If a node of ``p`` exists, whatever leader id its name holds, ``p`` is taken
-   (``PartitionOwnedError``, retried after ``rebalance_backoff_ms``). Otherwise the member
+   (``PartitionOwnedError``: retried at once, then after ``rebalance_backoff_ms``, growing). Otherwise the member
    creates its node in one transaction with a write to the parent at the version it read.
    If another member claimed anything in between, the transaction fails and the member
    looks again. So two pyrdk members never hold nodes for one partition, not even under
@@ -149,10 +149,11 @@ class BalancedConsumer:
     :param auto_offset_reset: where a partition without a committed offset starts
     :param consumer_timeout_ms: ms ``consume()`` waits for a message before returning None
         (and iteration ends); -1 waits for ever
-    :param rebalance_max_retries: how many times a rebalance retries to claim a partition
+    :param rebalance_max_retries: how many attempts a rebalance makes to claim a partition
         another member still owns before ``consume()`` raises ``PartitionOwnedError``
         (the consumer goes on retrying after that)
-    :param rebalance_backoff_ms: pause before the first retry, growing by as much each time
+    :param rebalance_backoff_ms: the first retry comes at once, the next after this pause,
+        growing by as much each time (0, 2, 4, 6 s by default)
     :param zookeeper_connection_timeout_ms: the ZooKeeper session timeout, and the bound on
         connecting: ``start()`` raises ``ZooKeeperUnavailableError`` after it
     :param zookeeper_hosts: ZooKeeper connect string (``host:port,...[/chroot]``)

@@ -9,7 +9,7 @@ imported).
 | 2     | ``rd/*``                                         | ``_ffi``, level 1, other ``rd``         |
 | 2     | ``core/*``                                       | ``_core``, level 1 but ``_ffi``, ``rd``, other ``core`` |
 | 3     | pykafka-named modules (``LEVEL3``)               | ``rd``, ``core``, level 1 but ``_ffi``, each other |
-| 4     | ``spark/``, ``spout``, ``cli/``, ``metrics``,    | levels 1 (but ``_ffi``) and 3           |
+| 4     | ``spark/``, ``spout``, ``cli/``, ``metrics``,    | ``exceptions``, ``common``, level 3     |
 |       | ``testing/``, ``__main__``, pykafka's            |                                         |
 |       | ``connection``, ``protocol``, ``utils/``         |                                         |
 
