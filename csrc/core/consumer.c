@@ -328,7 +328,7 @@ static int check_record_type(PyObject *type, Py_ssize_t n, const char *what) {
         if (PyType_Check(type) && PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type) &&
             ((PyTypeObject *)type)->tp_basicsize == PyTuple_Type.tp_basicsize &&
             ((PyTypeObject *)type)->tp_itemsize == PyTuple_Type.tp_itemsize &&
-            (fields = PyObject_GetAttrString(type, "_fields"))) {
+            (fields = core_getattr(type, "_fields"))) {
                 have = PyTuple_Check(fields) ? PyTuple_GET_SIZE(fields) : -1;
                 Py_DECREF(fields);
         }

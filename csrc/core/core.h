@@ -59,6 +59,39 @@ static inline int PyGC_Enable(void) {
 }
 #endif
 
+/* Attributes and methods by an interned name. CPython 3.11's type attribute cache keeps a
+ * reference to the name it was last asked for in each slot: a fresh string per call
+ * (PyObject_GetAttrString's) would stay alive there, one per slot it lands in. */
+static inline PyObject *core_getattr(PyObject *obj, const char *name) {
+        PyObject *key = PyUnicode_InternFromString(name), *value;
+
+        if (!key)
+                return NULL;
+        value = PyObject_GetAttr(obj, key);
+        Py_DECREF(key);
+        return value;
+}
+static inline int core_setattr(PyObject *obj, const char *name, PyObject *value) {
+        PyObject *key = PyUnicode_InternFromString(name);
+        int ret;
+
+        if (!key)
+                return -1;
+        ret = PyObject_SetAttr(obj, key, value);
+        Py_DECREF(key);
+        return ret;
+}
+/* obj.name(arg), or obj.name() when arg is NULL. */
+static inline PyObject *core_call_method(PyObject *obj, const char *name, PyObject *arg) {
+        PyObject *key = PyUnicode_InternFromString(name), *value;
+
+        if (!key)
+                return NULL;
+        value = PyObject_CallMethodObjArgs(obj, key, arg, NULL);
+        Py_DECREF(key);
+        return value;
+}
+
 /* SenderCore: a msg_id's bits from TOPIC_SHIFT up are the index of its topic (0: none, at most
  * TOPIC_MASK), the bits below a sequence number: ids in sequence hash to consecutive slots of
  * the producer's table (a dict), where the index in the low bits spread them 64 apart, and

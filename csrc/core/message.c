@@ -396,7 +396,7 @@ static int64_t days_from_civil(int64_t y, int m, int d) {
 /* The ms since the epoch of datetime dt (naive: UTC, as pykafka took it), rounded down, into
  * *out; exact, with no float in between. -1 with an exception if dt.utcoffset() raised. */
 static int datetime_ms(core_state *st, PyObject *dt, int64_t *out) {
-        PyObject *offset = PyObject_CallMethod(dt, "utcoffset", NULL);
+        PyObject *offset = core_call_method(dt, "utcoffset", NULL);
         int64_t us, offset_us = 0;
 
         if (!offset)
@@ -444,7 +444,7 @@ static int set_timestamp_from(PyObject *self, PyObject *ts, const char *what) {
         }
         if (!ms)
                 return -1;
-        ret = PyObject_SetAttrString(self, "timestamp", ms);
+        ret = core_setattr(self, "timestamp", ms);
         Py_DECREF(ms);
         return ret;
 }
@@ -478,7 +478,7 @@ static PyObject *get_key(message_t *self, void *closure) {
 
         (void)closure;
         if (st && Py_TYPE(self) != st->message_type)
-                return PyObject_GetAttrString((PyObject *)self, "partition_key");
+                return core_getattr((PyObject *)self, "partition_key");
         return get_object(self, (void *)FIELD(key));
 }
 
@@ -594,8 +594,8 @@ static int message_init(message_t *self, PyObject *args, PyObject *kwds) {
         if (st && Py_TYPE(self) == st->message_type) {
                 set_object(self, value, (void *)FIELD(value));
                 set_object(self, key, (void *)FIELD(key));
-        } else if (PyObject_SetAttrString((PyObject *)self, "value", value) < 0 ||
-                   PyObject_SetAttrString((PyObject *)self, "partition_key", key) < 0)
+        } else if (core_setattr((PyObject *)self, "value", value) < 0 ||
+                   core_setattr((PyObject *)self, "partition_key", key) < 0)
                 return -1; /* through a subclass's own property, if it has one */
         set_headers(self, headers, (void *)FIELD(headers));
         set_object(self, partition, (void *)FIELD(partition));
@@ -699,7 +699,7 @@ static PyObject *subclass_repr(message_t *self) {
         int i;
 
         for (i = 0; i < 4; i++) {
-                if (!(fields[i] = PyObject_GetAttrString((PyObject *)self, names[i]))) {
+                if (!(fields[i] = core_getattr((PyObject *)self, names[i]))) {
                         if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                                 goto done;
                         PyErr_Clear();
@@ -757,7 +757,7 @@ PyObject *message_remade(PyObject *module, PyObject *const *args, Py_ssize_t nar
                 PyErr_SetString(PyExc_TypeError, "_remade(cls, args) takes a subclass of Message and a tuple");
                 return NULL;
         }
-        if (!(obj = PyObject_CallMethod(args[0], "__new__", "O", args[0])))
+        if (!(obj = core_call_method(args[0], "__new__", args[0])))
                 return NULL;
         if (!PyObject_TypeCheck(obj, st->message_type)) {
                 PyErr_Format(PyExc_TypeError, "%R.__new__ made %.200s, not a Message", args[0], Py_TYPE(obj)->tp_name);
@@ -776,7 +776,7 @@ PyObject *message_remade(PyObject *module, PyObject *const *args, Py_ssize_t nar
 static PyObject *object_state(PyObject *self) {
         PyObject *state, *names = NULL, *slots = NULL, *copyreg;
 
-        if (!(state = PyObject_GetAttrString(self, "__dict__"))) {
+        if (!(state = core_getattr(self, "__dict__"))) {
                 if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                         return NULL;
                 PyErr_Clear();
@@ -786,7 +786,7 @@ static PyObject *object_state(PyObject *self) {
         }
         if (!(copyreg = PyImport_ImportModule("copyreg")))
                 goto fail;
-        names = PyObject_CallMethod(copyreg, "_slotnames", "O", (PyObject *)Py_TYPE(self));
+        names = core_call_method(copyreg, "_slotnames", (PyObject *)Py_TYPE(self));
         Py_DECREF(copyreg);
         if (names) {
                 PyObject *tuple = PySequence_Tuple(names);
@@ -825,7 +825,7 @@ fail:
 }
 #else
 static PyObject *object_state(PyObject *self) {
-        return PyObject_CallMethod(self, "__getstate__", NULL);
+        return core_call_method(self, "__getstate__", NULL);
 }
 #endif
 
@@ -873,7 +873,7 @@ static PyObject *message_reduce(message_t *self, PyObject *unused) {
         st = core_state_of_type(Py_TYPE(self));
         if (st && Py_TYPE(self) == st->message_type) /* loaded as the loading process's core's */
                 return Py_BuildValue("(ON)", st->remake ? st->remake : (PyObject *)Py_TYPE(self), args);
-        if (!st || !(remade = PyObject_GetAttrString(((PyHeapTypeObject *)st->message_type)->ht_module, "_remade"))) {
+        if (!st || !(remade = core_getattr(((PyHeapTypeObject *)st->message_type)->ht_module, "_remade"))) {
                 if (!PyErr_Occurred())
                         PyErr_SetString(PyExc_RuntimeError, "pyrdk._core is not initialised");
                 Py_DECREF(args);
@@ -899,7 +899,7 @@ static PyObject *message_set_timestamp(PyObject *self, PyObject *ts) {
 
 /* The size of value or partition_key (None: 0), read through a subclass's own property. */
 static Py_ssize_t field_size(PyObject *self, PyObject *field, const char *name, int exact) {
-        PyObject *value = exact ? Py_XNewRef(field) : PyObject_GetAttrString(self, name);
+        PyObject *value = exact ? Py_XNewRef(field) : core_getattr(self, name);
         Py_ssize_t size;
 
         if (exact && !value)
@@ -925,7 +925,7 @@ static Py_ssize_t message_length(PyObject *self) {
         if (exact) {
                 size += msg->has_timestamp && msg->timestamp ? 8 : 0;
         } else {
-                PyObject *ts = PyObject_GetAttrString(self, "timestamp");
+                PyObject *ts = core_getattr(self, "timestamp");
                 int set;
 
                 if (!ts || (set = PyObject_IsTrue(ts)) < 0) {
