@@ -30,8 +30,8 @@ CORE_TESTS := tests/core tests/aio tests/test_producer.py tests/test_simpleconsu
 	tests/reliability/test_fuzz_inputs.py
 
 # The C pass in two parts and the pure-Python pass, JOBS of them at once (each waits on
-# brokers, group coordination and timeouts far more than it computes: the three use about a
-# fifth of two cores), each with its own servers on free ports; a part's output is printed
+# brokers, group coordination and timeouts far more than it computes: the C pass alone left
+# two cores 75-86% idle), each with its own servers on free ports; a part's output is printed
 # as it ends. Against shared servers (PYRDK_TEST_BROKERS, PYRDK_TEST_ZOOKEEPER,
 # PYRDK_TEST_DOCKER) they run one after the other: some tests use fixed topic names.
 C_PART_1 := tests/test_managedbalancedconsumer.py tests/test_balancedconsumer.py tests/reliability \
