@@ -408,13 +408,18 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
 
 @ffi.def_extern()
 def _pyrdk_log_cb(rk, level, fac, buf):
+    """Log a line of librdkafka's, served by a poll (``log.queue``). What raises here (a
+    logging handler, or a signal's handler: Ctrl-C in the main thread) is kept for the
+    caller, as in the other trampolines, never dropped."""
     try:
         client, facility, text = string(lib.rd_kafka_name(rk)), string(fac), string(buf)
         if facility == "FAIL":
             _note_failure(rk, level, text)
         repeats.log(_LEVELS.get(level, logging.DEBUG), client, facility, text, level)
-    except BaseException:  # may run on a librdkafka thread: never raise
-        pass
+    except BaseException as exc:
+        cbs = _lookup(lib.rd_kafka_opaque(rk))
+        if cbs is not None:
+            cbs.store(exc)
 
 
 @ffi.def_extern()

@@ -312,7 +312,12 @@ class Handle:
         A call this thread still counts is one a KeyboardInterrupt cut short in its last
         step (see ``_Use``), unless this thread is in one of librdkafka's callbacks, inside
         a call on this handle: there ``check_close()`` raises RuntimeError, and a close
-        another thread began is left to it."""
+        another thread began is left to it.
+
+        A KeyboardInterrupt or SystemExit that a callback got meanwhile (a signal's handler
+        runs in whatever Python code the main thread is in, and ``rd_kafka_consumer_close``
+        serves callbacks there) is raised once the handle is destroyed: the program's stop
+        is not lost with the handle."""
         me = threading.get_ident()
         with self._cond:
             self.check_close()  # in a callback, raises unless another thread is closing
@@ -336,6 +341,9 @@ class Handle:
             if self._pid != os.getpid():
                 return  # the parent's handle: its threads are not here to stop
         self._finish_close(consumer_close)
+        stop = self._cbs.calls.pop((KeyboardInterrupt, SystemExit))
+        if stop is not None:
+            raise stop
 
     def _finish_close(self, consumer_close):
         """``close()`` once the handle is closing: wait for the calls in flight, then

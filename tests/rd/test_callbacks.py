@@ -215,6 +215,50 @@ def test_consumer_log_lines_arrive_with_consume_batch(mock_cluster, handles, cap
                     "a consumer log line", step=lambda: consumer.consume_batch(10, 100))
 
 
+class _InterruptOnce(logging.Handler):
+    """Raises KeyboardInterrupt from the first log line it gets, as Ctrl-C does when its
+    signal's handler runs while the main thread logs a line a poll served."""
+
+    def __init__(self):
+        super().__init__()
+        self.fired = False
+
+    def emit(self, record):
+        if not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+
+
+@pytest.fixture
+def interrupt_on_log():
+    logger = logging.getLogger("pyrdk.librdkafka")
+    handler, level = _InterruptOnce(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def test_an_interrupt_while_a_log_line_is_served_reaches_the_caller(handles, interrupt_on_log):
+    """A `lag --watch` that Ctrl-C did not end: the log trampoline dropped what it raised."""
+    producer = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % free_port(), "debug": "generic"})
+    with pytest.raises(KeyboardInterrupt):
+        util.wait_until(lambda: False, "a log line", step=lambda: producer.poll(100))
+    assert interrupt_on_log.fired
+
+
+def test_an_interrupt_while_the_consumer_closes_is_raised_once_it_is_closed(handles, interrupt_on_log):
+    """``rd_kafka_consumer_close`` serves the log lines of the group's leaving in the caller's
+    thread: what a callback got there outlives the handle."""
+    consumer = handles("consumer", {"bootstrap.servers": "127.0.0.1:%d" % free_port(), "group.id": _name("cl"),
+                                    "debug": "cgrp"})
+    consumer.subscribe([_name("cl")])
+    with pytest.raises(KeyboardInterrupt):
+        consumer.close()
+    assert interrupt_on_log.fired and consumer.closed
+
+
 # -- consumer callbacks ----------------------------------------------------------------------------
 
 @pytest.mark.mock
