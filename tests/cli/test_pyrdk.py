@@ -378,7 +378,7 @@ def test_lag_watch_refreshes_until_interrupted(kafka_hosts, client, topic_name, 
     commit(topic, group_name, {0: 1})
     proc = subprocess.Popen([sys.executable, "-m", "pyrdk", "--hosts", kafka_hosts, "lag", group_name.decode(),
                              "--watch", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=default_sigint)
+                            preexec_fn=default_sigint, env=dict(os.environ, PYTHONFAULTHANDLER="1"))
     try:
         seen = 0
         while seen < 3:
@@ -386,7 +386,12 @@ def test_lag_watch_refreshes_until_interrupted(kafka_hosts, client, topic_name, 
             assert line, "the command ended: %s" % proc.stderr.read()
             seen += line.startswith(b"group %s: lag 1" % group_name)
         proc.send_signal(signal.SIGINT)
-        proc.wait(60)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler prints where each thread is
+            err = proc.communicate(timeout=30)[1].decode(errors="replace")
+            pytest.fail("lag --watch went on after SIGINT; its threads:\n%s" % err[-8000:])
     finally:
         if proc.poll() is None:
             proc.kill()
