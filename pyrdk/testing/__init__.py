@@ -10,6 +10,7 @@ import ctypes
 import glob
 import importlib.util
 import os
+import random
 import shutil
 import signal
 import socket
@@ -19,9 +20,34 @@ import tempfile
 import time
 
 
+def _ephemeral_start():
+    """The first port of the kernel's ephemeral range (``ip_local_port_range``), from which
+    it gives outgoing connections their local ports."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+_ports = random.Random()  # its own, seeded from os.urandom: each test run its own sequence
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
+    """A TCP port on 127.0.0.1 that nothing is bound to right now, picked at random below the
+    ephemeral range: no outgoing connection (a client's, or another test run's) takes it as
+    its local port between now and the server's bind, or while a server is down for a
+    restart on the same port."""
+    top = _ephemeral_start()
+    for _ in range(200):
+        port = _ports.randrange(top // 2, top)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # that range is full: any port the kernel gives
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 

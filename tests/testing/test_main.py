@@ -39,3 +39,13 @@ def test_a_port_taken_is_an_error_not_a_cluster_that_seems_to_run():
                               capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "port %d is taken" % port in done.stderr, done
     assert "running" not in done.stdout
+
+
+def test_free_ports_are_below_the_range_outgoing_connections_take_theirs_from():
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_start = int(f.read().split()[0])
+    ports = [free_port() for _ in range(50)]
+    assert all(ephemeral_start // 2 <= p < ephemeral_start for p in ports), ports
+    assert len(set(ports)) > 1  # at random: two test runs side by side do not walk the same ports
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", ports[0]))  # free indeed
