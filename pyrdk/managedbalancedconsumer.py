@@ -249,8 +249,11 @@ class ManagedBalancedConsumer(Consumer):
         close the consumer (``rd_kafka_consumer_close``; with
         ``group_instance_id`` the member stays in the group until its session times out).
         What ``pre_revoke_callback`` or the listener raised meanwhile is raised here, once
-        the consumer is closed."""
+        the consumer is closed. Once stopped, it finishes a close an interrupt cut short
+        (the member then leaves the group), else does nothing."""
         if not self._running:
+            if self._handle is not None and self._handle.closing:
+                self._handle.close()
             return
         self._handle.check_close()  # not from inside a callback: before anything changes
         self._stopped_held = self.held_offsets  # the final revocation drops them

@@ -217,8 +217,11 @@ class SimpleConsumer(Consumer):
         """Commit held offsets if auto-commit is on, then destroy the consumer
         (``rd_kafka_destroy`` without ``rd_kafka_consumer_close``: it has no group
         membership to leave and commits nothing more, and its wait for a coordinator a
-        commit still waits on, one that hangs, had no end)."""
+        commit still waits on, one that hangs, had no end). Once stopped, it finishes a
+        close an interrupt cut short, else does nothing."""
         if not self._running:
+            if self._handle is not None and self._handle.closing:
+                self._handle.close(consumer_close=False)
             return
         try:
             if self._auto_commit_enable:

@@ -7,6 +7,7 @@ members here use short session and poll timeouts.
 """
 import json
 import socket
+import sys
 import time
 
 import pytest
@@ -20,6 +21,7 @@ from pyrdk.partitioners import hashing_partitioner
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import make_topic, tansu_gap, unique_name
 from tests.fleet import PATIENCE_S, Fleet
+from tests.test_simpleconsumer import stop_cut_short
 
 # Short timeouts so that crashes and rejoins settle in seconds (see the module docstring).
 GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 8000}
@@ -592,6 +594,35 @@ def test_reset_offset_on_start_ignores_the_commit_and_commits_the_reset(client, 
 
 
 # -- Tansu's UNKNOWN_MEMBER_ID, reproduced on the mock cluster --------------------------------------
+
+@pytest.mark.mock
+def test_stop_again_finishes_a_stop_a_ctrl_c_cut_short_and_leaves_the_group(mock_cluster, mock_client):
+    """A member whose stop() Ctrl-C cut short kept its partitions until max.poll.interval.ms:
+    the second stop() does the rd_kafka_consumer_close that leaves the group."""
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 1)
+    topic = mock_client.topics[name]
+    produce_keyed(topic, 5)
+    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True,
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+    try:
+        consume_n(consumer, 5)
+        handle = stop_cut_short(consumer)
+        closes = []
+
+        def count(frame, event, arg):
+            if event == "c_call" and getattr(arg, "__name__", None) == "rd_kafka_consumer_close":
+                closes.append(arg)
+
+        sys.setprofile(count)
+        try:
+            consumer.stop()
+        finally:
+            sys.setprofile(None)
+        assert len(closes) == 1 and handle._ptr is None
+    finally:
+        consumer.stop()
+
 
 @pytest.mark.mock
 @pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one

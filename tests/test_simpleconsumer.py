@@ -1174,6 +1174,45 @@ def test_start_after_stop_with_a_group_resumes_at_the_committed_offset(topic, gr
         consumer.stop()
 
 
+def stop_cut_short(consumer):
+    """``consumer.stop()``, cut short by Ctrl-C while it waits for a call of another thread
+    on its handle (in ``Condition.wait``); the handle is then closing, not destroyed."""
+    handle = consumer._handle
+    entered, release = threading.Event(), threading.Event()
+
+    def call():
+        with handle.use():
+            entered.set()
+            release.wait(PATIENCE_S)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    try:
+        assert entered.wait(PATIENCE_S)
+        interrupt = util.InterruptAsItReturns("acquire")
+        sys.setprofile(interrupt)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                consumer.stop()
+        finally:
+            sys.setprofile(None)
+        assert interrupt.fired and handle.closing and handle._ptr is not None
+    finally:
+        release.set()
+        thread.join(PATIENCE_S)
+    return handle
+
+
+@pytest.mark.mock
+def test_stop_again_finishes_a_stop_a_ctrl_c_cut_short(mock_cluster, mock_client):
+    """The second stop() destroys the handle (it did nothing, and librdkafka's threads lived
+    on until the exit hook)."""
+    consumer = mock_topic(mock_cluster, mock_client, 1).get_simple_consumer(consumer_timeout_ms=100)
+    handle = stop_cut_short(consumer)
+    consumer.stop()
+    assert handle._ptr is None
+
+
 @pytest.mark.mock
 @pytest.mark.parametrize("how", ["consume", "consume_batch", "consume_arrow"])
 def test_a_ctrl_c_as_a_batch_arrives_loses_no_message_and_stop_returns(mock_cluster, mock_client, how):

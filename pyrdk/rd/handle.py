@@ -155,6 +155,8 @@ class Handle:
         self._closing = False
         self._taking = {}  # consume_batch() calls by thread: each destroys what it took
         self._close_pending = None  # (thread, consumer_close): a close() left to that thread's consume_batch()
+        self._closer = None  # the thread in _finish_close(), while it is there
+        self._consumer_closed = False  # rd_kafka_consumer_close was called
         self.closed_at_exit = False  # closed by the exit hook, not by its owner
         self._topics = {}
         self._queue = None
@@ -317,43 +319,59 @@ class Handle:
         A KeyboardInterrupt or SystemExit that a callback got meanwhile (a signal's handler
         runs in whatever Python code the main thread is in, and ``rd_kafka_consumer_close``
         serves callbacks there) is raised once the handle is destroyed: the program's stop
-        is not lost with the handle."""
+        is not lost with the handle. A close that an interrupt cut short (in its wait for
+        other threads' calls) is finished by the next ``close()``, or at exit.
+
+        The handle's lock is taken as itself, a C context manager, not through ``_cond``:
+        an interrupt at the start of ``Condition.__exit__`` would leave it held."""
         me = threading.get_ident()
-        with self._cond:
-            self.check_close()  # in a callback, raises unless another thread is closing
-            if self._taking.get(me) and not self._closing:
-                # A signal's handler of this thread, run inside consume_batch() (as librdkafka
-                # returned a batch): the batch is that call's to destroy, and rd_kafka_destroy
-                # would wait for it for ever. That call closes the handle once done.
+        mine = False  # whether this call marked itself as the closer (two stores, no call between)
+        try:
+            with self._lock:
+                self.check_close()  # in a callback, raises unless another thread is closing
+                if self._taking.get(me) and not self._closing:
+                    # A signal's handler of this thread, run inside consume_batch() (as librdkafka
+                    # returned a batch): the batch is that call's to destroy, and rd_kafka_destroy
+                    # would wait for it for ever. That call closes the handle once done.
+                    self._closing = True
+                    lib.pyrdk_guard_close(self._guard)
+                    self._close_pending = (me, consumer_close)
+                    return
+                own = self._by_thread.get(me, 0)
+                if own and not callbacks.in_callback():  # none in progress: an interrupt cut their end short
+                    log.debug("%s: %d call(s) cut short by an interrupt", self.name, own)
+                    del self._by_thread[me]
+                    self._cond.notify_all()
+                if self._closing:
+                    if self._ptr is None or self._closer is not None or self._close_pending is not None:
+                        return  # closed, or closing in another call
+                    if own and callbacks.in_callback():
+                        return  # cut short before: a close() outside this callback finishes it
                 self._closing = True
                 lib.pyrdk_guard_close(self._guard)
-                self._close_pending = (me, consumer_close)
-                return
-            own = self._by_thread.get(me, 0)
-            if own and not callbacks.in_callback():  # none in progress: an interrupt cut their end short
-                log.debug("%s: %d call(s) cut short by an interrupt", self.name, own)
-                del self._by_thread[me]
-                self._cond.notify_all()
-            if self._closing:
-                return
-            self._closing = True
-            lib.pyrdk_guard_close(self._guard)
-            if self._pid != os.getpid():
-                return  # the parent's handle: its threads are not here to stop
-        self._finish_close(consumer_close)
+                if self._pid != os.getpid():
+                    return  # the parent's handle: its threads are not here to stop
+                self._closer = me
+                mine = True
+            self._finish_close(consumer_close)
+        finally:
+            if mine:
+                self._closer = None
         stop = self._cbs.calls.pop((KeyboardInterrupt, SystemExit))
         if stop is not None:
             raise stop
 
     def _finish_close(self, consumer_close):
         """``close()`` once the handle is closing: wait for the calls in flight, then
-        ``rd_kafka_consumer_close`` and ``rd_kafka_destroy``."""
-        with self._cond:
+        ``rd_kafka_consumer_close`` (once: a close finished after an interrupt does not repeat
+        it) and ``rd_kafka_destroy``."""
+        with self._lock:
             if self._queue is not None:
                 self._queue.yield_()
             while self._users or lib.pyrdk_guard_users(self._guard):
                 self._cond.wait(0.1 if self._users else 0.001)
-        if self.kind == "consumer" and consumer_close:
+        if self.kind == "consumer" and consumer_close and not self._consumer_closed:
+            self._consumer_closed = True  # no interrupt lands between this line and the call
             lib.rd_kafka_consumer_close(self._ptr)
         # without the flag rd_kafka_destroy closes the consumer anyway (and waits for its group)
         self._destroy(0 if consumer_close else 0x8)  # RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE
@@ -927,8 +945,12 @@ class Handle:
                 del self._taking[me]
             pending = self._close_pending
             if pending is not None and pending[0] == me and not left:  # a close() begun in this call
+                self._closer = me  # before the pending close goes: no other close() takes it meanwhile
                 self._close_pending = None
-                self._finish_close(pending[1])
+                try:
+                    self._finish_close(pending[1])
+                finally:
+                    self._closer = None
 
     def _consume_batch(self, array, max_messages, deadline, add, keep):
         first = True
@@ -977,7 +999,7 @@ class Handle:
     def wake(self):
         """``rd_kafka_queue_yield``: return a blocked ``consume_batch`` early (or the next
         one, when none is blocked)."""
-        with self._cond:  # close() destroys the queue only after it has set _closing
+        with self._lock:  # close() destroys the queue only after it has set _closing
             self._woken = True
             if self._queue is not None and not self.closed:
                 self._queue.yield_()
@@ -1020,13 +1042,15 @@ if hasattr(os, "register_at_fork"):
 
 @atexit.register
 def _close_live_handles():
-    """At exit, close what the program left open, newest first, so that no librdkafka
-    thread outlives the interpreter's own teardown."""
+    """At exit, close what the program left open, newest first, and finish a close an
+    interrupt cut short, so that no librdkafka thread outlives the interpreter's own
+    teardown."""
     for handle in sorted(_live, key=lambda h: -h._created):
-        if not handle.closed and handle._pid == os.getpid():
+        if handle._ptr is not None and handle._pid == os.getpid():
             try:
-                handle.flush_at_exit(EXIT_FLUSH_MS)
-                handle.closed_at_exit = True
+                if not handle.closing:
+                    handle.flush_at_exit(EXIT_FLUSH_MS)
+                    handle.closed_at_exit = True
                 handle.close(consumer_close=False)
             except Exception:  # exiting anyway; never mask the program's own outcome
                 pass

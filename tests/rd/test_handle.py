@@ -330,6 +330,97 @@ def test_an_interrupt_before_rd_kafka_destroy_leaves_the_handle_to_del(handles):
     assert h._ptr is None and cbs.opaque is None and h._topics == {}
 
 
+def _interrupted_close(h, c_function):
+    """``h.close()``, cut short by a KeyboardInterrupt as ``c_function`` returns in it."""
+    interrupt = util.InterruptAsItReturns(c_function)
+    sys.setprofile(interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            h.close()
+    finally:
+        sys.setprofile(None)
+    assert interrupt.fired
+
+
+def test_a_close_cut_short_in_its_wait_for_other_calls_is_finished_by_the_next(handles):
+    """Ctrl-C while close() waits for another thread's call leaves the handle closing, not
+    destroyed: the next close() (a consumer's stop() called again) finishes it."""
+    h = handles("producer", {})
+    entered, release = threading.Event(), threading.Event()
+
+    def call():
+        with h.use():
+            entered.set()
+            release.wait(util.WAIT_S)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    try:
+        assert entered.wait(util.WAIT_S)
+        _interrupted_close(h, "acquire")  # the lock of Condition.wait, as it waits for that call
+        assert h.closing and h._ptr is not None
+    finally:
+        release.set()
+    h.close()
+    thread.join(util.WAIT_S)
+    assert h._ptr is None and h._closer is None
+
+
+def test_a_close_cut_short_after_rd_kafka_consumer_close_does_not_call_it_again(handles):
+    h = handles("consumer", {"group.id": _name("cc")})
+    _interrupted_close(h, "rd_kafka_consumer_close")
+    assert h.closing and h._ptr is not None
+    calls = []
+
+    def count(frame, event, arg):
+        if event == "c_call" and getattr(arg, "__name__", None) == "rd_kafka_consumer_close":
+            calls.append(arg)
+
+    sys.setprofile(count)
+    try:
+        h.close()
+    finally:
+        sys.setprofile(None)
+    assert calls == [] and h._ptr is None
+
+
+_CUT_SHORT_AT_EXIT = """
+import atexit, sys, threading
+atexit.register(print, "exit hooks done", flush=True)  # runs after pyrdk's own, registered later
+from pyrdk.rd.handle import Handle
+sys.path.insert(0, %r)
+from tests.rd import util
+h = Handle("producer", {})
+h.before_destroy.append(lambda: print("destroyed", flush=True))
+entered = threading.Event()
+
+
+def call():
+    with h.use():
+        entered.set()
+        threading.Event().wait(1)
+
+
+threading.Thread(target=call).start()
+entered.wait()
+sys.setprofile(util.InterruptAsItReturns("acquire"))
+try:
+    h.close()
+except KeyboardInterrupt:
+    sys.setprofile(None)
+    print("interrupted", h._ptr is not None, flush=True)
+"""
+
+
+def test_a_close_cut_short_is_finished_at_exit():
+    """No librdkafka thread may outlive the interpreter: the exit hook finishes a close an
+    interrupt cut short, as it closes a handle left open."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", _CUT_SHORT_AT_EXIT % root], capture_output=True, text=True,
+                          timeout=util.WAIT_S * 4)
+    assert (done.returncode, done.stdout) == (0, "interrupted True\ndestroyed\nexit hooks done\n"), done.stderr
+
+
 def test_close_from_inside_a_callback_of_its_own_call_is_refused(handles):
     """From a handler librdkafka runs inside poll(), closing would free the handle under
     that poll: a RuntimeError saying so comes back from the poll, and the handle closes
