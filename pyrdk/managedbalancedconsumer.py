@@ -269,9 +269,11 @@ class ManagedBalancedConsumer(Consumer):
                 self._tell_revoked(sorted(self._held))
             except BaseException as exc:
                 self._calls.crash(exc)
-            self._close()  # serves the final revocation
-            self._set_partitions({})
-            self._forget(list(self._core.next_offsets()))
+            try:
+                self._close()  # serves the final revocation
+            finally:  # a Ctrl-C its callbacks met is raised once the handle is closed: after this
+                self._set_partitions({})
+                self._forget(list(self._core.next_offsets()))
         kept = self._calls.take()  # no consume() follows: what the callbacks raised is raised here
         for _, also in kept[1:]:
             log.error("%r: a callback also raised while it stopped: %r", self, also)

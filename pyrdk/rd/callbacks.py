@@ -11,7 +11,9 @@
    queue (``log.queue`` + ``rd_kafka_set_log_queue``) so they arrive there too.
 4. A trampoline converts the C arguments to Python values and calls the handler.
    An exception is kept in the ``Callbacks``' :class:`pyrdk.exceptions.CallState` and
-   raised by ``Handle`` after the C call returns, in the thread that called poll.
+   raised by ``Handle`` after the C call returns, in the thread that called poll; one that
+   escapes a trampoline (Ctrl-C at its first line) is kept there too, by cffi's
+   ``onerror`` (``_keep_raised``).
 5. Two run on librdkafka's own threads, where cffi takes the GIL for them: the OAUTHBEARER
    token refresh (on the background thread, ``rd_kafka_sasl_background_callbacks_enable``,
    so a token is fetched whether or not anyone polls) and the TLS certificate check (on a
@@ -362,6 +364,20 @@ def in_callback():
     return getattr(_running, "depth", 0) > 0
 
 
+def _keep_raised(exc_type, exc, tb):
+    """cffi's ``onerror`` for every trampoline: what escaped one (a signal's handler run at
+    its very first line, before its own ``try``: where Ctrl-C raises KeyboardInterrupt when
+    the signal came while the main thread was in librdkafka) is kept in the handle's
+    CallState, as a handler's exception is, instead of being printed and lost. The handle
+    is found from ``rk``, each callback's first argument, in the trampoline's frame."""
+    local = tb.tb_frame.f_locals if tb is not None else {}
+    rk = local["rk"] if "rk" in local else (local.get("args") or (None,))[0]
+    cbs = _lookup(lib.rd_kafka_opaque(rk)) if isinstance(rk, ffi.CData) else None
+    if cbs is None:
+        raise exc  # no handle to keep it: cffi prints it
+    cbs.store(exc)
+
+
 def _calls_handlers(trampoline):
     """The trampoline, counting this thread in it while it runs (``in_callback``)."""
     def run(*args):
@@ -374,7 +390,7 @@ def _calls_handlers(trampoline):
     return run
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=_keep_raised)
 @_calls_handlers
 def _pyrdk_error_cb(rk, err, reason, opaque):
     cbs = _lookup(opaque)
@@ -406,23 +422,18 @@ def _pyrdk_error_cb(rk, err, reason, opaque):
         cbs.store(exc)
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=_keep_raised)
 def _pyrdk_log_cb(rk, level, fac, buf):
     """Log a line of librdkafka's, served by a poll (``log.queue``). What raises here (a
     logging handler, or a signal's handler: Ctrl-C in the main thread) is kept for the
-    caller, as in the other trampolines, never dropped."""
-    try:
-        client, facility, text = string(lib.rd_kafka_name(rk)), string(fac), string(buf)
-        if facility == "FAIL":
-            _note_failure(rk, level, text)
-        repeats.log(_LEVELS.get(level, logging.DEBUG), client, facility, text, level)
-    except BaseException as exc:
-        cbs = _lookup(lib.rd_kafka_opaque(rk))
-        if cbs is not None:
-            cbs.store(exc)
+    caller by ``_keep_raised``, never dropped."""
+    client, facility, text = string(lib.rd_kafka_name(rk)), string(fac), string(buf)
+    if facility == "FAIL":
+        _note_failure(rk, level, text)
+    repeats.log(_LEVELS.get(level, logging.DEBUG), client, facility, text, level)
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=_keep_raised)
 @_calls_handlers
 def _pyrdk_stats_cb(rk, json, json_len, opaque):
     cbs = _lookup(opaque)
@@ -438,7 +449,7 @@ DEFERRED = object()
 """What an ``on_rebalance`` handler returns to assign or revoke later itself (eager protocol)."""
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=_keep_raised)
 @_calls_handlers
 def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque, done):
     """Tell the handler, then assign or revoke (``rd_kafka_assign`` or the incremental pair),
@@ -483,7 +494,7 @@ def _pyrdk_rebalance_cb(rk, err, c_partitions, opaque, done):
             cbs.store(exc)
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=_keep_raised)
 @_calls_handlers
 def _pyrdk_offset_commit_cb(rk, err, offsets, opaque):
     cbs = _lookup(opaque)
@@ -574,7 +585,7 @@ def _oauth_token(result):
     return _c_text("token", token), int(expiry * 1000), _c_text("principal", principal), flat
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=_keep_raised)
 def _pyrdk_oauthbearer_cb(rk, config, opaque):
     """Ask ``oauth_cb`` for a token (``rd_kafka_oauthbearer_set_token``); when it raises or
     returns garbage, tell librdkafka (``rd_kafka_oauthbearer_set_token_failure``) and keep an
@@ -624,7 +635,7 @@ _X509_REASONS = {
 }
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=_keep_raised)
 def _pyrdk_ssl_verify_cb(rk, broker_name, broker_id, x509_error, depth, buf, size, errstr,
                          errstr_size, opaque):
     """Keep OpenSSL's verdict on a broker certificate (``x509_error``, 0: valid), and note

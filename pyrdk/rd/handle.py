@@ -318,14 +318,16 @@ class Handle:
 
         A KeyboardInterrupt or SystemExit that a callback got meanwhile (a signal's handler
         runs in whatever Python code the main thread is in, and ``rd_kafka_consumer_close``
-        serves callbacks there) is raised once the handle is destroyed: the program's stop
-        is not lost with the handle. A close that an interrupt cut short (in its wait for
-        other threads' calls) is finished by the next ``close()``, or at exit.
+        serves callbacks there; a producer's close serves none in the caller's thread) is
+        raised once the handle is destroyed: the program's stop is not lost with the handle.
+        A close that an interrupt cut short (in its wait for other threads' calls) is
+        finished by the next ``close()``, or at exit.
 
         The handle's lock is taken as itself, a C context manager, not through ``_cond``:
         an interrupt at the start of ``Condition.__exit__`` would leave it held."""
         me = threading.get_ident()
         mine = False  # whether this call marked itself as the closer (two stores, no call between)
+        kept = len(self._cbs.calls)
         try:
             with self._lock:
                 self.check_close()  # in a callback, raises unless another thread is closing
@@ -357,7 +359,7 @@ class Handle:
         finally:
             if mine:
                 self._closer = None
-        stop = self._cbs.calls.pop((KeyboardInterrupt, SystemExit))
+        stop = self._cbs.calls.pop((KeyboardInterrupt, SystemExit)) if len(self._cbs.calls) > kept else None
         if stop is not None:
             raise stop
 

@@ -248,6 +248,24 @@ def test_an_interrupt_while_a_log_line_is_served_reaches_the_caller(handles, int
     assert interrupt_on_log.fired
 
 
+@pytest.mark.parametrize("trampoline", ["_pyrdk_log_cb", "_pyrdk_error_cb", "_pyrdk_stats_cb"])
+def test_an_interrupt_at_the_first_line_of_a_trampoline_reaches_the_caller(handles, trampoline, capfd):
+    """A Ctrl-C that came while the main thread was in rd_kafka_poll is raised at the first
+    line of the callback librdkafka calls next, before the trampoline's own ``try``: cffi
+    printed it ("Exception ignored from cffi callback") and the program ran on."""
+    producer = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % free_port(), "debug": "generic",
+                                    "statistics.interval.ms": 100}, on_stats=lambda _: None)
+    interrupt = util.InterruptAsItStarts(trampoline)
+    sys.setprofile(interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            util.wait_until(lambda: False, "a call of " + trampoline, step=lambda: producer.poll(100))
+    finally:
+        sys.setprofile(None)
+    assert interrupt.fired
+    assert "cffi callback" not in capfd.readouterr().err
+
+
 def test_an_interrupt_while_the_consumer_closes_is_raised_once_it_is_closed(handles, interrupt_on_log):
     """``rd_kafka_consumer_close`` serves the log lines of the group's leaving in the caller's
     thread: what a callback got there outlives the handle."""

@@ -58,6 +58,20 @@ class InterruptAsItReturns:
             raise KeyboardInterrupt
 
 
+class InterruptAsItStarts:
+    """A profile function (``sys.setprofile``) raising KeyboardInterrupt once, at the start
+    of the Python function ``name``: where a Ctrl-C's handler runs when the signal came while
+    the thread was in librdkafka and librdkafka then calls that function back."""
+
+    def __init__(self, name):
+        self.name, self.fired = name, False
+
+    def __call__(self, frame, event, arg):
+        if event == "call" and frame.f_code.co_name == self.name and not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+
+
 def default_sigint():
     """``preexec_fn`` of a child that a test sends SIGINT: a shell's background job (``make
     test &``) runs with SIGINT ignored, its children inherit that, and Python then installs
