@@ -2,6 +2,7 @@
 exception raised in a handler comes back out of that poll."""
 import json
 import logging
+import subprocess
 import sys
 import threading
 import uuid
@@ -275,6 +276,37 @@ def test_an_interrupt_while_the_consumer_closes_is_raised_once_it_is_closed(hand
     with pytest.raises(KeyboardInterrupt):
         consumer.close()
     assert interrupt_on_log.fired and consumer.closed
+
+
+_SIGINT_IN_A_POLL = """
+import logging, os, signal, sys, threading, time
+from pyrdk.rd.callbacks import Callbacks
+from pyrdk.rd.handle import Handle
+logger = logging.getLogger("pyrdk.librdkafka")
+logger.setLevel(logging.DEBUG)
+logger.propagate = False
+logger.addHandler(logging.NullHandler())
+handle = Handle("producer", {"bootstrap.servers": sys.argv[1], "debug": "generic,broker"}, Callbacks())
+for _ in range(10):
+    threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+    deadline = time.monotonic() + 10
+    try:
+        while time.monotonic() < deadline:
+            handle.poll(1000)  # in librdkafka as the signal comes; the poll serves log lines
+        print("lost", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+handle.close()
+"""
+
+
+def test_a_real_ctrl_c_during_a_poll_that_serves_log_lines_reaches_the_caller():
+    """The signal's handler runs at the first bytecode of the log trampoline the poll calls,
+    before any ``try`` in it: cffi printed that KeyboardInterrupt and dropped it (a `lag
+    --watch` that SIGINT did not end), unless its ``onerror`` keeps it."""
+    proc = subprocess.run([sys.executable, "-c", _SIGINT_IN_A_POLL, "127.0.0.1:%d" % free_port()],
+                          capture_output=True, text=True, timeout=300, preexec_fn=util.default_sigint)
+    assert (proc.returncode, proc.stdout.split()) == (0, ["interrupted"] * 10), proc.stderr[-3000:]
 
 
 # -- consumer callbacks ----------------------------------------------------------------------------

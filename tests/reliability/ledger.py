@@ -22,7 +22,7 @@ import time
 import uuid
 
 from pyrdk.common import OffsetType
-from pyrdk.exceptions import NoBrokersAvailableError
+from pyrdk.exceptions import KafkaException, NoBrokersAvailableError
 
 PATIENCE_S = 60  # bound on waiting for something that must happen; never asserted on
 
@@ -43,6 +43,7 @@ class Ledger:
         self.failed = {}  # number -> exception
         self.reported_twice = 0
         self.refused = 0  # produce() calls that raised NoBrokersAvailableError
+        self.fatal = None  # the fatal error that ended the producing (produce_for's fatal_ok)
 
     def value(self, number):
         return b"%s-%d" % (self.run.encode(), number)
@@ -100,10 +101,20 @@ class Ledger:
         return sum(1 for at in self.delivered_at.values() if at < moment)
 
 
-def produce_for(producer, ledger, seconds, pace=200, schedule=None):
+def _fatal(exc):
+    return isinstance(exc, KafkaException) and (exc.fatal or exc.name == "_FATAL")
+
+
+def produce_for(producer, ledger, seconds, pace=200, schedule=None, fatal_ok=False):
     """Produce numbered messages for ``seconds`` (``pace`` per 0.1 s at most), recording
     the reports as they come; with ``schedule`` (a :class:`FaultSchedule`), run it alongside
-    and keep producing until it is done. Then stop the producer and record the rest."""
+    and keep producing until it is done. Then stop the producer and record the rest.
+
+    With ``fatal_ok``, a fatal error of the producer, from ``produce()`` or ``stop()``, is an
+    outcome, not a failure of the test (kept in ``ledger.fatal``): the producer can do
+    nothing more, and what it was given is still reported, delivered or failed. An
+    idempotent producer gets one when its broker comes back without its producer id while a
+    batch was in flight: librdkafka cannot retry that batch without risking a duplicate."""
     started = time.monotonic()
     if schedule is not None:
         schedule.start()
@@ -116,13 +127,23 @@ def produce_for(producer, ledger, seconds, pace=200, schedule=None):
                 except NoBrokersAvailableError:  # told to the program: not produced
                     ledger.refused += 1
                     break
+                except KafkaException as exc:
+                    if not (fatal_ok and _fatal(exc)):
+                        raise
+                    ledger.fatal = ledger.fatal or exc  # told to the program: not produced
+                    break
                 ledger.produced += 1
             ledger.drain(producer)
             time.sleep(max(0.0, 0.1 - (time.monotonic() - tick)))
     finally:
         if schedule is not None:
             schedule.join()
-    producer.stop()
+    try:
+        producer.stop()
+    except KafkaException as exc:
+        if not (fatal_ok and _fatal(exc)):
+            raise
+        ledger.fatal = ledger.fatal or exc
     ledger.drain(producer)
 
 
@@ -132,11 +153,12 @@ PRODUCERS = {
 }
 
 
-def produce_side_by_side(topics, seconds, schedule, pending_timeout_ms=60000):
+def produce_side_by_side(topics, seconds, schedule, pending_timeout_ms=60000, idempotent_fatal_ok=False):
     """An idempotent and a plain producer (``PRODUCERS``), each on its topic of ``topics``
     (``{kind: Topic}``) and on a thread of its own, through ``schedule``, which runs alongside
     the idempotent one (and the two produce for ``seconds`` at least); their ledgers. Both
-    retry far longer than the faults last (``max_retries``)."""
+    retry far longer than the faults last (``max_retries``). ``idempotent_fatal_ok`` is
+    :func:`produce_for`'s ``fatal_ok`` for the idempotent one."""
     ledgers = {kind: Ledger(kind) for kind in PRODUCERS}
     errors = []
 
@@ -144,7 +166,8 @@ def produce_side_by_side(topics, seconds, schedule, pending_timeout_ms=60000):
         try:
             producer = topics[kind].get_producer(delivery_reports=True, linger_ms=5, max_retries=1000,
                                                  pending_timeout_ms=pending_timeout_ms, **PRODUCERS[kind])
-            produce_for(producer, ledgers[kind], seconds, schedule=schedule if kind == "idempotent" else None)
+            produce_for(producer, ledgers[kind], seconds, schedule=schedule if kind == "idempotent" else None,
+                        fatal_ok=idempotent_fatal_ok and kind == "idempotent")
         except BaseException as exc:
             errors.append(exc)
 
