@@ -7,7 +7,6 @@ members here use short session and poll timeouts.
 """
 import json
 import socket
-import sys
 import time
 
 import pytest
@@ -21,6 +20,7 @@ from pyrdk.partitioners import hashing_partitioner
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import make_topic, tansu_gap, unique_name
 from tests.fleet import PATIENCE_S, Fleet
+from tests.rd import util
 from tests.test_simpleconsumer import stop_cut_short
 
 # Short timeouts so that crashes and rejoins settle in seconds (see the module docstring).
@@ -41,6 +41,19 @@ def produce_keyed(topic, count, start=0):
                     for i in range(start, start + count)]
     assert all(m.offset >= 0 for m in messages)
     return {(m.partition_id, m.offset): m.partition_key.decode() for m in messages}
+
+
+def mock_member(mock_cluster, mock_client, partitions, messages):
+    """A topic of ``partitions`` on the mock cluster holding ``messages`` keyed messages, and
+    a managed member (``FAST`` timeouts) of a group of its own on it: ``(topic, what
+    produce_keyed returned, member)``."""
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, partitions)
+    topic = mock_client.topics[name]
+    produced = produce_keyed(topic, messages)
+    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True,
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+    return topic, produced, consumer
 
 
 def assert_all_processed(fleet, produced):
@@ -599,26 +612,12 @@ def test_reset_offset_on_start_ignores_the_commit_and_commits_the_reset(client, 
 def test_stop_again_finishes_a_stop_a_ctrl_c_cut_short_and_leaves_the_group(mock_cluster, mock_client):
     """A member whose stop() Ctrl-C cut short kept its partitions until max.poll.interval.ms:
     the second stop() does the rd_kafka_consumer_close that leaves the group."""
-    name = unique_name("topic")
-    mock_cluster.create_topic(name, 1)
-    topic = mock_client.topics[name]
-    produce_keyed(topic, 5)
-    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True,
-                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+    _, _, consumer = mock_member(mock_cluster, mock_client, 1, 5)
     try:
         consume_n(consumer, 5)
         handle = stop_cut_short(consumer)
-        closes = []
-
-        def count(frame, event, arg):
-            if event == "c_call" and getattr(arg, "__name__", None) == "rd_kafka_consumer_close":
-                closes.append(arg)
-
-        sys.setprofile(count)
-        try:
+        with util.profiled(util.CCalls("rd_kafka_consumer_close")) as closes:
             consumer.stop()
-        finally:
-            sys.setprofile(None)
         assert len(closes) == 1 and handle._ptr is None
     finally:
         consumer.stop()
@@ -627,12 +626,7 @@ def test_stop_again_finishes_a_stop_a_ctrl_c_cut_short_and_leaves_the_group(mock
 @pytest.mark.mock
 @pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_unknown_member_id_is_recovered_without_losing_or_repeating_messages(mock_cluster, mock_client):
-    name = unique_name("topic")
-    mock_cluster.create_topic(name, 2)
-    topic = mock_client.topics[name]
-    produced = produce_keyed(topic, 200)
-    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True,
-                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+    topic, produced, consumer = mock_member(mock_cluster, mock_client, 2, 200)
     try:
         seen = [(m.partition_id, m.offset) for m in consume_n(consumer, 50)]
         mock_cluster.push_request_errors(ApiKey.OffsetCommit, UNKNOWN_MEMBER_ID)
@@ -645,6 +639,7 @@ def test_unknown_member_id_is_recovered_without_losing_or_repeating_messages(moc
             ends[pid] = max(ends.get(pid, -1), offset + 1)
 
         def committed():
+            name = topic.name.decode()
             return {tp.partition: tp.offset for tp in consumer._handle.committed([(name, 0), (name, 1)])}
 
         consumer.commit_offsets()  # perhaps refused again while the member rejoins...
@@ -661,12 +656,7 @@ def test_unknown_member_id_is_recovered_without_losing_or_repeating_messages(moc
 def test_a_refused_commit_of_a_generator_is_kept(mock_cluster, mock_client):
     """The offsets given as a generator (read once) are what is kept for after the rejoin,
     not the empty rest of it."""
-    name = unique_name("topic")
-    mock_cluster.create_topic(name, 2)
-    topic = mock_client.topics[name]
-    produce_keyed(topic, 40)
-    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True,
-                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+    topic, _, consumer = mock_member(mock_cluster, mock_client, 2, 40)
     try:
         consume_n(consumer, 10)
         mock_cluster.push_request_errors(ApiKey.OffsetCommit, UNKNOWN_MEMBER_ID)
@@ -679,12 +669,7 @@ def test_a_refused_commit_of_a_generator_is_kept(mock_cluster, mock_client):
 @pytest.mark.mock
 @pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_a_member_too_slow_for_max_poll_interval_rejoins_and_goes_on(mock_cluster, mock_client):
-    name = unique_name("topic")
-    mock_cluster.create_topic(name, 1)
-    topic = mock_client.topics[name]
-    produced = produce_keyed(topic, 20)
-    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True,
-                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+    topic, produced, consumer = mock_member(mock_cluster, mock_client, 1, 20)
     try:
         first = consume_n(consumer, 5)
         consumer.commit_offsets()

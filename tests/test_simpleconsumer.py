@@ -1189,13 +1189,8 @@ def stop_cut_short(consumer):
     thread.start()
     try:
         assert entered.wait(PATIENCE_S)
-        interrupt = util.InterruptAsItReturns("acquire")
-        sys.setprofile(interrupt)
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                consumer.stop()
-        finally:
-            sys.setprofile(None)
+        with util.profiled(util.InterruptAsItReturns("acquire")) as interrupt, pytest.raises(KeyboardInterrupt):
+            consumer.stop()
         assert interrupt.fired and handle.closing and handle._ptr is not None
     finally:
         release.set()

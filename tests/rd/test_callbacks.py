@@ -256,13 +256,8 @@ def test_an_interrupt_at_the_first_line_of_a_trampoline_reaches_the_caller(handl
     printed it ("Exception ignored from cffi callback") and the program ran on."""
     producer = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % free_port(), "debug": "generic",
                                     "statistics.interval.ms": 100}, on_stats=lambda _: None)
-    interrupt = util.InterruptAsItStarts(trampoline)
-    sys.setprofile(interrupt)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            util.wait_until(lambda: False, "a call of " + trampoline, step=lambda: producer.poll(100))
-    finally:
-        sys.setprofile(None)
+    with util.profiled(util.InterruptAsItStarts(trampoline)) as interrupt, pytest.raises(KeyboardInterrupt):
+        util.wait_until(lambda: False, "a call of " + trampoline, step=lambda: producer.poll(100))
     assert interrupt.fired
     assert "cffi callback" not in capfd.readouterr().err
 

@@ -332,13 +332,8 @@ def test_an_interrupt_before_rd_kafka_destroy_leaves_the_handle_to_del(handles):
 
 def _interrupted_close(h, c_function):
     """``h.close()``, cut short by a KeyboardInterrupt as ``c_function`` returns in it."""
-    interrupt = util.InterruptAsItReturns(c_function)
-    sys.setprofile(interrupt)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            h.close()
-    finally:
-        sys.setprofile(None)
+    with util.profiled(util.InterruptAsItReturns(c_function)) as interrupt, pytest.raises(KeyboardInterrupt):
+        h.close()
     assert interrupt.fired
 
 
@@ -370,17 +365,8 @@ def test_a_close_cut_short_after_rd_kafka_consumer_close_does_not_call_it_again(
     h = handles("consumer", {"group.id": _name("cc")})
     _interrupted_close(h, "rd_kafka_consumer_close")
     assert h.closing and h._ptr is not None
-    calls = []
-
-    def count(frame, event, arg):
-        if event == "c_call" and getattr(arg, "__name__", None) == "rd_kafka_consumer_close":
-            calls.append(arg)
-
-    sys.setprofile(count)
-    try:
+    with util.profiled(util.CCalls("rd_kafka_consumer_close")) as calls:
         h.close()
-    finally:
-        sys.setprofile(None)
     assert calls == [] and h._ptr is None
 
 

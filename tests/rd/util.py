@@ -1,7 +1,9 @@
 """Helpers for the rd tests: waiting for an outcome, producing and consuming N messages, a
 child process that Ctrl-C reaches."""
+import contextlib
 import gc
 import signal
+import sys
 import time
 
 import pytest
@@ -70,6 +72,28 @@ class InterruptAsItStarts:
         if event == "call" and frame.f_code.co_name == self.name and not self.fired:
             self.fired = True
             raise KeyboardInterrupt
+
+
+class CCalls(list):
+    """A profile function (``sys.setprofile``) listing the calls of the C function ``name``."""
+
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def __call__(self, frame, event, arg):
+        if event == "c_call" and getattr(arg, "__name__", None) == self.name:
+            self.append(arg)
+
+
+@contextlib.contextmanager
+def profiled(profile):
+    """``sys.setprofile(profile)`` for the block; the profile function is what it gives."""
+    sys.setprofile(profile)
+    try:
+        yield profile
+    finally:
+        sys.setprofile(None)
 
 
 def default_sigint():
