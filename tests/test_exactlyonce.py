@@ -17,7 +17,6 @@ import time
 
 import pytest
 
-from pyrdk import KafkaClient
 from pyrdk.exactlyonce import Processor
 from tests.fix_kafka import group_offsets, make_topic, on_tansu, unique_name
 from tests.kafka_log import committed_records, high_watermark, read_partition
@@ -131,38 +130,65 @@ def slow_commits(producer, mock_cluster, broker_id, rtt_ms):
     producer.commit_transaction = commit_transaction
 
 
+# The scenario of the test below, in a child process: librdkafka may abort the process there.
+_COMMIT_IN_DOUBT = """
+import sys
+from pyrdk import KafkaClient
+from pyrdk.exactlyonce import Processor
+from pyrdk.rd.mock import MockCluster
+from tests.test_exactlyonce import GROUP, PATIENCE_S, slow_commits
+mock_cluster = MockCluster(3)
+for name in ("in", "out"):
+    mock_cluster.create_topic(name, 1, 1)
+    mock_cluster.set_partition_leader(name, 0, 2)
+mock_cluster.set_coordinator("group", "workers", 2)
+mock_cluster.set_coordinator("transaction", "worker", 1)  # the one made slow
+client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=5000)
+with client.topics["in"].get_producer(linger_ms=5) as producer:
+    for i in range(10):
+        producer.produce(b"%d" % i)
+# The batch is the ten messages, however long the group's join takes (the mock cluster
+# holds the first JoinGroup 3 s): a batch cut short by its timeout would commit fewer.
+processor = Processor(client.topics["in"], client.topics["out"], b"workers", "worker", batch_size=10,
+                      batch_timeout_ms=PATIENCE_S * 1000, consumer_kwargs=GROUP,
+                      producer_kwargs={"transaction_timeout_ms": 3000, "linger_ms": 5,
+                                       "rdkafka_config": {"socket.timeout.ms": 3000}})
+process = lambda message: [b"out-" + message.value]  # noqa: E731
+try:
+    slow_commits(processor.producer, mock_cluster, 1, 4000)
+    print(processor.process_batch(process), processor.producer.commit_in_doubt)  # timed out: may yet commit
+    mock_cluster.set_broker_rtt(1, 0)
+    print(processor.process_batch(process))  # finished, not read again
+finally:
+    processor.close()
+consumer = client.topics["out"].get_simple_consumer(consumer_timeout_ms=2000)
+print(sorted(m.value for m in consumer) == sorted(b"out-%d" % i for i in range(10)))
+consumer.stop()
+client.close()
+mock_cluster.close()
+"""
+
+# librdkafka's own assertion, which aborts the process (rdkafka_txnmgr.c, rd_kafka_txn_set_state).
+_LIBRDKAFKA_TXN_BUG = "BUG: Invalid transaction state transition"
+
+
 @pytest.mark.mock
-def test_a_commit_that_timed_out_is_finished_by_the_next_batch_not_read_again(mock_cluster):
-    for name in ("in", "out"):
-        mock_cluster.create_topic(name, 1, 1)
-        mock_cluster.set_partition_leader(name, 0, 2)
-    mock_cluster.set_coordinator("group", "workers", 2)
-    mock_cluster.set_coordinator("transaction", "worker", 1)  # the one made slow
-    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=5000)
-    with client.topics["in"].get_producer(linger_ms=5) as producer:
-        for i in range(10):
-            producer.produce(b"%d" % i)
-    # The batch is the ten messages, however long the group's join takes (the mock cluster
-    # holds the first JoinGroup 3 s): a batch cut short by its timeout would commit fewer.
-    processor = Processor(client.topics["in"], client.topics["out"], b"workers", "worker", batch_size=10,
-                          batch_timeout_ms=PATIENCE_S * 1000, consumer_kwargs=GROUP,
-                          producer_kwargs={"transaction_timeout_ms": 3000, "linger_ms": 5,
-                                           "rdkafka_config": {"socket.timeout.ms": 3000}})
-    process = lambda message: [b"out-" + message.value]  # noqa: E731
-    try:
-        slow_commits(processor.producer, mock_cluster, 1, 4000)
-        assert processor.process_batch(process) == 0  # the commit timed out: it may yet commit
-        assert processor.producer.commit_in_doubt
-        mock_cluster.set_broker_rtt(1, 0)
-        assert processor.process_batch(process) == 10  # finished, not read again
-    finally:
-        processor.close()
-    consumer = client.topics["out"].get_simple_consumer(consumer_timeout_ms=2000)
-    try:
-        assert sorted(m.value for m in consumer) == sorted(b"out-%d" % i for i in range(10))
-    finally:
-        consumer.stop()
-        client.close()
+def test_a_commit_that_timed_out_is_finished_by_the_next_batch_not_read_again():
+    """The commit times out (its coordinator answers after 4 s, the producer waits 3):
+    ``commit_in_doubt``, and the next process_batch() finishes that commit instead of
+    reading the batch again.
+
+    On a loaded machine librdkafka 2.16 sometimes aborts the process here, at its own
+    assertion that a transaction state change is valid, as a late EndTxn answer meets the
+    resumed commit: a librdkafka bug, reported as such (an xfail naming it) rather than
+    taking the test session down with it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", _COMMIT_IN_DOUBT], cwd=root, capture_output=True, text=True,
+                          timeout=PATIENCE_S * 4)
+    if done.returncode == -signal.SIGABRT and _LIBRDKAFKA_TXN_BUG in done.stderr:
+        pytest.xfail("librdkafka aborted the process: %s"
+                     % next(line for line in done.stderr.splitlines() if _LIBRDKAFKA_TXN_BUG in line))
+    assert (done.returncode, done.stdout) == (0, "0 True\n10\nTrue\n"), done.stderr[-3000:]
 
 
 @pytest.mark.slow
