@@ -1046,7 +1046,8 @@ if hasattr(os, "register_at_fork"):
 def _close_live_handles():
     """At exit, close what the program left open, newest first, and finish a close an
     interrupt cut short, so that no librdkafka thread outlives the interpreter's own
-    teardown."""
+    teardown. A Ctrl-C met meanwhile is raised once every handle is closed."""
+    stop = None
     for handle in sorted(_live, key=lambda h: -h._created):
         if handle._ptr is not None and handle._pid == os.getpid():
             try:
@@ -1056,6 +1057,10 @@ def _close_live_handles():
                 handle.close(consumer_close=False)
             except Exception:  # exiting anyway; never mask the program's own outcome
                 pass
+            except BaseException as exc:  # the others are closed first
+                stop = stop or exc
+    if stop is not None:
+        raise stop
 
 
 def librdkafka_runtime_version():

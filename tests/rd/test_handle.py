@@ -407,6 +407,30 @@ def test_a_close_cut_short_is_finished_at_exit():
     assert (done.returncode, done.stdout) == (0, "interrupted True\ndestroyed\nexit hooks done\n"), done.stderr
 
 
+_CTRL_C_IN_THE_EXIT_HOOK = """
+import atexit
+atexit.register(print, "exit hooks done", flush=True)  # runs after pyrdk's own, registered later
+from pyrdk.rd.handle import Handle
+older, newer = Handle("producer", {}), Handle("producer", {})
+older.before_destroy.append(lambda: print("older destroyed", flush=True))
+
+
+def interrupt():
+    newer.before_destroy.remove(interrupt)
+    raise KeyboardInterrupt
+
+
+newer.before_destroy.append(interrupt)  # the exit hook closes the newest first
+"""
+
+
+def test_a_ctrl_c_in_the_exit_hook_leaves_no_other_handle_open():
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_IN_THE_EXIT_HOOK], capture_output=True, text=True,
+                          timeout=util.WAIT_S * 4)
+    assert done.stdout == "older destroyed\nexit hooks done\n", done.stderr
+    assert "KeyboardInterrupt" in done.stderr  # raised all the same, once the others are closed
+
+
 def test_close_from_inside_a_callback_of_its_own_call_is_refused(handles):
     """From a handler librdkafka runs inside poll(), closing would free the handle under
     that poll: a RuntimeError saying so comes back from the poll, and the handle closes
