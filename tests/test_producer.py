@@ -360,6 +360,28 @@ def test_enable_idempotence_reaches_librdkafka(topic):
         topic.get_producer(enable_idempotence=True, required_acks=0)
 
 
+@pytest.mark.mock
+def test_after_a_fatal_error_produce_raises_it_with_its_code_and_reason(mock_topic):
+    """librdkafka refuses a message with ``_FATAL`` ("Local: Fatal error", not flagged fatal)
+    once its idempotent producer has failed: what produce() raises is that fatal error."""
+    from pyrdk._ffi import lib
+    producer = mock_topic.get_producer(enable_idempotence=True, sync=True)
+    try:
+        producer.produce(b"before")
+        with producer._handle.use() as rk:  # librdkafka's way to fail a producer in a test
+            assert lib.rd_kafka_test_fatal_error(rk, 47, b"fabricated by the test") == 0
+        for _ in range(2):  # the first may be the error event, the second is the refusal
+            with pytest.raises(KafkaException) as info:
+                producer.produce(b"after")
+            assert (info.value.fatal, info.value.code, info.value.name) == (True, 47, "INVALID_PRODUCER_EPOCH")
+            assert "fabricated by the test" in str(info.value)
+    finally:
+        try:
+            producer.stop()
+        except KafkaException as exc:  # the error event, if produce() raised the refusal first
+            assert exc.code == 47, exc
+
+
 # -- local refusals (mock cluster) ---------------------------------------------------------------
 
 @pytest.mark.mock

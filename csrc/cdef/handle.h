@@ -15,6 +15,7 @@ char *rd_kafka_clusterid(rd_kafka_t *rk, int timeout_ms);
 int32_t rd_kafka_controllerid(rd_kafka_t *rk, int timeout_ms);
 rd_kafka_resp_err_t rd_kafka_set_log_queue(rd_kafka_t *rk, rd_kafka_queue_t *rkqu);
 rd_kafka_resp_err_t rd_kafka_fatal_error(rd_kafka_t *rk, char *errstr, size_t errstr_size);
+rd_kafka_resp_err_t rd_kafka_test_fatal_error(rd_kafka_t *rk, rd_kafka_resp_err_t err, const char *reason);
 void rd_kafka_mem_free(rd_kafka_t *rk, void *ptr);
 rd_kafka_resp_err_t rd_kafka_query_watermark_offsets(rd_kafka_t *rk, const char *topic,
         int32_t partition, int64_t *low, int64_t *high, int timeout_ms);

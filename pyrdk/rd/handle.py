@@ -618,10 +618,18 @@ class Handle:
         return tuple(int(ffi.cast("uintptr_t", p)) for p in (self._ptr, rkt, self._guard))
 
     def _raise_produce_error(self, err, topic, partition):
+        """The refusal's exception; for ``_FATAL``, the producer's fatal error itself, with
+        librdkafka's reason (``rd_kafka_fatal_error``): its error event may not be served yet."""
         if err == lib.PYRDK_ERR_CLOSED:
             raise self.refusal(forked=self._pid != os.getpid())
-        raise errors.exception(err, "produce to %s [%d]" % (topic, partition) if partition >= 0
-                               else "produce to %s" % topic)
+        what = "produce to %s [%d]" % (topic, partition) if partition >= 0 else "produce to %s" % topic
+        if err == errors.FATAL:
+            buf = errors.errstr()
+            with self.use(closed_ok=True, quiet=True) as rk:
+                code = lib.rd_kafka_fatal_error(rk, buf, errors.ERRSTR_SIZE) if rk is not None else 0
+            if code:
+                raise errors.exception(code, what, reason=string(buf), fatal=True)
+        raise errors.exception(err, what)
 
     def batch_outstanding(self, produced):
         """Of ``produced`` messages sent through :meth:`produce_batch`, how many have no
