@@ -619,17 +619,22 @@ class Handle:
 
     def _raise_produce_error(self, err, topic, partition):
         """The refusal's exception; for ``_FATAL``, the producer's fatal error itself, with
-        librdkafka's reason (``rd_kafka_fatal_error``): its error event may not be served yet."""
+        librdkafka's reason (:meth:`fatal_error`): its error event may not be served yet."""
         if err == lib.PYRDK_ERR_CLOSED:
             raise self.refusal(forked=self._pid != os.getpid())
         what = "produce to %s [%d]" % (topic, partition) if partition >= 0 else "produce to %s" % topic
-        if err == errors.FATAL:
-            buf = errors.errstr()
-            with self.use(closed_ok=True, quiet=True) as rk:
-                code = lib.rd_kafka_fatal_error(rk, buf, errors.ERRSTR_SIZE) if rk is not None else 0
-            if code:
-                raise errors.exception(code, what, reason=string(buf), fatal=True)
+        fatal = self.fatal_error() if err == errors.FATAL else None
+        if fatal is not None:
+            raise errors.exception(fatal[0], what, reason=fatal[1], fatal=True)
         raise errors.exception(err, what)
+
+    def fatal_error(self):
+        """``rd_kafka_fatal_error``: ``(code, reason)`` of the producer's fatal error, or None
+        (also once closed). It raises no callback's kept exception."""
+        buf = errors.errstr()
+        with self.use(closed_ok=True, quiet=True) as rk:
+            err = lib.rd_kafka_fatal_error(rk, buf, errors.ERRSTR_SIZE) if rk is not None else 0
+        return (err, string(buf)) if err else None
 
     def batch_outstanding(self, produced):
         """Of ``produced`` messages sent through :meth:`produce_batch`, how many have no

@@ -11,7 +11,7 @@ resumes when they are made again after a timeout (init, commit, abort) wait in s
 """
 import time
 
-from pyrdk._ffi import ffi, lib, string
+from pyrdk._ffi import ffi, lib
 from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors, partitions
 from pyrdk.rd.handle import SLICE_MS
@@ -87,16 +87,6 @@ def commit_transaction(handle, timeout_ms):
 def abort_transaction(handle, timeout_ms):
     """``rd_kafka_abort_transaction``: purge what is queued, then abort."""
     _call(handle, lib.rd_kafka_abort_transaction, timeout_ms, "abort_transaction", resumable=True)
-
-
-def fatal_error(handle):
-    """``rd_kafka_fatal_error``: ``(code, reason)`` of the producer's fatal error, or None."""
-    buf = errors.errstr()
-    with handle.use(closed_ok=True) as rk:
-        if rk is None:
-            return None
-        err = lib.rd_kafka_fatal_error(rk, buf, errors.ERRSTR_SIZE)
-    return (err, string(buf)) if err else None
 
 
 def _call(handle, call, timeout_ms, what, resumable=False):
