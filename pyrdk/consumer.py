@@ -278,6 +278,12 @@ class Consumer:
         self._stash.clear()
         self._handle.close(consumer_close)
 
+    def _finish_interrupted_stop(self, consumer_close=True):
+        """Once stopped: finish a close of the handle that an interrupt cut short (the next
+        ``Handle.close`` does), else nothing."""
+        if self._handle is not None and self._handle.closing:
+            self._handle.close(consumer_close)
+
     def _set_partitions(self, partitions):
         """Hold ``partitions`` (``{id: Partition}``) from now on."""
         self._held = partitions

@@ -252,8 +252,7 @@ class ManagedBalancedConsumer(Consumer):
         the consumer is closed. Once stopped, it finishes a close an interrupt cut short
         (the member then leaves the group), else does nothing."""
         if not self._running:
-            if self._handle is not None and self._handle.closing:
-                self._handle.close()
+            self._finish_interrupted_stop()
             return
         self._handle.check_close()  # not from inside a callback: before anything changes
         self._stopped_held = self.held_offsets  # the final revocation drops them

@@ -220,8 +220,7 @@ class SimpleConsumer(Consumer):
         commit still waits on, one that hangs, had no end). Once stopped, it finishes a
         close an interrupt cut short, else does nothing."""
         if not self._running:
-            if self._handle is not None and self._handle.closing:
-                self._handle.close(consumer_close=False)
+            self._finish_interrupted_stop(consumer_close=False)
             return
         try:
             if self._auto_commit_enable:
