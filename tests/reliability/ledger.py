@@ -101,10 +101,6 @@ class Ledger:
         return sum(1 for at in self.delivered_at.values() if at < moment)
 
 
-def _fatal(exc):
-    return isinstance(exc, KafkaException) and (exc.fatal or exc.name == "_FATAL")
-
-
 def produce_for(producer, ledger, seconds, pace=200, schedule=None, fatal_ok=False):
     """Produce numbered messages for ``seconds`` (``pace`` per 0.1 s at most), recording
     the reports as they come; with ``schedule`` (a :class:`FaultSchedule`), run it alongside
@@ -128,7 +124,7 @@ def produce_for(producer, ledger, seconds, pace=200, schedule=None, fatal_ok=Fal
                     ledger.refused += 1
                     break
                 except KafkaException as exc:
-                    if not (fatal_ok and _fatal(exc)):
+                    if not (fatal_ok and exc.fatal):
                         raise
                     ledger.fatal = ledger.fatal or exc  # told to the program: not produced
                     break
@@ -141,7 +137,7 @@ def produce_for(producer, ledger, seconds, pace=200, schedule=None, fatal_ok=Fal
     try:
         producer.stop()
     except KafkaException as exc:
-        if not (fatal_ok and _fatal(exc)):
+        if not (fatal_ok and exc.fatal):
             raise
         ledger.fatal = ledger.fatal or exc
     ledger.drain(producer)
