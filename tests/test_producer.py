@@ -757,13 +757,14 @@ def test_a_stop_called_while_stop_delivers_returns_and_takes_nothing_from_it(moc
         wait_until(lambda: producer._failures, "the failure kept")  # by the poller thread, as stop() began
         nested.append(producer.stop())
         return deliver(*args)
-    producer = mock_topic.get_producer(max_retries=0, linger_ms=0)
+    producer = mock_topic.get_producer(max_retries=0, linger_ms=0,
+                                       partitioner=lambda parts, key: parts[1] if key == b"bad" else parts[0])
     warm(producer)
     mock_cluster.set_broker_rtt(-1, 1000)  # in flight as stop() begins
+    # The error is partition 1's alone: the good messages, on partition 0, cannot take it.
+    mock_cluster.push_partition_request_errors(mock_topic.name.decode(), 1, ApiKey.Produce, MESSAGE_TOO_LARGE)
     good = [producer.produce(b"good-%d" % i) for i in range(3)]
-    time.sleep(0.2)  # sent (linger_ms=0), so that the error below is the next request's
-    mock_cluster.push_request_errors(ApiKey.Produce, MESSAGE_TOO_LARGE)
-    bad = producer.produce(b"bad")
+    bad = producer.produce(b"bad", partition_key=b"bad")
     monkeypatch.setattr(pyrdk.producer, "_deliver_or_purge", stop_inside)
     with pytest.raises(ProduceFailureError) as info:
         producer.stop()

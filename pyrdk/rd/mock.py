@@ -82,6 +82,16 @@ class MockCluster:
         array = ffi.new("rd_kafka_resp_err_t[]", [int(c) for c in codes])
         lib.rd_kafka_mock_push_request_errors_array(self._cluster(), int(api_key), len(codes), array)
 
+    def push_partition_request_errors(self, topic, partition, api_key, *codes):
+        """``rd_kafka_mock_partition_push_request_errors`` (librdkafka 2.15.0): the next
+        ``len(codes)`` requests of ``api_key`` (Produce or Fetch) that name this partition
+        answer these codes for it, in order; the request's other partitions are not
+        affected."""
+        for code in codes:
+            errors.check(lib.pyrdk_mock_partition_push_request_error(self._cluster(), topic.encode(), partition,
+                                                                     int(api_key), int(code)),
+                         "mock partition request errors")
+
     def clear_request_errors(self, api_key):
         """``rd_kafka_mock_clear_request_errors``."""
         lib.rd_kafka_mock_clear_request_errors(self._cluster(), int(api_key))
