@@ -1,13 +1,16 @@
 """Run as ``python -m tests.reliability.leaks HOSTS``: make and stop 100 producers, 100
 simple consumers (one after the other), 20 balanced consumers (the broker's group protocol,
-each in a group of its own, side by side) and 20 clients, each doing real work (a produce,
-a consume, a join), and print JSON with
-the process's open file descriptors, OS threads and RSS before and after each round.
+each in a group of its own, side by side), 20 clients, 20 transactional producers, and 100
+``pyrdk.aio`` producers, 100 consumers and 20 group members (one event loop for the round, as
+a service keeps), each doing real work (a produce, a consume, a join, a committed transaction), and
+print JSON with the process's open file descriptors, OS threads and RSS before and after
+each round.
 
 The baseline is taken after one warm-up object of each kind, so that what is made once per
 process (imported modules, librdkafka's global state, the allocator's first arenas) is in
 it. Run in a process of its own so that nothing else shares the counts.
 """
+import asyncio
 import gc
 import json
 import os
@@ -15,7 +18,8 @@ import sys
 import threading
 import time
 
-ROUNDS = {"producers": 100, "simple consumers": 100, "balanced consumers": 20, "clients": 20}
+ROUNDS = {"producers": 100, "simple consumers": 100, "balanced consumers": 20, "clients": 20,
+          "transactional producers": 20, "aio producers": 100, "aio consumers": 100, "aio group consumers": 20}
 
 
 def usage():
@@ -64,8 +68,44 @@ def main(hosts):
         with KafkaClient(hosts=hosts) as other:
             assert name.encode() in other.topics
 
+    def transactional_producer():
+        with topic.get_producer(transactional_id="leaks-%d-%d" % (os.getpid(), next(group))) as p:
+            p.begin_transaction()
+            p.produce(b"leak check")
+            p.commit_transaction()
+
+    async def aio_producer():
+        import pyrdk.aio as aiokafka
+        async with aiokafka.AIOKafkaProducer(bootstrap_servers=hosts) as p:
+            assert (await p.send_and_wait(name, b"leak check")).offset >= 0
+
+    async def aio_consumer():
+        import pyrdk.aio as aiokafka
+        async with aiokafka.AIOKafkaConsumer(bootstrap_servers=hosts, enable_auto_commit=False) as c:
+            c.assign([aiokafka.TopicPartition(name, 0), aiokafka.TopicPartition(name, 1)])
+            await c.seek_to_beginning()
+            assert (await asyncio.wait_for(c.getone(), 30)) is not None
+
+    async def aio_group_consumer():
+        import pyrdk.aio as aiokafka
+        async with aiokafka.AIOKafkaConsumer(name, bootstrap_servers=hosts, auto_offset_reset="earliest",
+                                             group_id="leaks-%d-%d" % (os.getpid(), next(group)),
+                                             session_timeout_ms=6000, heartbeat_interval_ms=500) as c:
+            assert (await asyncio.wait_for(c.getone(), 30)) is not None
+
+    def in_a_loop(make, count):
+        """``count`` of ``make()`` one after the other, in one event loop."""
+        async def run():
+            for _ in range(count):
+                await make()
+        asyncio.run(run())
+
     makers = {"producers": producer, "simple consumers": simple_consumer,
-              "balanced consumers": balanced_consumer, "clients": another_client}
+              "balanced consumers": balanced_consumer, "clients": another_client,
+              "transactional producers": transactional_producer,
+              "aio producers": lambda count=1: in_a_loop(aio_producer, count),
+              "aio consumers": lambda count=1: in_a_loop(aio_consumer, count),
+              "aio group consumers": lambda count=1: in_a_loop(aio_group_consumer, count)}
     for make in makers.values():  # warm-up
         make()
     settle()
@@ -78,6 +118,8 @@ def main(hosts):
                 t.start()
             for t in threads:
                 t.join()
+        elif what.startswith("aio "):
+            makers[what](count)
         else:
             for _ in range(count):
                 makers[what]()

@@ -1,6 +1,7 @@
 """No leak over hundreds of clients: ``tests/reliability/leaks.py`` makes and stops 100
-producers, 100 simple consumers, 20 balanced consumers and 20 clients in a process of its
-own; after each round its open file descriptors and OS threads are back at their baseline
+producers, 100 simple consumers, 20 balanced consumers, 20 clients, 20 transactional
+producers, and 100 ``pyrdk.aio`` producers, 100 consumers and 20 group members in a process
+of its own; after each round its open file descriptors and OS threads are back at their baseline
 exactly, and its RSS within ``RSS_SLACK_MB`` of it (room for the allocator's arenas and
 the threads' stacks it keeps for reuse; a leaked librdkafka handle would show in the counts
 first, as it keeps several threads and sockets of its own)."""
