@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import check_int
 from pyrdk.exceptions import KafkaException
+from pyrdk.topic import Topic
 
 if TYPE_CHECKING:
     from pyrdk import common
     from pyrdk.producer import Producer
     from pyrdk.rd.transaction import GroupMetadata
-    from pyrdk.topic import Topic
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,12 @@ def commit_in_transaction(producer: Producer, outputs: Iterable[Any], offsets: l
             producer.send_offsets_to_transaction(offsets, group_metadata, timeout)
 
 
+def _check_process(process):
+    """Refuse a ``process`` that is not callable before a batch is consumed for it."""
+    if not callable(process):
+        raise TypeError("process must be callable: process(message) -> iterable of outputs, not %r" % (process,))
+
+
 class Processor:
     """Consume a topic, process each message, and write what the processing returns to
     another topic, exactly once: each batch of messages, their outputs and the group's
@@ -107,6 +113,12 @@ class Processor:
                  transactional_id: str, batch_size: int = 1000, batch_timeout_ms: int = 1000,
                  consumer_kwargs: Optional[dict[str, Any]] = None,
                  producer_kwargs: Optional[dict[str, Any]] = None) -> None:
+        for name, value in (("input_topic", input_topic), ("output_topic", output_topic)):
+            if not isinstance(value, Topic):
+                raise TypeError("%s must be a pyrdk Topic (client.topics[name]), not %r" % (name, value))
+        for name, kwargs in (("consumer_kwargs", consumer_kwargs), ("producer_kwargs", producer_kwargs)):
+            if kwargs is not None and not isinstance(kwargs, dict):
+                raise TypeError("%s must be a dict of keyword arguments, not %r" % (name, kwargs))
         self._batch_size = check_int("batch_size", batch_size, 1)
         self._batch_timeout_ms = check_int("batch_timeout_ms", batch_timeout_ms, 0)
         consumer_kwargs = dict(consumer_kwargs or {})
@@ -140,6 +152,7 @@ class Processor:
         messages in one transaction. Returns how many messages were committed (0 when the
         transaction was aborted: they are read again). When the last batch's commit timed
         out, this call finishes that commit instead (librdkafka resumes it)."""
+        _check_process(process)
         if self._in_doubt is not None:
             return self._finish_commit()
         self._batch = []
@@ -219,6 +232,9 @@ class Processor:
             max_batches: Optional[int] = None) -> int:
         """Call :meth:`process_batch` until :meth:`stop` (or ``max_batches`` batches);
         returns how many messages were committed."""
+        _check_process(process)
+        if max_batches is not None:
+            check_int("max_batches", max_batches, 0)
         total = batches = 0
         self._stopping.clear()
         while not self._stopping.is_set() and (max_batches is None or batches < max_batches):

@@ -117,6 +117,30 @@ def test_processor_refuses_to_let_the_consumer_commit(client, topic_name, group_
         Processor(topic, topic, group_name, "p", consumer_kwargs={"auto_commit_enable": True})
 
 
+def test_processor_refuses_arguments_of_the_wrong_kind_before_it_reads(client, topic_name, group_name):
+    """A topic name for a Topic, a list for consumer_kwargs, a process that is not callable
+    and a max_batches that is not an int are named at once, not as an AttributeError or a
+    comparison error, and nothing is read for them."""
+    source = make_topic(client, topic_name, 1)
+    sink = make_topic(client, topic_name + "-out", 1)
+    with pytest.raises(TypeError, match="input_topic must be a pyrdk Topic"):
+        Processor(topic_name, sink, group_name, "p")
+    with pytest.raises(TypeError, match="output_topic must be a pyrdk Topic"):
+        Processor(source, None, group_name, "p")
+    with pytest.raises(TypeError, match="consumer_kwargs must be a dict"):
+        Processor(source, sink, group_name, "p", consumer_kwargs=[("session_timeout_ms", 6000)])
+    produce_inputs(source, 3)
+    with Processor(source, sink, group_name, unique_name("proc"), batch_timeout_ms=500,
+                   consumer_kwargs=GROUP) as processor:
+        with pytest.raises(TypeError, match="process must be callable"):
+            processor.process_batch(None)
+        with pytest.raises(TypeError, match="max_batches must be an int"):
+            processor.run(lambda m: [m.value], max_batches="2")
+        assert process_all(processor, 3, lambda m: [m.value]) == 3
+    records, _ = committed_output(sink)
+    assert sorted(r.value for r in records) == [b"0", b"1", b"2"]
+
+
 def slow_commits(producer, mock_cluster, broker_id, rtt_ms):
     """The next commit_transaction() of ``producer`` finds ``broker_id`` (its transaction
     coordinator) answering after ``rtt_ms``: its EndTxn is slow, nothing before it."""
