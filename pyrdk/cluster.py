@@ -171,9 +171,11 @@ def _topic_request(req):
              for k, v in (config or {}).items()})
 
 
-def _group_id(group, what="group id"):
-    """A group id for a call that changes the group: empty is no group's name (a broker may
-    take it for every group: Tansu deletes them all), ValueError."""
+def _group_id(group: Any, what: str = "group id") -> str:
+    """A group id for a call about one group: empty is no group's name, ValueError (a broker
+    may take it for every group, as Tansu's DeleteGroups does; a group read of it may wait
+    ``socket_timeout_ms`` for a coordinator, as librdkafka's mock cluster does; and no pyrdk
+    consumer can have it)."""
     group = to_str(group, what)
     if not group:
         raise ValueError("%s is empty: name the consumer group" % what)
@@ -439,7 +441,7 @@ class Cluster:
 
     def get_group_coordinator(self, consumer_group: Union[str, bytes]) -> Broker:
         """The ``Broker`` coordinating ``consumer_group`` (``rd_kafka_DescribeConsumerGroups``)."""
-        bm = admin.group_coordinator(self._handle, to_str(consumer_group, "consumer_group"),
+        bm = admin.group_coordinator(self._handle, _group_id(consumer_group, "consumer_group"),
                                      self._timeout_ms)
         if bm is None:
             raise KafkaException("no coordinator found for group %r" % consumer_group)
@@ -494,7 +496,7 @@ class Cluster:
         """A consumer-type handle of ``consumer_group`` that joins nothing: it only commits and
         fetches the group's offsets. Close it after use."""
         config = self.config_for("consumer")
-        config.update({"group.id": to_str(consumer_group, "consumer_group"),
+        config.update({"group.id": _group_id(consumer_group, "consumer_group"),
                        "enable.auto.commit": False})
         return Handle("consumer", config, what="offsets of group %r" % consumer_group)
 
@@ -587,7 +589,7 @@ class Cluster:
     def describe_consumer_groups(self, group_ids: Iterable[Union[str, bytes]]) -> dict[str, Any]:
         """``{group_id (str): GroupDescription}``: state, assignor, coordinator and members with
         their assignments (``rd_kafka_DescribeConsumerGroups``)."""
-        names = [to_str(g, "group id") for g in _list_of("describe_consumer_groups", group_ids, "group ids")]
+        names = [_group_id(g) for g in _list_of("describe_consumer_groups", group_ids, "group ids")]
         return admin.describe_consumer_groups(self._handle, names, self._timeout_ms) if names else {}
 
     def delete_groups(self, group_ids: Iterable[Union[str, bytes]]) -> None:
@@ -602,7 +604,7 @@ class Cluster:
         """``{(topic, partition): offset}`` that ``consumer_group`` committed (the next offset
         it will read; -1001 where it committed none), for ``(topic, partition)`` pairs or, with
         None, every partition it committed (``rd_kafka_ListConsumerGroupOffsets``)."""
-        group = to_str(consumer_group, "consumer_group")
+        group = _group_id(consumer_group, "consumer_group")
         tps = None if partitions is None else list(dict.fromkeys(  # each once: librdkafka refuses duplicates
             _pair("list_consumer_group_offsets", item)
             for item in _list_of("list_consumer_group_offsets", partitions, "(topic, partition) pairs")))
@@ -644,11 +646,8 @@ class Cluster:
         ``topics`` (names) limits it; None takes every topic the group has offsets, members or
         znodes for. With the client's ``zookeeper_hosts``, offsets committed to ZooKeeper and
         pykafka's ownership znodes are read too."""
-        from pyrdk.lag import consumer_lag
-        group = to_str(consumer_group, "consumer_group")
-        names = None if topics is None else [to_str(t.name if isinstance(t, Topic) else t)
-                                             for t in _list_of("consumer_lag", topics, "topic names")]
-        return consumer_lag(self, group, names, self.zookeeper_hosts)
+        from pyrdk.lag import consumer_lag  # which checks the group and the topics
+        return consumer_lag(self, consumer_group, topics, self.zookeeper_hosts)
 
     # -- topics and records ------------------------------------------------------------------------
 

@@ -44,10 +44,20 @@ def _owners_from_description(description):
     return owners
 
 
-def consumer_lag(cluster: Cluster, group: str, topics: Optional[Iterable[Union[str, bytes]]] = None,
+def consumer_lag(cluster: Cluster, group: Union[str, bytes], topics: Optional[Iterable[Union[str, bytes]]] = None,
                  zookeeper_hosts: Optional[str] = None) -> dict[bytes, dict[int, PartitionLag]]:
-    """``{topic (bytes): {partition id: PartitionLag}}`` for ``group`` (str), over ``topics``
-    (names) or, with None, every topic it committed offsets for, is assigned, or has znodes for."""
+    """``{topic (bytes): {partition id: PartitionLag}}`` for ``group`` (str or bytes), over ``topics``
+    (a list of names or Topics) or, with None, every topic it committed offsets for, is
+    assigned, or has znodes for."""
+    # here, not at the top: pyrdk.cluster imports this module in Cluster.consumer_lag
+    from pyrdk.cluster import Cluster, _group_id, _list_of, to_str
+    from pyrdk.topic import Topic
+    if not isinstance(cluster, Cluster):
+        raise TypeError("consumer_lag takes a pyrdk Cluster (client.cluster), not %r" % (cluster,))
+    group = _group_id(group, "consumer_group")
+    if topics is not None:  # a list of names: one name taken apart would be the lag of its letters
+        topics = [to_str(t.name if isinstance(t, Topic) else t)
+                  for t in _list_of("consumer_lag", topics, "topic names")]
     try:
         description = cluster.describe_consumer_groups([group]).get(group)
     except GroupIdNotFoundError:

@@ -63,6 +63,26 @@ def test_an_empty_group_id_is_refused_before_anything_changes(client, topic, gro
     assert client.cluster.list_consumer_group_offsets(group_name) == {(topic.name.decode(), 0): 2}
 
 
+@pytest.mark.mock
+def test_an_empty_group_id_is_refused_at_once_by_the_group_reads_too(mock_cluster):
+    """The reads of one group name the empty id at once: librdkafka's mock cluster leaves them
+    waiting socket_timeout_ms for a coordinator of "", then says only "Timed out"."""
+    from pyrdk.protocol import PartitionOffsetCommitRequest, PartitionOffsetFetchRequest
+    mock_cluster.create_topic("t", 1)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000) as client:
+        cluster = client.cluster
+        for call in (lambda: cluster.get_group_coordinator(""),
+                     lambda: cluster.describe_consumer_groups(["g", b""]),
+                     lambda: cluster.list_consumer_group_offsets(""),
+                     lambda: cluster.consumer_lag(b""),
+                     lambda: client.topics["t"].consumer_lag(""),
+                     lambda: cluster.fetch_consumer_group_offsets("", [PartitionOffsetFetchRequest("t", 0)]),
+                     lambda: cluster.commit_consumer_group_offsets(
+                         "", [PartitionOffsetCommitRequest("t", 0, 1, 0, b"")])):
+            with pytest.raises(ValueError, match="is empty: name the consumer group"):  # not a timeout
+                call()
+
+
 @tansu_gap("deleting a group that does not exist succeeds")
 def test_deleting_an_unknown_group_raises(client):
     try:

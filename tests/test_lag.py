@@ -103,6 +103,24 @@ def test_lag_of_a_running_zookeeper_group_names_the_owners(kafka_hosts, zookeepe
     assert sum(row.lag for row in lag.values()) == 5
 
 
+def test_the_lag_function_takes_a_list_of_topics_not_one_name(client, topic_name, group_name):
+    """``pyrdk.lag.consumer_lag(cluster, group, "qz")`` refuses one name, as
+    ``Cluster.consumer_lag`` does, rather than reading the lag of the topics "q" and "z"."""
+    from pyrdk.lag import consumer_lag
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 2})
+    commit(topic, group_name, {0: 1})
+    for topics in (topic_name, topic_name.encode()):
+        with pytest.raises(TypeError, match="consumer_lag takes a list of topic names, not one"):
+            consumer_lag(client.cluster, group_name, topics)
+    with pytest.raises(TypeError, match="topic name must be bytes or str, not int"):
+        consumer_lag(client.cluster, group_name, [5])
+    with pytest.raises(TypeError, match="a pyrdk Cluster \\(client.cluster\\)"):
+        consumer_lag(client, group_name, [topic_name])
+    lag = consumer_lag(client.cluster, group_name, [topic_name.encode(), topic])
+    assert list(lag) == [topic.name] and (lag[topic.name][0].committed, lag[topic.name][0].lag) == (1, 1)
+
+
 def test_lag_of_an_unknown_topic_creates_no_topic(client, topic_name, group_name):
     from pyrdk.exceptions import UnknownTopicOrPartition
     with pytest.raises(UnknownTopicOrPartition, match="unknown topic"):
