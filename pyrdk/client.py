@@ -15,6 +15,7 @@ from pyrdk.broker import Broker
 from pyrdk.cluster import Cluster, TopicDict
 from pyrdk.common import SslConfig, check_config, check_int
 from pyrdk.rd import conf
+from pyrdk.rd.handle import stats_enabled
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +206,11 @@ class KafkaClient:
         config.update(security_config(ssl_config, security_protocol, sasl_mechanism,
                                       sasl_plain_username, sasl_plain_password, oauth_cb))
         config.update(rdkafka_config)
+        if stats_callback is not None and not stats_enabled(config):
+            # the default of every producer and consumer made here, none of which would call it
+            raise ValueError("stats_callback is called with librdkafka's statistics, which are off: give "
+                             "statistics_interval_ms > 0 too (or give stats_callback to the producers and "
+                             "consumers that turn statistics on)")
         mechanism, protocol = config.get("sasl.mechanism"), config.get("security.protocol")
         if callable(config.get("oauth_cb")) and (str(mechanism).upper() != "OAUTHBEARER" or
                                                  not str(protocol).upper().startswith("SASL_")):

@@ -126,3 +126,26 @@ def test_a_callback_without_statistics_is_refused(client, topic, zookeeper_chroo
                            stats_callback=seen)
     producer = topic.get_producer(rdkafka_config={"statistics.interval.ms": 100}, stats_callback=seen)
     producer.stop()
+
+
+@pytest.mark.mock
+def test_a_client_callback_without_statistics_is_refused(mock_cluster):
+    """The client's stats_callback is the default of every producer and consumer it makes: with
+    statistics off on the client, none of them would call it, and an exporter given it would
+    export nothing, silently."""
+    with pytest.raises(ValueError, match="statistics_interval_ms > 0 too"):
+        KafkaClient(hosts=mock_cluster.bootstrap_servers, stats_callback=print)
+    with pytest.raises(ValueError, match="statistics_interval_ms > 0 too"):
+        KafkaClient(hosts=mock_cluster.bootstrap_servers, stats_callback=print,
+                    rdkafka_config={"statistics.interval.ms": 0})
+    seen = []
+    mock_cluster.create_topic("t", 1)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, rdkafka_config={"statistics.interval.ms": 50},
+                     stats_callback=seen.append) as client:
+        with client.topics["t"].get_producer() as producer:
+            deadline = time.monotonic() + 10
+            while not seen and time.monotonic() < deadline:
+                producer.produce(b"x")
+                producer.flush()
+                time.sleep(0.05)
+    assert seen
