@@ -8,7 +8,9 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import sys
+import threading
 import warnings
 
 import click
@@ -18,6 +20,37 @@ from pyrdk import exceptions
 from pyrdk.exceptions import KafkaException
 
 DEFAULT_HOSTS = "127.0.0.1:9092"
+
+
+class UntilInterrupted:
+    """For a command that runs until Ctrl-C (``lag --watch``, ``consume --follow``): SIGINT
+    raises KeyboardInterrupt, as Python's own handler does, and is also noted, for
+    :meth:`check` to raise again. Python drops an exception raised inside a ``__del__``
+    (printing "Exception ignored in"), so a Ctrl-C whose handler ran there would otherwise be
+    lost, and the command would run on. From the main thread only (elsewhere: no handler)."""
+
+    def __init__(self):
+        self.interrupted = False
+        self._previous = None
+
+    def _on_sigint(self, signum, frame):
+        self.interrupted = True
+        raise KeyboardInterrupt
+
+    def check(self):
+        """Raise KeyboardInterrupt if a Ctrl-C came, even one whose exception was dropped."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
 
 class CommandError(click.ClickException):

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from pyrdk.cli.common import CommandError, OffsetSpec, decode, emit_json, pass_env
+from pyrdk.cli.common import CommandError, OffsetSpec, UntilInterrupted, decode, emit_json, pass_env
 from pyrdk.common import OffsetType
 from pyrdk.exceptions import KafkaException
 from pyrdk.partitioners import murmur2_partitioner
@@ -188,47 +188,49 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
     line = _format(fmt, topic)
     out = click.get_text_stream("stdout")
     read, counts = 0, {}
-    try:
-        if not isinstance(start, str):  # an offset or a datetime, for every partition read
-            if isinstance(start, int):
-                for p in consumer.partitions.values():
-                    consumer.seek(p, start)  # the next offset read (reset_offsets takes the last one read)
-            else:
-                consumer.reset_offsets([(p, start) for p in consumer.partitions.values()])
-        # A partition whose log ends before --from OFFSET moves to auto_offset_reset, its start:
-        # what it holds below OFFSET was not asked for.
-        below = start if isinstance(start, int) else None
-        last = time.monotonic()  # of the last record
-        stuck = []  # partitions with neither a record nor their end within --timeout-ms
-        while count is None or read < count:
-            batch = consumer.consume_batch(min(1000, count - read) if count else 1000, timeout_ms=200)
-            for m in batch:
-                counts[m.partition_id] = counts.get(m.partition_id, 0) + 1
-                if below is None or m.offset >= below:
-                    out.write(line(m) + "\n")
-                    read += 1
-            if batch:
-                out.flush()
-                last = time.monotonic()
-            elif not follow:
-                unfinished = _unfinished(consumer, counts)
-                if not unfinished:
-                    break
-                if time.monotonic() - last > env.timeout_ms / 1000.0:
-                    stuck = unfinished
-                    break
-        if group and commit:
-            consumer.commit_offsets()  # what was printed
-        if stuck:
-            raise CommandError("topic %s partition(s) %s: no record and no end of the partition within "
-                               "--timeout-ms=%d (is the partition's leader down?)" % (topic, stuck, env.timeout_ms))
-    except BrokenPipeError:  # the reader went away (| head): done, quietly
-        sys.stdout = open(os.devnull, "w")
-    except KeyboardInterrupt:
-        if group and commit:
-            consumer.commit_offsets()
-    finally:
-        consumer.stop()
+    with UntilInterrupted() as until:
+        try:
+            if not isinstance(start, str):  # an offset or a datetime, for every partition read
+                if isinstance(start, int):
+                    for p in consumer.partitions.values():
+                        consumer.seek(p, start)  # the next offset read (reset_offsets takes the last one read)
+                else:
+                    consumer.reset_offsets([(p, start) for p in consumer.partitions.values()])
+            # A partition whose log ends before --from OFFSET moves to auto_offset_reset, its start:
+            # what it holds below OFFSET was not asked for.
+            below = start if isinstance(start, int) else None
+            last = time.monotonic()  # of the last record
+            stuck = []  # partitions with neither a record nor their end within --timeout-ms
+            while count is None or read < count:
+                until.check()
+                batch = consumer.consume_batch(min(1000, count - read) if count else 1000, timeout_ms=200)
+                for m in batch:
+                    counts[m.partition_id] = counts.get(m.partition_id, 0) + 1
+                    if below is None or m.offset >= below:
+                        out.write(line(m) + "\n")
+                        read += 1
+                if batch:
+                    out.flush()
+                    last = time.monotonic()
+                elif not follow:
+                    unfinished = _unfinished(consumer, counts)
+                    if not unfinished:
+                        break
+                    if time.monotonic() - last > env.timeout_ms / 1000.0:
+                        stuck = unfinished
+                        break
+            if group and commit:
+                consumer.commit_offsets()  # what was printed
+            if stuck:
+                raise CommandError("topic %s partition(s) %s: no record and no end of the partition within "
+                                   "--timeout-ms=%d (is the partition's leader down?)" % (topic, stuck, env.timeout_ms))
+        except BrokenPipeError:  # the reader went away (| head): done, quietly
+            sys.stdout = open(os.devnull, "w")
+        except KeyboardInterrupt:
+            if group and commit:
+                consumer.commit_offsets()
+        finally:
+            consumer.stop()
 
 
 read_options = [

@@ -398,6 +398,30 @@ def test_lag_watch_refreshes_until_interrupted(kafka_hosts, client, topic_name, 
     assert proc.returncode == 0
 
 
+def test_a_ctrl_c_python_dropped_inside_a_del_still_ends_a_watch(monkeypatch):
+    """What lost lag --watch's Ctrl-C once: SIGINT's handler ran inside a ``__del__`` (click's
+    stream wrapper, freed after a flush), where Python prints the KeyboardInterrupt as
+    "Exception ignored in" and goes on. The loop's check() raises it again."""
+    from pyrdk.cli.common import UntilInterrupted
+    before = signal.getsignal(signal.SIGINT)
+    dropped = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: dropped.append(unraisable.exc_type))
+
+    class InterruptedWhileFreed:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs at one of these bytecodes, inside __del__
+                pass
+
+    with UntilInterrupted() as until:
+        with pytest.raises(KeyboardInterrupt):
+            InterruptedWhileFreed()  # freed at once
+            assert dropped == [KeyboardInterrupt]  # Python dropped it...
+            until.check()  # ...and the check raises it again
+    assert until.interrupted and dropped == [KeyboardInterrupt]
+    assert signal.getsignal(signal.SIGINT) is before  # restored
+
+
 def test_lag_watch_into_a_closed_pipe_ends_quietly(kafka_hosts, client, topic_name, group_name):
     # pyrdk lag G --watch | head -3: the reader goes away, which is how the command ends
     topic = make_topic(client, topic_name, 1)
