@@ -603,6 +603,11 @@ PLAINTEXT_TO_TLS_HINT = ("; a TLS listener does this to a plaintext client: if t
 NO_SASL_HINT = ("; a SASL listener does this to a client that does not authenticate: if the "
                  "listener wants SASL, set security_protocol SASL_PLAINTEXT or SASL_SSL with "
                  "sasl_mechanism, sasl_plain_username and sasl_plain_password")
+# librdkafka reads the first four bytes of an answer as its size: an HTTP server's "HTTP/1.1
+# 400 ..." is 1213486160 ("HTTP"), reported as "Invalid response size ...: increase
+# receive.message.max.bytes", which would not help.
+NOT_KAFKA_HTTP_HINT = ("; that size is the bytes \"HTTP\": a web server or proxy answered there, not a "
+                       "Kafka listener: check the host and port")
 # A TLS client whose connections never got a broker certificate, and heard of no failure:
 # the listener waits for a plaintext request (a Kafka broker would close the connection).
 NO_TLS_ANSWER_HINT = ("no broker answered the TLS handshake: if the listener is plaintext, set "

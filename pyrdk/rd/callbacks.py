@@ -30,8 +30,8 @@ import threading
 import time
 
 from pyrdk._ffi import ffi, lib, string
-from pyrdk.exceptions import (NO_SASL_HINT, PLAINTEXT_TO_TLS_HINT, AuthenticationError, CallState, KafkaException,
-                              SslError)
+from pyrdk.exceptions import (NO_SASL_HINT, NOT_KAFKA_HTTP_HINT, PLAINTEXT_TO_TLS_HINT, AuthenticationError,
+                              CallState, KafkaException, SslError)
 from pyrdk.rd import errors, partitions
 
 log = logging.getLogger("pyrdk.librdkafka")
@@ -239,13 +239,17 @@ def _note_failure(rk, syslog_level, text):
 
 
 _RESPONSE_SIZE = re.compile(r"Invalid response size (-?\d+)")
+_HTTP_AS_SIZE = int.from_bytes(b"HTTP", "big")
 
 
 def _hinted(cbs, text):
     """A connection failure's ``text`` (a line librdkafka logged, or the reason of its
-    transport error), with a hint when a plaintext connection failed at its first request
-    (``APIVERSION_QUERY``) as a TLS listener fails it, or a connection without SASL was
-    closed as soon as it was up."""
+    transport error), with a hint when an HTTP server answered, a plaintext connection failed
+    at its first request (``APIVERSION_QUERY``) as a TLS listener fails it, or a connection
+    without SASL was closed as soon as it was up."""
+    size = _RESPONSE_SIZE.search(text)
+    if size is not None and int(size.group(1)) == _HTTP_AS_SIZE:
+        return text + NOT_KAFKA_HTTP_HINT
     if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text \
             and _as_tls_fails_it(text):
         return text + PLAINTEXT_TO_TLS_HINT

@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from pyrdk.exceptions import NO_SASL_HINT, PLAINTEXT_TO_TLS_HINT, KafkaException, MessageSizeTooLarge
+from pyrdk.exceptions import (NO_SASL_HINT, NOT_KAFKA_HTTP_HINT, PLAINTEXT_TO_TLS_HINT, KafkaException,
+                              MessageSizeTooLarge)
 from pyrdk.rd import callbacks, partitions
 from pyrdk.testing import free_port
 from tests.rd import util
@@ -545,15 +546,16 @@ def test_a_flood_of_distinct_lines_costs_each_line_a_constant_amount_of_work(cap
     ("127.0.0.1:9/bootstrap: ApiVersionRequest failed: Local: Timed out: probably due to broker version < "
      "0.10 (see api.version.request configuration) (after 5006ms in state APIVERSION_QUERY)", ""),
     ("127.0.0.1:9/bootstrap: Receive failed: Invalid response size 1213486160 (0..1000000000): increase "
-     "receive.message.max.bytes (after 2ms in state APIVERSION_QUERY)", ""),
+     "receive.message.max.bytes (after 2ms in state APIVERSION_QUERY)", NOT_KAFKA_HTTP_HINT),
 ], ids=["sasl", "tls-reset", "tls-alert", "hung-broker", "http"])
 def test_a_transport_error_carries_the_hint_of_the_failure_it_reports(handles, reason, hint):
     """librdkafka reports a connection's failure as a FAIL line and, often, as a transport
     error too, whichever comes last on a loaded machine: the error carries the same hint into
     the timeout's message (a SASL listener closing a plaintext client's connection as it came
     up, seen as a failed send; a TLS listener resetting it at its first request, or answering
-    with an alert, read as a size of 0x15...). A broker that hangs, or an endpoint answering
-    "HTTP...", gets no TLS hint: it told users of a plaintext broker to turn TLS on."""
+    with an alert, read as a size of 0x15...). A broker that hangs gets no TLS hint (it told
+    users of a plaintext broker to turn TLS on), and an endpoint answering "HTTP..." is named
+    as one."""
     from pyrdk._ffi import ffi, lib
     from pyrdk.rd import errors
     handle = handles("producer", {"bootstrap.servers": "127.0.0.1:%d" % free_port()})
