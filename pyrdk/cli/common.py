@@ -27,7 +27,9 @@ class UntilInterrupted:
     raises KeyboardInterrupt, as Python's own handler does, and is also noted, for
     :meth:`check` to raise again. Python drops an exception raised inside a ``__del__``
     (printing "Exception ignored in"), so a Ctrl-C whose handler ran there would otherwise be
-    lost, and the command would run on. From the main thread only (elsewhere: no handler)."""
+    lost, and the command would run on. From the main thread only (elsewhere: no handler), and
+    only in place of Python's own handler: a SIGINT the process was started ignoring (a script's
+    background job, ``nohup``) stays ignored, and a handler the program set stays its own."""
 
     def __init__(self):
         self.interrupted = False
@@ -43,7 +45,8 @@ class UntilInterrupted:
             raise KeyboardInterrupt
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             self._previous = signal.signal(signal.SIGINT, self._on_sigint)
         return self
 

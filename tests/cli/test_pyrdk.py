@@ -422,6 +422,24 @@ def test_a_ctrl_c_python_dropped_inside_a_del_still_ends_a_watch(monkeypatch):
     assert signal.getsignal(signal.SIGINT) is before  # restored
 
 
+def test_a_sigint_the_process_ignores_stays_ignored_by_a_watch():
+    """A command started with SIGINT ignored (a script's ``pyrdk consume --follow &``, nohup)
+    runs on at a SIGINT, as Python leaves SIG_IGN in place: UntilInterrupted sets no handler
+    over it, nor over one the program set."""
+    from pyrdk.cli.common import UntilInterrupted
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with UntilInterrupted() as until:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # where a handler would run
+                pass
+            until.check()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN and not until.interrupted
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def test_lag_watch_into_a_closed_pipe_ends_quietly(kafka_hosts, client, topic_name, group_name):
     # pyrdk lag G --watch | head -3: the reader goes away, which is how the command ends
     topic = make_topic(client, topic_name, 1)
