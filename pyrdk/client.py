@@ -143,7 +143,8 @@ class KafkaClient:
         their ``stats()`` gives the last snapshot, a dict
     :param stats_callback: called with each snapshot (a dict) of those producers and consumers,
         in the thread that polls them (pass a :class:`pyrdk.metrics.PrometheusExporter` to
-        export them)
+        export them); with statistics off here, it is the callback of the producers and
+        consumers that turn them on themselves
     :param rdkafka_config: any librdkafka properties, applied last
     :param security_protocol: ``"PLAINTEXT"``, ``"SSL"``, ``"SASL_PLAINTEXT"`` or
         ``"SASL_SSL"`` (``security.protocol``), as in kafka-python and aiokafka; by default
@@ -207,10 +208,8 @@ class KafkaClient:
                                       sasl_plain_username, sasl_plain_password, oauth_cb))
         config.update(rdkafka_config)
         if stats_callback is not None and not stats_enabled(config):
-            # the default of every producer and consumer made here, none of which would call it
-            raise ValueError("stats_callback is called with librdkafka's statistics, which are off: give "
-                             "statistics_interval_ms > 0 too (or give stats_callback to the producers and "
-                             "consumers that turn statistics on)")
+            log.warning("KafkaClient: stats_callback is called only by the producers and consumers that turn "
+                        "statistics on themselves: they are off on this client (statistics_interval_ms)")
         mechanism, protocol = config.get("sasl.mechanism"), config.get("security.protocol")
         if callable(config.get("oauth_cb")) and (str(mechanism).upper() != "OAUTHBEARER" or
                                                  not str(protocol).upper().startswith("SASL_")):
