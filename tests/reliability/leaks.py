@@ -94,11 +94,27 @@ def main(hosts):
             assert (await asyncio.wait_for(c.getone(), 30)) is not None
 
     def in_a_loop(make, count):
-        """``count`` of ``make()`` one after the other, in one event loop."""
+        """``count`` of ``make()`` one after the other, in one event loop, and the usage before
+        and after them measured in that loop while it is open: a service keeps its loop for
+        years, and asyncio.run() closing it would free what it still holds (reader
+        registrations, callbacks, the executor's threads) before the round's own figures."""
         async def run():
+            await make()  # what the loop makes once (its executor's thread)
+            before = await settled()
             for _ in range(count):
                 await make()
-        asyncio.run(run())
+            return {"before": before, "after": await settled()}
+
+        async def settled():
+            """usage(), less the loop's executor threads: it starts one more (up to its
+            max_workers) when a close is handed to it before the last one's thread is idle."""
+            gc.collect()
+            await asyncio.sleep(0.5)
+            gc.collect()
+            figures = usage()
+            figures["threads"] -= sum(t.name.startswith("asyncio_") for t in threading.enumerate())
+            return figures
+        return asyncio.run(run())
 
     makers = {"producers": producer, "simple consumers": simple_consumer,
               "balanced consumers": balanced_consumer, "clients": another_client,
@@ -110,6 +126,7 @@ def main(hosts):
         make()
     settle()
     out = {"baseline": usage(), "rounds": {}}
+    in_loop = {}
     for what, count in ROUNDS.items():
         started = time.monotonic()
         if what == "balanced consumers":  # side by side: each waits seconds for its group to form
@@ -119,12 +136,14 @@ def main(hosts):
             for t in threads:
                 t.join()
         elif what.startswith("aio "):
-            makers[what](count)
+            in_loop[what] = makers[what](count)
         else:
             for _ in range(count):
                 makers[what]()
         settle()
         out["rounds"][what] = dict(usage(), count=count, seconds=round(time.monotonic() - started, 1))
+        if what in in_loop:
+            out["rounds"][what]["in_loop"] = in_loop[what]
     client.cluster.delete_topics([name])
     client.close()
     print(json.dumps(out))
