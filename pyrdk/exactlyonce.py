@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk.common import check_int
 from pyrdk.exceptions import KafkaException
-from pyrdk.topic import Topic
 
 if TYPE_CHECKING:
     from pyrdk import common
     from pyrdk.producer import Producer
     from pyrdk.rd.transaction import GroupMetadata
+    from pyrdk.topic import Topic
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +113,13 @@ class Processor:
                  transactional_id: str, batch_size: int = 1000, batch_timeout_ms: int = 1000,
                  consumer_kwargs: Optional[dict[str, Any]] = None,
                  producer_kwargs: Optional[dict[str, Any]] = None) -> None:
-        for name, value in (("input_topic", input_topic), ("output_topic", output_topic)):
-            if not isinstance(value, Topic):
+        for name, value, method in (("input_topic", input_topic, "get_balanced_consumer"),
+                                    ("output_topic", output_topic, "get_producer")):
+            if not callable(getattr(value, method, None)):  # what the Processor calls: a Topic, or its wrapper
                 raise TypeError("%s must be a pyrdk Topic (client.topics[name]), not %r" % (name, value))
+        if not isinstance(transactional_id, str) or not transactional_id:
+            # None would make a producer that is not transactional, refused only by init_transactions()
+            raise TypeError("transactional_id must be a non-empty str, not %r" % (transactional_id,))
         for name, kwargs in (("consumer_kwargs", consumer_kwargs), ("producer_kwargs", producer_kwargs)):
             if kwargs is not None and not isinstance(kwargs, dict):
                 raise TypeError("%s must be a dict of keyword arguments, not %r" % (name, kwargs))

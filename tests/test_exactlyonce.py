@@ -141,6 +141,29 @@ def test_processor_refuses_arguments_of_the_wrong_kind_before_it_reads(client, t
     assert sorted(r.value for r in records) == [b"0", b"1", b"2"]
 
 
+def test_processor_takes_a_wrapper_of_a_topic_and_refuses_no_transactional_id(client, topic_name, group_name):
+    """A wrapper that forwards to a Topic (instrumentation, a proxy) has what the Processor
+    calls and is taken; a transactional_id of None is named at once, not as init_transactions()
+    finding a producer that is not transactional."""
+    class Forwarding:
+        def __init__(self, topic):
+            self._topic = topic
+
+        def __getattr__(self, name):
+            return getattr(self._topic, name)
+
+    source = make_topic(client, topic_name, 1)
+    sink = make_topic(client, topic_name + "-out", 1)
+    with pytest.raises(TypeError, match="transactional_id must be a non-empty str, not None"):
+        Processor(source, sink, group_name, None)
+    produce_inputs(source, 2)
+    with Processor(Forwarding(source), Forwarding(sink), group_name, unique_name("proc"), batch_timeout_ms=500,
+                   consumer_kwargs=GROUP) as processor:
+        assert process_all(processor, 2, lambda m: [m.value]) == 2
+    records, _ = committed_output(sink)
+    assert sorted(r.value for r in records) == [b"0", b"1"]
+
+
 def slow_commits(producer, mock_cluster, broker_id, rtt_ms):
     """The next commit_transaction() of ``producer`` finds ``broker_id`` (its transaction
     coordinator) answering after ``rtt_ms``: its EndTxn is slow, nothing before it."""
