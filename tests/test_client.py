@@ -1,6 +1,5 @@
 """KafkaClient: construction, bad input, unreachable brokers."""
 import logging
-import socket
 import subprocess
 import sys
 import threading
@@ -14,6 +13,7 @@ from pyrdk.cluster import Cluster
 from pyrdk.exceptions import ConfigurationError, NoBrokersAvailableError
 from pyrdk.rd.handle import Handle
 from pyrdk.testing import free_port
+from tests.rd.util import http_listener
 
 
 @pytest.mark.kafka
@@ -58,36 +58,15 @@ def test_a_wrong_address_is_named_once_every_bootstrap_broker_failed(hosts, fail
 
 def test_an_http_server_at_the_address_is_named_as_one():
     """librdkafka reads an HTTP server's "HTTP/1.1 400" as a response size of 1213486160 and
-    says to raise receive.message.max.bytes; the error says what answered instead."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.1)
-    answered, done = [], threading.Event()
-
-    def answer_http():
-        while not done.is_set():
-            try:
-                conn, _ = listener.accept()
-            except socket.timeout:
-                continue
-            answered.append(conn)  # kept open, as a keep-alive server does
-            try:
-                conn.recv(4096)
-                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=answer_http, daemon=True)
-    thread.start()
-    try:
+    says to raise receive.message.max.bytes; the error says what answered instead, and comes as
+    a wrong address's does, not after socket_timeout_ms."""
+    with http_listener() as (port, answered):
         with pytest.raises(NoBrokersAvailableError) as info:
-            KafkaClient(hosts="127.0.0.1:%d" % listener.getsockname()[1], socket_timeout_ms=3000)
-    finally:
-        done.set()
-        thread.join(10)
-        listener.close()
-        for conn in answered:
-            conn.close()
-    assert answered and 'that size is the bytes "HTTP": a web server or proxy answered there' in str(info.value)
+            KafkaClient(hosts="127.0.0.1:%d" % port, socket_timeout_ms=300000)
+        assert answered
+    message = str(info.value)
+    assert 'that size is the bytes "HTTP": a web server or proxy answered there' in message
+    assert "could be reached in" in message  # a wrong address, told as soon as it is clear: not after 5 minutes
 
 
 @pytest.mark.mock

@@ -82,6 +82,7 @@ def _cli_wording():
         (exceptions.NO_SASL_HINT, "; a SASL listener does this to a client that does not authenticate: if the "
                                   "listener wants SASL, give -X security.protocol=sasl_plaintext (or sasl_ssl) "
                                   "-X sasl.mechanism=M -X sasl.username=U -X sasl.password=P"),
+        (exceptions.NOT_KAFKA_HTTP_HINT, exceptions.NOT_KAFKA_HTTP_HINT.replace("the host and port", "--hosts")),
         (exceptions.NO_TLS_ANSWER_HINT, "no broker answered the TLS handshake: if the listener is plaintext, give "
                                         "-X security.protocol=plaintext (or sasl_plaintext)"),
         (exceptions.NO_OAUTH_TOKEN, "sasl.mechanism OAUTHBEARER has no token to send: give "

@@ -84,6 +84,7 @@ class Callbacks:
         self.all_brokers_down = False  # librdkafka reported _ALL_BROKERS_DOWN (every broker failed once)
         self.last_failure = None  # the last connection failure librdkafka only logged (FAIL)
         self.last_fail_line = None  # that FAIL line's text, as the error event repeating it says it
+        self.not_kafka = set()  # "host:port" of bootstrap addresses where an HTTP server answered
         self.tls = False
         self.tls_verify = False  # broker certificates are checked (enable.ssl.certificate.verification)
         self.tls_answered = False  # a broker sent its certificate (so TLS got an answer)
@@ -249,6 +250,9 @@ def _hinted(cbs, text):
     without SASL was closed as soon as it was up."""
     size = _RESPONSE_SIZE.search(text)
     if size is not None and int(size.group(1)) == _HTTP_AS_SIZE:
+        broker = broker_of(text)
+        if broker is not None and broker.endswith("/bootstrap"):
+            cbs.not_kafka.add(broker.rpartition("/")[0])
         return text + NOT_KAFKA_HTTP_HINT
     if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text \
             and _as_tls_fails_it(text):

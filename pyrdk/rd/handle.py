@@ -116,12 +116,15 @@ class _Unanswered(Exception):
         self.code, self.out = code, out
 
 
-def _refused(bootstrap):
+def _refused(bootstrap, not_kafka=()):
     """Whether no address of ``bootstrap`` (``bootstrap.servers``: ``[protocol://]host[:port]``,
-    port 9092 when none) accepts a TCP connection now: each refuses, does not resolve, or
-    does not answer within ``PROBE_S``."""
+    port 9092 when none) accepts a TCP connection now: each refuses, does not resolve, does
+    not answer within ``PROBE_S``, or is in ``not_kafka`` (``host:port``: an HTTP server
+    answered there)."""
     for entry in bootstrap.split(","):
         _, host, port = split_address(entry.strip())
+        if "%s:%s" % (host, 9092 if port is None else port) in not_kafka:
+            continue
         try:
             socket.create_connection((host.strip("[]"), 9092 if port is None else int(port)), timeout=PROBE_S).close()
         except (OSError, ValueError):
@@ -458,11 +461,12 @@ class Handle:
         may end: ``UNREACHABLE_MS`` have passed, every bootstrap broker has failed to connect
         (librdkafka reported ``_ALL_BROKERS_DOWN`` through ``error_cb``), none has ever answered
         a client of this process (brokers down for a while, a restart under a Spark driver's
-        stream, are waited for), and none accepts a TCP connection now (:func:`_refused`; a
-        broker that is starting, or a TLS or SASL listener a plaintext client fails at, does):
-        most likely a wrong address. Blocks for up to ``PROBE_S`` per address."""
+        stream, are waited for), and none accepts a TCP connection now but an HTTP server
+        (:func:`_refused`; a broker that is starting, or a TLS or SASL listener a plaintext
+        client fails at, does): most likely a wrong address. Blocks for up to ``PROBE_S`` per
+        address."""
         return time.monotonic() - since >= UNREACHABLE_MS / 1000.0 and self._cbs.all_brokers_down and \
-            self._bootstrap not in _answered and _refused(self._bootstrap)
+            self._bootstrap not in _answered and _refused(self._bootstrap, self._cbs.not_kafka)
 
     # -- polling -------------------------------------------------------------------------------
 

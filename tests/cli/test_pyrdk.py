@@ -13,7 +13,7 @@ import pytest
 from pyrdk.testing import free_port
 from tests.cli.util import BIN, assert_one_line_error, run
 from tests.fix_kafka import commit, fill, make_topic, running_member, tansu_gap, unique_name
-from tests.rd.util import default_sigint
+from tests.rd.util import default_sigint, http_listener
 
 pytestmark = pytest.mark.kafka
 
@@ -38,6 +38,13 @@ def test_unreachable_broker_is_one_line():
     hosts = "127.0.0.1:%d" % free_port()  # nothing listens there
     result = run(["--timeout-ms", 500, "topics"], hosts)
     assert_one_line_error(result, "no broker of %s" % hosts)
+
+
+def test_a_web_server_at_the_address_is_named_in_one_line():
+    with http_listener() as (port, _):
+        result = run(["topics"], "127.0.0.1:%d" % port)
+    assert_one_line_error(result, 'that size is the bytes "HTTP": a web server or proxy answered there, not a '
+                                  'Kafka listener: check --hosts')
 
 
 @pytest.mark.parametrize("args", [

@@ -1,9 +1,11 @@
 """Helpers for the rd tests: waiting for an outcome, producing and consuming N messages, a
-child process that Ctrl-C reaches."""
+child process that Ctrl-C reaches, an HTTP server where a broker was expected."""
 import contextlib
 import gc
 import signal
+import socket
 import sys
+import threading
 import time
 
 import pytest
@@ -120,3 +122,37 @@ def produce(handle, topic, items, timeout_ms=WAIT_S * 1000):
     for msg_id, (partition, value, key, timestamp, headers) in enumerate(items, 1):
         handle.produce(topic, partition, value, key, timestamp, headers, msg_id)
     assert handle.flush(timeout_ms), "flush timed out"
+
+
+@contextlib.contextmanager
+def http_listener():
+    """A port on 127.0.0.1 where a web server answers whatever it reads with "HTTP/1.1 400" and
+    keeps the connection open (a keep-alive server, or a proxy): the address a client was
+    wrongly given. Yields ``(port, answered)``, the connections it answered."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    answered, done = [], threading.Event()
+
+    def answer_http():
+        while not done.is_set():
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                continue
+            answered.append(conn)
+            try:
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=answer_http, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1], answered
+    finally:
+        done.set()
+        thread.join(10)
+        listener.close()
+        for conn in answered:
+            conn.close()
