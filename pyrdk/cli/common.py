@@ -331,6 +331,17 @@ class OffsetSpec(click.ParamType):
         return when
 
 
+class GroupName(click.ParamType):
+    """A consumer group's name: not empty (no group has it, and a broker may take it for every
+    group)."""
+    name = "GROUP"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("%r is no group's name: name the consumer group" % value, param, ctx)
+        return value
+
+
 class Datetime(click.ParamType):
     """An ISO datetime (UTC without a zone)."""
     name = "DATETIME"

@@ -4,8 +4,8 @@ import time
 
 import click
 
-from pyrdk.cli.common import (CommandError, Datetime, UntilInterrupted, emit_json, is_terminal, json_option, pass_env,
-                              table)
+from pyrdk.cli.common import (CommandError, Datetime, GroupName, UntilInterrupted, emit_json, is_terminal, json_option,
+                              pass_env, table)
 from pyrdk.common import OffsetType
 
 MAX_WATCH_S = 86400  # lag --watch: a day between refreshes at most (time.sleep overflows further on)
@@ -71,7 +71,7 @@ def _describe(env, group):
 
 
 @group_group.command("describe")
-@click.argument("group")
+@click.argument("group", type=GroupName())
 @json_option
 @pass_env
 def group_describe(env, group, as_json):
@@ -92,7 +92,7 @@ def group_describe(env, group, as_json):
 
 
 @group_group.command("delete")
-@click.argument("group")
+@click.argument("group", type=GroupName())
 @pass_env
 def group_delete(env, group):
     """Delete GROUP and its committed offsets (it must have no members)."""
@@ -123,7 +123,7 @@ def _lag_table(group, rows):
 
 
 @click.command("lag")
-@click.argument("group")
+@click.argument("group", type=GroupName())
 @click.option("--topic", "topics", multiple=True, help="Only this topic; repeatable [default: the group's].")
 @click.option("--watch", type=float, default=None, is_flag=False, flag_value=2.0, metavar="[SECONDS]",
               help="Refresh in place every SECONDS (2 by default) until Ctrl-C.")
@@ -195,7 +195,7 @@ def refuse_running_zookeeper_group(env, group):
 
 
 @offsets_group.command("reset")
-@click.argument("group")
+@click.argument("group", type=GroupName())
 @click.option("--topic", "topics", multiple=True, help="The topic; repeatable [default: the group's].")
 @click.option("--partition", "partitions", type=int, multiple=True, help="Only this partition; repeatable.")
 @click.option("--to-earliest", is_flag=True, help="To the first offset still in the log.")

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from pyrdk.cli.common import CommandError, OffsetSpec, UntilInterrupted, decode, emit_json, pass_env
+from pyrdk.cli.common import CommandError, GroupName, OffsetSpec, UntilInterrupted, decode, emit_json, pass_env
 from pyrdk.common import OffsetType
 from pyrdk.exceptions import KafkaException
 from pyrdk.partitioners import murmur2_partitioner
@@ -236,8 +236,9 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
 read_options = [
     click.argument("topic"),
     click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after COUNT messages."),
-    click.option("--group", default=None, help="Read as this consumer group: start from its committed offsets "
-                                               "(unless --from) and commit what was read."),
+    click.option("--group", type=GroupName(), default=None,
+                 help="Read as this consumer group: start from its committed offsets (unless --from) and commit "
+                      "what was read."),
     click.option("--commit/--no-commit", default=True, show_default=True, help="With --group: commit at the end."),
     click.option("--format", "fmt", type=click.Choice(["value", "kv", "json"]), default="value", show_default=True,
                  help="value; key<TAB>value; or JSON with topic, partition, offset, timestamp, key, value and "
