@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple, Optional, Union
+from typing import NamedTuple, Optional, Union
 
+from pyrdk.cluster import Cluster, _group_id, _list_of, to_str
 from pyrdk.common import OffsetType
 from pyrdk.exceptions import GroupIdNotFoundError, UnknownTopicOrPartition, for_code
-
-if TYPE_CHECKING:
-    from pyrdk.cluster import Cluster
+from pyrdk.topic import Topic
 
 
 class PartitionLag(NamedTuple):
@@ -49,9 +48,6 @@ def consumer_lag(cluster: Cluster, group: Union[str, bytes], topics: Optional[It
     """``{topic (bytes): {partition id: PartitionLag}}`` for ``group`` (str or bytes), over ``topics``
     (a list of names or Topics) or, with None, every topic it committed offsets for, is
     assigned, or has znodes for."""
-    # here, not at the top: pyrdk.cluster imports this module in Cluster.consumer_lag
-    from pyrdk.cluster import Cluster, _group_id, _list_of, to_str
-    from pyrdk.topic import Topic
     if not isinstance(cluster, Cluster):
         raise TypeError("consumer_lag takes a pyrdk Cluster (client.cluster), not %r" % (cluster,))
     group = _group_id(group, "consumer_group")
