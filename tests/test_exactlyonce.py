@@ -225,9 +225,9 @@ def run_commit_in_doubt(script):
     process in that path, at its own assertion that a transaction state change is valid:
     "CommittingTransaction -> AbortedNotAcked", in ``rd_kafka_txn_endtxn_complete``, which
     takes a successful EndTxn answer for a commit's or an abort's by the name of the
-    transactional call in progress (most likely none, between two calls), not by the request. A librdkafka
-    bug, reported as such, an xfail naming it, rather than taking the test session down with
-    it."""
+    transactional call in progress (most likely none, between two calls), not by the request.
+    A librdkafka bug, reported as such, an xfail naming it, rather than taking the test session
+    down with it."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
                           timeout=PATIENCE_S * 4)
