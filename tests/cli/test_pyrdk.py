@@ -419,7 +419,7 @@ def test_a_ctrl_c_python_dropped_inside_a_del_still_ends_a_watch(monkeypatch):
 
     class InterruptedWhileFreed:
         def __del__(self):
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)  # to this thread (os.kill may pick another, which runs late)
             for _ in range(1000):  # the handler runs at one of these bytecodes, inside __del__
                 pass
 
@@ -441,7 +441,7 @@ def test_a_sigint_the_process_ignores_stays_ignored_by_a_watch():
     try:
         with UntilInterrupted() as until:
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
             for _ in range(1000):  # where a handler would run
                 pass
             until.check()
