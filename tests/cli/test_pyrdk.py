@@ -413,23 +413,28 @@ def test_a_ctrl_c_python_dropped_inside_a_del_still_ends_a_watch(monkeypatch):
     stream wrapper, freed after a flush), where Python prints the KeyboardInterrupt as
     "Exception ignored in" and goes on. The loop's check() raises it again."""
     from pyrdk.cli.common import UntilInterrupted
-    before = signal.getsignal(signal.SIGINT)
     dropped = []
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: dropped.append(unraisable.exc_type))
 
     class InterruptedWhileFreed:
         def __del__(self):
-            signal.raise_signal(signal.SIGINT)  # to this thread (os.kill may pick another, which runs late)
+            signal.raise_signal(signal.SIGINT)
             for _ in range(1000):  # the handler runs at one of these bytecodes, inside __del__
                 pass
 
-    with UntilInterrupted() as until:
-        with pytest.raises(KeyboardInterrupt):
-            InterruptedWhileFreed()  # freed at once
-            assert dropped == [KeyboardInterrupt]  # Python dropped it...
-            until.check()  # ...and the check raises it again
-    assert until.interrupted and dropped == [KeyboardInterrupt]
-    assert signal.getsignal(signal.SIGINT) is before  # restored
+    # Python's own handler, as a command run from a terminal has it (a background job's
+    # pytest, make test &, starts with SIGINT ignored, which UntilInterrupted leaves alone)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with UntilInterrupted() as until:
+            with pytest.raises(KeyboardInterrupt):
+                InterruptedWhileFreed()  # freed at once
+                assert dropped == [KeyboardInterrupt]  # Python dropped it...
+                until.check()  # ...and the check raises it again
+        assert until.interrupted and dropped == [KeyboardInterrupt]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_a_sigint_the_process_ignores_stays_ignored_by_a_watch():
