@@ -53,18 +53,50 @@ def free_port():
 
 
 def wait_for_port(port, timeout_s, process=None, what="server"):
-    """Wait until 127.0.0.1:port accepts connections; RuntimeError on timeout or exit."""
+    """Wait until 127.0.0.1:port accepts connections (``process``'s own listener, where /proc
+    tells: not another process that took the port first); RuntimeError on timeout or exit."""
     deadline = time.monotonic() + timeout_s
+    taken = False
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise RuntimeError("%s exited with status %s before listening on port %d"
-                               % (what, process.returncode, port))
+            raise RuntimeError("%s exited with status %s before listening on port %d%s"
+                               % (what, process.returncode, port,
+                                  " (another process listens there)" if taken else ""))
         with socket.socket() as s:
             s.settimeout(0.2)
             if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+                taken = process is not None and _listens(process.pid, port) is False
+                if not taken:
+                    return
         time.sleep(0.05)
-    raise RuntimeError("%s did not listen on 127.0.0.1:%d within %ss" % (what, port, timeout_s))
+    raise RuntimeError("%s did not listen on 127.0.0.1:%d within %ss%s"
+                       % (what, port, timeout_s, " (another process listens there)" if taken else ""))
+
+
+def _listens(pid, port):
+    """Whether process ``pid`` holds the socket listening on TCP ``port`` (from
+    /proc/net/tcp and /proc/PID/fd), or None where /proc cannot tell."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                for line in list(f)[1:]:
+                    fields = line.split()  # sl local_address rem_address st ... inode
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
+                        inodes.add("socket:[%s]" % fields[9])
+        except (OSError, IndexError, ValueError):
+            return None
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) in inodes:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _die_with_parent():

@@ -6,8 +6,10 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from pyrdk import KafkaClient
-from pyrdk.testing import free_port
+from pyrdk.testing import TansuBroker, free_port
 
 
 def test_runs_a_broker_on_the_port_given_until_sigterm():
@@ -39,6 +41,19 @@ def test_a_port_taken_is_an_error_not_a_cluster_that_seems_to_run():
                               capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "port %d is taken" % port in done.stderr, done
     assert "running" not in done.stdout
+
+
+def test_a_broker_whose_port_another_process_holds_is_not_taken_for_started():
+    """The new server's own listener, not whatever accepts connections on its port: a port
+    another process took between free_port() and the bind (two test sessions picked the
+    same) made a test talk to that other server, and stop the idle one."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        broker = TansuBroker(port=taken.getsockname()[1])
+        with pytest.raises(RuntimeError, match="another process listens there"):
+            broker.start(timeout_s=30)
+    assert broker.pid is None  # stopped by start()
 
 
 def test_free_ports_are_below_the_range_outgoing_connections_take_theirs_from():
