@@ -46,14 +46,17 @@ test: venv
 	PYRDK_IMPL=c $(VPY) -c "import pyrdk; print(pyrdk.librdkafka_version())"
 	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target test-c-1 test-c-2 test-python
 
+# Each session picks its servers' ports from a block of its own (PYRDK_PORT_BLOCK, see
+# pyrdk.testing.free_port): none takes a port another's broker is restarting on.
 test-c-1:
-	PYRDK_IMPL=c $(VPY) -m pytest $(C_PART_1) -m "not soak" $(PYTEST_ARGS)
+	PYRDK_IMPL=c PYRDK_PORT_BLOCK=0/3 $(VPY) -m pytest $(C_PART_1) -m "not soak" $(PYTEST_ARGS)
 
 test-c-2:
-	PYRDK_IMPL=c $(VPY) -m pytest tests $(addprefix --ignore=,$(C_PART_1)) -m "not soak" $(PYTEST_ARGS)
+	PYRDK_IMPL=c PYRDK_PORT_BLOCK=1/3 $(VPY) -m pytest tests $(addprefix --ignore=,$(C_PART_1)) -m "not soak" \
+		$(PYTEST_ARGS)
 
 test-python:
-	PYRDK_IMPL=python $(VPY) -m pytest $(CORE_TESTS) -m "not slow and not soak" $(PYTEST_ARGS)
+	PYRDK_IMPL=python PYRDK_PORT_BLOCK=2/3 $(VPY) -m pytest $(CORE_TESTS) -m "not slow and not soak" $(PYTEST_ARGS)
 
 demo: venv
 	$(VPY) -m pyrdk.testing.demo

@@ -33,14 +33,29 @@ def _ephemeral_start():
 _ports = random.Random()  # its own, seeded from os.urandom: each test run its own sequence
 
 
+def _port_range():
+    """``(low, high)``: where :func:`free_port` picks, below the ephemeral range; with
+    ``PYRDK_PORT_BLOCK=I/N`` (``make test`` gives each of its pytest sessions run side by side
+    its own) the I-th of N equal blocks of it, so that a session never picks the port another
+    session's server is down from for a restart, and then holds it."""
+    top = _ephemeral_start()
+    low = top // 2
+    block = os.environ.get("PYRDK_PORT_BLOCK", "")
+    index, _, count = block.partition("/")
+    if index.isdigit() and count.isdigit() and int(index) < int(count):
+        size = (top - low) // int(count)
+        return low + int(index) * size, low + (int(index) + 1) * size
+    return low, top
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nothing is bound to right now, picked at random below the
-    ephemeral range: no outgoing connection (a client's, or another test run's) takes it as
-    its local port between now and the server's bind, or while a server is down for a
-    restart on the same port."""
-    top = _ephemeral_start()
+    ephemeral range (see :func:`_port_range`): no outgoing connection (a client's, or another
+    test run's) takes it as its local port between now and the server's bind, or while a
+    server is down for a restart on the same port."""
+    low, high = _port_range()
     for _ in range(200):
-        port = _ports.randrange(top // 2, top)
+        port = _ports.randrange(low, high)
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))

@@ -56,6 +56,20 @@ def test_a_broker_whose_port_another_process_holds_is_not_taken_for_started():
     assert broker.pid is None  # stopped by start()
 
 
+def test_each_session_of_make_test_picks_ports_from_a_block_of_its_own(monkeypatch):
+    """make test runs three pytest sessions side by side: with PYRDK_PORT_BLOCK=I/3 each picks
+    from its own third, so none takes the port another's broker is down from for a restart."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        top = int(f.read().split()[0])
+    low, third = top // 2, (top - top // 2) // 3
+    for index in range(3):
+        monkeypatch.setenv("PYRDK_PORT_BLOCK", "%d/3" % index)
+        ports = [free_port() for _ in range(30)]
+        assert all(low + index * third <= p < low + (index + 1) * third for p in ports), (index, ports)
+    monkeypatch.setenv("PYRDK_PORT_BLOCK", "3/3")  # no such block: the whole range, as without it
+    assert all(low <= free_port() < top for _ in range(30))
+
+
 def test_free_ports_are_below_the_range_outgoing_connections_take_theirs_from():
     with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
         ephemeral_start = int(f.read().split()[0])
