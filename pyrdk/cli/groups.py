@@ -133,36 +133,33 @@ def lag_command(env, group, topics, watch, as_json):
     """Committed offset, log end and lag of GROUP per partition, and the total."""
     if watch is not None and not 0 < watch <= MAX_WATCH_S:  # also NaN, which time.sleep refuses
         raise click.BadParameter("must be more than 0 and at most %d seconds" % MAX_WATCH_S, param_hint="--watch")
-    if watch is None:
-        _print_lag(env, group, topics, watch, as_json, None)
-        return
-    try:
-        with UntilInterrupted() as until:
-            if not as_json and is_terminal():
+    with UntilInterrupted() as until:
+        try:
+            if watch is not None and not as_json and is_terminal():
                 _watch_live(env, group, topics, watch, until)
             else:
                 _print_lag(env, group, topics, watch, as_json, until)
-    except KeyboardInterrupt:  # how --watch is meant to end
-        pass
+        except KeyboardInterrupt:  # how --watch is meant to end
+            if watch is None:
+                raise
 
 
 def _watch_live(env, group, topics, watch, until):
-    """Refresh a rich table in place on the terminal."""
+    """Refresh a rich table in place on the terminal; ``until`` is checked before each wait
+    (a Ctrl-C during a wait raises there)."""
     from rich.console import Console
     from rich.live import Live
     with Live(_lag_table(group, _lag_rows(env, group, topics)), console=Console(), auto_refresh=False) as live:
         while True:
             until.check()
             time.sleep(watch)
-            until.check()
             live.update(_lag_table(group, _lag_rows(env, group, topics)), refresh=True)
 
 
 def _print_lag(env, group, topics, watch, as_json, until):
-    """Print the lag once, or every ``watch`` seconds (a table or a JSON document each time)."""
+    """Print the lag once, or every ``watch`` seconds (a table or a JSON document each time);
+    ``until`` is checked before each wait."""
     while True:
-        if until is not None:
-            until.check()
         rows = _lag_rows(env, group, topics)
         total = sum(r.lag for r in rows)
         if as_json:
