@@ -248,29 +248,29 @@ def _hinted(cbs, text):
     transport error), with a hint when an HTTP server answered, a plaintext connection failed
     at its first request (``APIVERSION_QUERY``) as a TLS listener fails it, or a connection
     without SASL was closed as soon as it was up."""
-    size = _RESPONSE_SIZE.search(text)
-    if size is not None and int(size.group(1)) == _HTTP_AS_SIZE:
+    match = _RESPONSE_SIZE.search(text)
+    size = None if match is None else int(match.group(1))
+    if size == _HTTP_AS_SIZE:
         broker = broker_of(text)
         if broker is not None and broker.endswith("/bootstrap"):
             cbs.not_kafka.add(broker.rpartition("/")[0])
         return text + NOT_KAFKA_HTTP_HINT
     if not cbs.tls and "in state APIVERSION_QUERY" in text and "security.protocol" not in text \
-            and _as_tls_fails_it(text):
+            and _as_tls_fails_it(text, size):
         return text + PLAINTEXT_TO_TLS_HINT
     if not cbs.sasl and _CLOSED_WHEN_UP.search(text):
         return text + NO_SASL_HINT
     return text
 
 
-def _as_tls_fails_it(text):
+def _as_tls_fails_it(text, size):
     """Whether a plaintext connection's failure at its first request may be a TLS
-    listener's answer: a reset or a close, or bytes read as a response size that begin as a
-    TLS record does (0x15 an alert, 0x16 a handshake); not a timeout (a broker that hangs or
-    never answers) nor other bytes (an HTTP endpoint's "HTTP")."""
+    listener's answer: a reset or a close, or bytes read as a response ``size`` (None: the
+    failure reports none) that begin as a TLS record does (0x15 an alert, 0x16 a handshake);
+    not a timeout (a broker that hangs or never answers) nor other bytes."""
     if "timed out" in text.lower():
         return False
-    size = _RESPONSE_SIZE.search(text)
-    return size is None or (int(size.group(1)) >> 24) & 0xFF in (0x15, 0x16)
+    return size is None or (size >> 24) & 0xFF in (0x15, 0x16)
 
 
 # Durations in librdkafka's lines ("after 0ms in state CONNECT") differ between repeats.

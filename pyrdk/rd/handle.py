@@ -123,10 +123,11 @@ def _refused(bootstrap, not_kafka=()):
     answered there)."""
     for entry in bootstrap.split(","):
         _, host, port = split_address(entry.strip())
-        if "%s:%s" % (host, 9092 if port is None else port) in not_kafka:
+        port = "9092" if port is None else port
+        if "%s:%s" % (host, port) in not_kafka:
             continue
         try:
-            socket.create_connection((host.strip("[]"), 9092 if port is None else int(port)), timeout=PROBE_S).close()
+            socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_S).close()
         except (OSError, ValueError):
             continue
         return False
