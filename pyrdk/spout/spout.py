@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 from pyrdk import common
 from pyrdk.common import check_int
 from pyrdk.exactlyonce import check_outputs, commit_in_transaction
-from pyrdk.exceptions import KafkaException, ProduceFailureError, UnknownPartitionError
+from pyrdk.exceptions import ConsumerStoppedException, KafkaException, ProduceFailureError, UnknownPartitionError
 from pyrdk.spout.offsets import ACKED, PENDING, Entry, PartitionOffsets
 from pyrdk.topic import Topic
 
@@ -403,7 +403,9 @@ class KafkaSpout:
         """Commit, for each partition, the end of its contiguous acked prefix (the first
         offset not acked), where it moved. Returns the offsets committed,
         ``{partition id: offset}``; a failed commit is logged and tried again later (an
-        exactly-once commit that timed out is finished first)."""
+        exactly-once commit that timed out is finished first). Raises
+        ``ConsumerStoppedException`` once the spout is closed (``close()`` commits last)."""
+        self._check_open()
         self._last_commit = time.monotonic()
         finished: dict[int, int] = {}
         if self._in_doubt is not None:
@@ -516,7 +518,7 @@ class KafkaSpout:
 
     def _check_open(self):
         if self._closed:
-            raise KafkaException("the spout is closed")
+            raise ConsumerStoppedException("the spout is closed: make a new one to read again")
 
     def close(self) -> None:
         """Commit the acked prefix, then stop the consumer (leaving its group) and the

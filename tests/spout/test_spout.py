@@ -4,7 +4,7 @@ import time
 import pytest
 
 from pyrdk import KafkaClient
-from pyrdk.exceptions import KafkaException
+from pyrdk.exceptions import ConsumerStoppedException
 from pyrdk.spout import KafkaSpout, TupleId
 from tests.fix_kafka import group_offsets, make_topic, unique_name
 from tests.kafka_log import committed_records, read_partition
@@ -380,5 +380,7 @@ def test_bad_arguments_are_refused(client, topic_name, group_name):
         spout.ack((topic_name, 0, 0), outputs=[b"x"])
     assert not spout.ack(("another-topic", 0, 0))
     spout.close()
-    with pytest.raises(KafkaException, match="closed"):
-        spout.next_tuple()
+    for call in (spout.next_tuple, spout.commit, lambda: spout.ack((topic_name, 0, 0))):
+        with pytest.raises(ConsumerStoppedException, match="spout is closed: make a new one"):
+            call()
+    spout.close()  # a second close does nothing
