@@ -58,7 +58,12 @@ class PrometheusExporter:
         self._lock = threading.Lock()
         self._registry = registry
         if registry is not None:
-            registry.register(self)
+            try:
+                registry.register(self)
+            except ValueError as exc:  # prometheus_client's "Duplicated timeseries"
+                raise ValueError("another collector exports the %s_* metrics in this registry: pass that "
+                                 "exporter to every client as stats_callback, or give this one its own "
+                                 "namespace or registry (%s)" % (namespace, str(exc)[:80])) from None
 
     def __call__(self, stats):
         """Take one snapshot (the dict a ``stats_callback`` gets)."""
@@ -79,10 +84,18 @@ class PrometheusExporter:
     def _name(self, name):
         return "%s_%s" % (self._namespace, name)
 
+    def describe(self):
+        """The metric families, without samples (``Collector.describe``): a registry refuses a
+        second exporter of the same names when it is registered, not at a scrape."""
+        return list(self._families([]))
+
     def collect(self):
         """The metric families of the snapshots taken so far (``Collector.collect``)."""
         with self._lock:
             snapshots = list(self._snapshots.values())
+        return self._families(snapshots)
+
+    def _families(self, snapshots):
         base = ["client", "type"]
         totals = {key: CounterMetricFamily(self._name(name), doc, labels=base) for name, key, doc in _TOTALS}
         queue = {key: GaugeMetricFamily(self._name(name), doc, labels=base) for name, key, doc in _QUEUE}

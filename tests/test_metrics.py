@@ -137,3 +137,22 @@ def test_a_consumer_replaced_at_a_rebalance_is_no_longer_exported(kafka_hosts, z
             if second is not None:
                 second.stop()
             first.stop()
+
+
+def test_a_second_exporter_of_the_same_names_is_refused_when_registered():
+    """Two exporters on one registry would serve every series twice, which a scrape of
+    prometheus_client rejects: the second is refused at once, saying what to do."""
+    from prometheus_client import CollectorRegistry
+
+    from pyrdk.metrics import PrometheusExporter
+    registry = CollectorRegistry()
+    first = PrometheusExporter(registry=registry)
+    with pytest.raises(ValueError, match="pyrdk_\\* metrics in this registry: pass that exporter"):
+        PrometheusExporter(registry=registry)
+    other = PrometheusExporter(registry=registry, namespace="other")
+    first({"name": "p", "type": "producer", "txmsgs": 3})
+    other({"name": "q", "type": "consumer", "rxmsgs": 4})
+    from prometheus_client import generate_latest
+    text = generate_latest(registry).decode()
+    assert 'pyrdk_messages_sent_total{client="p",type="producer"} 3.0' in text
+    assert 'other_messages_received_total{client="q",type="consumer"} 4.0' in text
