@@ -773,7 +773,9 @@ class Handle:
 
     def _query(self, fn, tps, timeout_ms, what):
         """Call ``fn(rk, list, timeout_ms)``, which fills in a partition list (see
-        :meth:`blocking`); its entries."""
+        :meth:`blocking`); its entries (none for none: librdkafka calls an empty list invalid)."""
+        if not tps:
+            return []
         c_list = partitions.to_c(tps)
         err = self.blocking(lambda rk: fn(rk, c_list, timeout_ms), timeout_ms)
         if err:

@@ -748,6 +748,15 @@ def test_commit_committed_position_and_seek(brokers, handles):
     assert consumer.assignment() == []
 
 
+def test_no_partitions_asked_about_get_no_answers(brokers, handles):
+    """librdkafka calls an empty partition list an invalid argument; no partitions asked about
+    have no answers, as confluent-kafka's ``committed([])`` and ``offsets_for_times([])``."""
+    consumer = handles("consumer", {"bootstrap.servers": brokers.hosts, "group.id": _name("none"),
+                                    "enable.auto.commit": False})
+    assert consumer.committed([]) == []
+    assert consumer.offsets_for_times([]) == []
+
+
 @pytest.mark.mock
 def test_a_ctrl_c_as_a_commits_answer_arrives_does_not_hang_close(mock_cluster, handles):
     """A KeyboardInterrupt as the poll that brings a commit's answer returns (where a Ctrl-C
