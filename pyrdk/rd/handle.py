@@ -134,6 +134,22 @@ def _refused(bootstrap, not_kafka=()):
     return True
 
 
+def _parsed(md):
+    """``Metadata`` of librdkafka's answer ``md``, which it destroys."""
+    try:
+        brokers = [BrokerMetadata(b.id, string(b.host), b.port) for b in (md.brokers[i] for i in range(md.broker_cnt))]
+        topics = {}
+        for i in range(md.topic_cnt):
+            t = md.topics[i]
+            parts = [PartitionMetadata(p.id, p.err, p.leader, [p.replicas[j] for j in range(p.replica_cnt)],
+                                       [p.isrs[j] for j in range(p.isr_cnt)])
+                     for p in (t.partitions[k] for k in range(t.partition_cnt))]
+            topics[string(t.topic)] = TopicMetadata(string(t.topic), t.err, parts)
+    finally:
+        lib.rd_kafka_metadata_destroy(md)
+    return Metadata(brokers, topics, None, None)
+
+
 class Handle:
     """An ``rd_kafka_t`` of type ``kind`` (``"producer"`` or ``"consumer"``).
 
@@ -652,35 +668,23 @@ class Handle:
     # -- metadata and offsets ------------------------------------------------------------------
 
     def metadata(self, topic=None, timeout_ms=10000, all_topics=True):
-        """``rd_kafka_metadata`` for all topics or one, as ``Metadata`` namedtuples."""
-        out = ffi.new("const struct rd_kafka_metadata **")
-        with self.use() as rk:
+        """``rd_kafka_metadata`` for all topics or one, as ``Metadata`` namedtuples (a
+        blocking call: see :meth:`blocking`)."""
+        def call(rk):
             rkt = self.topic(topic)._ptr if topic is not None else ffi.NULL
-            err = lib.rd_kafka_metadata(rk, 1 if (all_topics and topic is None) else 0, rkt, out,
-                                        timeout_ms)
-            if err:
-                raise self._with_reason(errors.exception(err, "metadata request"))
-            _answered.add(self._bootstrap)
-            md = out[0]
-            try:
-                brokers = [BrokerMetadata(b.id, string(b.host), b.port)
-                           for b in (md.brokers[i] for i in range(md.broker_cnt))]
-                topics = {}
-                for i in range(md.topic_cnt):
-                    t = md.topics[i]
-                    parts = [PartitionMetadata(p.id, p.err, p.leader,
-                                               [p.replicas[j] for j in range(p.replica_cnt)],
-                                               [p.isrs[j] for j in range(p.isr_cnt)])
-                             for p in (t.partitions[k] for k in range(t.partition_cnt))]
-                    topics[string(t.topic)] = TopicMetadata(string(t.topic), t.err, parts)
-            finally:
-                lib.rd_kafka_metadata_destroy(md)
-            return Metadata(brokers, topics, None, None)
+            out = ffi.new("const struct rd_kafka_metadata **")
+            err = lib.rd_kafka_metadata(rk, 1 if (all_topics and topic is None) else 0, rkt, out, timeout_ms)
+            return err, (_parsed(out[0]) if not err else None)
+        err, md = self.blocking(call, timeout_ms)
+        if err:
+            raise self._with_reason(errors.exception(err, "metadata request"))
+        _answered.add(self._bootstrap)
+        return md
 
     def controller_id(self, timeout_ms=10000):
-        """``rd_kafka_controllerid``: the controller broker's id, or -1."""
-        with self.use() as rk:
-            return lib.rd_kafka_controllerid(rk, timeout_ms)
+        """``rd_kafka_controllerid``: the controller broker's id, or -1 (a blocking call: see
+        :meth:`blocking`)."""
+        return self.blocking(lambda rk: lib.rd_kafka_controllerid(rk, timeout_ms), timeout_ms)
 
     def query_watermark_offsets(self, topic, partition, timeout_ms=10000):
         """``rd_kafka_query_watermark_offsets``: ``(low, high)`` from the partition leader (an

@@ -511,8 +511,9 @@ topic = client.topics["t"]
 consumer = topic.get_simple_consumer(consumer_group=b"g", consumer_timeout_ms=10)
 call = {"committed": lambda: consumer.fetch_offsets(),
         "query_watermark_offsets": lambda: consumer._handle.query_watermark_offsets("t", 0, 300000),
-        "offsets_for_times": lambda: topic.fetch_offset_limits(0)}[how]
-handle = client.cluster._handle if how == "offsets_for_times" else consumer._handle
+        "offsets_for_times": lambda: topic.fetch_offset_limits(0),
+        "metadata": lambda: client.update_cluster()}[how]
+handle = client.cluster._handle if how in ("offsets_for_times", "metadata") else consumer._handle
 cluster.set_broker_rtt(1, 600000)  # no answer within the call's 300 s
 """ + _INTERRUPT + """# On a loaded machine the call once went on after the rtt was back to 0, and stop() waited for
 # it: dropping the broker's connections ends whatever it still holds.
@@ -539,7 +540,7 @@ def _interrupted(script, *args):
 
 
 @pytest.mark.mock
-@pytest.mark.parametrize("how", ["committed", "query_watermark_offsets", "offsets_for_times"])
+@pytest.mark.parametrize("how", ["committed", "query_watermark_offsets", "offsets_for_times", "metadata"])
 def test_ctrl_c_gets_through_a_blocking_call_at_once(how):
     """librdkafka's blocking calls (rd_kafka_committed...) wait their whole timeout: made from
     the main thread, they run in a thread of their own, so that a real SIGINT raises
