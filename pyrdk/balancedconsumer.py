@@ -66,7 +66,7 @@ try:
 except ImportError as exc:
     raise ImportError("BalancedConsumer needs kazoo: pip install 'pyrdk[zookeeper]' (%s)" % exc) from exc
 
-from pyrdk.common import OffsetType, check_int, stop_at_exit
+from pyrdk.common import OffsetType, check_bool, check_int, stop_at_exit
 from pyrdk.consumer import (BATCH, MAX_BATCH, auto_commit_due, check_auto_offset_reset, check_running,
                             check_settings, partition_id_of)
 from pyrdk.core import arrow
@@ -211,7 +211,7 @@ class BalancedConsumer:
         self._topic = topic
         self._cluster = cluster
         self._consumer_timeout_ms = check_int("consumer_timeout_ms", consumer_timeout_ms, -1)
-        self._auto_commit_enable = auto_commit_enable
+        self._auto_commit_enable = check_bool("auto_commit_enable", auto_commit_enable)
         self._auto_commit_interval_ms = check_int("auto_commit_interval_ms", auto_commit_interval_ms, 0)
         rdkafka_config = check_settings(
             rdkafka_config, fetch_message_max_bytes=fetch_message_max_bytes, queued_max_messages=queued_max_messages,
@@ -247,7 +247,7 @@ class BalancedConsumer:
         self._pre_revoke_callback = pre_revoke_callback
         self._membership_protocol = membership_protocol
         self._post_rebalance_callback = post_rebalance_callback
-        self._reset_offset_on_start = reset_offset_on_start
+        self._reset_offset_on_start = check_bool("reset_offset_on_start", reset_offset_on_start)
         self._simple_kwargs: dict[str, Any] = dict(
             fetch_message_max_bytes=fetch_message_max_bytes, queued_max_messages=queued_max_messages,
             fetch_min_bytes=fetch_min_bytes, fetch_error_backoff_ms=fetch_error_backoff_ms,
@@ -302,7 +302,7 @@ class BalancedConsumer:
         self._first_consumer = True
         self._last_commit = time.monotonic()
         self._layout: Any = None  # the topic's partitions and leaders at the last rebalance
-        if auto_start:
+        if check_bool("auto_start", auto_start):
             self.start()
 
     # -- properties ----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any, Optional, Union
 
 from pyrdk.broker import Broker
 from pyrdk.cluster import Cluster, TopicDict
-from pyrdk.common import SslConfig, check_config, check_int
+from pyrdk.common import SslConfig, check_bool, check_config, check_int
 from pyrdk.rd import conf
 from pyrdk.rd.handle import stats_enabled
 
@@ -192,7 +192,7 @@ class KafkaClient:
                                                       "ssl" if ssl_config is not None else "plaintext")
                 hosts = brokers_from_zookeeper(zookeeper_hosts, protocol, socket_timeout_ms)
         hosts = _bootstrap_servers(hosts)
-        if use_greenlets:
+        if check_bool("use_greenlets", use_greenlets):
             raise ValueError("use_greenlets=True is not supported: librdkafka runs its own threads")
         if source_address:
             log.warning("source_address=%r is ignored: librdkafka cannot bind a source address",
@@ -227,7 +227,7 @@ class KafkaClient:
         conf.check(config, {"bootstrap.servers": "hosts", "socket.timeout.ms": "socket_timeout_ms",
                             "statistics.interval.ms": "statistics_interval_ms"}, rdkafka_config)
         self.cluster = Cluster(config, socket_timeout_ms=socket_timeout_ms,
-                               exclude_internal_topics=exclude_internal_topics,
+                               exclude_internal_topics=check_bool("exclude_internal_topics", exclude_internal_topics),
                                zookeeper_hosts=zookeeper_hosts, stats_callback=stats_callback)
         self._handler = self.cluster.handler
 

@@ -77,6 +77,15 @@ def check_int(name: str, value: _Int, minimum: int, maximum: Optional[int] = Non
     return value
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` if it is a bool (0 and 1 taken as False and True), else TypeError naming
+    ``name``: a string such as ``"false"`` is true to Python, and would turn the option on."""
+    value = integer(value)
+    if value.__class__ is not bool and (value.__class__ is not int or value not in (0, 1)):
+        raise TypeError("%s must be True or False, not %r" % (name, value))
+    return bool(value)
+
+
 def check_number(name, value, minimum):
     """``value`` if it is an int or a float (not a bool, not NaN) of at least ``minimum``,
     else TypeError naming ``name``; an integer of another type (numpy's) as an int."""

@@ -37,8 +37,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from pyrdk import common
-from pyrdk.common import (INT32_MAX, INT64_MAX, OffsetFetchPartitionResponse, OffsetType, check_config, check_int,
-                          check_pair, integer, stop_at_exit)
+from pyrdk.common import (INT32_MAX, INT64_MAX, OffsetFetchPartitionResponse, OffsetType, check_bool, check_config,
+                          check_int, check_pair, integer, stop_at_exit)
 from pyrdk.core import arrow, consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
                               OffsetOutOfRangeError, OffsetRequestFailedError, UnicodeException,
@@ -197,6 +197,7 @@ class Consumer:
                  fetch_wait_max_ms, offsets_channel_backoff_ms, offsets_commit_max_retries, auto_offset_reset,
                  consumer_timeout_ms, reset_offset_on_start, deserializer, reset_offset_on_fetch, group_id,
                  rdkafka_config, statistics_interval_ms, stats_callback):
+        auto_commit_enable = check_bool("auto_commit_enable", auto_commit_enable)
         if auto_commit_enable and not consumer_group:
             raise ValueError("auto_commit_enable requires a consumer_group")
         self._consumer_timeout_ms = check_int("consumer_timeout_ms", consumer_timeout_ms, -1)
@@ -209,7 +210,7 @@ class Consumer:
         self._topic_name = topic.name.decode()
         self._consumer_group = consumer_group
         self._auto_commit_enable = auto_commit_enable
-        self._reset_offset_on_start = reset_offset_on_start
+        self._reset_offset_on_start = check_bool("reset_offset_on_start", reset_offset_on_start)
         self._deserializer = deserializer
         rdkafka_config = check_settings(
             rdkafka_config, fetch_message_max_bytes=fetch_message_max_bytes, queued_max_messages=queued_max_messages,
@@ -219,7 +220,7 @@ class Consumer:
         self._commit_retries = offsets_commit_max_retries
         self._commit_backoff_ms = offsets_channel_backoff_ms
         self._config = cluster.config_for("consumer")
-        self._reset_offset_on_fetch = reset_offset_on_fetch
+        self._reset_offset_on_fetch = check_bool("reset_offset_on_fetch", reset_offset_on_fetch)
         self._config.update({
             "group.id": group_id,
             "enable.auto.commit": False,

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import INT32_MAX, OffsetType, check_config, check_int, weak_method
+from pyrdk.common import INT32_MAX, OffsetType, check_bool, check_config, check_int, weak_method
 from pyrdk.consumer import (Consumer, check_group, check_isolation_level, commit_metadata, held_offset, logical,
                             partition_id_of)
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
@@ -215,7 +215,7 @@ class ManagedBalancedConsumer(Consumer):
         self._assigned: list[Partition] = []  # assigned partitions whose listener call is due
         self._commit_due = False  # refused offsets became start offsets: commit them
         self._metadata: Optional[tuple[str, bytes]] = None  # (member id, commit metadata naming it)
-        if auto_start:
+        if check_bool("auto_start", auto_start):
             self.start()
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from pyrdk import common
-from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_config, check_headers, check_int,
-                          ZERO_TIMESTAMP, check_number, check_pair, integer, stop_at_exit, weak_method)
+from pyrdk.common import (INT32_MAX, INT64_MAX, CompressionType, check_bool, check_config, check_headers,
+                          check_int, ZERO_TIMESTAMP, check_number, check_pair, integer, stop_at_exit, weak_method)
 from pyrdk.core import Message, ProducerCore, producer_core
 from pyrdk.core import arrow
 from pyrdk.exceptions import (AuthenticationError, CallState, ConfigurationError, KafkaException,
@@ -187,10 +187,11 @@ class Producer:
                              "not %r" % (required_acks,))
         check_number("linger_ms", linger_ms, 0)
         rdkafka_config = check_config("rdkafka_config", rdkafka_config)
-        self._block_on_queue_full = block_on_queue_full
+        self._block_on_queue_full = check_bool("block_on_queue_full", block_on_queue_full)
         self._max_request_size = check_int("max_request_size", max_request_size, 1, 1000000000)  # librdkafka's most
-        self._sync = sync
-        self._delivery_reports = delivery_reports and not sync
+        self._sync = sync = check_bool("sync", sync)
+        self._delivery_reports = check_bool("delivery_reports", delivery_reports) and not sync
+        enable_idempotence = check_bool("enable_idempotence", enable_idempotence)
         self._pending_timeout_ms = check_int("pending_timeout_ms", pending_timeout_ms, -1)
         if transactional_id is not None and (not isinstance(transactional_id, str) or not transactional_id):
             raise TypeError("transactional_id must be a non-empty str, not %r" % (transactional_id,))
@@ -249,7 +250,7 @@ class Producer:
         self._entering: dict[int, int] = {}
         self._entered = threading.Condition(self._lock)  # notified when an entry of _entering goes
         self._poller: Optional[threading.Thread] = None
-        if auto_start:
+        if check_bool("auto_start", auto_start):
             self.start()
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetType, check_config
+from pyrdk.common import OffsetType, check_bool, check_config
 from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_metadata, partition_id_of
 from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, KafkaTimeoutError, NoBrokersAvailableError,
                               SocketDisconnectedError)
@@ -111,7 +111,7 @@ class SimpleConsumer(Consumer):
         self._metadata = commit_metadata(self._consumer_id)
         self._owned_partitions: dict[int, OwnedPartition] = {}  # for _partitions
         self._set_partitions(self._select_partitions(partitions))
-        if auto_start:
+        if check_bool("auto_start", auto_start):
             self.start()
 
     @property

@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetPartitionResponse, OffsetType, integer
+from pyrdk.common import OffsetPartitionResponse, OffsetType, check_bool, integer
 from pyrdk.exceptions import OffsetRequestFailedError
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd import errors
@@ -98,7 +98,7 @@ class Topic:
         :class:`pyrdk.managedbalancedconsumer.ManagedBalancedConsumer` on the broker's group
         protocol."""
         self._cluster.check_open()
-        if managed:
+        if check_bool("managed", managed):
             from pyrdk.managedbalancedconsumer import ManagedBalancedConsumer
             return ManagedBalancedConsumer(self, self._cluster, consumer_group, **kwargs)
         from pyrdk.balancedconsumer import BalancedConsumer

@@ -35,7 +35,7 @@ from pyrdk.aio.errors import (CommitFailedError, ConsumerStoppedError, IllegalOp
                               KafkaError)
 from pyrdk.aio.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.common import integer
+from pyrdk.common import check_bool, integer
 from pyrdk.core import consumer_core
 from pyrdk.core import implementation as core_implementation
 from pyrdk.exceptions import (ConfigurationError, GroupAuthorizationFailed, IllegalGeneration, OffsetOutOfRangeError,
@@ -194,7 +194,8 @@ class AIOKafkaConsumer(Client):
         self._max_poll_records = max_poll_records
         self._request_timeout_ms = request_timeout_ms
         self._auto_offset_reset = auto_offset_reset
-        self._auto_commit = enable_auto_commit and group_id is not None
+        self._auto_commit = check_bool("enable_auto_commit", enable_auto_commit) and group_id is not None
+        check_bool("exclude_internal_topics", exclude_internal_topics)
         self._config = conf.common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms,
                                    retry_backoff_ms, security_protocol, ssl_context, connections_max_idle_ms,
                                    sasl_mechanism, sasl_plain_username, sasl_plain_password,
@@ -209,7 +210,7 @@ class AIOKafkaConsumer(Client):
             "fetch.max.bytes": fetch_max_bytes,
             "fetch.min.bytes": fetch_min_bytes,
             "max.partition.fetch.bytes": max_partition_fetch_bytes,
-            "check.crcs": bool(check_crcs),
+            "check.crcs": check_bool("check_crcs", check_crcs),
             "session.timeout.ms": session_timeout_ms,
             "heartbeat.interval.ms": heartbeat_interval_ms,
             "max.poll.interval.ms": max_poll_interval_ms,

@@ -31,7 +31,7 @@ from pyrdk.aio.errors import (IllegalOperation, IllegalStateError, KafkaTimeoutE
                               ProducerClosed)
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.common import INT32_MAX, integer
+from pyrdk.common import INT32_MAX, check_bool, integer
 from pyrdk.core import sender_core
 from pyrdk.exceptions import KafkaException, ProducerQueueFullError, TransactionStateError
 from pyrdk.rd import transaction
@@ -112,6 +112,7 @@ class AIOKafkaProducer(Client):
         if compression_type not in COMPRESSION:
             raise ValueError("compression_type must be one of gzip, snappy, lz4, zstd or None, not %r"
                              % (compression_type,))
+        enable_idempotence = check_bool("enable_idempotence", enable_idempotence)
         if transactional_id is not None:
             enable_idempotence = True
         self._key_serializer = key_serializer

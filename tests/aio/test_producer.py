@@ -587,6 +587,19 @@ def test_an_option_librdkafka_refuses_is_named_at_construction(client, kwargs, n
     assert str(info.value).startswith(named)
 
 
+@pytest.mark.parametrize("client, name", [
+    (aiokafka.AIOKafkaProducer, "enable_idempotence"),
+    (aiokafka.AIOKafkaConsumer, "enable_auto_commit"),
+    (aiokafka.AIOKafkaConsumer, "check_crcs"),
+    (aiokafka.AIOKafkaConsumer, "exclude_internal_topics"),
+])
+def test_a_string_for_a_boolean_option_is_refused_not_taken_as_true(client, name):
+    """"false" from a configuration file is true to Python: taken, it turned the option on."""
+    with pytest.raises(TypeError, match="^%s must be True or False, not 'false'" % name):
+        client(**{name: "false"})
+    client(**{name: 0})  # 0 and 1 are taken, as pykafka's and aiokafka's own truth tests take them
+
+
 @pytest.mark.kafka
 @pytest.mark.slow  # seconds of a process exiting: the C pass runs it, make soak the pure one
 def test_records_of_a_producer_never_stopped_are_delivered_at_exit(kafka_hosts, client, new_topic):

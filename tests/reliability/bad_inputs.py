@@ -136,6 +136,17 @@ TE, VE = TypeError, ValueError
 KE = KafkaException
 CE = ConfigurationError
 
+
+def not_bools(shown, make, names):
+    """Rows giving each boolean option of ``make`` (a method of the world) the string
+    "false", which Python takes as true: it must be refused, not turn the option on."""
+    return [("%s(%s='false')" % (shown, name), TE, "%s must be True or False" % name,
+             lambda w, name=name: getattr(w, make)(**{name: "false"})) for name in names]
+
+
+CONSUMER_BOOLS = ("auto_commit_enable", "auto_start", "reset_offset_on_start", "reset_offset_on_fetch")
+
+
 # (name, expected classes, words the message names, call)
 TABLE = [
     # -- KafkaClient -----------------------------------------------------------------------------
@@ -166,6 +177,10 @@ TABLE = [
     ("KafkaClient(ssl_config=SslConfig(cafile=5))", (TE, VE), "cafile",
      lambda w: w.new_client(hosts=w.hosts, ssl_config=SslConfig(cafile=5))),
     ("KafkaClient(use_greenlets=True)", VE, "use_greenlets", lambda w: w.new_client(hosts=w.hosts, use_greenlets=True)),
+    ("KafkaClient(use_greenlets='false')", TE, "use_greenlets must be True or False",
+     lambda w: w.new_client(hosts=w.hosts, use_greenlets="false")),
+    ("KafkaClient(exclude_internal_topics='no')", TE, "exclude_internal_topics must be True or False",
+     lambda w: w.new_client(hosts=w.hosts, exclude_internal_topics="no")),
     ("KafkaClient(security_protocol='TLS')", VE, "security_protocol",
      lambda w: w.new_client(hosts=w.hosts, security_protocol="TLS")),
     ("KafkaClient(sasl_mechanism='MD5')", VE, "sasl_mechanism",
@@ -244,6 +259,8 @@ TABLE = [
     ("get_producer(rdkafka_config={'linger.ms': 2**70})", CE, "linger.ms",
      lambda w: w.producer(rdkafka_config={"linger.ms": HUGE})),
     ("get_producer(no_such_argument=1)", TE, "no_such_argument", lambda w: w.producer(no_such_argument=1)),
+    *not_bools("get_producer", "producer",
+               ("sync", "delivery_reports", "block_on_queue_full", "auto_start", "enable_idempotence")),
     # -- Producer: produce() ---------------------------------------------------------------------
     ("produce('text')", TE, "bytes", lambda w: w.producer().produce("text")),
     ("produce(5)", TE, "bytes", lambda w: w.producer().produce(5)),
@@ -355,6 +372,7 @@ TABLE = [
      lambda w: w.consumer(rdkafka_config={"fetch.wait.max.ms": -9})),
     ("get_simple_consumer(statistics_interval_ms=-1)", (TE, VE), "statistics_interval_ms",
      lambda w: w.consumer(statistics_interval_ms=-1)),
+    *not_bools("get_simple_consumer", "consumer", CONSUMER_BOOLS),
     # -- SimpleConsumer: calls -------------------------------------------------------------------
     ("consume_batch(max_messages=-1)", (TE, VE), "max_messages", lambda w: w.consumer().consume_batch(max_messages=-1)),
     ("consume_batch(max_messages='10')", (TE, VE), "max_messages",
@@ -405,6 +423,7 @@ TABLE = [
      lambda w: w.balanced(post_rebalance_callback=5)),
     ("get_balanced_consumer(auto_offset_reset=0)", VE, "auto_offset_reset", lambda w: w.balanced(auto_offset_reset=0)),
     ("get_balanced_consumer(rdkafka_config='x')", TE, "rdkafka_config", lambda w: w.balanced(rdkafka_config="x")),
+    *not_bools("get_balanced_consumer", "balanced", CONSUMER_BOOLS),
     ("get_balanced_consumer(offsets_commit_max_retries='x')", TE, "offsets_commit_max_retries",
      lambda w: w.balanced(offsets_commit_max_retries="x")),
     ("get_balanced_consumer(queued_max_messages='x')", (TE, VE), "queued_max_messages",
@@ -416,6 +435,9 @@ TABLE = [
     # -- ManagedBalancedConsumer -----------------------------------------------------------------
     ("get_balanced_consumer(None, managed=True)", TE, "consumer_group",
      lambda w: w.made(w.topic.get_balanced_consumer(None, managed=True))),
+    ("get_balanced_consumer(g, managed='yes')", TE, "managed must be True or False",
+     lambda w: w.made(w.topic.get_balanced_consumer("g", managed="yes"))),
+    *not_bools("managed: get_balanced_consumer", "managed", CONSUMER_BOOLS),
     ("managed: heartbeat_interval_ms='x'", (TE, VE), "heartbeat_interval_ms",
      lambda w: w.managed(heartbeat_interval_ms="x")),
     ("managed: session_timeout_ms=-1", (TE, VE), "session_timeout_ms", lambda w: w.managed(session_timeout_ms=-1)),
