@@ -1,11 +1,13 @@
 """The hot-path core: the per-message work of producing and consuming, behind one interface
 with two implementations.
 
-``PYRDK_IMPL`` picks one when pyrdk is imported: ``c`` (the default) is the extension module
-``pyrdk._core`` (``csrc/core/``), ``python`` is :mod:`pyrdk.core.pure`, the readable reference
-on the cffi layer. :data:`implementation` says which runs. Both make the same
-``Message`` objects, keep the same state and pass the same tests; the C one makes no Python
-object per message that the reference does not make, and is several times cheaper per message.
+``PYRDK_IMPL`` picks one when pyrdk is imported: ``c`` is the extension module ``pyrdk._core``
+(``csrc/core/``; an ``ImportError`` if it cannot be imported), ``python`` is
+:mod:`pyrdk.core.pure`, the readable reference on the cffi layer. Unset, the C core runs, or the
+pure one with a ``RuntimeWarning`` when the C core cannot be imported. :data:`implementation`
+says which runs. Both make the same ``Message`` objects, keep the same state and pass the same
+tests; the C one makes no Python object per message that the reference does not make, and is
+several times cheaper per message.
 
 The producer's core (:func:`producer_core`), one per started ``Producer``:
 

@@ -2,13 +2,14 @@
 
 Each message is handed out by :meth:`KafkaSpout.next_tuple` with a tuple id ``(topic,
 partition, offset)``; the topology calls :meth:`KafkaSpout.ack` or :meth:`KafkaSpout.fail`
-with it later, in any order. Per partition the spout commits only the end of the
-contiguous acked prefix (:mod:`pyrdk.spout.offsets`), so an offset is committed only when
-every message before it was acked: after a crash, the next reader starts at the first
-message not acked, and nothing is lost. Failed tuples are emitted again after a backoff;
-after ``max_retries`` failures they go to the dead-letter topic, or are reported and
-skipped. With ``output_topic`` and ``transactional_id``, what the acks carry is written to
-Kafka in the same transaction as the offsets (:func:`pyrdk.exactlyonce.commit_in_transaction`).
+with it later, in any order. Per partition the spout commits only the end of the contiguous
+acked prefix (:mod:`pyrdk.spout.offsets`), so an offset is committed only when every message
+before it was acked: after a crash, the next reader starts at the first message not acked,
+and nothing is lost. Failed tuples are emitted again after a backoff, up to ``max_retries``
+times; at the failure after that (the ``max_retries + 1``-th) they go to the dead-letter
+topic, or are reported and skipped. With ``output_topic`` and ``transactional_id``, what the
+acks carry is written to Kafka in the same transaction as the offsets
+(:func:`pyrdk.exactlyonce.commit_in_transaction`).
 
 Threads: ``next_tuple``, ``ack``, ``fail`` and ``commit`` are called from one thread (as
 Storm does). The consumer's ``pre_revoke_callback`` may run in another (the ZooKeeper
@@ -308,8 +309,8 @@ class KafkaSpout:
         return True
 
     def fail(self, tuple_id: Union[TupleId, Iterable[Any]]) -> bool:
-        """The tuple failed (or timed out): emit it again after a backoff, or, after
-        ``max_retries`` failures, write it to the dead-letter topic or report and skip it.
+        """The tuple failed (or timed out): emit it again after a backoff, or, at its
+        ``max_retries + 1``-th failure, write it to the dead-letter topic or report and skip it.
         Returns whether the fail counted (an unknown or acked id is ignored)."""
         self._check_open()
         pid, offset = self._locate(tuple_id)
