@@ -78,9 +78,12 @@ def check_int(name: str, value: _Int, minimum: int, maximum: Optional[int] = Non
 
 
 def check_bool(name: str, value: Any) -> bool:
-    """``value`` if it is a bool (0 and 1 taken as False and True), else TypeError naming
-    ``name``: a string such as ``"false"`` is true to Python, and would turn the option on."""
+    """``value`` if it is a bool (0, 1 and None taken as pykafka and aiokafka take them: False,
+    True, False), else TypeError naming ``name``: a string such as ``"false"`` is true to
+    Python, and would turn the option on."""
     value = integer(value)
+    if value is None:
+        return False
     if value.__class__ is not bool and (value.__class__ is not int or value not in (0, 1)):
         raise TypeError("%s must be True or False, not %r" % (name, value))
     return bool(value)

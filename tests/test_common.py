@@ -1,7 +1,11 @@
-"""Plain data: Message, OffsetType, CompressionType, SslConfig."""
+"""Plain data: Message, OffsetType, CompressionType, SslConfig, and the check of boolean options."""
 import datetime
 
+import numpy as np
+import pytest
+
 from pyrdk import CompressionType, Message, OffsetType, SslConfig
+from pyrdk.common import check_bool
 
 
 def test_pykafka_numbers():
@@ -24,3 +28,15 @@ def test_ssl_config_maps_to_librdkafka_properties():
     assert config == {"security.protocol": "ssl", "ssl.ca.location": "/ca.pem",
                       "ssl.certificate.location": "/c.pem", "ssl.key.location": "/k.pem",
                       "ssl.key.password": "pw"}
+
+
+def test_a_boolean_option_takes_what_pykafka_would_and_refuses_a_string():
+    """pykafka and aiokafka test a boolean option for truth: 0, 1 and None mean what they say
+    there, but a string such as "false" from a configuration file is true, and turned the
+    option on. pyrdk refuses it, and anything else that is not a clear truth value."""
+    for value, expected in ((True, True), (False, False), (1, True), (0, False), (None, False),
+                            (np.int64(1), True)):
+        assert check_bool("sync", value) is expected
+    for bad in ("false", "true", "", b"0", 2, -1, 0.0, [], object()):
+        with pytest.raises(TypeError, match="^sync must be True or False, not "):
+            check_bool("sync", bad)
