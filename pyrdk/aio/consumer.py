@@ -81,6 +81,9 @@ class _Undeserializable:
 # How often librdkafka reports its statistics to a read_committed consumer, whose
 # last_stable_offset() reads the partitions' ls_offset there (librdkafka has no other API for it).
 LSO_STATISTICS_INTERVAL_MS = 1000
+# Kafka's internal topics (is_internal in its metadata, which librdkafka does not pass on):
+# left out of topics() and of pattern subscriptions with exclude_internal_topics, as aiokafka does.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def _assignor(strategy):
@@ -195,7 +198,7 @@ class AIOKafkaConsumer(Client):
         self._request_timeout_ms = request_timeout_ms
         self._auto_offset_reset = auto_offset_reset
         self._auto_commit = check_bool("enable_auto_commit", enable_auto_commit) and group_id is not None
-        check_bool("exclude_internal_topics", exclude_internal_topics)
+        self._exclude_internal = check_bool("exclude_internal_topics", exclude_internal_topics)
         self._config = conf.common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms,
                                    retry_backoff_ms, security_protocol, ssl_context, connections_max_idle_ms,
                                    sasl_mechanism, sasl_plain_username, sasl_plain_password,
@@ -427,7 +430,7 @@ class AIOKafkaConsumer(Client):
             return set()
         if self._pattern is None:
             return set(self._subscription_names)
-        return {name for name in self._metadata if self._pattern.match(name) and not name.startswith("__")} | \
+        return {name for name in self._metadata if self._pattern.match(name) and not self._hidden(name)} | \
             ({tp.topic for tp in self.assignment()} if self._handle is not None else set())
 
     def unsubscribe(self) -> None:
@@ -563,7 +566,7 @@ class AIOKafkaConsumer(Client):
         (eager protocol) leave the assignment to :meth:`_run_rebalances`."""
         if self._stopping:
             return None  # closing: librdkafka assigns (unassigns) in the callback itself
-        tps = [TopicPartition(tp.topic, tp.partition) for tp in tps]
+        tps = [TopicPartition(tp.topic, tp.partition) for tp in tps if not self._hidden(tp.topic)]
         if kind == "revoke":
             gone = set(tps)
             self._drop(lambda tp: tp in gone)
@@ -571,6 +574,12 @@ class AIOKafkaConsumer(Client):
         if self._rebalancing is None or self._rebalancing.done():
             self._rebalancing = self._loop.create_task(self._run_rebalances())
         return DEFERRED
+
+    def _hidden(self, topic):
+        """Whether ``topic`` is an internal topic a pattern subscription leaves out, as
+        aiokafka's does with ``exclude_internal_topics``: librdkafka's pattern matches them too,
+        so the partitions of them the group gives this member are not assigned, and not read."""
+        return topic in INTERNAL_TOPICS and self._exclude_internal and self._pattern is not None
 
     async def _run_rebalances(self):
         while self._rebalances:
@@ -1131,9 +1140,11 @@ class AIOKafkaConsumer(Client):
             raise failure from None
 
     async def topics(self) -> set[str]:
-        """The names of the cluster's topics (``rd_kafka_metadata``)."""
+        """The names of the cluster's topics (``rd_kafka_metadata``), without its internal ones
+        with ``exclude_internal_topics``, as aiokafka's."""
         self._check_running()
-        return set(await self._refresh_metadata())
+        names = set(await self._refresh_metadata())
+        return names - INTERNAL_TOPICS if self._exclude_internal else names
 
     def _learn_topics(self, tps):
         """Ask the metadata again in the background (``rd_kafka_metadata``) when ``tps``, now

@@ -953,6 +953,34 @@ async def test_a_pattern_subscription_names_the_topics_it_matches(kafka_hosts, n
         assert consumer.subscription() == {topic}  # as aiokafka's: the matching topics, not the pattern
 
 
+@pytest.mark.kafka
+@pytest.mark.asyncio
+async def test_a_pattern_subscription_leaves_internal_topics_out_as_aiokafkas_does():
+    """librdkafka's pattern matches Kafka's internal topics too; aiokafka's consumer leaves
+    them out of its pattern subscriptions and of topics() (exclude_internal_topics=True), so
+    a pattern such as ".*" does not read __consumer_offsets. On a broker of the test's own, where
+    Tansu makes __consumer_offsets a topic like any other."""
+    from pyrdk.testing import TansuBroker
+    broker = TansuBroker()
+    broker.start()
+    try:
+        hosts = broker.bootstrap_servers
+        await produce(hosts, "__consumer_offsets", 3, partition=0)
+        await produce(hosts, "plain", 3, partition=0)
+        for exclude, topics in ((True, {"plain"}), (False, {"plain", "__consumer_offsets"})):
+            async with aiokafka.AIOKafkaConsumer(bootstrap_servers=hosts, group_id="g-%s" % exclude,
+                                                 auto_offset_reset="earliest", exclude_internal_topics=exclude,
+                                                 **FAST_GROUP) as consumer:
+                consumer.subscribe(pattern=".*")
+                records = await drain(consumer, 3 * len(topics))
+                assert {r.topic for r in records} == topics
+                assert {tp.topic for tp in consumer.assignment()} == topics
+                assert consumer.subscription() == topics
+                assert await consumer.topics() == topics
+    finally:
+        broker.stop()
+
+
 @pytest.mark.mock
 @pytest.mark.asyncio
 @pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
