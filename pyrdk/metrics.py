@@ -63,7 +63,7 @@ class PrometheusExporter:
             except ValueError as exc:  # prometheus_client's "Duplicated timeseries"
                 raise ValueError("another collector exports the %s_* metrics in this registry: pass that "
                                  "exporter to every client as stats_callback, or give this one its own "
-                                 "namespace or registry (%s)" % (namespace, str(exc)[:80])) from None
+                                 "namespace or registry" % namespace) from exc
 
     def __call__(self, stats):
         """Take one snapshot (the dict a ``stats_callback`` gets)."""
