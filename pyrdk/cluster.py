@@ -468,6 +468,8 @@ class Cluster:
         reqs = [_topic_request(req) for req in _list_of("create_topics", topic_reqs, "requests", one,
                                                            "(%r, num_partitions, replication_factor)")]
         _refuse_twice("create_topics", [r[0] for r in reqs], "requested")
+        if not reqs:  # as pykafka's empty request; librdkafka refuses an empty list
+            return
         results = admin.create_topics(self._handle, reqs, timeout)
         self._raise_first(results)
         self.update()
@@ -488,6 +490,8 @@ class Cluster:
         # librdkafka cannot parse
         names = list(dict.fromkeys(to_str(t.name if isinstance(t, Topic) else t)
                                    for t in _list_of("delete_topics", topics, "topic names")))
+        if not names:  # as pykafka's empty request; librdkafka refuses an empty list
+            return
         results = admin.delete_topics(self._handle, names, timeout)
         self._raise_first(results)
         self.update()

@@ -24,6 +24,15 @@ def test_create_and_delete_topics(client, topic_name):
     assert topic_name.encode() not in client.topics
 
 
+def test_no_topics_to_create_or_delete_is_no_request(client):
+    """As pykafka sends an empty request and gets an empty answer: a program that creates the
+    topics it lacks may find it lacks none. librdkafka refuses an empty list."""
+    before = sorted(client.topics)
+    assert client.cluster.create_topics([]) is None
+    assert client.cluster.delete_topics([]) is None
+    assert sorted(client.topics) == before
+
+
 def test_create_topics_accepts_pykafka_request_objects(client, topic_name):
     class CreateTopicRequest:  # the attributes of pykafka.protocol.CreateTopicRequest
         topic_name = b""
