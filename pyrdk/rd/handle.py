@@ -72,13 +72,13 @@ class _Use:
     def __enter__(self):
         h = self._handle
         me = threading.get_ident()
+        if h._pid != os.getpid():  # before the lock: a thread of the parent may have held it at fork()
+            raise h.refusal(forked=True)
         try:
             with h._lock:  # the lock itself: a C context manager, with no function start to interrupt
                 closed = h._closing or h._ptr is None
                 if closed and not self._closed_ok:
                     raise h.refusal()
-                if h._pid != os.getpid():
-                    raise h.refusal(forked=True)
                 if closed:
                     return None
                 h._by_thread[me] += 1
@@ -515,7 +515,12 @@ class Handle:
 
     def dispatch_reports(self, limit=None):
         """Hand the buffered delivery reports to ``on_delivery`` in this thread (at most
-        ``limit`` batches of ``callbacks.REPORT_BATCH``); the number handled."""
+        ``limit`` batches of ``callbacks.REPORT_BATCH``); the number handled. In a child
+        forked after the handle was made it raises the handle's exception: the parent's
+        threads (a poller serving reports, librdkafka's) may have held the reports' locks at
+        fork(), which nobody in the child would ever release."""
+        if self._pid != os.getpid():
+            raise self.refusal(forked=True)
         handled = self._cbs.dispatch_reports(limit)
         self._cbs.reraise()
         return handled

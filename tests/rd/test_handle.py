@@ -22,8 +22,9 @@ from tests.rd import util
 
 
 def _in_forked_child(fn):
-    """Run ``fn`` in a forked child and return the small int it returns (255 if it raised);
-    the child reports through a pipe and never returns into pytest."""
+    """Run ``fn`` in a forked child and return the small int it returns (255 if it raised,
+    254 if the child died first: a hang its ``signal.alarm`` ended); the child reports through
+    a pipe and never returns into pytest."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -37,7 +38,7 @@ def _in_forked_child(fn):
     status = os.read(read, 1)
     os.close(read)
     os.waitpid(pid, 0)
-    return status[0]
+    return status[0] if status else 254
 
 
 def _name(prefix):
@@ -237,6 +238,46 @@ def test_a_forked_child_cannot_produce_on_the_parents_handle(mock_cluster, handl
         return code
 
     assert _in_forked_child(child) == 0
+    producer.produce("t", 0, b"v", None, 0, None, 1)  # the parent's handle still works
+    assert producer.flush(10000)
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("held", ["reports", "handle"])
+def test_a_forked_child_refuses_at_once_when_a_parents_thread_held_a_lock_at_fork(mock_cluster, handles, held):
+    """A thread of the parent in the middle of a call at fork() (a poller thread serving
+    delivery reports, a produce() in the general path) leaves the lock it held taken for ever
+    in the child: the child's calls on the parent's handle raise the handle's exception
+    without waiting for it (a producer's produce() there serves the reports first)."""
+    producer = handles("producer", {"bootstrap.servers": mock_cluster.bootstrap_servers},
+                       closed_exc=ProducerStoppedException)
+    lock = producer._cbs._dispatch_lock if held == "reports" else producer._lock
+    taken, release = threading.Event(), threading.Event()
+
+    def hold():
+        with lock:
+            taken.set()
+            release.wait()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken.wait()
+
+    def child():
+        signal.alarm(10)  # a hang ends the child (254)
+        code = 0
+        for call in (producer.dispatch_reports, lambda: producer.wait_reports(0),
+                     lambda: producer.produce("t", 0, b"v", None, 0, None, 1)):
+            try:
+                call()
+                code = code or 1
+            except ProducerStoppedException as exc:
+                code = code or (0 if "fork()" in str(exc) else 2)
+        return code
+    try:
+        assert _in_forked_child(child) == 0
+    finally:
+        release.set()
+        holder.join()
     producer.produce("t", 0, b"v", None, 0, None, 1)  # the parent's handle still works
     assert producer.flush(10000)
 
