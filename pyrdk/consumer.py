@@ -563,9 +563,12 @@ class Consumer:
         ``rdkafka_config``, ``OffsetOutOfRangeError`` is raised instead)."""
         positions = self._core.next_offsets()
         past = {}
+        # Another thread's reset_offsets() or seek() may change _unverified while this one
+        # waits for a watermark below (the GIL is released): an entry is dropped only if it
+        # still holds the offset checked.
         for pid, nxt in list(self._unverified.items()):
             if positions.get(pid) != nxt or pid not in self._held:
-                del self._unverified[pid]  # a message came, or the partition moved on
+                self._forget_unverified(pid, nxt)  # a message came, or the partition moved on
                 continue
             if pid in self._paused:
                 continue
@@ -581,7 +584,7 @@ class Consumer:
             if nxt > high:
                 past[pid] = (nxt, high)
             else:
-                del self._unverified[pid]
+                self._forget_unverified(pid, nxt)
         if not past:
             return
         where = ", ".join("[%d] at %d (log end %d)" % (pid, nxt, high) for pid, (nxt, high) in sorted(past.items()))
@@ -590,6 +593,11 @@ class Consumer:
         log.warning("%s: offsets past the end of the log: %s; moving to auto_offset_reset (%s)",
                     self._topic_name, where, self._auto_offset_reset.name)
         self.reset_offsets([(pid, self._auto_offset_reset) for pid in sorted(past)])
+
+    def _forget_unverified(self, pid, nxt):
+        """Stop checking ``pid`` against the end of the log, unless it moved meanwhile."""
+        if self._unverified.get(pid) == nxt:
+            del self._unverified[pid]
 
     # -- offsets -------------------------------------------------------------------------------
 

@@ -920,6 +920,36 @@ def test_past_the_end_raises_with_auto_offset_reset_error(topic, error):
             timer.cancel()
 
 
+@pytest.mark.kafka
+@pytest.mark.parametrize("moved_to", [OffsetType.EARLIEST, 99])
+def test_reset_offsets_from_another_thread_while_consume_checks_the_end_of_the_log(topic, moved_to):
+    """consume() checks a position set from outside against the end of the log, reading each
+    partition's watermark with the GIL released; a reset_offsets() from another thread then
+    (pykafka's way to rewind a running consumer) is honoured: consume() raises no KeyError for
+    the entry that reset dropped (EARLIEST), and does not drop the one it set (99, past the
+    end: it is checked in turn, and moves to auto_offset_reset)."""
+    produce(topic, [b"v%d" % i for i in range(5)], partition=0, sync=True)
+    with topic.get_simple_consumer(partitions=[0], consumer_timeout_ms=5000,
+                                   auto_offset_reset=OffsetType.EARLIEST) as consumer:
+        assert len(take(consumer, 5)) == 5  # the last fetch response gave the watermark
+        consumer.reset_offsets([(0, 1)])  # explicit: checked against the end at the next fetch
+        handle = consumer._handle
+        watermarks = handle.get_watermark_offsets
+        moved = []
+
+        def meanwhile(topic_name, pid):
+            if not moved:  # another thread moves the partition while this one waits
+                mover = threading.Thread(target=consumer.reset_offsets, args=([(pid, moved_to)],))
+                mover.start()
+                mover.join()
+                moved.append(pid)
+            return watermarks(topic_name, pid)
+        handle.get_watermark_offsets = meanwhile
+        message = consumer.consume()
+        assert moved == [0]
+        assert message is not None and message.offset == 0
+
+
 # -- seek, pause / resume, batches -------------------------------------------------------------
 
 @pytest.mark.kafka
