@@ -249,6 +249,10 @@ class Consumer:
         self._stash = {}  # paused partition id -> messages fetched but not returned
         self._unverified = {}  # partition id -> a next offset set from outside, not yet seen in range
         self._last_commit = time.monotonic()
+        # held by stop(): a second stop() in another thread waits for the first, then finds the
+        # consumer stopped (re-entrant: a stop() from a callback of this one's is refused by
+        # Handle.check_close, not left waiting for itself)
+        self._stop_lock = threading.RLock()
 
     @property
     def topic(self) -> Topic:

@@ -250,34 +250,36 @@ class ManagedBalancedConsumer(Consumer):
         ``group_instance_id`` the member stays in the group until its session times out).
         What ``pre_revoke_callback`` or the listener raised meanwhile is raised here, once
         the consumer is closed. Once stopped, it finishes a close an interrupt cut short
-        (the member then leaves the group), else does nothing."""
-        if not self._running:
-            self._finish_interrupted_stop()
-            return
-        self._handle.check_close()  # not from inside a callback: before anything changes
-        self._stopped_held = self.held_offsets  # the final revocation drops them
-        try:
-            if self._auto_commit_enable:
-                self._commit_held(sorted(self._core.next_offsets()), "stop")
-        finally:
-            # The listener hears of the final revocation now, while the consumer may still
-            # commit, as it could before any other revocation; the closing handle cannot.
-            self._told_at_stop = True
-            self._notify_assigned_safely()
+        (the member then leaves the group), else does nothing (another thread's stop()
+        meanwhile is waited for)."""
+        with self._stop_lock:
+            if not self._running:
+                self._finish_interrupted_stop()
+                return
+            self._handle.check_close()  # not from inside a callback: before anything changes
+            self._stopped_held = self.held_offsets  # the final revocation drops them
             try:
-                self._tell_revoked(sorted(self._held))
-            except BaseException as exc:
-                self._calls.crash(exc)
-            try:
-                self._close()  # serves the final revocation
-            finally:  # a Ctrl-C its callbacks met is raised once the handle is closed: after this
-                self._set_partitions({})
-                self._forget(list(self._core.next_offsets()))
-        kept = self._calls.take()  # no consume() follows: what the callbacks raised is raised here
-        for _, also in kept[1:]:
-            log.error("%r: a callback also raised while it stopped: %r", self, also)
-        if kept:
-            raise kept[0][1]
+                if self._auto_commit_enable:
+                    self._commit_held(sorted(self._core.next_offsets()), "stop")
+            finally:
+                # The listener hears of the final revocation now, while the consumer may still
+                # commit, as it could before any other revocation; the closing handle cannot.
+                self._told_at_stop = True
+                self._notify_assigned_safely()
+                try:
+                    self._tell_revoked(sorted(self._held))
+                except BaseException as exc:
+                    self._calls.crash(exc)
+                try:
+                    self._close()  # serves the final revocation
+                finally:  # a Ctrl-C its callbacks met is raised once the handle is closed: after this
+                    self._set_partitions({})
+                    self._forget(list(self._core.next_offsets()))
+            kept = self._calls.take()  # no consume() follows: what the callbacks raised is raised here
+            for _, also in kept[1:]:
+                log.error("%r: a callback also raised while it stopped: %r", self, also)
+            if kept:
+                raise kept[0][1]
 
     def _commit_metadata(self):
         """pykafka's commit metadata, naming this member by its id in the group."""

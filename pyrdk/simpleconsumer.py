@@ -218,15 +218,17 @@ class SimpleConsumer(Consumer):
         (``rd_kafka_destroy`` without ``rd_kafka_consumer_close``: it has no group
         membership to leave and commits nothing more, and its wait for a coordinator a
         commit still waits on, one that hangs, had no end). Once stopped, it finishes a
-        close an interrupt cut short, else does nothing."""
-        if not self._running:
-            self._finish_interrupted_stop(consumer_close=False)
-            return
-        try:
-            if self._auto_commit_enable:
-                self.commit_offsets()
-        finally:
-            self._close(consumer_close=False)
+        close an interrupt cut short, else does nothing (another thread's stop() meanwhile
+        is waited for)."""
+        with self._stop_lock:
+            if not self._running:
+                self._finish_interrupted_stop(consumer_close=False)
+                return
+            try:
+                if self._auto_commit_enable:
+                    self.commit_offsets()
+            finally:
+                self._close(consumer_close=False)
 
     def __repr__(self) -> str:
         return "<pyrdk.simpleconsumer.SimpleConsumer at %#x (topic=%s, consumer_group=%s)>" % (

@@ -1147,6 +1147,35 @@ def test_stop_from_another_thread_ends_iteration(topic):
 
 
 @pytest.mark.kafka
+def test_two_threads_stopping_at_once_both_return_and_commit_once(topic, group_name):
+    """Two stop() calls at once (a signal handler's and the main loop's): the second waits for
+    the first and finds the consumer stopped. Both went on to commit, and the first one's
+    close then destroyed the handle under the second, which raised ConsumerStoppedException."""
+    produce(topic, [b"v%d" % i for i in range(3)], partition=0)
+    consumer = topic.get_simple_consumer(consumer_group=group_name, partitions=[0], auto_commit_enable=True)
+    take(consumer, 3)
+    commits = []
+    second_in = threading.Event()
+    commit_offsets = consumer.commit_offsets
+
+    def counted(*args, **kwargs):
+        commits.append(threading.current_thread().name)
+        if len(commits) == 2:
+            second_in.set()
+        else:
+            second_in.wait(0.5)  # the other stop() comes in meanwhile, or waits for this one
+        return commit_offsets(*args, **kwargs)
+    consumer.commit_offsets = counted
+    threads = [in_thread(consumer.stop) for _ in range(2)]
+    for thread, _ in threads:
+        thread.join(PATIENCE_S)
+    assert [box.get("error") for _, box in threads] == [None, None]
+    assert len(commits) == 1
+    assert committed(topic.get_simple_consumer(consumer_group=group_name, partitions=[0], auto_start=False)) \
+        == {0: 3}
+
+
+@pytest.mark.kafka
 def test_context_manager_stops(topic):
     with topic.get_simple_consumer() as consumer:
         pass
