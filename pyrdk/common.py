@@ -84,6 +84,8 @@ def check_bool(name: str, value: Any) -> bool:
     value = integer(value)
     if value is None:
         return False
+    if value.__class__.__module__ == "numpy" and value.__class__.__name__ in ("bool", "bool_"):
+        return bool(value)  # numpy's bool, as its ints are taken
     if value.__class__ is not bool and (value.__class__ is not int or value not in (0, 1)):
         raise TypeError("%s must be True or False, not %r" % (name, value))
     return bool(value)

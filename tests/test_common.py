@@ -35,7 +35,7 @@ def test_a_boolean_option_takes_what_pykafka_would_and_refuses_a_string():
     there, but a string such as "false" from a configuration file is true, and turned the
     option on. pyrdk refuses it, and anything else that is not a clear truth value."""
     for value, expected in ((True, True), (False, False), (1, True), (0, False), (None, False),
-                            (np.int64(1), True)):
+                            (np.int64(1), True), (np.True_, True), (np.False_, False)):
         assert check_bool("sync", value) is expected
     for bad in ("false", "true", "", b"0", 2, -1, 0.0, [], object()):
         with pytest.raises(TypeError, match="^sync must be True or False, not "):
