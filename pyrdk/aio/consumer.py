@@ -82,7 +82,7 @@ class _Undeserializable:
 # last_stable_offset() reads the partitions' ls_offset there (librdkafka has no other API for it).
 LSO_STATISTICS_INTERVAL_MS = 1000
 # Kafka's internal topics (is_internal in its metadata, which librdkafka does not pass on):
-# left out of topics() and of pattern subscriptions with exclude_internal_topics, as aiokafka does.
+# left out of topics(), and of pattern subscriptions with exclude_internal_topics, as aiokafka does.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
@@ -258,6 +258,7 @@ class AIOKafkaConsumer(Client):
         self._rebalances: collections.deque[tuple[str, list[TopicPartition]]] = collections.deque()
         self._rebalancing: Optional[asyncio.Task[None]] = None  # the task running the listener
         self._revoke_told = False  # the listener was told of the revocation before the next assignment
+        self._left_out: set[TopicPartition] = set()  # internal topics' partitions of the group's last assignment
         self._assigning: Optional[dict[TopicPartition, int]] = None  # while on_partitions_assigned runs: its seeks
         self._errors: collections.deque[KafkaError] = collections.deque()
         # auto_offset_reset="none": partitions librdkafka stopped for want of an offset, and
@@ -566,10 +567,15 @@ class AIOKafkaConsumer(Client):
         (eager protocol) leave the assignment to :meth:`_run_rebalances`."""
         if self._stopping:
             return None  # closing: librdkafka assigns (unassigns) in the callback itself
-        tps = [TopicPartition(tp.topic, tp.partition) for tp in tps if not self._hidden(tp.topic)]
-        if kind == "revoke":
+        tps = [TopicPartition(tp.topic, tp.partition) for tp in tps]
+        if kind == "revoke":  # what the assignment left out, whatever the subscription is now
             gone = set(tps)
             self._drop(lambda tp: tp in gone)
+            tps = [tp for tp in tps if tp not in self._left_out]
+            self._left_out = set()
+        else:
+            self._left_out = {tp for tp in tps if self._hidden(tp.topic)}
+            tps = [tp for tp in tps if tp not in self._left_out]
         self._rebalances.append((kind, tps))
         if self._rebalancing is None or self._rebalancing.done():
             self._rebalancing = self._loop.create_task(self._run_rebalances())
@@ -1140,11 +1146,10 @@ class AIOKafkaConsumer(Client):
             raise failure from None
 
     async def topics(self) -> set[str]:
-        """The names of the cluster's topics (``rd_kafka_metadata``), without its internal ones
-        with ``exclude_internal_topics``, as aiokafka's."""
+        """The names of the cluster's topics (``rd_kafka_metadata``) but its internal ones, as
+        aiokafka's, whatever ``exclude_internal_topics`` says."""
         self._check_running()
-        names = set(await self._refresh_metadata())
-        return names - INTERNAL_TOPICS if self._exclude_internal else names
+        return set(await self._refresh_metadata()) - INTERNAL_TOPICS
 
     def _learn_topics(self, tps):
         """Ask the metadata again in the background (``rd_kafka_metadata``) when ``tps``, now
