@@ -953,76 +953,74 @@ async def test_a_pattern_subscription_names_the_topics_it_matches(kafka_hosts, n
         assert consumer.subscription() == {topic}  # as aiokafka's: the matching topics, not the pattern
 
 
-@pytest.mark.kafka
-@pytest.mark.asyncio
-async def test_a_pattern_subscription_leaves_internal_topics_out_as_aiokafkas_does():
-    """librdkafka's pattern matches Kafka's internal topics too; aiokafka's consumer leaves
-    them out of its pattern subscriptions and of topics() (exclude_internal_topics=True), so
-    a pattern such as ".*" does not read __consumer_offsets. On a broker of the test's own, where
-    Tansu makes __consumer_offsets a topic like any other."""
+@pytest.fixture
+def own_hosts():
+    """The address of a Tansu broker of the test's own, stopped after it: there, Tansu makes
+    __consumer_offsets a topic like any other, which the session's broker must not hold."""
     from pyrdk.testing import TansuBroker
     broker = TansuBroker()
     broker.start()
     try:
-        hosts = broker.bootstrap_servers
-        await produce(hosts, "__consumer_offsets", 3, partition=0)
-        await produce(hosts, "plain", 3, partition=0)
-        for exclude, topics in ((True, {"plain"}), (False, {"plain", "__consumer_offsets"})):
-            async with aiokafka.AIOKafkaConsumer(bootstrap_servers=hosts, group_id="g-%s" % exclude,
-                                                 auto_offset_reset="earliest", exclude_internal_topics=exclude,
-                                                 **FAST_GROUP) as consumer:
-                consumer.subscribe(pattern=".*")
-                records = await drain(consumer, 3 * len(topics))
-                assert {r.topic for r in records} == topics
-                assert {tp.topic for tp in consumer.assignment()} == topics
-                assert consumer.subscription() == topics
-                assert await consumer.topics() == {"plain"}  # as aiokafka's, whatever the option
+        yield broker.bootstrap_servers
     finally:
         broker.stop()
+
+
+@pytest.mark.kafka
+@pytest.mark.asyncio
+async def test_a_pattern_subscription_leaves_internal_topics_out_as_aiokafkas_does(own_hosts):
+    """librdkafka's pattern matches Kafka's internal topics too; aiokafka's consumer leaves
+    them out of its pattern subscriptions and of topics() (exclude_internal_topics=True), so
+    a pattern such as ".*" does not read __consumer_offsets."""
+    await produce(own_hosts, "__consumer_offsets", 3, partition=0)
+    await produce(own_hosts, "plain", 3, partition=0)
+    for exclude, topics in ((True, {"plain"}), (False, {"plain", "__consumer_offsets"})):
+        async with aiokafka.AIOKafkaConsumer(bootstrap_servers=own_hosts, group_id="g-%s" % exclude,
+                                             auto_offset_reset="earliest", exclude_internal_topics=exclude,
+                                             **FAST_GROUP) as consumer:
+            consumer.subscribe(pattern=".*")
+            records = await drain(consumer, 3 * len(topics))
+            assert {r.topic for r in records} == topics
+            assert {tp.topic for tp in consumer.assignment()} == topics
+            assert consumer.subscription() == topics
+            assert await consumer.topics() == {"plain"}  # as aiokafka's, whatever the option
 
 
 @pytest.mark.kafka
 @pytest.mark.asyncio
 @pytest.mark.slow  # three rebalances and a 10 s watch: the C pass runs it, make soak the pure one
-async def test_internal_topics_subscribed_by_name_are_revoked_when_a_pattern_replaces_them():
+async def test_internal_topics_subscribed_by_name_are_revoked_when_a_pattern_replaces_them(own_hosts):
     """Partitions of __consumer_offsets assigned to a subscription by name are revoked when a
     pattern subscription, which leaves them out, replaces it: the listener is told, and the
     records buffered of them are dropped, not handed out after the revocation; and the other
     way round the listener is not told of the revocation of partitions it was never given."""
-    from pyrdk.testing import TansuBroker
-    broker = TansuBroker()
-    broker.start()
-    try:
-        hosts = broker.bootstrap_servers
-        await produce(hosts, "__consumer_offsets", 200, partition=0)
-        await produce(hosts, "plain", 3, partition=0)
-        calls = []
+    await produce(own_hosts, "__consumer_offsets", 200, partition=0)
+    await produce(own_hosts, "plain", 3, partition=0)
+    calls = []
 
-        class Listener(aiokafka.ConsumerRebalanceListener):
-            async def on_partitions_revoked(self, revoked):
-                calls.append(("revoked", {tp.topic for tp in revoked}))
+    class Listener(aiokafka.ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            calls.append(("revoked", {tp.topic for tp in revoked}))
 
-            async def on_partitions_assigned(self, assigned):
-                calls.append(("assigned", {tp.topic for tp in assigned}))
-        async with aiokafka.AIOKafkaConsumer(bootstrap_servers=hosts, group_id="g", auto_offset_reset="earliest",
-                                             max_poll_records=1, **FAST_GROUP) as consumer:
-            consumer.subscribe(topics=["__consumer_offsets", "plain"], listener=Listener())
-            await consumer.getone()  # the rest buffered
-            consumer.subscribe(pattern=".*", listener=Listener())
-            late = set()
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                for tp in await consumer.getmany(timeout_ms=500):
-                    if len(calls) > 2:
-                        late.add(tp.topic)
-            assert late <= {"plain"}
-            consumer.subscribe(topics=["plain"], listener=Listener())
-            await drain(consumer, 3, timeout_s=8)
-        assert calls == [("revoked", set()), ("assigned", {"__consumer_offsets", "plain"}),
-                         ("revoked", {"__consumer_offsets", "plain"}), ("assigned", {"plain"}),
-                         ("revoked", {"plain"}), ("assigned", {"plain"})]
-    finally:
-        broker.stop()
+        async def on_partitions_assigned(self, assigned):
+            calls.append(("assigned", {tp.topic for tp in assigned}))
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=own_hosts, group_id="g", auto_offset_reset="earliest",
+                                         max_poll_records=1, **FAST_GROUP) as consumer:
+        consumer.subscribe(topics=["__consumer_offsets", "plain"], listener=Listener())
+        await consumer.getone()  # the rest buffered
+        consumer.subscribe(pattern=".*", listener=Listener())
+        late = set()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for tp in await consumer.getmany(timeout_ms=500):
+                if len(calls) > 2:
+                    late.add(tp.topic)
+        assert late <= {"plain"}
+        consumer.subscribe(topics=["plain"], listener=Listener())
+        await drain(consumer, 3, timeout_s=8)
+    assert calls == [("revoked", set()), ("assigned", {"__consumer_offsets", "plain"}),
+                     ("revoked", {"__consumer_offsets", "plain"}), ("assigned", {"plain"}),
+                     ("revoked", {"plain"}), ("assigned", {"plain"})]
 
 
 @pytest.mark.mock
