@@ -272,6 +272,11 @@ class BalancedConsumer:
         self._owns_zookeeper = zookeeper is None
         self._running = False
         self._stop_pending = False  # a stop() began and has not given the partitions back
+        # held by stop() once the coordinator thread has ended: a second stop() in another
+        # thread waits for the first, then finds the partitions given back (two at once both
+        # ended the ZooKeeper session, and kazoo refused the second's close: "Cannot close
+        # connection until it is stopped")
+        self._stop_lock = threading.RLock()
         self._worker: Optional[threading.Thread] = None
         self._calls = CallState()  # what the coordinator thread met, raised by consume()
         self._stopping = threading.Event()
@@ -410,6 +415,15 @@ class BalancedConsumer:
         worker = self._worker
         if worker is not None and worker is not threading.current_thread():
             worker.join()
+        # Not held while joining: a stop() from a callback in the coordinator thread must not
+        # wait for the stop() that waits for that thread.
+        with self._stop_lock:
+            if self._stop_pending:  # else another thread's stop() finished it meanwhile
+                self._finish_stop()
+
+    def _finish_stop(self):
+        """stop() once the coordinator thread has ended: close the consumer (committing),
+        then end the session or delete the member's nodes. Needs ``_stop_lock``."""
         self._worker = None
         metadata_handle = self._metadata_handle
         if metadata_handle is not None:

@@ -130,6 +130,34 @@ def test_a_stop_cut_short_by_ctrl_c_is_finished_by_the_next(zk_client, zk, topic
     assert zk.get_children("/consumers/%s/owners/%s" % (group, topic_name)) == []
 
 
+def test_two_threads_stopping_at_once_both_return(zk_client, zk, topic_name, group_name):
+    """stop() in two threads at once: each returns, and the member has left the group (both
+    ended the ZooKeeper session, and kazoo refused the second close: "Cannot close connection
+    until it is stopped")."""
+    topic = make_topic(zk_client, topic_name, 2)
+    for _ in range(5):
+        consumer = topic.get_balanced_consumer(group_name, **FAST)
+        assert sorted(consumer.partitions) == [0, 1]
+        raised = []
+
+        def stop():
+            try:
+                consumer.stop()
+            except Exception as exc:
+                raised.append(exc)
+
+        threads = [threading.Thread(target=stop) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(PATIENCE_S)
+        assert not any(thread.is_alive() for thread in threads)
+        assert raised == []
+        group = group_name.decode()
+        assert zk.get_children("/consumers/%s/ids" % group) == []
+        assert zk.get_children("/consumers/%s/owners/%s" % (group, topic_name)) == []
+
+
 def test_shares_the_group_with_a_member_registered_as_pykafka_does(zk_client, zk, topic_name,
                                                                     group_name):
     """A pykafka member's znodes (id node valued with the topic name, owner nodes valued
