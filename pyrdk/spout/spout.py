@@ -14,7 +14,8 @@ acks carry is written to Kafka in the same transaction as the offsets
 Threads: ``next_tuple``, ``ack``, ``fail`` and ``commit`` are called from one thread (as
 Storm does). The consumer's ``pre_revoke_callback`` may run in another (the ZooKeeper
 consumer's coordinator); the spout's state is guarded by a lock that is never held while
-the consumer is called.
+the consumer is called. ``next_tuple`` calls from several threads take their turns: each
+message is tracked before the next is taken, so they are tracked in the consumer's order.
 """
 from __future__ import annotations
 
@@ -143,6 +144,10 @@ class KafkaSpout:
         self._outputs = outputs
         self._topic_name = topic.name.decode()
         self._lock = threading.RLock()
+        # held by next_tuple() from taking a message to tracking it: two threads' messages
+        # tracked out of the consumer's order looked like the consumer going back, and the
+        # later one, emitted all the same, was dropped from tracking: committed past unacked
+        self._next_lock = threading.Lock()
         self._partitions: dict[int, PartitionOffsets] = {}
         self._retries: list[tuple[float, int, int, Entry]] = []  # a heap of (retry_at, seq, partition id, Entry)
         self._seq = itertools.count()
@@ -186,6 +191,10 @@ class KafkaSpout:
         are tracked."""
         self._check_open()
         self._maybe_commit()
+        with self._next_lock:
+            return self._next_tuple()
+
+    def _next_tuple(self):
         with self._lock:
             replay = self._due_replay()
             if replay is not None:

@@ -1,4 +1,5 @@
 """KafkaSpout, the framework-neutral core: on Tansu, over each kind of pyrdk consumer."""
+import threading
 import time
 
 import pytest
@@ -60,6 +61,54 @@ def test_commits_only_the_contiguous_acked_prefix(client, topic_name, group_name
     with KafkaSpout(topic, group_name, consumer="simple") as again:
         produce(topic, 1)
         assert take(again, 1)[0].id == TupleId(topic_name, 0, 10)
+
+
+def test_next_tuple_from_two_threads_never_commits_past_a_tuple_not_acked(client, topic_name, group_name):
+    """Two threads' next_tuple(): the first takes m0, the second m1 and tracks it before the
+    first tracks m0. m0 after m1 looked like the consumer going back, and m1 (emitted) was
+    dropped from tracking: acking m0 and m2 committed past m1, never acked."""
+    topic = make_topic(client, topic_name, 1)
+    produce(topic, 3)
+    spout = KafkaSpout(topic, group_name, consumer="simple", commit_interval_ms=60000)
+    try:
+        consume = spout.consumer.consume
+        first_taken, second_done = threading.Event(), threading.Event()
+
+        def slow_first(*args, **kwargs):
+            message = consume(*args, **kwargs)
+            while message is None:
+                time.sleep(0.005)
+                message = consume(*args, **kwargs)
+            if not first_taken.is_set():
+                first_taken.set()
+                second_done.wait(2)  # the second next_tuple() goes first, unless it waits its turn
+            return message
+
+        spout.consumer.consume = slow_first
+        emitted = {}
+
+        def next_tuple(name):
+            emitted[name] = spout.next_tuple()
+            if name == "second":
+                second_done.set()
+
+        first = threading.Thread(target=next_tuple, args=("first",))
+        first.start()
+        assert first_taken.wait(PATIENCE_S)
+        second = threading.Thread(target=next_tuple, args=("second",))
+        second.start()
+        first.join(PATIENCE_S)
+        second.join(PATIENCE_S)
+        spout.consumer.consume = consume
+        assert sorted(t.message.value for t in emitted.values()) == [b"m0", b"m1"]
+        by_value = {t.message.value: t for t in emitted.values()}
+        (third,) = take(spout, 1)
+        assert spout.ack(by_value[b"m0"].id) and spout.ack(third.id)
+        assert spout.commit() == {0: 1}  # m1 is not acked: nothing past it
+        assert spout.ack(by_value[b"m1"].id)
+        assert spout.commit() == {0: 3}
+    finally:
+        spout.close()
 
 
 def test_a_failed_tuple_is_emitted_again_then_skipped_and_reported(client, topic_name, group_name):
