@@ -5,6 +5,7 @@ them from Messages)."""
 import subprocess
 import sys
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -260,6 +261,16 @@ def test_produce_arrow_refuses_what_it_cannot_send_and_names_it(client, topic_na
         with pytest.raises(ValueError, match="holds 7") as caught:
             producer.produce_arrow(table)
         assert caught.value.produced == 3
+        # Offsets outside the data in row 600 (an array made from raw buffers, which pyarrow
+        # does not check): the batch is refused before its first row is sent.
+        offsets = np.arange(0, 8 * 1001, 8, dtype=np.int32)
+        offsets[601] = 10 ** 9
+        data = pa.py_buffer(b"".join(b"v%07d" % i for i in range(1000)))
+        broken = pa.Array.from_buffers(pa.binary(), 1000, [None, pa.py_buffer(offsets), data])
+        with pytest.raises(ValueError, match="column 'value' has offsets outside its data, nothing of the batch "
+                                             "was sent: .*slot 601") as caught:
+            producer.produce_arrow(pa.record_batch({"value": broken}))
+        assert caught.value.produced == 0
         # A value column of the null type: every row without a value.
         assert producer.produce_arrow(pa.table({"value": pa.array([None, None])})) == 2
     with topic.get_producer(serializer=lambda v, k: (v, k)) as producer:

@@ -161,7 +161,12 @@ def _binary(column, name):
     if not (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)
             or pa.types.is_large_string(t)):
         raise TypeError("column '%s' must be binary or string, not %s" % (name, t))
-    valid, offsets, data = column.buffers()
     wide = pa.types.is_large_binary(t) or pa.types.is_large_string(t)
+    try:  # every row's offsets, before any row is sent (as bytes: a string's UTF-8 is not read)
+        column.view(pa.large_binary() if wide else pa.binary()).validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise ValueError("column '%s' has offsets outside its data, nothing of the batch was sent: %s"
+                         % (name, exc)) from None
+    valid, offsets, data = column.buffers()
     return (column.offset, valid if column.null_count else None,
             offsets if offsets is not None else bytes(8 if wide else 4), data if data is not None else b"", wide)
