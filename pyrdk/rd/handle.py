@@ -262,7 +262,8 @@ class Handle:
         def run():
             try:
                 with self.use() as rk:
-                    outcome.append((call(rk), None))
+                    result = call(rk)
+                outcome.append((result, None))  # after use() ends: it may raise what a callback kept
             except BaseException as exc:  # raised in the caller's thread
                 outcome.append((None, exc))
             finally:
