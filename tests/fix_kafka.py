@@ -32,6 +32,17 @@ def kafka_hosts(docker_kafka):
         broker.stop()
 
 
+@pytest.fixture
+def own_broker():
+    """A Tansu broker of the test's own (a ``pyrdk.testing.TansuBroker``), which it may kill,
+    restart or fill with what the session's broker must not hold; stopped by pid at the end
+    whatever happens."""
+    from pyrdk.testing import TansuBroker
+    broker = TansuBroker().start()
+    yield broker
+    broker.stop()
+
+
 def on_tansu():
     """True unless the tests run against another cluster (``PYRDK_TEST_BROKERS``, or Apache
     Kafka in Docker with ``PYRDK_TEST_DOCKER=1``)."""

@@ -10,20 +10,11 @@ import pytest
 
 from pyrdk import KafkaClient
 from pyrdk.exceptions import NoBrokersAvailableError, ProduceFailureError
-from pyrdk.testing import TansuBroker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 SOCKET_TIMEOUT_MS = 2000
 BOUND_S = 60  # a generous bound: reaching it means the call hung
-
-
-@pytest.fixture
-def broker():
-    """A broker this test may kill; stopped by pid at the end whatever happens."""
-    b = TansuBroker().start()
-    yield b
-    b.stop()
 
 
 def kill(broker):
@@ -43,27 +34,27 @@ def make_client(broker, name):
     return client
 
 
-def test_blocked_consume_raises_then_resumes_when_the_broker_returns(broker, topic_name):
-    client = make_client(broker, topic_name)
+def test_blocked_consume_raises_then_resumes_when_the_broker_returns(own_broker, topic_name):
+    client = make_client(own_broker, topic_name)
     topic = client.topics[topic_name]
     with topic.get_sync_producer() as producer:
         producer.produce(b"before")
     consumer = topic.get_simple_consumer(consumer_timeout_ms=-1)  # would wait for ever
     try:
         assert consumer.consume().value == b"before"
-        kill(broker)
+        kill(own_broker)
         started = time.monotonic()
         with pytest.raises(NoBrokersAvailableError) as info:
             while time.monotonic() - started < BOUND_S:
                 consumer.consume()
-        assert broker.bootstrap_servers in str(info.value)
-        restart(broker)
-        with KafkaClient(hosts=broker.bootstrap_servers) as other:
+        assert own_broker.bootstrap_servers in str(info.value)
+        restart(own_broker)
+        with KafkaClient(hosts=own_broker.bootstrap_servers) as other:
             other.cluster.create_topics([(topic_name, 1, 1)])
             with other.topics[topic_name].get_sync_producer() as producer:
                 producer.produce(b"after-0")
                 producer.produce(b"after-1")
-        # The new broker's log starts again at 0 (memory storage); the consumer goes on from
+        # The new own_broker's log starts again at 0 (memory storage); the consumer goes on from
         # its own position, offset 1.
         messages = consumer.consume_batch(1, BOUND_S * 1000)
         assert [(m.offset, m.value) for m in messages] == [(1, b"after-1")]
@@ -72,13 +63,13 @@ def test_blocked_consume_raises_then_resumes_when_the_broker_returns(broker, top
         client.close()
 
 
-def test_produce_raises_and_stop_reports_every_queued_message(broker, topic_name):
-    client = make_client(broker, topic_name)
+def test_produce_raises_and_stop_reports_every_queued_message(own_broker, topic_name):
+    client = make_client(own_broker, topic_name)
     topic = client.topics[topic_name]
     producer = topic.get_producer(linger_ms=60000, pending_timeout_ms=500)  # nothing leaves
     try:
         queued = [producer.produce(b"m%d" % i) for i in range(50)]
-        kill(broker)
+        kill(own_broker)
         started = time.monotonic()
         with pytest.raises(NoBrokersAvailableError):
             while time.monotonic() - started < BOUND_S:

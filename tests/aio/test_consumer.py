@@ -953,29 +953,18 @@ async def test_a_pattern_subscription_names_the_topics_it_matches(kafka_hosts, n
         assert consumer.subscription() == {topic}  # as aiokafka's: the matching topics, not the pattern
 
 
-@pytest.fixture
-def own_hosts():
-    """The address of a Tansu broker of the test's own, stopped after it: there, Tansu makes
-    __consumer_offsets a topic like any other, which the session's broker must not hold."""
-    from pyrdk.testing import TansuBroker
-    broker = TansuBroker()
-    broker.start()
-    try:
-        yield broker.bootstrap_servers
-    finally:
-        broker.stop()
-
-
 @pytest.mark.kafka
 @pytest.mark.asyncio
-async def test_a_pattern_subscription_leaves_internal_topics_out_as_aiokafkas_does(own_hosts):
+async def test_a_pattern_subscription_leaves_internal_topics_out_as_aiokafkas_does(own_broker):
     """librdkafka's pattern matches Kafka's internal topics too; aiokafka's consumer leaves
     them out of its pattern subscriptions and of topics() (exclude_internal_topics=True), so
-    a pattern such as ".*" does not read __consumer_offsets."""
-    await produce(own_hosts, "__consumer_offsets", 3, partition=0)
-    await produce(own_hosts, "plain", 3, partition=0)
+    a pattern such as ".*" does not read __consumer_offsets (on a broker of the test's own,
+    where Tansu makes it a topic like any other)."""
+    hosts = own_broker.bootstrap_servers
+    await produce(hosts, "__consumer_offsets", 3, partition=0)
+    await produce(hosts, "plain", 3, partition=0)
     for exclude, topics in ((True, {"plain"}), (False, {"plain", "__consumer_offsets"})):
-        async with aiokafka.AIOKafkaConsumer(bootstrap_servers=own_hosts, group_id="g-%s" % exclude,
+        async with aiokafka.AIOKafkaConsumer(bootstrap_servers=hosts, group_id="g-%s" % exclude,
                                              auto_offset_reset="earliest", exclude_internal_topics=exclude,
                                              **FAST_GROUP) as consumer:
             consumer.subscribe(pattern=".*")
@@ -989,13 +978,14 @@ async def test_a_pattern_subscription_leaves_internal_topics_out_as_aiokafkas_do
 @pytest.mark.kafka
 @pytest.mark.asyncio
 @pytest.mark.slow  # three rebalances and a 10 s watch: the C pass runs it, make soak the pure one
-async def test_internal_topics_subscribed_by_name_are_revoked_when_a_pattern_replaces_them(own_hosts):
+async def test_internal_topics_subscribed_by_name_are_revoked_when_a_pattern_replaces_them(own_broker):
     """Partitions of __consumer_offsets assigned to a subscription by name are revoked when a
     pattern subscription, which leaves them out, replaces it: the listener is told, and the
     records buffered of them are dropped, not handed out after the revocation; and the other
     way round the listener is not told of the revocation of partitions it was never given."""
-    await produce(own_hosts, "__consumer_offsets", 200, partition=0)
-    await produce(own_hosts, "plain", 3, partition=0)
+    hosts = own_broker.bootstrap_servers
+    await produce(hosts, "__consumer_offsets", 200, partition=0)
+    await produce(hosts, "plain", 3, partition=0)
     calls = []
 
     class Listener(aiokafka.ConsumerRebalanceListener):
@@ -1004,7 +994,7 @@ async def test_internal_topics_subscribed_by_name_are_revoked_when_a_pattern_rep
 
         async def on_partitions_assigned(self, assigned):
             calls.append(("assigned", {tp.topic for tp in assigned}))
-    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=own_hosts, group_id="g", auto_offset_reset="earliest",
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=hosts, group_id="g", auto_offset_reset="earliest",
                                          max_poll_records=1, **FAST_GROUP) as consumer:
         consumer.subscribe(topics=["__consumer_offsets", "plain"], listener=Listener())
         await consumer.getone()  # the rest buffered

@@ -9,7 +9,6 @@ import pytest
 import pyrdk.aio as aiokafka
 from pyrdk import KafkaClient
 from pyrdk.aio.structs import TopicPartition
-from pyrdk.testing import TansuBroker
 
 pytestmark = pytest.mark.kafka
 
@@ -72,14 +71,6 @@ def test_under_anyio(kafka_hosts, new_topic, use_uvloop):
     results = anyio.run(main, backend="asyncio", backend_options={"use_uvloop": use_uvloop})
     assert results["cancelled"] is True
     assert results["values"] == [b"%d" % i for i in range(COUNT)]
-
-
-@pytest.fixture
-def own_broker():
-    """A Tansu broker this test may kill; stopped by pid at the end whatever happens."""
-    broker = TansuBroker().start()
-    yield broker
-    broker.stop()
 
 
 @pytest.mark.timeout(120)

@@ -25,7 +25,6 @@ from contextlib import closing
 import pytest
 
 from pyrdk import KafkaClient
-from pyrdk.testing import TansuBroker
 from tests.fix_kafka import make_topic, unique_name
 from tests.fleet import Fleet
 from tests.reliability.ledger import (PRODUCERS, FaultSchedule, Ledger, produce_side_by_side, read_log,
@@ -34,14 +33,6 @@ from tests.reliability.ledger import (PRODUCERS, FaultSchedule, Ledger, produce_
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(300)]
 
 PARTITIONS = 3
-
-
-@pytest.fixture
-def own_broker():
-    """A Tansu broker this test may kill; stopped by pid at the end whatever happens."""
-    broker = TansuBroker().start()
-    yield broker
-    broker.stop()
 
 
 def test_broker_killed_and_restarted(own_broker):
