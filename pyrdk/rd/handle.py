@@ -72,7 +72,7 @@ class _Use:
     def __enter__(self):
         h = self._handle
         me = threading.get_ident()
-        if h._pid != os.getpid():  # before the lock: a thread of the parent may have held it at fork()
+        if not h.owned:  # before the lock: a thread of the parent may have held it at fork()
             raise h.refusal(forked=True)
         try:
             with h._lock:  # the lock itself: a C context manager, with no function start to interrupt
@@ -520,7 +520,7 @@ class Handle:
         forked after the handle was made it raises the handle's exception: the parent's
         threads (a poller serving reports, librdkafka's) may have held the reports' locks at
         fork(), which nobody in the child would ever release."""
-        if self._pid != os.getpid():
+        if not self.owned:
             raise self.refusal(forked=True)
         handled = self._cbs.dispatch_reports(limit)
         self._cbs.reraise()
