@@ -12,6 +12,8 @@ def messages_of(pointers, partitions=None):
     ``partitions`` dict when given; and the positions of the error events."""
     made, positions = [], []
     topics = {}  # rd_kafka_topic_t address -> name, looked up once per batch
+    tstype = ffi.new("rd_kafka_timestamp_type_t *")  # out-parameters, one set per batch
+    hdrs = ffi.new("rd_kafka_headers_t **")
     for i, address in enumerate(pointers):
         m = ffi.cast("rd_kafka_message_t *", address)
         if m.err:
@@ -21,23 +23,22 @@ def messages_of(pointers, partitions=None):
         topic = topics.get(rkt)
         if topic is None:
             topic = topics[rkt] = _topic_name(m)
-        made.append(message_of(m, topic, partitions.get(m.partition) if partitions else None))
+        made.append(message_of(m, topic, partitions.get(m.partition) if partitions else None, tstype, hdrs))
     return made, positions
 
 
-def message_of(m, topic, partition):
-    """A ``Message`` with the fields of the ``rd_kafka_message_t *`` ``m``."""
-    tstype = ffi.new("rd_kafka_timestamp_type_t *")
+def message_of(m, topic, partition, tstype, hdrs):
+    """A ``Message`` with the fields of the ``rd_kafka_message_t *`` ``m`` (``tstype`` and
+    ``hdrs``: out-parameters for ``rd_kafka_message_timestamp`` and ``rd_kafka_message_headers``)."""
     timestamp = lib.rd_kafka_message_timestamp(m, tstype)
-    return Message(ffi.unpack(ffi.cast("char *", m.payload), m.len) if m.payload != ffi.NULL else None,
-                   partition_key=ffi.unpack(ffi.cast("char *", m.key), m.key_len) if m.key != ffi.NULL else None,
-                   partition_id=m.partition, offset=m.offset, timestamp=timestamp,
-                   headers=headers_of(m), partition=partition, topic=topic, timestamp_type=tstype[0])
+    return Message._consumed(ffi.unpack(ffi.cast("char *", m.payload), m.len) if m.payload != ffi.NULL else None,
+                             ffi.unpack(ffi.cast("char *", m.key), m.key_len) if m.key != ffi.NULL else None,
+                             m.partition, m.offset, timestamp, tstype[0], headers_of(m, hdrs), partition, topic)
 
 
-def headers_of(m):
-    """``rd_kafka_message_headers`` as ``[(name, value)]``, or None when there are none."""
-    hdrs = ffi.new("rd_kafka_headers_t **")
+def headers_of(m, hdrs):
+    """``rd_kafka_message_headers`` (into the out-parameter ``hdrs``) as ``[(name, value)]``,
+    or None when there are none."""
     if lib.rd_kafka_message_headers(m, hdrs) != errors.NO_ERROR:
         return None
     name, value, size = ffi.new("const char **"), ffi.new("const void **"), ffi.new("size_t *")
