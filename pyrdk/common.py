@@ -236,17 +236,17 @@ class Message(metaclass=abc.ABCMeta):
         self._delivery_report_q = delivery_report_q
 
     @classmethod
-    def _consumed(cls, value: Any, partition_key: Any, partition_id: int, offset: int, timestamp: int,
-                  timestamp_type: int, headers: Optional[list[tuple[str, Optional[bytes]]]], partition: Any,
-                  topic: Optional[str]) -> "Message":
-        """A consumed message of the fields librdkafka gave, plain ints of their widths
-        already: ``Message()`` without its checks (the pure-Python core's consume path)."""
+    def _unchecked(cls, value: Any, partition_key: Any, partition_id: int, offset: int, timestamp: Optional[int],
+                   timestamp_type: int, headers: Optional[list[tuple[str, Optional[bytes]]]], partition: Any,
+                   topic: Optional[str], compression_type: CompressionType = CompressionType.NONE) -> "Message":
+        """``Message()`` without its checks, for the pure-Python core, whose integers are
+        plain ints of their widths already (librdkafka's, or a topic's partition ids)."""
         msg = object.__new__(cls)
         msg.value, msg.partition_key, msg.partition, msg.topic = value, partition_key, partition, topic
         msg._partition_id, msg._offset, msg._timestamp, msg._timestamp_type = (partition_id, offset, timestamp,
                                                                              timestamp_type)
         msg._headers, msg._compression_type, msg._produce_attempt, msg._delivery_report_q = (
-            headers, CompressionType.NONE, 0, None)
+            headers, compression_type, 0, None)
         return msg
 
     @property

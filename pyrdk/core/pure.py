@@ -117,8 +117,7 @@ class ProducerCore:
         with self._lock:
             queue = self._queues.setdefault(pid, [])
             if len(queue) < self._batch and not self.divert:
-                msg = Message(value, key, pid, partition=partition, topic=self._topic,
-                              compression_type=self._compression)
+                msg = Message._unchecked(value, key, pid, -1, None, 0, None, partition, self._topic, self._compression)
                 msg_id = next(self._ids)
                 self._kept[msg_id] = msg
                 queue.append((value, key, msg_id))

@@ -31,9 +31,9 @@ def message_of(m, topic, partition, tstype, hdrs):
     """A ``Message`` with the fields of the ``rd_kafka_message_t *`` ``m`` (``tstype`` and
     ``hdrs``: out-parameters for ``rd_kafka_message_timestamp`` and ``rd_kafka_message_headers``)."""
     timestamp = lib.rd_kafka_message_timestamp(m, tstype)
-    return Message._consumed(ffi.unpack(ffi.cast("char *", m.payload), m.len) if m.payload != ffi.NULL else None,
-                             ffi.unpack(ffi.cast("char *", m.key), m.key_len) if m.key != ffi.NULL else None,
-                             m.partition, m.offset, timestamp, tstype[0], headers_of(m, hdrs), partition, topic)
+    return Message._unchecked(ffi.unpack(ffi.cast("char *", m.payload), m.len) if m.payload != ffi.NULL else None,
+                              ffi.unpack(ffi.cast("char *", m.key), m.key_len) if m.key != ffi.NULL else None,
+                              m.partition, m.offset, timestamp, tstype[0], headers_of(m, hdrs), partition, topic)
 
 
 def headers_of(m, hdrs):
