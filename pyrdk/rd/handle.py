@@ -301,7 +301,7 @@ class Handle:
     @property
     def usable(self):
         """Whether calls may use the handle: open, and made in this process."""
-        return not self._closing and self._ptr is not None and self._pid == os.getpid()
+        return not self._closing and self._ptr is not None and self.owned
 
     @property
     def owned(self):
@@ -372,7 +372,7 @@ class Handle:
                         return  # cut short before: a close() outside this callback finishes it
                 self._closing = True
                 lib.pyrdk_guard_close(self._guard)
-                if self._pid != os.getpid():
+                if not self.owned:
                     return  # the parent's handle: its threads are not here to stop
                 self._closer = me
                 mine = True
@@ -423,7 +423,7 @@ class Handle:
 
     def __del__(self):
         # Last resort; never after fork() (the child does not own librdkafka's threads).
-        if getattr(self, "_ptr", None) is not None and os.getpid() == self._pid:
+        if getattr(self, "_ptr", None) is not None and self.owned:
             self._closing = True
             lib.pyrdk_guard_close(self._guard)
             self.report_undelivered()  # nothing may wait here: what a producer still holds is lost
@@ -648,7 +648,7 @@ class Handle:
         """The refusal's exception; for ``_FATAL``, the producer's fatal error itself, with
         librdkafka's reason (:meth:`fatal_error`): its error event may not be served yet."""
         if err == lib.PYRDK_ERR_CLOSED:
-            raise self.refusal(forked=self._pid != os.getpid())
+            raise self.refusal(forked=not self.owned)
         what = "produce to %s [%d]" % (topic, partition) if partition >= 0 else "produce to %s" % topic
         fatal = self.fatal_error() if err == errors.FATAL else None
         if fatal is not None:
@@ -1079,7 +1079,7 @@ def _close_live_handles():
     teardown. A Ctrl-C met meanwhile is raised once every handle is closed."""
     stop = None
     for handle in sorted(_live, key=lambda h: -h._created):
-        if handle._ptr is not None and handle._pid == os.getpid():
+        if handle._ptr is not None and handle.owned:
             try:
                 if not handle.closing:
                     handle.flush_at_exit(EXIT_FLUSH_MS)
