@@ -7,6 +7,7 @@ members here use short session and poll timeouts.
 """
 import json
 import socket
+import threading
 import time
 
 import pytest
@@ -21,7 +22,7 @@ from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import make_topic, tansu_gap, unique_name
 from tests.fleet import PATIENCE_S, Fleet
 from tests.rd import util
-from tests.test_simpleconsumer import stop_cut_short
+from tests.test_simpleconsumer import in_thread, stop_cut_short
 
 # Short timeouts so that crashes and rejoins settle in seconds (see the module docstring).
 GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 8000}
@@ -395,6 +396,43 @@ def test_a_listener_commits_at_stop(client, topic_name, group_name):
     assert listener.events == [("assigned", [0]), ("revoked", [0])] and listener.failures == []
     with topic.get_simple_consumer(consumer_group=group_name, partitions=[0]) as reader:
         assert [(pid, r.offset) for pid, r in reader.fetch_offsets()] == [(0, 2)]
+
+
+class SlowOnRevoke(Recorder):
+    """Holds the final revocation until a second stop() could have come in (``entered``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.entered = threading.Event()
+
+    def on_partitions_revoked(self, partitions):
+        super().on_partitions_revoked(partitions)
+        if len(self.events) > 2:  # a second revocation: the other stop() came in meanwhile
+            self.entered.set()
+        else:
+            self.entered.wait(0.5)
+
+
+@pytest.mark.kafka
+def test_two_threads_stopping_at_once_both_return_and_revoke_once(client, topic_name, group_name):
+    """Two stop() calls at once (a signal handler's and the main loop's): the second waits for
+    the first and finds the member stopped; the listener hears of one final revocation."""
+    topic = make_topic(client, topic_name, 1)
+    produce_keyed(topic, 3)
+    listener = SlowOnRevoke()
+    consumer = topic.get_balanced_consumer(group_name, managed=True, listener=listener,
+                                           auto_offset_reset=OffsetType.EARLIEST,
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **GROUP)
+    try:
+        assert consume_n(consumer, 1)[0].offset == 0
+        threads = [in_thread(consumer.stop) for _ in range(2)]
+        for thread, _ in threads:
+            thread.join(PATIENCE_S)
+        assert [box.get("error") for _, box in threads] == [None, None]
+        assert not any(thread.is_alive() for thread, _ in threads)
+    finally:
+        consumer.stop()
+    assert listener.events == [("assigned", [0]), ("revoked", [0])]
 
 
 @pytest.mark.kafka
