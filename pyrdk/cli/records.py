@@ -166,6 +166,16 @@ def _unfinished(consumer, counts):
     return out
 
 
+def _handled_offsets(consumer, unhandled):
+    """What to commit after a Ctrl-C: ``(partition id, offset)`` pairs, the offset of each
+    partition's first message in ``unhandled`` (taken from the consumer, not printed), or
+    None (its position) for a partition with none there."""
+    first = {}
+    for m in unhandled:
+        first.setdefault(m.partition_id, m.offset)
+    return [(pid, first.get(pid)) for pid in sorted(consumer.partitions)]
+
+
 def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
     """Print the records; without ``follow``, end at the end of each partition, or with an
     error once --timeout-ms passes with no record and some partition not read to its end
@@ -201,14 +211,19 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
             below = start if isinstance(start, int) else None
             last = time.monotonic()  # of the last record
             stuck = []  # partitions with neither a record nor their end within --timeout-ms
+            # The last batch and how many of its messages were handled: a Ctrl-C in the middle
+            # of a batch commits only those (the consumer's positions are past the whole batch).
+            batch, handled = [], 0
             while count is None or read < count:
                 until.check()
-                batch = consumer.consume_batch(min(1000, count - read) if count else 1000, timeout_ms=200)
+                # One assignment: a Ctrl-C inside consume_batch() finds the last batch all handled.
+                batch, handled = consumer.consume_batch(min(1000, count - read) if count else 1000, timeout_ms=200), 0
                 for m in batch:
                     counts[m.partition_id] = counts.get(m.partition_id, 0) + 1
                     if below is None or m.offset >= below:
                         out.write(line(m) + "\n")
                         read += 1
+                    handled += 1
                 if batch:
                     out.flush()
                     last = time.monotonic()
@@ -228,7 +243,7 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
             sys.stdout = open(os.devnull, "w")
         except KeyboardInterrupt:
             if group and commit:
-                consumer.commit_offsets()
+                consumer.commit_offsets(_handled_offsets(consumer, batch[handled:]))
         finally:
             consumer.stop()
 

@@ -338,6 +338,37 @@ def test_consume_as_a_group_commits_and_goes_on(kafka_hosts, client, topic_name,
     assert topic.consumer_lag(fresh.encode())[0].committed is None
 
 
+def test_a_ctrl_c_inside_a_batch_commits_only_what_was_printed(kafka_hosts, client, topic_name, group_name,
+                                                               monkeypatch):
+    """consume --group G: a Ctrl-C while a batch is being printed (a backlog being caught up
+    spends its time there) committed the consumer's positions, past the whole batch, so the
+    group skipped the messages of the batch never printed."""
+    from click.testing import CliRunner
+
+    from pyrdk.cli import records
+    from pyrdk.cli.main import cli
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 10})
+    value = records._format("value", topic_name)
+    printed = []
+
+    def interrupted_at_the_fourth(m):  # as SIGINT's handler raises, between two messages
+        if len(printed) == 3:
+            raise KeyboardInterrupt
+        printed.append(m.offset)
+        return value(m)
+
+    monkeypatch.setattr(records, "_format", lambda fmt, topic: interrupted_at_the_fourth)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        result = CliRunner().invoke(cli, ["--hosts", kafka_hosts, "consume", topic_name, "--group",
+                                          group_name.decode(), "--follow"])
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert result.output.split() == ["m0", "m1", "m2"], result.output
+    assert topic.consumer_lag(group_name)[0].committed == 3, "m3 to m9 were never printed"
+
+
 def _produce_until(proc, topic, what):
     """Produce one message at a time until ``proc`` exits (bounded)."""
     with topic.get_producer(linger_ms=1) as producer:
