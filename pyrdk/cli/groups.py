@@ -216,8 +216,9 @@ def offsets_reset(env, group, topics, partitions, to_earliest, to_latest, to_dat
                                "or --shift-by")
     refuse_running_zookeeper_group(env, group)
     rows = [r for r in _lag_rows(env, group, topics) if not partitions or r.partition in partitions]
-    if not rows:
-        raise CommandError("no partition of group %r matches --partition %s" % (group, list(partitions)))
+    unmatched = sorted(set(partitions) - {r.partition for r in rows})
+    if unmatched:  # a typo among several --partition would otherwise be skipped, silently
+        raise CommandError("no partition of group %r matches --partition %s" % (group, unmatched))
     at = {}
     if to_datetime is not None:
         for name in sorted({r.topic for r in rows}):

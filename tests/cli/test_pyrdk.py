@@ -522,6 +522,19 @@ def test_offsets_reset_plans_then_applies(kafka_hosts, client, topic_name, group
     assert sum(row.lag for row in topic.consumer_lag(group_name).values()) == 0
 
 
+def test_offsets_reset_refuses_a_partition_that_matches_none(kafka_hosts, client, topic_name, group_name):
+    """--partition 0 --partition 9 on a 2-partition topic reset partition 0 and said nothing
+    of 9 (an error only when no --partition matched): nothing is reset, and 9 is named."""
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 3, 1: 3})
+    commit(topic, group_name, {0: 2})
+    commit(topic, group_name, {1: 2})
+    result = run(["offsets", "reset", group_name.decode(), "--topic", topic_name, "--to-earliest",
+                  "--partition", 0, "--partition", 9], kafka_hosts)
+    assert_one_line_error(result, "--partition [9]")
+    assert {p: r.committed for p, r in topic.consumer_lag(group_name).items()} == {0: 2, 1: 2}
+
+
 def test_offsets_reset_refuses_a_running_group(kafka_hosts, client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     fill(topic, {0: 3})
