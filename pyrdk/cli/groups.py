@@ -1,5 +1,6 @@
 """``pyrdk groups``, ``group describe|delete``, ``lag`` and ``offsets reset``: consumer groups
 coordinated by the brokers, and by ZooKeeper when ``--zookeeper`` is given."""
+import sys
 import time
 
 import click
@@ -170,7 +171,7 @@ def _print_lag(env, group, topics, watch, as_json, until):
                    for r in rows], title="group %s: lag %d" % (group, total))
         if watch is None:
             return
-        click.get_text_stream("stdout").flush()
+        sys.stdout.flush()
         until.check()
         time.sleep(watch)
 

@@ -196,7 +196,7 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
         kwargs["reset_offset_on_fetch"] = False
     consumer = t.get_simple_consumer(consumer_group=group.encode() if group else None, **kwargs)
     line = _format(fmt, topic)
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     read, counts = 0, {}
     with UntilInterrupted() as until:
         try:
