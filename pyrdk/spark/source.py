@@ -194,7 +194,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if new:  # appeared since the last micro-batch: read from their start
             begin.update(offsets.earliest_offsets(self._connect(), new))
         ranges = offsets.ranges(self._opts, begin, until)
-        return [InputPartition(r) for r in offsets.split(ranges, self._opts.min_partitions)]
+        return [InputPartition(r) for r in offsets.split(ranges, self._opts.min_partitions,
+                                                           self._opts.max_records_per_partition)]
 
     def read(self, partition):
         return _read(self._opts, partition)

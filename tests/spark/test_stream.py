@@ -151,3 +151,25 @@ def test_ending_options_fail_a_stream_naming_them(spark, kafka_hosts, client, tm
         finally:
             query.stop()
         assert "option '%s' is not valid in a streaming query" % option in str(info.value)
+
+
+def test_max_records_per_partition_splits_a_micro_batch_as_a_batch_read(kafka_hosts, client, produce):
+    """maxRecordsPerPartition (Spark: 'Query type: streaming and batch') cuts a micro-batch's
+    ranges too, as it cuts a batch read's."""
+    from pyrdk.spark.options import ReadOptions
+    from pyrdk.spark.source import KafkaBatchReader, KafkaStreamReader
+    name = unique_name("split")
+    make_topic(client, name, 1)
+    produce(name, records(0, 50))
+    options = {"kafka.bootstrap.servers": kafka_hosts, "subscribe": name, "startingOffsets": "earliest",
+               "maxRecordsPerPartition": "10"}
+    batch = KafkaBatchReader(ReadOptions(options, streaming=False)).partitions()
+    reader = KafkaStreamReader(ReadOptions(options, streaming=True))
+    try:
+        start = reader.initialOffset()
+        micro = reader.partitions(start, reader.latestOffset(start, None))
+    finally:
+        reader.stop()
+    cuts = [(0, 10), (10, 20), (20, 30), (30, 40), (40, 50)]
+    assert [(p.value.start, p.value.end) for p in batch] == cuts
+    assert [(p.value.start, p.value.end) for p in micro] == cuts
