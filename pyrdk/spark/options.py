@@ -94,7 +94,7 @@ def check_stream(options):
     a batch read takes (Spark's Kafka source refuses them in streaming queries too)."""
     opts = _lower(options)
     given = [name for name in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")
-             if opts.get(name.lower())]
+             if opts.get(name.lower()) is not None]  # given at all, even empty (as Spark)
     if given:
         raise ConfigurationError("option %s is not valid in a streaming query, which reads until it is "
                                  "stopped: remove it, or read with spark.read for a batch query"
@@ -186,7 +186,8 @@ def _offset_spec(opts, which, default, streaming):
     """The starting or ending point: ``<which>Timestamp`` wins over
     ``<which>OffsetsByTimestamp``, which wins over ``<which>Offsets`` (Spark's precedence).
     A partition with no record at or after an ending timestamp ends at its latest offset (as
-    in Spark); for a starting one, ``startingOffsetsByTimestampStrategy`` says."""
+    in Spark); for a starting one, ``startingOffsetsByTimestampStrategy`` says. An option given
+    empty is a bad value, as in Spark, not the default."""
     strategy = (opts.get("startingoffsetsbytimestampstrategy") or "error").lower()
     if strategy not in ("error", "latest"):
         raise ConfigurationError("option 'startingOffsetsByTimestampStrategy' must be 'error' or "
@@ -194,18 +195,19 @@ def _offset_spec(opts, which, default, streaming):
     if which == "ending":
         strategy = "latest"
     name = which + "Timestamp"
-    if opts.get(name.lower()):
-        raw = opts[name.lower()]
+    if opts.get(name.lower()) is not None:
+        raw = str(opts[name.lower()])
         if not re.fullmatch(r"\d+", raw.strip()):
             raise ConfigurationError("option '%s' must be a timestamp in ms since the epoch, not %r"
                                      % (name, raw))
         return OffsetSpec("timestamp", int(raw), name, strategy)
     name = which + "OffsetsByTimestamp"
-    if opts.get(name.lower()):
+    if opts.get(name.lower()) is not None:
         return OffsetSpec("timestamps", _partition_json(opts[name.lower()], name, timestamps=True),
                           name, strategy)
     name = which + "Offsets"
-    raw = (opts.get(name.lower()) or default).strip()
+    raw = opts.get(name.lower())
+    raw = default if raw is None else str(raw).strip()
     if raw.lower() in ("earliest", "latest"):
         kind = raw.lower()
         if which == "starting" and kind == "latest" and not streaming:
@@ -243,9 +245,9 @@ def _partition_json(raw, name, timestamps=False):
                 break
             out[(topic, int(p))] = value
     if not ok:
-        raise ConfigurationError("option '%s' must be 'earliest', 'latest' or JSON mapping each topic "
-                                 "to {partition: %s}, e.g. %s; got %r"
-                                 % (name, "timestamp" if timestamps else "offset", example, raw))
+        raise ConfigurationError("option '%s' must be %sJSON mapping each topic to {partition: %s}, e.g. "
+                                 "%s; got %r" % (name, "" if timestamps else "'earliest', 'latest' or ",
+                                                 "timestamp" if timestamps else "offset", example, raw))
     return out
 
 

@@ -129,3 +129,28 @@ def test_rate_limit_shares_in_proportion_to_backlog():
     assert rate_limit(starts, ends, 200) == {("t", 0): 150, ("t", 1): 150, ("t", 2): 50}
     assert rate_limit(starts, ends, 1000) == ends
     assert rate_limit({("t", 0): 0, ("t", 1): 0}, {("t", 0): 1000, ("t", 1): 1}, 10) == {("t", 0): 9, ("t", 1): 1}
+
+
+@pytest.mark.parametrize("option", ["startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp",
+                                    "startingOffsetsByTimestamp", "endingOffsetsByTimestamp"])
+def test_an_empty_offset_option_is_refused_not_taken_for_the_default(option):
+    """As Spark's connector: an option given empty (a config variable left unset, say) is a bad
+    value, not the default: "" read from earliest in a batch and from latest in a stream."""
+    with pytest.raises(ConfigurationError, match="option '%s'" % option):
+        read(subscribe="t", **{option: ""})
+    if option.startswith("starting"):
+        with pytest.raises(ConfigurationError, match="option '%s'" % option):
+            read(streaming=True, subscribe="t", **{option: ""})
+
+
+def test_an_empty_ending_option_fails_a_stream_naming_it():
+    from pyrdk.spark.options import check_stream
+    with pytest.raises(ConfigurationError, match="option 'endingOffsets' is not valid in a streaming query"):
+        check_stream(dict(HOSTS, subscribe="t", endingOffsets=""))
+
+
+def test_a_bad_offsets_by_timestamp_names_what_it_takes():
+    with pytest.raises(ConfigurationError) as info:
+        read(subscribe="t", startingOffsetsByTimestamp='{"t": {"0": -1}}')
+    assert "'earliest'" not in str(info.value)  # it takes JSON only
+    assert "must be JSON mapping each topic to {partition: timestamp}" in str(info.value)
