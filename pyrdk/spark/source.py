@@ -67,17 +67,33 @@ class KafkaDataSource(DataSource):
         return schema(ReadOptions(self.options, streaming=True).include_headers)
 
     def reader(self, schema):
-        return KafkaBatchReader(ReadOptions(self.options, streaming=False))
+        opts = ReadOptions(self.options, streaming=False)
+        _check_read_schema(schema, opts)
+        return KafkaBatchReader(opts)
 
     def streamReader(self, schema):
         check_stream(self.options)
-        return KafkaStreamReader(ReadOptions(self.options, streaming=True))
+        opts = ReadOptions(self.options, streaming=True)
+        _check_read_schema(schema, opts)
+        return KafkaStreamReader(opts)
 
     def writer(self, schema, overwrite):
         return KafkaBatchWriter(_write_options(self.options, schema, overwrite))
 
     def streamWriter(self, schema, overwrite):
         return KafkaStreamWriter(_write_options(self.options, schema, overwrite))
+
+
+def _check_read_schema(given, opts):
+    """``ConfigurationError`` for a schema given with ``.schema()`` that is not the source's own:
+    its Arrow batches have the fixed columns, which such a schema would take by position or
+    refuse in the first task with rows (as Spark's Kafka source, refused when the query is planned)."""
+    fixed = schema(opts.include_headers)
+    if given is not None and [(f.name, f.dataType) for f in given.fields] != \
+            [(f.name, f.dataType) for f in fixed.fields]:
+        raise ConfigurationError("the pyrdk source has a fixed schema (%s) and takes no other: remove "
+                                 ".schema(%s), and select or cast the columns after load()"
+                                 % (fixed.simpleString(), given.simpleString()))
 
 
 def _write_options(options, schema, overwrite):

@@ -328,3 +328,33 @@ def test_a_range_ending_in_a_transaction_marker_is_read_to_its_end(kafka_hosts, 
         assert read_rows(opts, name, 0, 5, end) == []  # the kept consumer: nothing but the marker left
     finally:
         fetch.close_kept()
+
+
+def test_a_user_schema_is_refused_naming_the_fixed_one(spark, kafka_hosts, client, filled, tmp_path):
+    """As Spark's Kafka source ("has a fixed schema and cannot be set with a custom one"): a
+    schema given with .schema() is refused when the query is planned, naming what to do, even
+    where there is nothing to read (a range's rows would not fit it: wrong columns, or on a
+    Spark that does not check Arrow types, key and value swapped)."""
+    empty = unique_name("empty")
+    make_topic(client, empty, 1)
+    swapped = ("value binary, key binary, topic string, partition int, offset bigint, timestamp timestamp, "
+               "timestampType int")
+    for name in (filled, empty):
+        for schema in ("value binary, key binary", swapped):
+            df = spark.read.format("pyrdk").schema(schema).option("kafka.bootstrap.servers", kafka_hosts) \
+                .option("subscribe", name).load()
+            with pytest.raises(Exception, match="the pyrdk source has a fixed schema"):
+                df.collect()
+    query = (spark.readStream.format("pyrdk").schema(swapped).option("kafka.bootstrap.servers", kafka_hosts)
+             .option("subscribe", empty).load().writeStream.format("memory")
+             .queryName(unique_name("q").replace("-", "_"))
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    try:
+        with pytest.raises(Exception, match="the pyrdk source has a fixed schema"):
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    # The source's own schema, given explicitly, is its schema: taken.
+    same = reader(spark, kafka_hosts, subscribe=filled, includeHeaders="true").load().schema
+    assert spark.read.format("pyrdk").schema(same).option("kafka.bootstrap.servers", kafka_hosts) \
+        .option("subscribe", filled).option("includeHeaders", "true").load().count() == 50
