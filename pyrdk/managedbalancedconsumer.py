@@ -213,7 +213,10 @@ class ManagedBalancedConsumer(Consumer):
         self._stopped_held: Optional[dict[int, int]] = None  # held_offsets when stop() began
         self._told_at_stop = False
         self._assigned: list[Partition] = []  # assigned partitions whose listener call is due
-        self._commit_due = False  # refused offsets became start offsets: commit them
+        # {partition id: start offset} to commit once assigned: the starts looked up or chosen, and
+        # refused offsets that became starts -- those only, never the positions of partitions kept
+        # through a cooperative rebalance (past messages the program has not finished)
+        self._commit_due: dict[int, int] = {}
         self._metadata: Optional[tuple[str, bytes]] = None  # (member id, commit metadata naming it)
         if check_bool("auto_start", auto_start):
             self.start()
@@ -378,7 +381,8 @@ class ManagedBalancedConsumer(Consumer):
         for pid in refused:
             starts[pid] = refused[pid]
             self._core.set_next(pid, refused[pid])
-        self._commit_due = bool(refused or commit)  # commit them once assigned
+        self._commit_due.update(commit)  # committed once assigned
+        self._commit_due.update(refused)
         partitions = dict(self._held)
         for pid in pids:
             partitions[pid] = known[pid]
@@ -443,8 +447,8 @@ class ManagedBalancedConsumer(Consumer):
         for pid, start in moved.items():
             starts[pid] = start
             self._core.set_next(pid, start if start >= 0 else None)
-        if moved:
-            self._commit_due = True  # committed once assigned, as pykafka's reset_offsets commits
+        # committed once assigned, as pykafka's reset_offsets commits
+        self._commit_due.update((pid, start) for pid, start in moved.items() if start >= 0)
 
     def _notify_assigned_safely(self):
         """The listener's due ``on_partitions_assigned`` call before a revocation (assigned
@@ -480,8 +484,10 @@ class ManagedBalancedConsumer(Consumer):
             if self._revoked:
                 self._drop_stale(self._revoked)
         if self._commit_due:
-            self._commit_due = False
-            self.commit_offsets()
+            due, self._commit_due = self._commit_due, {}
+            due = [(pid, offset) for pid, offset in sorted(due.items()) if pid in self._held]
+            if due:
+                self.commit_offsets(due)
         self._notify_assigned()
         self._calls.check()
 

@@ -433,3 +433,42 @@ def test_bad_arguments_are_refused(client, topic_name, group_name):
         with pytest.raises(ConsumerStoppedException, match="spout is closed: make a new one"):
             call()
     spout.close()  # a second close does nothing
+
+
+def test_a_cooperative_member_assigned_a_partition_never_committed_commits_nothing_past_unacked_tuples(
+        client, topic_name, group_name):
+    """With cooperative-sticky the spout keeps its partition when another member leaves; the
+    partition it gains has no committed offset, so its start offset is committed -- that one
+    only: the kept partition's position (past tuples emitted and not acked) is not committed."""
+    group = dict(GROUP, membership_protocol="cooperative-sticky")
+    topic = make_topic(client, topic_name, 2)
+    other = topic.get_balanced_consumer(group_name, managed=True, reset_offset_on_fetch=False, **group)
+    spout = None
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        while not other.partitions:
+            assert time.monotonic() < deadline
+            other.consume(block=False)
+            time.sleep(0.02)
+        spout = KafkaSpout(topic, group_name, consumer="managed", commit_interval_ms=600000, **group)
+        while not (spout.consumer.partitions and other.partitions
+                   and len(spout.consumer.partitions) + len(other.partitions) == 2):
+            assert time.monotonic() < deadline, "no assignment of one partition each"
+            other.consume(block=False)
+            spout.next_tuple()
+            time.sleep(0.02)
+        mine = sorted(spout.consumer.partitions)[0]
+        produce(topic, 20)  # ten in each partition
+        tuples = take(spout, 10)
+        assert {t.id.partition for t in tuples} == {mine}
+        other.stop()  # the spout gets the other partition, never committed
+        while len(spout.consumer.partitions) < 2 or group_offsets(topic, group_name).get(1 - mine, -1) < 0:
+            assert time.monotonic() < deadline, "the spout did not take the other partition"
+            spout.next_tuple()
+            time.sleep(0.02)
+        assert spout.stats["acked"] == 0
+        assert group_offsets(topic, group_name)[mine] <= 0  # not past its first tuple, never acked
+    finally:
+        other.stop()
+        if spout is not None:
+            spout.close()
