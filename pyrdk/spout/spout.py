@@ -375,6 +375,8 @@ class KafkaSpout:
             if isinstance(tuple_id, (str, bytes)):  # three characters would unpack
                 raise TypeError
             topic, pid, offset = tuple_id
+            if isinstance(pid, bool) or isinstance(offset, bool):  # JSON's true and false are no ints here
+                raise TypeError
             pid, offset = operator.index(pid), operator.index(offset)  # ints: keys of the tracking dicts
         except (TypeError, ValueError):
             raise TypeError("a tuple id is (topic, partition, offset), as next_tuple() gave it, not %r"

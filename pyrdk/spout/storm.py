@@ -112,12 +112,18 @@ class StormKafkaSpout(pystorm.Spout):
         self.emit(values, tup_id=list(emitted.id))
 
     def ack(self, tup_id):
-        if self._known_shape(tup_id, "ack"):
-            self.kafka.ack(tup_id)
+        if self._known_shape(tup_id, "ack") and not self.kafka.ack(tup_id):
+            self._unknown(tup_id, "ack")
 
     def fail(self, tup_id):
-        if self._known_shape(tup_id, "fail"):
-            self.kafka.fail(tup_id)
+        if self._known_shape(tup_id, "fail") and not self.kafka.fail(tup_id):
+            self._unknown(tup_id, "fail")
+
+    def _unknown(self, tup_id, command):
+        """An id shaped as this spout's that it does not track, logged as pystorm's
+        ReliableSpout logs an unknown id; the task goes on."""
+        self.logger.warning("Received %s for an unknown tuple ID %r: never emitted by this spout, answered "
+                            "already, or of a partition revoked since; ignored", command, tup_id)
 
     def _known_shape(self, tup_id, command):
         """Whether ``tup_id`` is shaped as this spout's ids are (``[topic, partition,
