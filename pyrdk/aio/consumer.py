@@ -474,6 +474,7 @@ class AIOKafkaConsumer(Client):
         self._learn_topics(tps)
         self._assigned, self._fresh = tps, set(tps)
         self._unpositioned.clear()
+        self._drop_offset_errors()
         self._manual = True
         self._restart()
 
@@ -958,15 +959,27 @@ class AIOKafkaConsumer(Client):
         for tp in tps:
             self._positions.pop(tp, None)
             self._unpositioned.pop(tp, None)
+        self._drop_offset_errors(chosen)
         if self._assigning is not None:  # from on_partitions_assigned: where the assignment starts
             self._assigning.update(offsets)
         elif chosen & self._fresh:
             self._clear()  # every partition restarts at its position (or its start)
             self._unpositioned.clear()
+            self._drop_offset_errors()
             self._handle.assign([(tp.topic, tp.partition, offsets[tp] if tp in chosen else self._positions.get(tp))
                                  for tp in self._assigned])
         else:
             self._handle.seek([(tp.topic, tp.partition, offset) for tp, offset in offsets.items()], 0)
+
+    def _drop_offset_errors(self, tps=None):
+        """Forget the ``OffsetOutOfRangeError`` waiting in ``self._errors`` for ``tps`` (all
+        when None): a seek or a new assignment gives the partitions a position, so the
+        error of the one they had before is no longer the program's (aiokafka's seek drops it)."""
+        if self._errors:
+            self._errors = collections.deque(
+                exc for exc in self._errors
+                if not (isinstance(exc, OffsetOutOfRangeError) and getattr(exc, "topic", None) and
+                        (tps is None or TopicPartition(exc.topic, exc.partition) in tps)))
 
     def _chosen(self, partitions):
         tps = [_tp(tp) for tp in partitions] if partitions else sorted(self.assignment())

@@ -824,6 +824,27 @@ async def test_a_partition_without_an_offset_is_raised_by_each_call_until_a_seek
 
 
 @pytest.mark.asyncio
+async def test_a_seek_drops_the_partitions_waiting_no_offset_error(kafka_hosts, new_topic):
+    """As aiokafka's: once the program has seeked the partitions that had no offset, getmany()
+    returns their records; it does not raise the errors they had before the seeks."""
+    topic = new_topic(2)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    await produce(kafka_hosts, topic, 3, partition=0)
+    await produce(kafka_hosts, topic, 3, partition=1)
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         auto_offset_reset="none") as consumer:
+        consumer.assign([tp0, tp1])
+        with pytest.raises(aiokafka.errors.NoOffsetForPartitionError):
+            await asyncio.wait_for(consumer.getmany(timeout_ms=10000), 20)
+        await asyncio.sleep(1)  # both partitions' errors have come
+        consumer.seek(tp0, 0)
+        await asyncio.sleep(1)  # and tp1's again, from the restart of the assignment by the seek
+        consumer.seek(tp1, 0)
+        got = await drain(consumer, 6)
+        assert sorted((r.partition, r.offset) for r in got) == [(p, o) for p in (0, 1) for o in range(3)]
+
+
+@pytest.mark.asyncio
 async def test_a_partitions_error_goes_to_the_calls_that_ask_for_it(kafka_hosts, new_topic):
     """getmany(tp1) returns tp1's records, not the NoOffsetForPartitionError of tp0, which
     goes to a call that asks for tp0 (as aiokafka's)."""
