@@ -448,6 +448,9 @@ class AIOKafkaConsumer(Client):
             self._handle.assign(None)
             self._subscribed = self._assigned_all = False
         elif self._subscribed:
+            # aiokafka's unsubscribe() drops the listener with the subscription: the revocation
+            # librdkafka reports for it is not the listener's
+            self._listener = None
             self._handle.unsubscribe()
             self._subscribed = False
         self._clear()
@@ -595,7 +598,7 @@ class AIOKafkaConsumer(Client):
             if kind == "revoke":
                 if listener is not None:
                     await _call(listener.on_partitions_revoked, set(tps), "on_partitions_revoked")
-                self._revoke_told = True
+                self._revoke_told = listener is not None
                 if self._handle.usable:
                     self._handle.assign(None)
                     self._unpause(tps)
