@@ -62,6 +62,19 @@ def test_aiokafka_broker_errors_exist(name, code):
     cls = getattr(errors, name)
     assert exceptions.for_code(code) is cls
     assert issubclass(cls, errors.BrokerResponseError)
+    assert cls.errno == code  # aiokafka's broker errors carry their Kafka error code as errno
+
+
+def test_errno_is_kafkas_error_code_as_in_aiokafka():
+    """``errno`` as aiokafka's errors have it: Kafka's error code, on the class and on what is
+    raised; None for a client-side error (librdkafka's negative codes)."""
+    from pyrdk import exceptions
+    from pyrdk.aio import errors
+    assert errors.UnknownTopicOrPartitionError.errno == 3
+    assert errors.RequestTimedOutError.errno == 7
+    assert errors.KafkaError.errno is None and errors.KafkaTimeoutError.errno is None
+    assert exceptions.for_code(29)("denied", code=29).errno == 29
+    assert exceptions.for_code(-185)("timed out", code=-185).errno is None
 
 
 def test_the_rest_of_aiokafkas_structs_and_errors_names():
