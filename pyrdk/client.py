@@ -184,12 +184,16 @@ class KafkaClient:
         if zookeeper_hosts is not None and (not isinstance(zookeeper_hosts, str) or not zookeeper_hosts.strip()):
             raise TypeError("zookeeper_hosts must be a non-empty 'host:port,...[/chroot]' string, not %r"
                             % (zookeeper_hosts,))
+        security = security_config(ssl_config, security_protocol, sasl_mechanism,
+                                   sasl_plain_username, sasl_plain_password, oauth_cb)
         if hosts is None:
             hosts = DEFAULT_HOSTS
             if zookeeper_hosts:
                 from pyrdk.zookeeper import brokers_from_zookeeper
-                protocol = (rdkafka_config or {}).get("security.protocol",
-                                                      "ssl" if ssl_config is not None else "plaintext")
+                # the listener of the protocol this client speaks: SASL_SSL or SASL_PLAINTEXT
+                # under SASL, not the SSL or PLAINTEXT one
+                protocol = conf.to_str("security.protocol", (rdkafka_config or {}).get(
+                    "security.protocol", security.get("security.protocol", "plaintext")))
                 hosts = brokers_from_zookeeper(zookeeper_hosts, protocol, socket_timeout_ms)
         hosts = _bootstrap_servers(hosts)
         if check_bool("use_greenlets", use_greenlets):
@@ -204,8 +208,7 @@ class KafkaClient:
                                   "reconnect.backoff.ms": conf.RECONNECT_BACKOFF_MS}
         if statistics_interval_ms:
             config["statistics.interval.ms"] = statistics_interval_ms
-        config.update(security_config(ssl_config, security_protocol, sasl_mechanism,
-                                      sasl_plain_username, sasl_plain_password, oauth_cb))
+        config.update(security)
         config.update(rdkafka_config)
         if stats_callback is not None and not stats_enabled(config):
             log.warning("KafkaClient: stats_callback is called only by the producers and consumers that turn "

@@ -8,6 +8,7 @@ from contextlib import nullcontext
 import pytest
 
 from pyrdk import KafkaClient
+from pyrdk.connection import SslConfig
 from pyrdk.exceptions import NoBrokersAvailableError
 from pyrdk.partitioners import hashing_partitioner
 from pyrdk.testing import free_port
@@ -45,6 +46,26 @@ def test_brokers_are_read_as_kafka_registers_them(zk, zookeeper_chroot):
     zk.create("/brokers/ids/4", b"not json")
     assert brokers_from_zookeeper(zookeeper_chroot) == "10.0.0.2:9092,10.0.0.3:9092,10.0.0.10:9092"
     assert brokers_from_zookeeper(zookeeper_chroot, "ssl") == "10.0.0.1:9093,10.0.0.10:9094"
+
+
+
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+def test_client_without_hosts_connects_to_the_listener_of_its_protocol(zk, zookeeper_chroot, tls_certs, protocol):
+    """A SASL client found its brokers through the SSL or PLAINTEXT listener (the protocol
+    was taken from ssl_config alone, not from security_protocol), whose broker never
+    answers its SASL handshake."""
+    ports = {name: free_port() for name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
+    register(zk, 0, listener_security_protocol_map={name: name for name in ports},
+             endpoints=["%s://127.0.0.1:%d" % item for item in ports.items()], host="127.0.0.1",
+             port=ports["PLAINTEXT"], version=5)
+    kwargs = {"security_protocol": protocol}
+    if protocol.endswith("SSL"):
+        kwargs["ssl_config"] = SslConfig(cafile=tls_certs.ca.certfile)
+    if protocol.startswith("SASL"):
+        kwargs.update(sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="u", sasl_plain_password="p")
+    with pytest.raises(NoBrokersAvailableError) as info:  # nothing listens on the ports
+        KafkaClient(zookeeper_hosts=zookeeper_chroot, socket_timeout_ms=500, **kwargs)
+    assert "no broker of 127.0.0.1:%d " % ports[protocol] in str(info.value)
 
 
 @pytest.mark.kafka
