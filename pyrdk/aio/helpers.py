@@ -78,7 +78,9 @@ def rdkafka_config(context: ssl.SSLContext) -> dict[str, Any]:
         config["ssl.key.location"] = context.keyfile if context.keyfile is not None else context.certfile
         if context.password is not None:
             password = context.password() if callable(context.password) else context.password
-            config["ssl.key.password"] = password.decode() if isinstance(password, bytes) else password
+            # the ssl module takes str, bytes or bytearray (from the callable too); librdkafka a str
+            config["ssl.key.password"] = bytes(password).decode() if isinstance(password, (bytes, bytearray)) \
+                else password
     config["ssl.endpoint.identification.algorithm"] = "https" if context.check_hostname else "none"
     config["enable.ssl.certificate.verification"] = context.verify_mode != ssl.CERT_NONE
     return config

@@ -54,6 +54,22 @@ def test_a_context_maps_to_librdkafkas_ssl_properties(tls_certs):
         aiokafka.AIOKafkaConsumer(security_protocol="SSL", ssl_context=ssl.create_default_context())
 
 
+
+@pytest.mark.parametrize("password", ["str", "bytes", "bytearray", "callable"])
+def test_a_key_password_the_ssl_module_takes_reaches_librdkafka_as_str(tls_certs, password):
+    """create_ssl_context takes what load_cert_chain takes (str, bytes, bytearray, or a
+    callable returning one); a bytearray was handed to librdkafka as it was, and the
+    producer refused it as a bad rdkafka_config['ssl.key.password'] it was never given."""
+    secret = tls_certs.client_password
+    given = {"str": secret, "bytes": secret.encode(), "bytearray": bytearray(secret.encode()),
+             "callable": lambda: bytearray(secret.encode())}[password]
+    context = create_ssl_context(cafile=tls_certs.ca.certfile, certfile=tls_certs.client.certfile,
+                                 keyfile=tls_certs.client.keyfile, password=given)
+    assert rdkafka_config(context)["ssl.key.password"] == secret
+    for client in (aiokafka.AIOKafkaProducer, aiokafka.AIOKafkaConsumer):
+        client(bootstrap_servers="127.0.0.1:1", security_protocol="SSL", ssl_context=context)
+
+
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
 def test_a_tls_protocol_without_ssl_context_is_refused_as_aiokafka_refuses_it(protocol):
     """aiokafka's clients refuse SSL and SASL_SSL without an ssl_context (ValueError); a
