@@ -39,7 +39,8 @@ def security_config(ssl_config=None, security_protocol=None, sasl_mechanism=None
     ``KafkaClient``'s TLS and SASL arguments, checked together; ``oauth_cb`` rides along
     under its own key, as in confluent-kafka's configuration."""
     if ssl_config is not None and not callable(getattr(ssl_config, "rdkafka_config", None)):
-        raise TypeError("ssl_config must be a pyrdk.connection.SslConfig, not %r" % (ssl_config,))
+        # its type only: a dict or tuple given in its place holds the key's password
+        raise TypeError("ssl_config must be a pyrdk.connection.SslConfig, not a %s" % type(ssl_config).__name__)
     cafile = getattr(ssl_config, "cafile", None)
     if isinstance(cafile, (str, bytes, os.PathLike)) and os.path.isdir(cafile):
         # librdkafka would take it as a directory of certificates under their hash names, find
@@ -48,7 +49,8 @@ def security_config(ssl_config=None, security_protocol=None, sasl_mechanism=None
                          "brokers' certificates (a directory of certificates under their hash names, as "
                          "c_rehash makes, goes in rdkafka_config={'ssl.ca.location': ...})" % (cafile,))
     if oauth_cb is not None and not callable(oauth_cb):
-        raise TypeError("oauth_cb must be a callable returning (token, expiry), not %r" % (oauth_cb,))
+        # its type only: what is given in its place may be the token itself
+        raise TypeError("oauth_cb must be a callable returning (token, expiry), not a %s" % type(oauth_cb).__name__)
     if sasl_mechanism is not None:
         sasl_mechanism = _choice("sasl_mechanism", sasl_mechanism, SASL_MECHANISMS)
     elif oauth_cb is not None:

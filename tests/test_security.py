@@ -589,6 +589,38 @@ def test_ssl_config_password_of_a_wrong_type_is_not_shown():
     assert "1234567" not in str(info.value)
 
 
+@pytest.mark.parametrize("kwargs", [
+    {"ssl_config": {"cafile": "/ca.pem", "password": "secret-1234"}},
+    {"ssl_config": ("/ca.pem", "/client.pem", "/client.key", "secret-1234")},
+    {"security_protocol": "SASL_PLAINTEXT", "oauth_cb": "secret-1234"},
+    {"rdkafka_config": {"security.protocol": "sasl_plaintext", "sasl.mechanism": "OAUTHBEARER",
+                        "oauth_cb": "secret-1234"}},
+])
+def test_a_wrong_type_in_place_of_ssl_config_or_oauth_cb_is_not_shown(kwargs):
+    """A dict or tuple given as ssl_config holds the key's password, and a str given as
+    oauth_cb is most likely the token itself: the error names their type, not their text."""
+    with pytest.raises(TypeError) as info:
+        KafkaClient(hosts="127.0.0.1:1", **kwargs)
+    assert "must be a" in str(info.value) and "secret-1234" not in str(info.value)
+
+
+def test_aio_oauth_cb_of_a_wrong_type_is_not_shown():
+    import asyncio
+
+    from pyrdk.aio import AIOKafkaProducer
+
+    async def start():
+        producer = AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", security_protocol="SASL_PLAINTEXT",
+                                    sasl_mechanism="OAUTHBEARER", rdkafka_config={"oauth_cb": "secret-1234"})
+        try:
+            await asyncio.wait_for(producer.start(), 30)
+        finally:
+            await producer.stop()
+
+    with pytest.raises(TypeError) as info:
+        asyncio.run(start())
+    assert "oauth_cb must be a callable" in str(info.value) and "secret-1234" not in str(info.value)
+
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"security_protocol": "TLS"}, ValueError, "security_protocol must be one of PLAINTEXT, SSL"),
     ({"security_protocol": 1}, ValueError, "security_protocol must be one of"),

@@ -198,8 +198,9 @@ class Handle:
         try:
             if oauth_cb is not None:
                 if not callable(oauth_cb):
-                    raise TypeError("oauth_cb must be a callable returning (token, expiry), not %r"
-                                    % (oauth_cb,))
+                    # its type only: what is given in its place may be the token itself
+                    raise TypeError("oauth_cb must be a callable returning (token, expiry), not a %s"
+                                    % type(oauth_cb).__name__)
                 self._cbs.oauth_cb = oauth_cb
             for key, value in config.items():
                 conf.set(key, value)
