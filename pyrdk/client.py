@@ -216,6 +216,15 @@ class KafkaClient:
             log.warning("KafkaClient: stats_callback is called only by the producers and consumers that turn "
                         "statistics on themselves: they are off on this client (statistics_interval_ms)")
         mechanism, protocol = config.get("sasl.mechanism"), config.get("security.protocol")
+        final = conf.to_str("security.protocol", protocol).lower() if protocol is not None else "plaintext"
+        if ssl_config is not None and not final.endswith("ssl"):
+            # rdkafka_config's security.protocol wins: the CA and the key would be ignored
+            raise ValueError("ssl_config needs security.protocol SSL or SASL_SSL, not %s (see rdkafka_config)"
+                             % final)
+        if (sasl_mechanism is not None or sasl_plain_username is not None) and not final.startswith("sasl_"):
+            # ... and the user name and password would never be sent
+            raise ValueError("sasl_mechanism and sasl_plain_username need security.protocol SASL_PLAINTEXT or "
+                             "SASL_SSL, not %s (see rdkafka_config)" % final)
         if callable(config.get("oauth_cb")) and (str(mechanism).upper() != "OAUTHBEARER" or
                                                  not str(protocol).upper().startswith("SASL_")):
             # librdkafka would refuse it only once the handle is made, and name neither

@@ -642,6 +642,14 @@ def test_aio_oauth_cb_of_a_wrong_type_is_not_shown():
     ({"oauth_cb": print, "rdkafka_config": {"sasl.mechanism": "PLAIN", "sasl.username": "u", "sasl.password": "p"}},
      ValueError, "not sasl.mechanism=PLAIN and security.protocol=sasl_plaintext"),
     ({"rdkafka_config": {"oauth_cb": print}}, ValueError, "not sasl.mechanism=None and security.protocol=None"),
+    ({"ssl_config": SslConfig(cafile="x"), "rdkafka_config": {"security.protocol": "plaintext"}}, ValueError,
+     "ssl_config needs security.protocol SSL or SASL_SSL, not plaintext (see rdkafka_config)"),
+    ({"ssl_config": SslConfig(cafile="x"), "sasl_mechanism": "PLAIN", "sasl_plain_username": "u",
+      "sasl_plain_password": "p", "rdkafka_config": {"security.protocol": b"SASL_PLAINTEXT"}}, ValueError,
+     "ssl_config needs security.protocol SSL or SASL_SSL, not sasl_plaintext"),
+    ({"sasl_mechanism": "PLAIN", "sasl_plain_username": "u", "sasl_plain_password": "p",
+      "rdkafka_config": {"security.protocol": "ssl"}}, ValueError,
+     "sasl_mechanism and sasl_plain_username need security.protocol SASL_PLAINTEXT or SASL_SSL, not ssl"),
 ])
 def test_bad_security_arguments_say_what_to_fix(kwargs, error, message):
     with pytest.raises(error) as info:
