@@ -30,7 +30,9 @@ How a member keeps ownership safe:
    different leader ids. (pykafka's node names embed the leader id, so after a leader
    change two pykafka members can own one partition under two names.) pykafka members
    skip that transaction: a pyrdk member gives way when a pykafka member's node for its
-   partition is older (a lower ``czxid``) than its own.
+   partition is older (a lower ``czxid``) than its own. pykafka on Python 3 makes its nodes
+   under ``owners/b'<topic>'`` (it formats the bytes topic name into the path): those count
+   too.
 4. Messages are handed out only under a lease. Every third of the session timeout, the
    coordinator checks that the session is the one that created the ownership nodes and that
    each node still holds this member's id. The lease then runs for half the session timeout
@@ -76,7 +78,7 @@ from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
 from pyrdk.rd.handle import Handle
 from pyrdk.rd.transaction import GroupMetadata
 from pyrdk.simpleconsumer import SimpleConsumer
-from pyrdk.zookeeper import check_connect_string, check_kazoo_interface, partition_of
+from pyrdk.zookeeper import check_connect_string, check_kazoo_interface, partition_of, pykafka_owner_dir
 
 if TYPE_CHECKING:
     from pyrdk import common
@@ -267,6 +269,8 @@ class BalancedConsumer:
         self._ids_path = "/consumers/%s/ids" % group
         self._path_self = "%s/%s" % (self._ids_path, self._consumer_id.decode())
         self._topic_path = "/consumers/%s/owners/%s" % (group, topic.name.decode())
+        # where pykafka members on Python 3 create their ownership nodes (read, never written)
+        self._pykafka_topic_path = "/consumers/%s/owners/%s" % (group, pykafka_owner_dir(topic.name))
 
         self._zookeeper = zookeeper
         self._owns_zookeeper = zookeeper is None
@@ -847,10 +851,13 @@ class BalancedConsumer:
 
     def _owner_nodes(self, pid, children=None):
         """``[(czxid, path, value, stat)]`` of every ownership node of partition ``pid``,
-        whatever leader id its name holds, oldest first."""
+        whatever leader id its name holds, oldest first; those pykafka members on Python 3
+        made under ``owners/b'<topic>'`` included."""
         if children is None:
             children = self._children(self._topic_path)
         paths = ["%s/%s" % (self._topic_path, c) for c in children if partition_of(c) == pid]
+        paths += ["%s/%s" % (self._pykafka_topic_path, c) for c in self._children(self._pykafka_topic_path)
+                  if partition_of(c) == pid]
         return sorted((stat.czxid, path, value, stat) for path, (value, stat) in self._get_many(paths).items())
 
     def _path_from_partition(self, partition):

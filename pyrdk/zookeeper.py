@@ -6,7 +6,9 @@ read-only view of ZooKeeper-coordinated consumer groups (lag, the command line):
 - ``/consumers/<group>/ids/<member id>``: a member; its value is the topic name (pykafka)
   or a JSON subscription (Kafka's old Scala consumer)
 - ``/consumers/<group>/owners/<topic>/<leader id>-<partition id>`` (pykafka) or
-  ``.../<partition id>`` (Kafka's old consumer): the owner's member id
+  ``.../<partition id>`` (Kafka's old consumer): the owner's member id. pykafka on Python 3
+  formats the topic name, bytes, into the path: its nodes are under ``owners/b'<topic>'``
+  (see ``pykafka_owner_dir``)
 - ``/consumers/<group>/offsets/<topic>/<partition id>``: the next offset to read, as text
 
 Only ``BalancedConsumer`` writes to ZooKeeper. kazoo is an optional dependency (``pip install
@@ -122,6 +124,23 @@ class ZooKeeperError(KafkaException):
     """ZooKeeper could not be reached, or answered with an error."""
 
 
+def pykafka_owner_dir(topic):
+    """The name of the directory under ``/consumers/<group>/owners`` where pykafka on Python
+    3 keeps the ownership nodes of ``topic`` (str or bytes): pykafka formats the topic name,
+    bytes, into the path (``'/consumers/{group}/owners/{topic}'.format(topic=b"events")``),
+    so ``b'events'``."""
+    if isinstance(topic, str):
+        topic = topic.encode()
+    return str(topic)
+
+
+def _topic_of_owner_dir(name):
+    """The topic an ownership directory is of: ``events`` for ``events`` and ``b'events'``."""
+    if len(name) > 3 and name.startswith("b'") and name.endswith("'"):
+        return name[2:-1]
+    return name
+
+
 def partition_of(name):
     """The partition id in an owner node's name, ``<leader>-<partition>`` or ``<partition>``."""
     try:
@@ -212,12 +231,13 @@ class GroupZnodes:
         out = {}
         if _group_path(group) is None or _group_path(topic) is None:
             return out
-        path = "/consumers/%s/owners/%s" % (group, topic)
-        for name in self._children(path):
-            pid = partition_of(name)
-            value = self._value("%s/%s" % (path, name))
-            if pid is not None and value is not None:
-                out[pid] = value.decode("utf-8", "replace")
+        for directory in (topic, pykafka_owner_dir(topic)):  # pyrdk's and pykafka 2's; pykafka 3's
+            path = "/consumers/%s/owners/%s" % (group, directory)
+            for name in self._children(path):
+                pid = partition_of(name)
+                value = self._value("%s/%s" % (path, name))
+                if pid is not None and value is not None:
+                    out.setdefault(pid, value.decode("utf-8", "replace"))
         return out
 
     def offsets(self, group, topic):
@@ -239,4 +259,5 @@ class GroupZnodes:
         path = _group_path(group)
         if path is None:
             return []
-        return sorted(set(self._children("%s/owners" % path)) | set(self._children("%s/offsets" % path)))
+        owners = {_topic_of_owner_dir(name) for name in self._children("%s/owners" % path)}
+        return sorted(owners | set(self._children("%s/offsets" % path)))

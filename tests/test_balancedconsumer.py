@@ -191,6 +191,35 @@ def test_shares_the_group_with_a_member_registered_as_pykafka_does(zk_client, zk
         consumer.stop()
 
 
+def test_gives_way_to_a_pykafka_member_on_python_3(zk_client, zk, topic_name, group_name):
+    """pykafka on Python 3 formats the topic name, bytes, into its ownership path
+    ('/consumers/{group}/owners/{topic}'.format(topic=b"t")): its nodes are under
+    ``owners/b'<topic>'``. A pyrdk member joining while such a member still owns every
+    partition (before its rebalance) must wait for the nodes of its share to go, not read
+    those partitions alongside it."""
+    from pyrdk.membershipprotocol import decide_partitions_range
+    topic = make_topic(zk_client, topic_name, 4)
+    group = group_name.decode()
+    other = b"pykafka-host:00000000-0000-0000-0000-000000000000"
+    zk.create("/consumers/%s/ids/%s" % (group, other.decode()), topic.name, ephemeral=True, makepath=True)
+    pykafka_path = "/consumers/%s/owners/%s" % (group, str(topic.name))
+    assert pykafka_path.endswith("/b'%s'" % topic_name)
+    nodes = {pid: "%s/%d-%d" % (pykafka_path, p.leader.id, pid) for pid, p in topic.partitions.items()}
+    for path in nodes.values():
+        zk.create(path, other, ephemeral=True, makepath=True)
+    consumer = topic.get_balanced_consumer(group_name, **FAST)
+    try:
+        mine = {p.id for p in decide_partitions_range([other, consumer.consumer_id], topic.partitions,
+                                                      consumer.consumer_id)}
+        time.sleep(1)
+        assert consumer.partitions == {}  # the pykafka member still owns them all
+        for pid in mine:  # its rebalance gives this member's share up
+            zk.delete(nodes[pid])
+        until(lambda: set(consumer.partitions) == mine, "the pyrdk member takes its share")
+    finally:
+        consumer.stop()
+
+
 def _committed(topic, group):
     consumer = topic.get_simple_consumer(consumer_group=group, auto_start=False)
     return {pid: r.offset for pid, r in consumer.fetch_offsets()}

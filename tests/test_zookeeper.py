@@ -223,3 +223,15 @@ def test_a_group_name_no_znode_can_have_is_no_zookeeper_group(zk, zookeeper_chro
         assert not groups.exists(name)
         assert (groups.members(name), groups.topics(name), groups.owners(name, "events"),
                 groups.offsets(name, "events")) == ({}, [], {}, {})
+
+
+def test_owners_made_by_pykafka_on_python_3_are_named(zk, zookeeper_chroot):
+    """pykafka on Python 3 keeps a topic's ownership nodes under ``owners/b'<topic>'``: they
+    name the owners of ``<topic>``, which is one topic of the group, not two."""
+    from pyrdk.zookeeper import GroupZnodes
+    zk.create("/consumers/g/ids/pk:1", b"events", ephemeral=True, makepath=True)
+    zk.create("/consumers/g/owners/b'events'/111-0", b"pk:1", ephemeral=True, makepath=True)
+    zk.create("/consumers/g/owners/events/111-1", b"rdk:2", ephemeral=True, makepath=True)
+    with GroupZnodes(zookeeper_chroot) as groups:
+        assert groups.topics("g") == ["events"]
+        assert groups.owners("g", "events") == {0: "pk:1", 1: "rdk:2"}
