@@ -338,6 +338,11 @@ class AIOKafkaConsumer(Client):
         for fut in self._waiters if not foreign else ():
             if not fut.done():
                 fut.set_result(None)
+        if self._subscribed:
+            try:
+                self._handle.unsubscribe()
+            except KafkaError as exc:
+                log.debug("unsubscribe at stop: %s", exc)
         close = asyncio.get_running_loop().run_in_executor(None, self._handle.close)
         try:
             await asyncio.wait_for(asyncio.shield(close), self._request_timeout_ms / 1000.0)
