@@ -24,7 +24,7 @@ _BY_CODE: dict[int, type[KafkaException]] = {}
 class KafkaException(Exception):
     """Generic exception type. The base of all pyrdk exception types."""
     code: Optional[int] = None
-    errno: Optional[int] = None  # aiokafka's name: ``code`` where it is Kafka's (>= 0), else None
+    errno: Optional[int] = None  # aiokafka's name: ``code`` where it is Kafka's (>= -1), else None
     name: Optional[str] = None
     retriable: bool = False
     fatal: bool = False
@@ -37,7 +37,7 @@ class KafkaException(Exception):
             _BY_CODE[code] = cls
         if codes:
             cls.code = codes[0]
-            cls.errno = codes[0] if codes[0] >= 0 else None
+            cls.errno = codes[0] if codes[0] >= -1 else None  # -1: Kafka's UNKNOWN_SERVER_ERROR
 
     def __init__(self, *args: object, code: Optional[int] = None, name: Optional[str] = None,
                  retriable: Optional[bool] = None, fatal: Optional[bool] = None,
@@ -45,7 +45,7 @@ class KafkaException(Exception):
         super().__init__(*args)
         if code is not None:
             self.code = code
-            self.errno = code if code >= 0 else None
+            self.errno = code if code >= -1 else None
         if name is not None:
             self.name = name
         if retriable is not None:

@@ -75,6 +75,9 @@ def test_errno_is_kafkas_error_code_as_in_aiokafka():
     assert errors.KafkaError.errno is None and errors.KafkaTimeoutError.errno is None
     assert exceptions.for_code(29)("denied", code=29).errno == 29
     assert exceptions.for_code(-185)("timed out", code=-185).errno is None
+    # Kafka's UNKNOWN_SERVER_ERROR is -1: aiokafka's UnknownError.errno
+    assert errors.UnknownError.errno == -1
+    assert exceptions.for_code(-1)("unknown", code=-1).errno == -1
 
 
 def test_the_rest_of_aiokafkas_structs_and_errors_names():
