@@ -258,6 +258,10 @@ class AIOKafkaConsumer(Client):
         self._rebalances: collections.deque[tuple[str, list[TopicPartition]]] = collections.deque()
         self._rebalancing: Optional[asyncio.Task[None]] = None  # the task running the listener
         self._revoke_told = False  # the listener was told of the revocation before the next assignment
+        # the group's partitions assigned since the last unsubscribe(): a revocation tells the
+        # listener of those only (one given to subscribe() after unsubscribe() never held the
+        # old subscription's partitions, whose revocation librdkafka may report after it)
+        self._held_since_subscribe: set[TopicPartition] = set()
         self._left_out: set[TopicPartition] = set()  # internal topics' partitions of the group's last assignment
         self._assigning: Optional[dict[TopicPartition, int]] = None  # while on_partitions_assigned runs: its seeks
         self._errors: collections.deque[KafkaError] = collections.deque()
@@ -456,6 +460,7 @@ class AIOKafkaConsumer(Client):
             # aiokafka's unsubscribe() drops the listener with the subscription: the revocation
             # librdkafka reports for it is not the listener's
             self._listener = None
+            self._held_since_subscribe = set()
             self._handle.unsubscribe()
             self._subscribed = False
         self._clear()
@@ -463,6 +468,7 @@ class AIOKafkaConsumer(Client):
         self._unpause(self._paused)
         self._assigned, self._fresh = [], set()
         self._unpositioned.clear()
+        self._drop_offset_errors()  # of partitions given up: no longer the program's
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read ``partitions`` (TopicPartitions), from the committed offsets or
@@ -580,6 +586,7 @@ class AIOKafkaConsumer(Client):
         if kind == "revoke":  # what the assignment left out, whatever the subscription is now
             gone = set(tps)
             self._drop(lambda tp: tp in gone)
+            self._drop_offset_errors(gone)  # another member positions them now
             tps = [tp for tp in tps if tp not in self._left_out]
             self._left_out = set()
         else:
@@ -601,8 +608,9 @@ class AIOKafkaConsumer(Client):
             kind, tps = self._rebalances.popleft()
             listener = self._listener
             if kind == "revoke":
+                told, self._held_since_subscribe = self._held_since_subscribe & set(tps), set()
                 if listener is not None:
-                    await _call(listener.on_partitions_revoked, set(tps), "on_partitions_revoked")
+                    await _call(listener.on_partitions_revoked, told, "on_partitions_revoked")
                 self._revoke_told = listener is not None
                 if self._handle.usable:
                     self._handle.assign(None)
@@ -614,6 +622,7 @@ class AIOKafkaConsumer(Client):
                     self._paused.discard(tp)
             else:
                 self._assigned, self._fresh = tps, set(tps)
+                self._held_since_subscribe = set(tps)
                 self._unpositioned.clear()
                 starts = {}
                 if listener is not None and not self._revoke_told:

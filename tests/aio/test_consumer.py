@@ -722,6 +722,30 @@ async def test_unsubscribe_does_not_call_the_listener(kafka_hosts, new_topic):
     assert listener.log == [("revoked", frozenset()), ("assigned", everything)]
 
 
+@pytest.mark.asyncio
+async def test_a_listener_given_after_unsubscribe_is_not_told_of_the_old_revocation(kafka_hosts, new_topic):
+    """unsubscribe() then subscribe(listener=second) at once: librdkafka reports the
+    revocation of the first subscription's partitions after the second subscribe(); the
+    second listener never held them, and is told, as under aiokafka, of an empty revocation
+    before its first assignment."""
+    topic = new_topic(2)
+    everything = frozenset(TopicPartition(topic, p) for p in range(2))
+    first, second = Recording(), Recording()
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + topic,
+                                         **FAST_GROUP) as consumer:
+        consumer.subscribe([topic], listener=first)
+        deadline = time.monotonic() + 30
+        while ("assigned", everything) not in first.log and time.monotonic() < deadline:
+            await consumer.getmany(timeout_ms=500)
+        consumer.unsubscribe()
+        consumer.subscribe([topic], listener=second)
+        deadline = time.monotonic() + 30
+        while ("assigned", everything) not in second.log and time.monotonic() < deadline:
+            await consumer.getmany(timeout_ms=500)
+    assert first.log == [("revoked", frozenset()), ("assigned", everything)]
+    assert second.log[:2] == [("revoked", frozenset()), ("assigned", everything)]
+
+
 class Failing(aiokafka.ConsumerRebalanceListener):
     def on_partitions_revoked(self, revoked):
         raise RuntimeError("listener bug")
@@ -890,6 +914,34 @@ async def test_a_partition_without_an_offset_is_raised_by_each_call_until_a_seek
             await asyncio.wait_for(consumer.getmany(tp, timeout_ms=0), 20)
         consumer.seek(tp, 1)
         assert [r.offset for r in await drain(consumer, 2)] == [1, 2]
+
+
+@pytest.mark.asyncio
+async def test_unsubscribe_drops_the_no_offset_errors_of_the_partitions_given_up(kafka_hosts, new_topic):
+    """auto_offset_reset="none": the OffsetOutOfRangeError of a partition without a committed
+    offset waits for getmany(); once unsubscribe() gives the partition up, it is no longer
+    the program's (as a seek or a new assign() drop it): getmany() under the next
+    subscription does not raise it."""
+    first, second = new_topic(1), new_topic(1)
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id="g-" + first,
+                                         auto_offset_reset="none", **FAST_GROUP) as consumer:
+        consumer.subscribe([first])
+        deadline = time.monotonic() + 30
+        while not consumer._errors and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)  # no getmany(): the consumer serves its queue meanwhile
+        assert consumer._errors, "no error for the partition without a committed offset"
+        consumer.unsubscribe()
+        consumer.subscribe([second])
+        deadline = time.monotonic() + 30
+        while consumer.assignment() != {TopicPartition(second, 0)} and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        raised = []
+        for _ in range(3):
+            try:
+                await consumer.getmany(timeout_ms=200)
+            except aiokafka.errors.OffsetOutOfRangeError as exc:
+                raised.append(exc.topic)
+        assert first not in raised, "the error of a partition given up with its subscription"
 
 
 @pytest.mark.asyncio
