@@ -441,7 +441,10 @@ class Producer:
         _check_bytes("message", message, self._serializer is not None)
         _check_bytes("partition_key", partition_key, self._serializer is not None)
         size = len(message or b"") + len(partition_key or b"")
-        if size > self._max_request_size:
+        # reported, not raised, as pykafka's: with delivery_reports, for a producer not sync
+        reported = self._delivery_reports and not self._sync
+        too_large = size > self._max_request_size
+        if too_large and not reported:
             raise self._too_large(message, partition_key)
         if timestamp is not None:
             timestamp = _check_timestamp(to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime)
@@ -454,6 +457,8 @@ class Producer:
                       timestamp=timestamp, headers=headers, partition=partition,
                       topic=self._topic_name, compression_type=self._compression,
                       delivery_report_q=self._report_queue() if self._delivery_reports else None)
+        if too_large:  # as pykafka: the message is returned and its report holds the refusal
+            return self._report_refused(msg, self._too_large(message, partition_key)), None
         self._hand_off(producing=True)  # the queued ones first: each partition's messages stay in order
         core = self._core
         msg_id = core.track(msg)
@@ -462,11 +467,20 @@ class Producer:
             self._waiting[msg] = done
         try:
             self._enqueue(msg, msg_id, headers)
-        except BaseException:
+        except BaseException as exc:
             core.untrack(msg_id)
             self._waiting.pop(msg, None)
+            if isinstance(exc, MessageSizeTooLarge) and reported:
+                return self._report_refused(msg, exc), None
             raise
         return msg, done
+
+    def _report_refused(self, msg, exc):
+        """A message too large to send, with ``delivery_reports``: returned, its failure in
+        its delivery report (pykafka's producer reported it so, not raised from produce())."""
+        log.warning("message of partition %d not delivered: %s", msg.partition_id, exc)
+        self._report_queue().put((msg, exc))
+        return msg
 
     def _partition_id(self, partition):
         """The id of the partitioner's choice, which must be one of the topic's partitions."""

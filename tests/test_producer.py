@@ -401,7 +401,7 @@ def test_produce_refuses_non_bytes(mock_topic):
 
 @pytest.mark.mock
 def test_message_over_max_request_size(mock_topic):
-    with mock_topic.get_producer(max_request_size=1000, delivery_reports=True) as producer:
+    with mock_topic.get_producer(max_request_size=1000) as producer:
         with pytest.raises(MessageSizeTooLarge):
             producer.produce(b"x" * 2000)
         with pytest.raises(MessageSizeTooLarge):  # key and value together
@@ -412,8 +412,29 @@ def test_message_over_max_request_size(mock_topic):
             assert "990 bytes" in str(info.value) and "record overhead" in str(info.value)
         assert len(producer) == 0  # nothing queued
         small = producer.produce(b"x" * 100)
-        producer.flush()
-        assert drain_reports(producer) == [(small, None)]
+        assert producer.flush() == 0 and small.offset >= 0
+
+
+@pytest.mark.mock
+def test_message_over_max_request_size_is_reported_with_delivery_reports(mock_topic):
+    """pykafka's producer returned the message and reported MessageSizeTooLarge in its
+    delivery report (OwnedBroker.flush); a program draining the reports for failures must
+    not get the exception from produce() instead."""
+    with mock_topic.get_producer(max_request_size=1000, delivery_reports=True) as producer:
+        big = producer.produce(b"x" * 2000)
+        both = producer.produce(b"x" * 600, partition_key=b"k" * 600)  # key and value together
+        overhead = producer.produce(b"x" * 990, timestamp=5)  # over it with librdkafka's overhead
+        small = producer.produce(b"x" * 100)
+        assert producer.flush() == 0
+        reports = drain_reports(producer)
+        assert [m for m, _ in reports] == [big, both, overhead, small]
+        assert all(isinstance(exc, MessageSizeTooLarge) for _, exc in reports[:3]) and reports[3][1] is None
+        assert "record overhead" in str(reports[2][1])
+        assert big.value == b"x" * 2000 and big.partition_id in mock_topic.partitions
+    for reports in (False, True):  # sync: raised, as pykafka's raises the report's exception
+        with mock_topic.get_sync_producer(max_request_size=1000, delivery_reports=reports) as producer:
+            with pytest.raises(MessageSizeTooLarge):
+                producer.produce(b"x" * 2000)
 
 
 @pytest.mark.mock
