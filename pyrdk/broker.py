@@ -26,8 +26,10 @@ class Broker:
         return self._id
 
     @property
-    def host(self) -> str:
-        return self._host
+    def host(self) -> bytes:
+        """The host name or address the metadata gives, as bytes: pykafka's ``Broker.host``
+        came from the metadata response as bytes (``b"127.0.0.1"``)."""
+        return self._host.encode()
 
     @property
     def port(self) -> int:
@@ -80,5 +82,5 @@ class Broker:
         return hash((self._id, self._host, self._port))
 
     def __repr__(self) -> str:
-        return "<pyrdk.broker.Broker at %#x (host=%s, port=%d, id=%d)>" % (
-            id(self), self._host, self._port, self._id)
+        return "<pyrdk.broker.Broker at %#x (host=%r, port=%d, id=%d)>" % (
+            id(self), self.host, self._port, self._id)

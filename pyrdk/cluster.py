@@ -377,7 +377,7 @@ class Cluster:
         another thread (a producer's poller, a balanced consumer's) must not change the one a
         program's loop goes through."""
         old = self._brokers
-        new = {bm.id: old[bm.id] if bm.id in old and (old[bm.id].host, old[bm.id].port) == (bm.host, bm.port)
+        new = {bm.id: old[bm.id] if bm.id in old and (old[bm.id]._host, old[bm.id].port) == (bm.host, bm.port)
                else Broker(bm.id, bm.host, bm.port, self) for bm in brokers}
         if new != old or any(new[i] is not old[i] for i in new):
             self._brokers = new

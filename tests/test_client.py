@@ -20,7 +20,7 @@ from tests.rd.util import http_listener
 def test_client_sees_brokers_and_topics(client, topic):
     assert client.brokers, "the metadata named no broker"
     broker = next(iter(client.brokers.values()))
-    assert broker.host == "127.0.0.1" and isinstance(broker.port, int)
+    assert broker.host == b"127.0.0.1" and isinstance(broker.port, int)  # bytes, as pykafka's
     assert topic.name in client.topics
     assert client.cluster.brokers is client.brokers
 

@@ -285,6 +285,21 @@ def test_mock_cluster_has_three_brokers_and_leaders(mock_cluster):
 
 
 @pytest.mark.mock
+def test_broker_host_is_bytes_as_pykafkas(mock_cluster):
+    """pykafka's Broker.host came from the metadata response as bytes (b"127.0.0.1"); a
+    program written for it decodes it, or formats it as pykafka's repr shows it."""
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers) as client:
+        for broker in client.brokers.values():
+            assert isinstance(broker.host, bytes)
+            host, port = mock_cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+            assert broker.host.decode() == host
+            assert "(host=%r, port=%d, id=%d)" % (broker.host, broker.port, broker.id) in repr(broker)
+        kept = dict(client.brokers)
+        client.update_cluster()  # the same brokers are kept, not made again
+        assert all(client.brokers[i] is b for i, b in kept.items())
+
+
+@pytest.mark.mock
 def test_a_broker_leaving_during_a_loop_over_the_brokers(mock_cluster):
     """A refresh in another thread (a producer's poller) may drop a broker while a program
     goes through ``client.brokers``: the loop goes on over what it began with."""
