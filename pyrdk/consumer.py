@@ -116,7 +116,8 @@ def held_offset(next_offset):
     unknown, as pykafka's initial ``last_offset_consumed`` of -1): the last offset returned,
     or ``OffsetType.EARLIEST`` where that is -1."""
     last = -1 if next_offset is None else next_offset - 1
-    return OffsetType.EARLIEST if last == -1 else last
+    # a plain int, as pykafka's OffsetType.EARLIEST was: {0: -2}, not {0: <OffsetType.EARLIEST: -2>}
+    return int(OffsetType.EARLIEST) if last == -1 else last
 
 
 def commit_metadata(consumer_id):

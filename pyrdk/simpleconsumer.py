@@ -10,6 +10,7 @@ written for pykafka read it from ``consumer._partitions``.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import uuid
 import weakref
@@ -157,6 +158,21 @@ class SimpleConsumer(Consumer):
             if pid not in owned:
                 owned[pid] = OwnedPartition(partition, self)
         return dict(sorted(owned.items()))
+
+    @property
+    def partition_cycle(self):
+        """pykafka's ``itertools.cycle`` over the consumer's ``OwnedPartition`` objects, in
+        partition order (a compatibility shim: pyrdk hands out messages from librdkafka's queue,
+        not partition by partition). The same iterator each time, as pykafka's attribute was;
+        assigning another replaces it."""
+        cycle = self.__dict__.get("_partition_cycle")
+        if cycle is None:
+            cycle = self._partition_cycle = itertools.cycle(list(self._partitions_by_id.values()))
+        return cycle
+
+    @partition_cycle.setter
+    def partition_cycle(self, value):
+        self._partition_cycle = value
 
     def _select_partitions(self, partitions):
         everything = self._topic.partitions

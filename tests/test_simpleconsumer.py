@@ -597,6 +597,21 @@ def test_fetch_offsets_before_start_reads_and_changes_nothing(topic, group_name)
 
 
 @pytest.mark.mock
+def test_held_offsets_are_plain_ints_as_pykafkas(mock_cluster, mock_client):
+    """pykafka's OffsetType.EARLIEST was the int -2: held_offsets printed (or logged, or
+    written with str()) reads {0: -2, 1: 0}, whatever the Python version."""
+    topic = mock_topic(mock_cluster, mock_client, 2)
+    produce(topic, [b"v"], partition=1)
+    with topic.get_simple_consumer(consumer_timeout_ms=2000) as consumer:
+        assert repr(consumer.held_offsets) == "{0: -2, 1: -2}"
+        assert consumer.consume().offset == 0
+        held = consumer.held_offsets
+        assert repr(held) == "{0: -2, 1: 0}" and held[0] == OffsetType.EARLIEST
+        assert all(type(o) is int for o in held.values())
+        assert str(held[0]) == "-2" and "%s" % held[0] == "-2"
+
+
+@pytest.mark.mock
 def test_commits_carry_pykafkas_metadata(mock_cluster, mock_client):
     topic = mock_topic(mock_cluster, mock_client, 2)
     produce(topic, [b"v"], partition=0)
@@ -1857,3 +1872,14 @@ def test_a_batch_call_of_a_daemon_thread_at_exit_ends_quietly(how, kind, impl):
     assert "Traceback" not in result.stderr, result.stderr
     columns = ["key", "value", "topic", "partition", "offset", "timestamp", "timestamp_type"]
     assert result.stdout == ("returned []\n" if how == "consume_batch" else "returned (0, %r)\n" % columns)
+
+
+@pytest.mark.mock
+def test_partition_cycle_as_pykafkas(mock_cluster, mock_client):
+    """pykafka's SimpleConsumer.partition_cycle: an itertools.cycle over its OwnedPartitions."""
+    topic = mock_topic(mock_cluster, mock_client, 3)
+    consumer = topic.get_simple_consumer(auto_start=False)
+    owned = [next(consumer.partition_cycle) for _ in range(4)]
+    assert [op.partition.id for op in owned] == [0, 1, 2, 0]
+    assert owned[0] is owned[3] and owned[0].partition is topic.partitions[0]
+    assert owned[1].last_offset_consumed == -1
