@@ -584,8 +584,9 @@ class Producer:
         serializer, a partitioner other than the default, ``sync``, ``delivery_reports``,
         ``block_on_queue_full=False``, or items of other types, each message goes through
         :meth:`produce` instead. An error (a value that is not bytes, the queue full with
-        ``block_on_queue_full=False``, a message over ``max_request_size``) is raised with
-        ``produced``: how many messages were queued before it. Earlier failed deliveries are
+        ``block_on_queue_full=False``, a message over ``max_request_size`` without
+        ``delivery_reports``, which reports it instead) is raised with ``produced``: how
+        many messages were queued before it. Earlier failed deliveries are
         raised as :meth:`produce` raises them: once this call's messages are queued.
         """
         if not self._running:
