@@ -165,7 +165,7 @@ class SimpleConsumer(Consumer):
         partition order (a compatibility shim: pyrdk hands out messages from librdkafka's queue,
         not partition by partition). The same iterator each time, as pykafka's attribute was;
         assigning another replaces it."""
-        cycle = self.__dict__.get("_partition_cycle")
+        cycle = getattr(self, "_partition_cycle", None)
         if cycle is None:
             cycle = self._partition_cycle = itertools.cycle(list(self._partitions_by_id.values()))
         return cycle
