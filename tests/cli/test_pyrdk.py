@@ -2,6 +2,7 @@
 ``--json`` documents and exit codes (0 done, 1 failed with one line, 2 usage)."""
 import datetime
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -360,11 +361,15 @@ def test_a_ctrl_c_inside_a_batch_commits_only_what_was_printed(kafka_hosts, clie
 
     monkeypatch.setattr(records, "_format", lambda fmt, topic: interrupted_at_the_fourth)
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    loggers = [logging.getLogger(name) for name in ("pyrdk", "kazoo")]
+    levels = [logger.level for logger in loggers]  # the command quiets them: the next tests' caplog needs them
     try:
         result = CliRunner().invoke(cli, ["--hosts", kafka_hosts, "consume", topic_name, "--group",
                                           group_name.decode(), "--follow"])
     finally:
         signal.signal(signal.SIGINT, before)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
     assert result.output.split() == ["m0", "m1", "m2"], result.output
     assert topic.consumer_lag(group_name)[0].committed == 3, "m3 to m9 were never printed"
 
