@@ -188,15 +188,16 @@ class KafkaClient:
                             % (zookeeper_hosts,))
         security = security_config(ssl_config, security_protocol, sasl_mechanism,
                                    sasl_plain_username, sasl_plain_password, oauth_cb)
+        # the protocol this client speaks (rdkafka_config's wins), lower case
+        speaks = conf.to_str("security.protocol", rdkafka_config.get(
+            "security.protocol", security.get("security.protocol", "plaintext"))).lower()
         if hosts is None:
             hosts = DEFAULT_HOSTS
             if zookeeper_hosts:
                 from pyrdk.zookeeper import brokers_from_zookeeper
-                # the listener of the protocol this client speaks: SASL_SSL or SASL_PLAINTEXT
-                # under SASL, not the SSL or PLAINTEXT one
-                protocol = conf.to_str("security.protocol", (rdkafka_config or {}).get(
-                    "security.protocol", security.get("security.protocol", "plaintext")))
-                hosts = brokers_from_zookeeper(zookeeper_hosts, protocol, socket_timeout_ms)
+                # the listener of that protocol: SASL_SSL or SASL_PLAINTEXT under SASL, not
+                # the SSL or PLAINTEXT one
+                hosts = brokers_from_zookeeper(zookeeper_hosts, speaks, socket_timeout_ms)
         hosts = _bootstrap_servers(hosts)
         if check_bool("use_greenlets", use_greenlets):
             raise ValueError("use_greenlets=True is not supported: librdkafka runs its own threads")
@@ -216,15 +217,14 @@ class KafkaClient:
             log.warning("KafkaClient: stats_callback is called only by the producers and consumers that turn "
                         "statistics on themselves: they are off on this client (statistics_interval_ms)")
         mechanism, protocol = config.get("sasl.mechanism"), config.get("security.protocol")
-        final = conf.to_str("security.protocol", protocol).lower() if protocol is not None else "plaintext"
-        if ssl_config is not None and not final.endswith("ssl"):
+        if ssl_config is not None and not speaks.endswith("ssl"):
             # rdkafka_config's security.protocol wins: the CA and the key would be ignored
             raise ValueError("ssl_config needs security.protocol SSL or SASL_SSL, not %s (see rdkafka_config)"
-                             % final)
-        if (sasl_mechanism is not None or sasl_plain_username is not None) and not final.startswith("sasl_"):
+                             % speaks)
+        if (sasl_mechanism is not None or sasl_plain_username is not None) and not speaks.startswith("sasl_"):
             # ... and the user name and password would never be sent
             raise ValueError("sasl_mechanism and sasl_plain_username need security.protocol SASL_PLAINTEXT or "
-                             "SASL_SSL, not %s (see rdkafka_config)" % final)
+                             "SASL_SSL, not %s (see rdkafka_config)" % speaks)
         if callable(config.get("oauth_cb")) and (str(mechanism).upper() != "OAUTHBEARER" or
                                                  not str(protocol).upper().startswith("SASL_")):
             # librdkafka would refuse it only once the handle is made, and name neither
