@@ -641,7 +641,7 @@ def test_aio_oauth_cb_of_a_wrong_type_is_not_shown():
      "sasl.mechanism=OAUTHBEARER and security.protocol=plaintext"),
     ({"oauth_cb": print, "rdkafka_config": {"sasl.mechanism": "PLAIN", "sasl.username": "u", "sasl.password": "p"}},
      ValueError, "not sasl.mechanism=PLAIN and security.protocol=sasl_plaintext"),
-    ({"rdkafka_config": {"oauth_cb": print}}, ValueError, "not sasl.mechanism=None and security.protocol=None"),
+    ({"rdkafka_config": {"oauth_cb": print}}, ValueError, "not sasl.mechanism=GSSAPI and security.protocol=plaintext"),
     ({"ssl_config": SslConfig(cafile="x"), "rdkafka_config": {"security.protocol": "plaintext"}}, ValueError,
      "ssl_config needs security.protocol SSL or SASL_SSL, not plaintext (see rdkafka_config)"),
     ({"ssl_config": SslConfig(cafile="x"), "sasl_mechanism": "PLAIN", "sasl_plain_username": "u",
@@ -655,3 +655,12 @@ def test_bad_security_arguments_say_what_to_fix(kwargs, error, message):
     with pytest.raises(error) as info:
         KafkaClient(hosts="127.0.0.1:1", **kwargs)
     assert message in str(info.value)
+
+
+def test_oauth_cb_with_the_protocol_and_mechanism_given_as_bytes_is_taken():
+    # rdkafka_config takes bytes values everywhere: the oauth_cb check decodes them too
+    from pyrdk.exceptions import NoBrokersAvailableError
+    config = {"oauth_cb": lambda _config: ("token", time.time() + 60), "sasl.mechanism": b"OAUTHBEARER",
+              "security.protocol": b"SASL_PLAINTEXT"}
+    with pytest.raises(NoBrokersAvailableError):  # past the checks, to connecting
+        KafkaClient(hosts="127.0.0.1:1", socket_timeout_ms=500, rdkafka_config=config)
