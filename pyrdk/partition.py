@@ -14,13 +14,15 @@ if TYPE_CHECKING:
 _EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-def to_timestamp_ms(value: Union[int, datetime.datetime]) -> int:
-    """An ``OffsetType``, a ms timestamp or a ``datetime`` as the int ListOffsets takes."""
+def to_timestamp_ms(value: Union[int, datetime.datetime], cut: bool = False) -> int:
+    """An ``OffsetType``, a ms timestamp or a ``datetime`` as the int ListOffsets takes: a
+    datetime (naive: UTC) to the nearest ms, as pykafka's offset lookups, or with ``cut``
+    rounded down, as pykafka wrote a message's timestamp."""
     if isinstance(value, datetime.datetime):
         if value.utcoffset() is None:
             value = value.replace(tzinfo=datetime.timezone.utc)
-        # exact and cut to whole ms, as pykafka and Message.set_timestamp: no float rounding up
-        ms = (value - _EPOCH_UTC) // datetime.timedelta(milliseconds=1)
+        since, one_ms = value - _EPOCH_UTC, datetime.timedelta(milliseconds=1)
+        ms = since // one_ms if cut else round(since / one_ms)
         if ms < 0:
             raise ValueError("the timestamp %r is before 1970: Kafka timestamps are ms since the epoch" % (value,))
         return ms

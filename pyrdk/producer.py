@@ -447,8 +447,9 @@ class Producer:
         if too_large and not reported:
             raise self._too_large(message, partition_key)
         if timestamp is not None:
-            timestamp = _check_timestamp(to_timestamp_ms(timestamp) if isinstance(timestamp, datetime.datetime)
-                                         else timestamp)
+            if isinstance(timestamp, datetime.datetime):
+                timestamp = to_timestamp_ms(timestamp, cut=True)
+            timestamp = _check_timestamp(timestamp)
         check_headers(headers)
         if partition is None:
             partition = self._partitioner(self._refresh_partitions(), partition_key)

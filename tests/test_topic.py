@@ -60,6 +60,18 @@ def test_fetch_offset_limits_by_timestamp(topic):
     assert topic.fetch_offset_limits(future)[0].offset == [-1]
 
 
+def test_a_datetime_is_looked_up_at_its_nearest_ms_as_pykafka_and_written_rounded_down():
+    # pykafka's lookups: round((dt - EPOCH).total_seconds() * 1000); its messages: int(...)
+    from pyrdk.partition import to_timestamp_ms
+    second = 1577836800000  # 2020-01-01T00:00:00Z
+    naive = datetime.datetime(2020, 1, 1, 0, 0, 0, 999600)
+    aware = datetime.datetime(2020, 1, 1, 5, 0, 0, 999600, tzinfo=datetime.timezone(datetime.timedelta(hours=5)))
+    for when in (naive, aware):
+        assert to_timestamp_ms(when) == second + 1000
+        assert to_timestamp_ms(when, cut=True) == second + 999
+    assert to_timestamp_ms(datetime.datetime(2020, 1, 1, 0, 0, 0, 1400)) == second + 1
+
+
 def test_fetch_offset_limits_rejects_bad_values(topic):
     with pytest.raises(TypeError):
         topic.fetch_offset_limits("latest")
