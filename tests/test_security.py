@@ -495,6 +495,9 @@ def test_oauth_cb_is_called_again_before_each_token_expires(kafka_hosts):
     ("just-a-token", "oauth_cb must return (token, expiry)"),
     (("token", "tomorrow"), "expiry oauth_cb returns must be seconds since the epoch"),
     (("token", 1.0), "librdkafka refused the token from oauth_cb"),  # expired in 1970
+    (("token", float("inf")), "expiry oauth_cb returns must be seconds since the epoch (a finite"),
+    (("token", float("nan")), "expiry oauth_cb returns must be seconds since the epoch (a finite"),
+    (("token", 10 ** 20), "expiry oauth_cb returns must be seconds since the epoch (a finite"),
     (("tok\udcff", 4e9), "the token oauth_cb returns must be UTF-8 text without NUL"),
     (("token", 4e9, "user\0root"), "the principal oauth_cb returns must be UTF-8 text without NUL"),
     (("token", 4e9, "", {"k": "v\0x"}), "the extensions oauth_cb returns must be UTF-8 text without NUL"),
@@ -511,6 +514,8 @@ def test_failing_oauth_cb_raises_authentication_error(kafka_hosts, returns, mess
     assert message in str(info.value)
     if isinstance(returns, Exception):
         assert info.value.__cause__ is returns
+    else:  # what it returned was wrong: it raised nothing
+        assert "oauth_cb raised" not in str(info.value)
 
 
 @pytest.mark.parametrize("returns", [

@@ -567,6 +567,9 @@ def _described(value):
     return "a %s" % type(value).__name__
 
 
+_MAX_EXPIRY = 2 ** 63 // 1000  # seconds whose ms fit librdkafka's int64_t
+
+
 def _oauth_token(result):
     """``(token, lifetime_ms, principal, [key, value, ...])`` from what an ``oauth_cb``
     returned, as bytes for librdkafka; TypeError or ValueError saying what is wrong with it."""
@@ -580,9 +583,9 @@ def _oauth_token(result):
         token = token.decode()
     if not isinstance(token, str) or not token:
         raise TypeError("the token oauth_cb returns must be a non-empty str, not %s" % _described(token))
-    if isinstance(expiry, bool) or not isinstance(expiry, (int, float)):
-        raise TypeError("the expiry oauth_cb returns must be seconds since the epoch (int or "
-                        "float), not %r" % (expiry,))
+    if isinstance(expiry, bool) or not isinstance(expiry, (int, float)) or not 0 < expiry < _MAX_EXPIRY:
+        raise TypeError("the expiry oauth_cb returns must be seconds since the epoch (a finite int or "
+                        "float > 0), not %r" % (expiry,))
     if not isinstance(principal, str):
         raise TypeError("the principal oauth_cb returns must be a str, not %r" % (principal,))
     if extensions is not None and not isinstance(extensions, dict):
@@ -591,6 +594,24 @@ def _oauth_token(result):
     for key, value in (extensions or {}).items():
         flat += [_c_text("extensions", str(key)), _c_text("extensions", str(value))]
     return _c_text("token", token), int(expiry * 1000), _c_text("principal", principal), flat
+
+
+def _set_token(rk, returned):
+    """Hand what ``oauth_cb`` returned to ``rd_kafka_oauthbearer_set_token``: None, or the
+    ``AuthenticationError`` saying what is wrong with it."""
+    try:
+        token, lifetime_ms, principal, extensions = _oauth_token(returned)
+    except (TypeError, ValueError) as exc:
+        return AuthenticationError(str(exc), code=errors.AUTHENTICATION)
+    keep = [ffi.new("char[]", item) for item in extensions]
+    buf = errors.errstr()
+    err = lib.rd_kafka_oauthbearer_set_token(
+        rk, token, lifetime_ms, principal, ffi.new("const char *[]", keep) if keep else ffi.NULL, len(keep),
+        buf, errors.ERRSTR_SIZE)
+    if not err:
+        return None
+    return AuthenticationError("librdkafka refused the token from oauth_cb: %s" % string(buf),
+                               code=errors.AUTHENTICATION)
 
 
 @ffi.def_extern(onerror=_keep_raised)
@@ -604,23 +625,15 @@ def _pyrdk_oauthbearer_cb(rk, config, opaque):
         return
     try:
         try:
-            token, lifetime_ms, principal, extensions = _oauth_token(
-                cbs.oauth_cb(string(config) if config != ffi.NULL else None))
+            returned = cbs.oauth_cb(string(config) if config != ffi.NULL else None)
         except BaseException as exc:
             error = AuthenticationError("oauth_cb raised %s: %s" % (type(exc).__name__, exc),
                                         code=errors.AUTHENTICATION)
             error.__cause__ = exc
         else:
-            keep = [ffi.new("char[]", item) for item in extensions]
-            buf = errors.errstr()
-            err = lib.rd_kafka_oauthbearer_set_token(
-                rk, token, lifetime_ms, principal,
-                ffi.new("const char *[]", keep) if keep else ffi.NULL, len(keep),
-                buf, errors.ERRSTR_SIZE)
-            if not err:
+            error = _set_token(rk, returned)
+            if error is None:
                 return
-            error = AuthenticationError("librdkafka refused the token from oauth_cb: %s" % string(buf),
-                                        code=errors.AUTHENTICATION)
         cbs.store(error)
         lib.rd_kafka_oauthbearer_set_token_failure(rk, str(error).encode())
     except BaseException as exc:  # on librdkafka's thread: never let it escape
