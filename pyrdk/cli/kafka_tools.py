@@ -20,8 +20,8 @@ import sys
 
 import click
 
-from pyrdk.cli.common import (CommandError, Env, Group, pass_env, plain_table, rdkafka_option, setup_logging,
-                              verbose_option)
+from pyrdk.cli.common import (CommandError, Env, Group, GroupName, pass_env, plain_table, rdkafka_option,
+                              setup_logging, verbose_option)
 from pyrdk.cli.groups import refuse_running_zookeeper_group
 from pyrdk.common import OffsetType
 
@@ -77,7 +77,7 @@ def _topic_name(value):
 # -- the commands ----------------------------------------------------------------------------------
 
 topic_argument = click.argument("topic", metavar="TOPIC")
-group_argument = click.argument("consumer_group", metavar="CONSUMER_GROUP")
+group_argument = click.argument("consumer_group", metavar="CONSUMER_GROUP", type=GroupName())
 offset_argument = click.argument("offset", metavar="OFFSET")
 timeout_option = click.option("-t", "--timeout", type=int, default=5000, show_default=True,
                               help="Time in ms to wait for the operation to complete.")

@@ -63,6 +63,18 @@ def test_print_consumer_lag_and_reset_offsets(kafka_hosts, client, topic_name, g
     assert result.out.endswith("\n Total lag: 6 messages.\n")
 
 
+@pytest.mark.parametrize("command", [["print_consumer_lag"], ["reset_offsets"]])
+@pytest.mark.parametrize("group", ["", " "])
+def test_a_blank_group_name_is_a_usage_error_as_in_pyrdk_commands(kafka_hosts, client, topic_name, command, group):
+    topic = make_topic(client, topic_name, 1)
+    fill(topic, {0: 2})
+    result = kafka_tools(command + [topic_name, group] + (["earliest"] if command == ["reset_offsets"] else []),
+                         kafka_hosts)
+    assert result.code == 2 and "%r is no group's name" % group in result.err, result
+    if group:  # nothing committed for " " ("" the library refuses outright)
+        assert topic.consumer_lag(group) == topic.consumer_lag(unique_name("never"))
+
+
 @pytest.mark.zookeeper
 def test_reset_offsets_refuses_a_group_running_in_zookeeper(kafka_hosts, client, zookeeper_chroot, topic_name,
                                                            group_name):
