@@ -149,9 +149,10 @@ class AIOKafkaProducer(Client):
             if isinstance(request_timeout_ms, int) and isinstance(transaction_timeout_ms, int):
                 # librdkafka refuses a transactional producer whose socket.timeout.ms is over
                 # transaction.timeout.ms + 100 or whose message.timeout.ms is over it; aiokafka
-                # takes a transaction_timeout_ms under request_timeout_ms, which then bounds both.
+                # takes a transaction_timeout_ms under request_timeout_ms, which then bounds both
+                # (message.timeout.ms as widened past linger_ms above).
                 self._config["socket.timeout.ms"] = min(request_timeout_ms, transaction_timeout_ms + 100)
-                self._config["message.timeout.ms"] = min(request_timeout_ms, transaction_timeout_ms)
+                self._config["message.timeout.ms"] = min(self._config["message.timeout.ms"], transaction_timeout_ms)
         self._config.update(rdkafka_config or {})
         conf.check(self._config, rdkafka_config)
         self._transactional = self._config.get("transactional.id") is not None

@@ -162,6 +162,18 @@ async def test_timeouts_aiokafka_takes_together_start_here_too(kafka_hosts, new_
 
 
 @pytest.mark.asyncio
+async def test_a_transactional_producer_takes_linger_ms_over_request_timeout_ms_too(kafka_hosts, new_topic):
+    """The widened message.timeout.ms (linger_ms + request_timeout_ms) is then bounded by
+    transaction_timeout_ms, not set back to request_timeout_ms, which librdkafka refuses."""
+    topic = new_topic(1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, linger_ms=1000, request_timeout_ms=1000,
+                                         transactional_id="linger-" + topic) as producer:
+        async with producer.transaction():
+            fut = await producer.send(topic, b"lingered in a transaction")
+        assert (await fut).offset == 0
+
+
+@pytest.mark.asyncio
 async def test_bad_input_raises_clear_errors(kafka_hosts, new_topic):
     with pytest.raises(ValueError, match="acks"):
         aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, acks=2)
