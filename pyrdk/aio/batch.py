@@ -4,14 +4,15 @@ over whole with ``AIOKafkaProducer.send_batch()``.
 librdkafka builds its own batches (``batch.size``, ``linger.ms``), so a BatchBuilder holds the
 records until ``send_batch()`` hands them to librdkafka one after the other
 (``rd_kafka_producev``, all to the chosen partition, none sent in between): they land in the
-partition in order and at consecutive offsets. ``append()`` counts each record's size as
+partition in order and at consecutive offsets. ``append()`` serializes the key and value
+with the producer's serializers, as aiokafka's (0.11 on) does, and counts each record's size as
 Kafka's record format (v2) writes it, so that a batch fills where aiokafka's does:
 at ``max_batch_size`` bytes. The checks on a record's parts are the ones ``send()`` makes.
 """
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Optional
 
 from pyrdk.common import INT64_MAX, ZERO_TIMESTAMP, integer
@@ -93,23 +94,31 @@ class BatchBuilder:
     """Records for one ``send_batch()``, up to ``batch_size`` bytes (the producer's
     ``max_batch_size``); made by ``AIOKafkaProducer.create_batch()``."""
 
-    def __init__(self, batch_size: int) -> None:
+    def __init__(self, batch_size: int, *, key_serializer: Optional[Callable[[Any], Optional[bytes]]] = None,
+                 value_serializer: Optional[Callable[[Any], Optional[bytes]]] = None) -> None:
         self._batch_size = batch_size
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
         self._records: list[tuple[Any, Any, int, Any]] = []  # (value, key, timestamp_ms, headers)
         self._size = BATCH_OVERHEAD
         self._first_timestamp: Optional[int] = None
         self._closed = False
 
-    def append(self, *, key: Optional[bytes], value: Optional[bytes], timestamp: Optional[int],
+    def append(self, *, key: Any, value: Any, timestamp: Optional[int],
                headers: Optional[Iterable[tuple[str, Optional[bytes]]]] = None) -> Optional[BatchRecordMetadata]:
-        """Add a record (``key`` and ``value`` bytes or None, ``timestamp`` in ms or None for
-        now, ``headers`` ``(str, bytes)`` pairs); its :class:`BatchRecordMetadata`, or None
+        """Add a record (``key`` and ``value`` bytes or None, or what the producer's serializers
+        take; ``timestamp`` in ms or None for now, ``headers`` ``(str, bytes)`` pairs); its
+        :class:`BatchRecordMetadata`, or None
         when the batch is closed or the record would take it past ``max_batch_size`` (the
         first record always fits)."""
         if self._closed:
             return None
-        key = check_bytes("key", key)
-        value = check_bytes("value", value)
+        if self._key_serializer is not None:
+            key = self._key_serializer(key)
+        if self._value_serializer is not None:
+            value = self._value_serializer(value)
+        key = check_bytes("key", key, self._key_serializer is not None)
+        value = check_bytes("value", value, self._value_serializer is not None)
         headers = check_headers(headers) if headers is not None else []
         timestamp = check_timestamp(timestamp)
         if timestamp is None:

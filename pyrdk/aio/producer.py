@@ -417,15 +417,17 @@ class AIOKafkaProducer(Client):
 
     def create_batch(self) -> BatchBuilder:
         """An empty :class:`~pyrdk.aio.batch.BatchBuilder` of up to ``max_batch_size`` bytes,
-        to fill and hand to :meth:`send_batch`."""
-        return BatchBuilder(self._max_batch_size)
+        to fill and hand to :meth:`send_batch`; its ``append()`` serializes with the
+        producer's serializers, as aiokafka's."""
+        return BatchBuilder(self._max_batch_size, key_serializer=self._key_serializer,
+                            value_serializer=self._value_serializer)
 
     async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> asyncio.Future[RecordMetadata]:
         """Hand the records of ``batch`` to librdkafka, all to ``partition`` of ``topic``
         (``rd_kafka_producev`` each, in order), after the previous batch sent to that
         partition is delivered; a future of the first record's :class:`RecordMetadata`, set
         once every record of the batch is delivered (or with the first failure). The records
-        are not serialized: they went into the batch as bytes."""
+        were serialized as they went into the batch."""
         self._check_running()
         self._check_loop()
         if self._transactional and not self._in_transaction:

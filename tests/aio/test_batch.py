@@ -1,6 +1,7 @@
 """create_batch() and send_batch(): aiokafka's BatchBuilder, sizes as Kafka's record format
 counts them, batches delivered whole to the partition chosen."""
 import asyncio
+import json
 
 import pytest
 
@@ -96,3 +97,23 @@ async def test_send_batch_waits_for_the_partitions_previous_batch(kafka_hosts, n
         fut2 = await producer.send_batch(second, topic, partition=0)
         assert fut1.done()  # send_batch() waited for the first batch's delivery
         assert ((await fut1).offset, (await asyncio.wait_for(fut2, 10)).offset) == (0, 1)
+
+
+@pytest.mark.asyncio
+async def test_append_serializes_with_the_producers_serializers_as_aiokafkas(kafka_hosts, new_topic):
+    """aiokafka 0.11 on: create_batch() gives the batch the producer's serializers, and
+    append() takes what send() would (not only bytes)."""
+    topic = new_topic(1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, key_serializer=str.encode,
+                                         value_serializer=lambda v: json.dumps(v).encode()) as producer:
+        batch = producer.create_batch()
+        md = batch.append(key="k", value={"n": 1}, timestamp=None)
+        assert md.size == record_size(0, 0, b"k", b'{"n": 1}', [])
+        with pytest.raises(TypeError, match="value_serializer returned"):
+            BatchBuilder(1000, value_serializer=lambda v: "not bytes").append(key=None, value=1, timestamp=None)
+        await (await producer.send_batch(batch, topic, partition=0))
+    consumer, tps = assigned_consumer(kafka_hosts, topic, 1)
+    async with consumer:
+        consumer.assign(tps)
+        got = await drain(consumer, 1)
+    assert [(r.key, r.value) for r in got] == [(b"k", b'{"n": 1}')]
