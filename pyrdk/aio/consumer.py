@@ -33,7 +33,7 @@ from pyrdk.aio.client import Client
 from pyrdk.aio.abc import AbstractTokenProvider, ConsumerRebalanceListener
 from pyrdk.aio.errors import (CommitFailedError, ConsumerStoppedError, IllegalOperation, IllegalStateError,
                               KafkaError)
-from pyrdk.aio.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from pyrdk.aio.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition, offsets_to_commit, topic_partition
 from pyrdk.aio.wakeup import Wakeup
 from pyrdk.common import check_bool, integer
 from pyrdk.core import consumer_core
@@ -137,20 +137,6 @@ def _posix_pattern(pattern: Union[str, re.Pattern[str]]) -> str:
                                  "expressions, which have no %s as Python's (pattern %r): use [0-9] for \\d, "
                                  "plain (...) groups, no escapes inside [...]" % (unsupported, pattern))
     return pattern
-
-
-def _tp(tp, what="partition"):
-    """``tp`` (a TopicPartition, or a ``(topic, partition)`` pair) as a TopicPartition of a
-    non-empty str topic and an int partition (numpy's integers too); else TypeError: a
-    bytes topic would name no topic the consumer knows, a bool would be taken as partition 1."""
-    if isinstance(tp, tuple) and len(tp) == 2:
-        topic, partition = tp[0], integer(tp[1])
-        if isinstance(topic, str) and topic and isinstance(partition, int) and not isinstance(partition, bool):
-            return tp if type(tp) is TopicPartition and type(tp[1]) is int else TopicPartition(topic, partition)
-    if isinstance(tp, TopicPartition):
-        raise TypeError("%s must be a TopicPartition(topic, partition) of a topic name (a non-empty str) and a "
-                        "partition id (an int), not %r" % (what, tp))
-    raise TypeError("%s must be a TopicPartition, not %r" % (what, tp))
 
 
 class AIOKafkaConsumer(Client):
@@ -479,7 +465,7 @@ class AIOKafkaConsumer(Client):
             self._check_running()
         if self._subscribed:
             raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
-        tps = [_tp(tp) for tp in partitions]
+        tps = [topic_partition(tp) for tp in partitions]
         if self._handle is None:
             self._before_start = functools.partial(self.assign, tps)
             self._manual = True
@@ -816,7 +802,7 @@ class AIOKafkaConsumer(Client):
     async def _get(self, partitions, timeout_ms, max_records):
         self._check_running()
         self._check_loop()
-        partitions = [_tp(tp) for tp in partitions]
+        partitions = [topic_partition(tp) for tp in partitions]
         deadline = None if timeout_ms is None else self._loop.time() + timeout_ms / 1000.0
         # A loop of getmany() calls must let other tasks run: here, before anything is taken,
         # so that a cancellation at this await loses no record.
@@ -888,24 +874,7 @@ class AIOKafkaConsumer(Client):
             entries: list[tuple[str, int, int, int, Optional[bytes]]] = [
                 (tp.topic, tp.partition, off, 0, None) for tp, off in self._positions.items() if tp in assigned]
         else:
-            if not isinstance(offsets, Mapping) or not offsets:
-                raise ValueError("offsets must be a non-empty dict {TopicPartition: offset or (offset, "
-                                 "metadata)}, not %r" % (offsets,))
-            entries = []
-            for tp, value in offsets.items():
-                tp = _tp(tp, "an offsets key")
-                meta = ""
-                if isinstance(value, (tuple, list)):  # (offset, metadata), OffsetAndMetadata, as aiokafka
-                    if len(value) != 2:
-                        raise ValueError("offsets values must be offset or (offset, metadata), not %r" % (value,))
-                    value, meta = value
-                value = integer(value)
-                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                    raise ValueError("offset for %s [%d] must be an int >= 0, not %r"
-                                     % (tp.topic, tp.partition, value))
-                if not isinstance(meta, str):
-                    raise TypeError("commit metadata must be a str, not %r" % (meta,))  # aiokafka's type
-                entries.append((tp.topic, tp.partition, value, 0, meta.encode() or None))
+            entries = offsets_to_commit(offsets)
             self._check_assigned([TopicPartition(t, p) for t, p, *_ in entries])
         if not entries:
             return
@@ -919,7 +888,7 @@ class AIOKafkaConsumer(Client):
         self._check_running()
         if self._group_id is None:
             raise IllegalOperation("committed() needs a group_id")
-        tp = _tp(partition)
+        tp = topic_partition(partition)
         found = await self._blocking(self._handle.committed, [(tp.topic, tp.partition)], self._request_timeout_ms)
         offset = found[0].offset
         return offset if offset >= 0 else None
@@ -927,7 +896,7 @@ class AIOKafkaConsumer(Client):
     async def position(self, partition: TopicPartition) -> int:
         """The offset of the next record ``getmany()`` returns for ``partition``."""
         self._check_running()
-        tp = _tp(partition)
+        tp = topic_partition(partition)
         self._check_assigned([tp])
         if tp in self._positions:
             return self._positions[tp]
@@ -957,7 +926,7 @@ class AIOKafkaConsumer(Client):
         """Read ``partition`` from ``offset`` next (``rd_kafka_seek_partitions``, not waited on);
         with auto-commit, the offset is what is committed next, as aiokafka commits positions."""
         self._check_running()
-        tp = _tp(partition)
+        tp = topic_partition(partition)
         offset = integer(offset)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ValueError("offset must be an int >= 0, not %r" % (offset,))
@@ -999,7 +968,7 @@ class AIOKafkaConsumer(Client):
                         (tps is None or TopicPartition(exc.topic, exc.partition) in tps)))
 
     def _chosen(self, partitions):
-        tps = [_tp(tp) for tp in partitions] if partitions else sorted(self.assignment())
+        tps = [topic_partition(tp) for tp in partitions] if partitions else sorted(self.assignment())
         return tps
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
@@ -1060,7 +1029,7 @@ class AIOKafkaConsumer(Client):
         or None before any fetch; of a partition not assigned, ``IllegalStateError`` (aiokafka's
         asserts it is assigned), as ``last_stable_offset()`` and ``last_poll_timestamp()``."""
         self._check_running()
-        tp = _tp(partition)
+        tp = topic_partition(partition)
         self._check_assigned([tp])
         high = self._handle.get_watermark_offsets(tp.topic, tp.partition)[1]
         return high if high >= 0 else None
@@ -1069,7 +1038,7 @@ class AIOKafkaConsumer(Client):
         """When records of the partition last came from librdkafka's queue, in ms since the
         epoch, or None before any came (librdkafka does not tell when a fetch brought nothing)."""
         self._check_running()
-        tp = _tp(partition)
+        tp = topic_partition(partition)
         self._check_assigned([tp])
         return self._polled.get(tp)
 
@@ -1081,7 +1050,7 @@ class AIOKafkaConsumer(Client):
         ``rdkafka_config={"statistics.interval.ms": ...}`` changes it), so the value is up to
         that old."""
         self._check_running()
-        tp = _tp(partition)
+        tp = topic_partition(partition)
         self._check_assigned([tp])
         if not self._read_committed:
             return -1 if self.highwater(tp) is not None else None
@@ -1108,7 +1077,7 @@ class AIOKafkaConsumer(Client):
     async def _watermarks(self, partitions, which):
         self._check_running()
         out = {}
-        for tp in [_tp(tp) for tp in partitions]:
+        for tp in [topic_partition(tp) for tp in partitions]:
             marks = await self._blocking(self._handle.query_watermark_offsets, tp.topic, tp.partition,
                                          self._request_timeout_ms)
             out[tp] = marks[which]
@@ -1122,7 +1091,7 @@ class AIOKafkaConsumer(Client):
         self._check_running()
         entries = []
         for tp, ts in timestamps.items():
-            tp = _tp(tp)
+            tp = topic_partition(tp)
             ts = integer(ts)
             if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
                 raise ValueError("the timestamp for %s [%d] must be an int >= 0 (ms), not %r"
@@ -1140,7 +1109,7 @@ class AIOKafkaConsumer(Client):
         """Stop fetching ``partitions`` (``rd_kafka_pause_partitions``); ``getmany()`` returns
         none of their records until :meth:`resume`."""
         self._check_running()
-        tps = [_tp(tp) for tp in partitions]
+        tps = [topic_partition(tp) for tp in partitions]
         self._check_assigned(tps)
         self._handle.pause([(tp.topic, tp.partition) for tp in tps])
         self._paused.update(tps)
@@ -1149,7 +1118,7 @@ class AIOKafkaConsumer(Client):
     def resume(self, *partitions: TopicPartition) -> None:
         """Fetch ``partitions`` again (``rd_kafka_resume_partitions``)."""
         self._check_running()
-        tps = [_tp(tp) for tp in partitions]
+        tps = [topic_partition(tp) for tp in partitions]
         self._check_assigned(tps)  # as pause() and aiokafka's resume()
         self._resume(tps)
         self._paused.difference_update(tps)

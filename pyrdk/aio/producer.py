@@ -29,7 +29,7 @@ from pyrdk.aio.batch import check_bytes as _check_bytes
 from pyrdk.aio.client import Client
 from pyrdk.aio.errors import (IllegalOperation, IllegalStateError, KafkaTimeoutError, MessageSizeTooLargeError,
                               ProducerClosed)
-from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition, offsets_to_commit
 from pyrdk.aio.wakeup import Wakeup
 from pyrdk.common import INT32_MAX, check_bool, integer
 from pyrdk.core import sender_core
@@ -573,26 +573,17 @@ class AIOKafkaProducer(Client):
         self._in_transaction = False
         self._fast = None
 
-    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Union[int, OffsetAndMetadata]],
-                                          group_id: str) -> None:
-        """Commit ``offsets`` (``{TopicPartition: offset or OffsetAndMetadata}``, the next
-        offsets to read) for ``group_id`` with the transaction
-        (``rd_kafka_send_offsets_to_transaction``)."""
+    async def send_offsets_to_transaction(
+            self, offsets: Mapping[TopicPartition, Union[int, tuple[int, str], OffsetAndMetadata]],
+            group_id: str) -> None:
+        """Commit ``offsets`` (``{TopicPartition: offset, (offset, metadata) or
+        OffsetAndMetadata}``, the next offsets to read, as aiokafka takes them) for
+        ``group_id`` with the transaction (``rd_kafka_send_offsets_to_transaction``)."""
         self._check_transactional("send_offsets_to_transaction()")
-        if not isinstance(offsets, Mapping):
-            raise ValueError("offsets must be a dict {TopicPartition: offset or OffsetAndMetadata}, not %r"
-                             % (offsets,))
-        entries = []
-        for tp, value in offsets.items():
-            if not (isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str) and isinstance(tp[1], int)
-                    and not isinstance(tp[1], bool)):
-                raise ValueError("offsets' keys must be TopicPartition(topic, partition), not %r" % (tp,))
-            if isinstance(value, OffsetAndMetadata):
-                value = value.offset
-            value = integer(value)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError("the offset for %r must be an int >= 0, not %r" % (tp, value))
-            entries.append((tp[0], tp[1], value))
+        if not self._in_transaction:  # aiokafka's error (librdkafka's would be TransactionStateError)
+            raise IllegalOperation("send_offsets_to_transaction(): not in the middle of a transaction "
+                                   "(begin_transaction(), or async with producer.transaction())")
+        entries = offsets_to_commit(offsets)
         metadata = transaction.GroupMetadata.for_group(group_id)
         try:
             await self._blocking(transaction.send_offsets, self._handle, entries, metadata,

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import collections
 import types
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Generic, NamedTuple, Optional, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Optional, TypeVar
+
+from pyrdk.common import integer
 
 
 class TopicPartition(NamedTuple):
@@ -36,6 +38,45 @@ class OffsetAndMetadata(NamedTuple):
     """An offset to commit (the next to read) with its metadata (a str)."""
     offset: int
     metadata: str
+
+
+def topic_partition(tp: Any, what: str = "partition") -> TopicPartition:
+    """``tp`` (a TopicPartition, or a ``(topic, partition)`` pair) as a TopicPartition of a
+    non-empty str topic and an int partition (numpy's integers too); else TypeError: a
+    bytes topic would name no topic the client knows, a bool would be taken as partition 1."""
+    if isinstance(tp, tuple) and len(tp) == 2:
+        topic, partition = tp[0], integer(tp[1])
+        if isinstance(topic, str) and topic and isinstance(partition, int) and not isinstance(partition, bool):
+            return tp if type(tp) is TopicPartition and type(tp[1]) is int else TopicPartition(topic, partition)
+    if isinstance(tp, TopicPartition):
+        raise TypeError("%s must be a TopicPartition(topic, partition) of a topic name (a non-empty str) and a "
+                        "partition id (an int), not %r" % (what, tp))
+    raise TypeError("%s must be a TopicPartition, not %r" % (what, tp))
+
+
+def offsets_to_commit(offsets: Any) -> list[tuple[str, int, int, int, Optional[bytes]]]:
+    """``(topic, partition, offset, 0, metadata or None)`` entries for librdkafka from
+    aiokafka's ``{TopicPartition: offset, (offset, metadata) or OffsetAndMetadata}``, checked
+    as aiokafka's commit() and send_offsets_to_transaction() check them: ValueError for an
+    empty dict or a bad offset, TypeError for a key or metadata of the wrong type."""
+    if not isinstance(offsets, Mapping) or not offsets:
+        raise ValueError("offsets must be a non-empty dict {TopicPartition: offset or (offset, "
+                         "metadata)}, not %r" % (offsets,))
+    entries = []
+    for tp, value in offsets.items():
+        tp = topic_partition(tp, "an offsets key")
+        meta = ""
+        if isinstance(value, (tuple, list)):  # (offset, metadata), OffsetAndMetadata
+            if len(value) != 2:
+                raise ValueError("offsets values must be offset or (offset, metadata), not %r" % (value,))
+            value, meta = value
+        value = integer(value)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError("offset for %s [%d] must be an int >= 0, not %r" % (tp.topic, tp.partition, value))
+        if not isinstance(meta, str):
+            raise TypeError("commit metadata must be a str, not %r" % (meta,))
+        entries.append((tp.topic, tp.partition, value, 0, meta.encode() or None))
+    return entries
 
 
 class OffsetAndTimestamp(NamedTuple):

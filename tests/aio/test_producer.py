@@ -575,15 +575,49 @@ async def test_a_transactional_producer_sends_only_inside_a_transaction(kafka_ho
                                          transactional_id="tx-" + topic) as producer:
         with pytest.raises(aiokafka.errors.IllegalOperation, match="inside a transaction"):
             await producer.send(topic, b"x")
+        with pytest.raises(aiokafka.errors.IllegalOperation, match="not in the middle of a transaction"):
+            await producer.send_offsets_to_transaction({TopicPartition(topic, 0): 1}, "g")  # as aiokafka's
         async with producer.transaction():
-            with pytest.raises(ValueError):
+            with pytest.raises(TypeError, match="an offsets key must be a TopicPartition"):  # as aiokafka's
                 await producer.send_offsets_to_transaction({"a": 1}, "g")
+            with pytest.raises(ValueError, match="non-empty dict"):  # as aiokafka's
+                await producer.send_offsets_to_transaction({}, "g")
             with pytest.raises(ValueError):
                 await producer.send_offsets_to_transaction([(TopicPartition(topic, 0), 1)], "g")
             fut = await producer.send(topic, b"inside")
         assert (await fut).offset >= 0
         with pytest.raises(aiokafka.errors.IllegalOperation):
             await producer.send(topic, b"after")
+
+
+@pytest.mark.asyncio
+async def test_send_offsets_to_transaction_takes_aiokafkas_offset_and_metadata(kafka_hosts, new_topic, monkeypatch):
+    """As aiokafka (commit_structure_validate): an offset, an ``(offset, metadata)`` pair or an
+    OffsetAndMetadata; the metadata goes to librdkafka with the offset, not dropped."""
+    from pyrdk.aio.structs import OffsetAndMetadata
+    from pyrdk.rd import transaction
+    topic, group = new_topic(3), "g-" + new_topic(1)
+    given = []
+    send_offsets = transaction.send_offsets
+
+    def spy(handle, offsets, metadata, timeout_ms):
+        given.extend(offsets)
+        return send_offsets(handle, offsets, metadata, timeout_ms)
+
+    monkeypatch.setattr(transaction, "send_offsets", spy)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, transactional_id="om-" + topic) as producer:
+        async with producer.transaction():
+            await producer.send_offsets_to_transaction(
+                {TopicPartition(topic, 0): 5, TopicPartition(topic, 1): (7, "pair"),
+                 TopicPartition(topic, 2): OffsetAndMetadata(9, "named")}, group)
+        with pytest.raises(TypeError, match="metadata must be a str"):
+            async with producer.transaction():
+                await producer.send_offsets_to_transaction({TopicPartition(topic, 0): (6, b"bytes")}, group)
+    assert [(t, p, o, m) for t, p, o, _, m in given] == [(topic, 0, 5, None), (topic, 1, 7, b"pair"),
+                                                        (topic, 2, 9, b"named")]
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id=group, enable_auto_commit=False)
+    async with consumer:
+        assert [await consumer.committed(TopicPartition(topic, p)) for p in range(3)] == [5, 7, 9]
 
 
 @pytest.mark.parametrize("client, kwargs, named", [
