@@ -159,6 +159,14 @@ class _Server:
             raise
         return self
 
+    def _running(self):
+        """Whether the process started runs (one that exited is stopped: reaped, its log
+        closed): ``start()`` again must neither start a second one over it, left running
+        without a pid to stop it by, nor truncate its log."""
+        if self.process is not None and self.process.poll() is not None:
+            self.stop()
+        return self.process is not None
+
     def stop(self, timeout_s=10):
         """Terminate the process (SIGTERM, then SIGKILL) and wait for it."""
         proc, self.process = self.process, None
@@ -207,7 +215,9 @@ class TansuBroker(_Server):
         return "127.0.0.1:%d" % self.advertised_port
 
     def start(self, timeout_s=30):
-        """Start the broker and wait until it accepts connections."""
+        """Start the broker (unless it runs) and wait until it accepts connections."""
+        if self._running():
+            return self
         command = [tansu_binary(), "broker",
                    "--listener-url", "tcp://127.0.0.1:%d" % self.port,
                    "--advertised-listener-url", "tcp://127.0.0.1:%d" % self.advertised_port,
@@ -258,7 +268,9 @@ class Stunnel(_Server):
         return path
 
     def start(self, timeout_s=30):
-        """Start stunnel and wait until it accepts connections."""
+        """Start stunnel (unless it runs) and wait until it accepts connections."""
+        if self._running():
+            return self
         return self._spawn([stunnel_binary(), self._write_config()],
                            open(os.path.join(self.work_dir, "stunnel-%d.out" % self.port), "ab"),
                            "stunnel (log: %s)" % self.log_path, timeout_s)
@@ -401,7 +413,7 @@ class ZooKeeperServer(_Server):
 
     def start(self, timeout_s=60):
         """Start the server (unless it runs) and wait until it accepts connections."""
-        if self.process is not None:
+        if self._running():
             return self
         command = [java_binary(), "-Xmx256m", "-cp", zookeeper_classpath(),
                    "org.apache.zookeeper.server.ZooKeeperServerMain", self._write_config()]

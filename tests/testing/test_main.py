@@ -78,3 +78,22 @@ def test_free_ports_are_below_the_range_outgoing_connections_take_theirs_from():
     assert len(set(ports)) > 1  # at random: two test runs side by side do not walk the same ports
     with socket.socket() as s:
         s.bind(("127.0.0.1", ports[0]))  # free indeed
+
+
+def test_starting_a_running_broker_again_keeps_the_one_process():
+    """start() on a broker that runs left it running with no pid to stop it by: a second
+    Tansu was spawned over it (and failed on the taken port), and stop() stopped neither."""
+    broker = TansuBroker()
+    first = None
+    try:
+        broker.start()
+        first = broker.process
+        assert broker.start() is broker
+        assert broker.process is first
+        broker.stop()
+        assert first.poll() is not None  # stopped with the broker, not left behind
+    finally:
+        broker.stop()
+        if first is not None and first.poll() is None:
+            first.kill()
+            first.wait()
