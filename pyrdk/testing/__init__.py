@@ -149,9 +149,13 @@ class _Server:
         """Run ``command`` with its output in the open file ``log``, and wait until
         127.0.0.1:``port`` accepts connections; stop it again if it does not."""
         self._log = log
-        self.process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        try:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        except BaseException:  # not started: stop() has no process, and would leave the log open
+            log.close()
+            raise
         try:
             wait_for_port(self.port, timeout_s, self.process, what)
         except BaseException:

@@ -97,3 +97,12 @@ def test_starting_a_running_broker_again_keeps_the_one_process():
         if first is not None and first.poll() is None:
             first.kill()
             first.wait()
+
+
+def test_a_broker_that_cannot_be_run_leaves_no_log_file_open(monkeypatch):
+    monkeypatch.setenv("PYRDK_TANSU", os.devnull)  # not an executable
+    broker = TansuBroker()
+    with pytest.raises(OSError):
+        broker.start()
+    broker.stop()
+    assert broker.pid is None and broker._log.closed
