@@ -99,10 +99,11 @@ def consumer_lag(cluster: Cluster, group: Union[str, bytes], topics: Optional[It
 
 
 def _existing(cluster, names):
-    """``{name: Topic or None}`` from the metadata, refreshed if a name is not known: a lag
-    is a read, and ``cluster.topics[name]`` would have a broker that creates topics on
-    demand create a topic the group once read (or wait ``socket_timeout_ms`` for it)."""
-    if any(name not in cluster.topics for name in names):
+    """``{name: Topic or None}`` from fresh metadata: a lag is a read, and
+    ``cluster.topics[name]`` would have a broker that creates topics on demand create a topic
+    the group once read (or wait ``socket_timeout_ms`` for it); and the client's known topics
+    may be out of date (a lag watched for a while): partitions added since, a topic deleted."""
+    if names:
         cluster.update()
     return {name: cluster.topics.get(name) for name in names}
 

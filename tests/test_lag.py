@@ -149,3 +149,31 @@ def test_offsets_in_zookeeper_of_a_topic_gone_since_are_left_out(kafka_hosts, zo
         assert sorted(lag) == [topic.name]
         assert lag[topic.name][0].lag == 2
         assert gone.encode() not in client.cluster.list_topics(), "a lag is a read: it creates no topic"
+
+
+def test_lag_reads_the_partitions_a_topic_has_now_not_those_the_client_knew(client, kafka_hosts, topic_name,
+                                                                             group_name):
+    """A lag watched for a while (``pyrdk lag --watch``) through one client: a topic deleted
+    since is unknown, and one made again with more partitions is read with all of them (the
+    client's known topics left out the partitions added, and the offsets committed there)."""
+    from pyrdk.exceptions import UnknownTopicOrPartition
+    fill(make_topic(client, topic_name, 1), {0: 1})
+    assert sorted(client.cluster.consumer_lag(group_name, [topic_name])[topic_name.encode()]) == [0]
+    with KafkaClient(hosts=kafka_hosts) as admin:
+        admin.cluster.delete_topics([topic_name])
+        with pytest.raises(UnknownTopicOrPartition, match="unknown topic"):
+            client.cluster.consumer_lag(group_name, [topic_name])
+        deadline = time.monotonic() + 60  # Kafka deletes a topic in the background
+        while True:
+            try:
+                topic = make_topic(admin, topic_name, 3)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        fill(topic, {0: 1, 1: 2, 2: 3})
+        commit(topic, group_name, {2: 1})
+    lag = client.cluster.consumer_lag(group_name)[topic_name.encode()]
+    assert sorted(lag) == [0, 1, 2]
+    assert [(lag[p].committed, lag[p].lag) for p in (0, 1, 2)] == [(None, 1), (None, 2), (1, 2)]
