@@ -145,3 +145,21 @@ def test_a_client_callback_reaches_the_producers_that_turn_statistics_on(mock_cl
                 producer.flush()
                 time.sleep(0.05)
     assert seen
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("client_id", ['billing "eu"', "CORP\\svc"], ids=["quote", "backslash"])
+def test_a_client_id_that_json_must_escape_still_gives_statistics(mock_cluster, client_id):
+    """librdkafka writes client.id into its statistics JSON unescaped: the JSONDecodeError
+    came out of produce() (and stop()), and no snapshot was ever handed over."""
+    seen = []
+    mock_cluster.create_topic("t", 1)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, rdkafka_config={"client.id": client_id}) as client:
+        with client.topics["t"].get_producer(statistics_interval_ms=50, stats_callback=seen.append) as producer:
+            def snapshot():
+                producer.produce(b"x")
+                producer.flush()
+                return seen
+            until(snapshot, "a statistics snapshot")
+            assert producer.stats()["client_id"] == client_id
+            assert seen[-1]["name"].startswith(client_id + "#producer-")

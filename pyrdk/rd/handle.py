@@ -462,8 +462,13 @@ class Handle:
     def _on_stats(self, text):
         """librdkafka's statistics JSON (``stats_cb``): parsed once, kept as :attr:`stats` and
         handed to ``stats_callback``; an exception the callback raises is logged, not raised
-        (it would otherwise come out of an unrelated ``produce()`` or ``consume()``)."""
-        self.stats = json.loads(text)
+        (it would otherwise come out of an unrelated ``produce()`` or ``consume()``), and so is
+        a snapshot that cannot be parsed."""
+        try:
+            self.stats = _parse_stats(text, self.name)
+        except ValueError as exc:
+            log.warning("the statistics of %s could not be parsed, skipped: %s", self.name, exc)
+            return
         if self._stats_callback is not None:
             try:
                 self._stats_callback(self.stats)
@@ -1052,6 +1057,21 @@ class Handle:
 def _pointers(array, n):
     """The first ``n`` pointers of ``array`` as a memoryview of unsigned ints."""
     return memoryview(ffi.buffer(array, n * ffi.sizeof("void *"))).cast(_POINTER_FORMAT)
+
+
+def _parse_stats(text, name):
+    """librdkafka's statistics JSON as a dict. librdkafka writes its handle ``name`` (``client.id#kind-N``)
+    and ``client.id`` into it unescaped: a ``"`` or ``\\`` in ``client.id`` makes it invalid JSON,
+    so those two values are written again, escaped, when it does not parse."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        client_id = name.rpartition("#")[0]
+        raw = '"name": "%s", "client_id": "%s", ' % (name, client_id)
+        if raw not in text:
+            raise
+        return json.loads(text.replace(raw, '"name": %s, "client_id": %s, ' % (json.dumps(name), json.dumps(client_id)),
+                                       1))
 
 
 def stats_enabled(config):
