@@ -13,6 +13,7 @@ with the list of task ids it went to), ``log``, ``error`` and ``metrics``.
 import json
 import os
 import queue
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -45,9 +46,15 @@ class ShellSpout:
         self._reader.start()
         context = {"taskid": task_id, "componentid": component, "task->component": {str(task_id): component},
                    "stream->target->grouping": {}, "stream->outputfields": {"default": ["key", "value"]}}
-        self._write({"conf": conf, "context": context, "pidDir": self.piddir})
-        self.pid = self._read()["pid"]
-        assert os.path.exists(os.path.join(self.piddir, str(self.pid))), "no pid file in pidDir"
+        try:
+            self._write({"conf": conf, "context": context, "pidDir": self.piddir})
+            self.pid = self._read()["pid"]
+            assert os.path.exists(os.path.join(self.piddir, str(self.pid))), "no pid file in pidDir"
+        except BaseException:  # nobody has the spout to close: it would be left running
+            self.kill()
+            self._log.close()
+            shutil.rmtree(self.piddir, ignore_errors=True)
+            raise
 
     def _read_lines(self):
         for line in iter(self.process.stdout.readline, b""):
