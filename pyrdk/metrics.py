@@ -79,6 +79,10 @@ class PrometheusExporter:
         """Serve the registry at ``http://addr:port/metrics`` from a daemon thread (on the
         loopback interface by default, where prometheus_client's listens on every one); returns
         prometheus_client's ``(server, thread)`` (``server.shutdown()`` stops it)."""
+        if self._registry is None:  # else every scrape would fail (HTTP 500) in the server's thread
+            raise ValueError("this exporter was made with registry=None, so it has no registry to serve: "
+                             "give it one (PrometheusExporter(registry=...)) or serve the registry you "
+                             "registered it with")
         return _start_http_server(port, addr=addr, registry=self._registry)
 
     def _name(self, name):

@@ -156,3 +156,14 @@ def test_a_second_exporter_of_the_same_names_is_refused_when_registered():
     text = generate_latest(registry).decode()
     assert 'pyrdk_messages_sent_total{client="p",type="producer"} 3.0' in text
     assert 'other_messages_received_total{client="q",type="consumer"} 4.0' in text
+
+
+def test_an_exporter_without_a_registry_refuses_to_serve_one():
+    """``registry=None`` registers the exporter nowhere: its HTTP server served every scrape
+    a 500 (None has no ``collect``), the traceback printed in the server's thread."""
+    from pyrdk.metrics import PrometheusExporter
+    exporter = PrometheusExporter(registry=None)
+    with pytest.raises(ValueError, match="registry=None, so it has no registry to serve"):
+        server, thread = exporter.start_http_server(free_port())
+        server.shutdown()  # not reached with the fix: a server that answers every scrape with a 500
+        server.server_close()
