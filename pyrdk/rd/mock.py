@@ -62,6 +62,9 @@ class MockCluster:
 
     def create_topic(self, name, num_partitions=1, replication_factor=1):
         """``rd_kafka_mock_topic_create``."""
+        # librdkafka aborts the process on a negative count, and makes a topic of no partitions or replicas
+        num_partitions = check_int("num_partitions", num_partitions, 1)
+        replication_factor = check_int("replication_factor", replication_factor, 1)
         errors.check(lib.rd_kafka_mock_topic_create(self._cluster(), name.encode(), num_partitions,
                                                     replication_factor), "mock topic create")
 

@@ -69,6 +69,16 @@ def test_a_cluster_of_no_brokers_is_refused(num_brokers):
         MockCluster(num_brokers)
 
 
+@pytest.mark.parametrize("counts, refused", [((0, 1), "num_partitions"), ((1, 0), "replication_factor"),
+                                             ((-1, 1), "num_partitions"), ((1, -1), "replication_factor")])
+def test_a_topic_of_no_partitions_or_replicas_is_refused(mock_cluster, counts, refused):
+    """A negative count made librdkafka abort the process (``rd_calloc``); 0 made a topic
+    without partitions or without a leader."""
+    with pytest.raises(TypeError, match="%s must be an int >= 1" % refused):
+        mock_cluster.create_topic("refused", *counts)
+    mock_cluster.create_topic("refused", 1, 1)  # nothing was created
+
+
 def test_context_manager_and_close_twice():
     with MockCluster(1) as cluster:
         assert len(cluster.bootstrap_servers.split(",")) == 1
