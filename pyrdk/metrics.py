@@ -136,7 +136,9 @@ class PrometheusExporter:
                             latency.add_metric(ids + [name, stage, stat], value)
             for topic, t in stats.get("topics", {}).items():
                 for pid, p in t.get("partitions", {}).items():
-                    if int(pid) >= 0 and p.get("consumer_lag", -1) >= 0:
+                    # not a partition given up at a rebalance ("desired" false): librdkafka keeps
+                    # its last lag, frozen, beside the figure of the member that reads it now
+                    if int(pid) >= 0 and p.get("desired", True) and p.get("consumer_lag", -1) >= 0:
                         lag.add_metric(ids + [topic, str(pid)], p["consumer_lag"])
             if "cgrp" in stats:
                 rebalances.add_metric(ids, stats["cgrp"].get("rebalance_cnt", 0))

@@ -167,3 +167,17 @@ def test_an_exporter_without_a_registry_refuses_to_serve_one():
         server, thread = exporter.start_http_server(free_port())
         server.shutdown()  # not reached with the fix: a server that answers every scrape with a 500
         server.server_close()
+
+
+def test_a_partition_given_up_at_a_rebalance_is_not_exported(exporter):
+    """librdkafka's statistics keep a revoked partition (``desired`` false, fetch stopped)
+    with the lag it had then: exported, it stood beside the lag of the member reading it now,
+    frozen, as if this consumer still read it."""
+    partitions = {"0": {"partition": 0, "desired": True, "fetch_state": "active", "consumer_lag": 3},
+                  "1": {"partition": 1, "desired": False, "fetch_state": "stopped", "consumer_lag": 40},
+                  "-1": {"partition": -1, "desired": False, "fetch_state": "none", "consumer_lag": -1}}
+    exporter({"name": "rdkafka#consumer-98", "type": "consumer", "topics": {"t": {"partitions": partitions}}})
+    samples = scrape(exporter.url)
+    client = "rdkafka#consumer-98"
+    assert value(samples, "pyrdk_consumer_lag_messages", client=client, partition="0") == 3
+    assert value(samples, "pyrdk_consumer_lag_messages", client=client, partition="1") is None
