@@ -18,7 +18,7 @@ import itertools
 import logging
 import ssl
 import sys
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Optional, Union
 
@@ -518,10 +518,9 @@ class AIOKafkaProducer(Client):
         if isinstance(exc, KafkaException) and exc.fatal and self._fatal is None:
             self._fatal = exc
 
-    def begin_transaction(self) -> Awaitable[None]:
-        """``rd_kafka_begin_transaction`` (local: no request), done by the call; what it returns
-        may be awaited, as aiokafka's coroutine is (``await producer.begin_transaction()``).
-        After a commit or abort that timed out (it goes on in the background),
+    async def begin_transaction(self) -> None:
+        """``rd_kafka_begin_transaction`` (local: no request), a coroutine as aiokafka's. After a
+        commit or abort that timed out (it goes on in the background),
         ``TransactionStateError``: await that call again first."""
         self._check_transactional("begin_transaction()")
         if self._unfinished is not None:
@@ -532,7 +531,6 @@ class AIOKafkaProducer(Client):
         self._in_transaction = True
         if self._partitioner is None:
             self._fast = self._core
-        return _DONE
 
     async def commit_transaction(self) -> None:
         """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
@@ -678,17 +676,6 @@ class AIOKafkaProducer(Client):
         self._flushing = waiting
 
 
-class _Done:
-    """An awaitable with nothing left to do (its result None)."""
-    __slots__ = ()
-
-    def __await__(self) -> Generator[None, None, None]:
-        yield from ()
-
-
-_DONE = _Done()
-
-
 async def _first_when_all(futures):
     """The first future's result once all are done; the first failure, if any."""
     results = await asyncio.gather(*futures)
@@ -702,7 +689,7 @@ class _Transaction:
         self._producer = producer
 
     async def __aenter__(self) -> _Transaction:
-        self._producer.begin_transaction()
+        await self._producer.begin_transaction()
         return self
 
     async def __aexit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],

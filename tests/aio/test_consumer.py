@@ -793,7 +793,7 @@ async def test_last_stable_offset_stops_at_an_open_transaction_and_last_poll_tim
         async with producer.transaction():
             for i in range(3):
                 await producer.send(topic, b"committed %d" % i)
-        producer.begin_transaction()
+        await producer.begin_transaction()
         await producer.send(topic, b"open")
         await producer.flush()  # offsets 0-2, the commit marker at 3, the open record at 4
         assert await lso_reaches(4) == 4

@@ -238,7 +238,7 @@ async def test_a_start_whose_init_transactions_failed_or_was_cancelled_is_starte
     with pytest.raises(aiokafka.errors.KafkaTimeoutError):
         await producer.start()
     with pytest.raises(ProducerClosed, match="not started"):
-        producer.begin_transaction()
+        await producer.begin_transaction()
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(producer.start(), 0.2)
     with pytest.raises(aiokafka.errors.KafkaTimeoutError):
@@ -278,7 +278,7 @@ from tests.aio.test_producer import slow_transactional_producer
 async def main(mock_cluster):
     producer = slow_transactional_producer(mock_cluster)
     async with producer:
-        producer.begin_transaction()
+        await producer.begin_transaction()
         await producer.send_and_wait("t", b"in doubt")
         mock_cluster.set_broker_rtt(1, 3000)
         try:
@@ -288,7 +288,7 @@ async def main(mock_cluster):
         mock_cluster.set_broker_rtt(1, 0)
         # It goes on in the background; librdkafka takes no other call until it is made again.
         try:
-            producer.begin_transaction()
+            await producer.begin_transaction()
         except TransactionStateError as exc:
             print("refused:", "await commit_transaction() again" in str(exc))
         await producer.commit_transaction()
@@ -313,7 +313,7 @@ def test_a_commit_that_timed_out_is_called_again_before_the_next_transaction():
 async def test_a_commit_after_an_abort_that_timed_out_says_to_finish_the_abort(mock_cluster):
     producer = slow_transactional_producer(mock_cluster)
     async with producer:
-        producer.begin_transaction()
+        await producer.begin_transaction()
         await producer.send_and_wait("t", b"aborted")
         mock_cluster.set_broker_rtt(1, 3000)
         with pytest.raises(aiokafka.errors.KafkaTimeoutError):
@@ -343,7 +343,7 @@ async def test_a_fenced_producer_raises_producer_fenced_not_the_timeout_of_an_ab
             with pytest.raises(aiokafka.errors.ProducerFenced, match="stop"):
                 await zombie.abort_transaction()
             with pytest.raises(aiokafka.errors.ProducerFenced, match="stop"):
-                zombie.begin_transaction()
+                await zombie.begin_transaction()
         async with successor.transaction():
             await successor.send_and_wait(topic, b"successor")
     finally:
@@ -380,13 +380,13 @@ async def test_transactions_commit_and_abort(kafka_hosts, new_topic):
             await lost
         async with producer.transaction():
             await producer.send(topic, b"kept too")
-        await producer.begin_transaction()  # aiokafka's is a coroutine: awaited as such
+        await asyncio.create_task(producer.begin_transaction())  # aiokafka's is a coroutine: a task takes it
         await producer.send(topic, b"kept third")
         await producer.commit_transaction()
     plain = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts)
     async with plain:
         with pytest.raises(aiokafka.errors.IllegalOperation, match="transactional_id"):
-            plain.begin_transaction()
+            await plain.begin_transaction()
     consumer, tps = assigned_consumer(kafka_hosts, topic, 1, isolation_level="read_committed")
     async with consumer:
         consumer.assign(tps)
