@@ -43,9 +43,9 @@ def check_bytes(what, data, serialized=False):
 
 
 def check_headers(headers):
-    """``headers`` (an iterable of ``(str, bytes or None)`` pairs) as a list; TypeError for
-    anything else."""
-    headers = list(headers)
+    """``headers`` (an iterable of ``(str, bytes or None)`` pairs, lists too, as aiokafka
+    unpacks them) as a list of tuples; TypeError for anything else."""
+    headers = [tuple(item) if isinstance(item, list) else item for item in headers]
     for item in headers:
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
                 and (item[1] is None or isinstance(item[1], bytes))):

@@ -44,7 +44,9 @@ def assigned_consumer(hosts, topic, partitions, **kwargs):
 async def test_round_trip_with_deserializers(kafka_hosts, new_topic):
     topic = new_topic(4)
     async with aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts) as producer:
-        sent = [await producer.send(topic, b"v%d" % i, key=b"k%d" % i, headers=[("h", b"x")]) for i in range(200)]
+        # headers as pairs of any sequence, as aiokafka unpacks them
+        sent = [await producer.send(topic, b"v%d" % i, key=b"k%d" % i,
+                                    headers=[("h", b"x")] if i % 2 else [["h", b"x"]]) for i in range(200)]
         await producer.flush()
     consumer, tps = assigned_consumer(kafka_hosts, topic, 4, value_deserializer=bytes.decode,
                                       key_deserializer=bytes.decode)
@@ -56,6 +58,7 @@ async def test_round_trip_with_deserializers(kafka_hosts, new_topic):
     r = got[0]
     assert isinstance(r, ConsumerRecord)
     assert r.key == "k" + r.value[1:] and r.headers == (("h", b"x"),)  # a tuple, as aiokafka's
+    assert all(r.headers == (("h", b"x"),) for r in got)
     assert r.timestamp_type == 0 and r.timestamp > 0
     assert (r.serialized_key_size, r.serialized_value_size) == (len(r.key), len(r.value))
     where = {(f.result().partition, f.result().offset) for f in sent}
