@@ -29,6 +29,7 @@ producer or consumer keeps its last figures until :meth:`PrometheusExporter.forg
 consumer a ZooKeeper-coordinated balanced consumer replaces at each rebalance is forgotten
 then.
 """
+import re
 import threading
 
 try:
@@ -53,6 +54,10 @@ class PrometheusExporter:
     consumer that calls it (pass it as ``stats_callback``)."""
 
     def __init__(self, registry=REGISTRY, namespace="pyrdk"):
+        if not isinstance(namespace, str) or not re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", namespace):
+            # prometheus_client would escape it into another name (None_..., b_x__...)
+            raise ValueError("namespace must be a Prometheus metric name prefix (letters, digits, _ and :, "
+                             "not starting with a digit), not %r" % (namespace,))
         self._namespace = namespace
         self._snapshots = {}
         self._lock = threading.Lock()

@@ -181,3 +181,15 @@ def test_a_partition_given_up_at_a_rebalance_is_not_exported(exporter):
     client = "rdkafka#consumer-98"
     assert value(samples, "pyrdk_consumer_lag_messages", client=client, partition="0") == 3
     assert value(samples, "pyrdk_consumer_lag_messages", client=client, partition="1") is None
+
+
+@pytest.mark.parametrize("namespace", [None, b"x", "", "9lives", "my-app"])
+def test_a_namespace_that_is_no_metric_name_prefix_is_refused(namespace):
+    """prometheus_client escapes such a name into another (None_messages_sent_total, b_x__...),
+    which no dashboard looks for."""
+    from prometheus_client import CollectorRegistry
+    from pyrdk.metrics import PrometheusExporter
+    registry = CollectorRegistry()
+    with pytest.raises(ValueError, match="namespace must be a Prometheus metric name prefix"):
+        PrometheusExporter(registry=registry, namespace=namespace)
+    assert list(registry.collect()) == []  # nothing registered
