@@ -406,7 +406,12 @@ class Producer:
         finally:
             self._leave(me)
         if done is not None:
-            self._wait_delivered(msg, done)
+            try:
+                self._wait_delivered(msg, done)
+            except KafkaException as exc:
+                if exc.fatal and self._transactional_id is not None and self._txn_fatal is None:
+                    self._txn_fatal = exc  # fenced: an abort could not end well
+                raise
         self._raise_failed(1)
         return msg
 
@@ -1150,7 +1155,8 @@ class Producer:
         try:
             yield self
         except BaseException as exc:
-            if isinstance(exc, KafkaException) and exc.fatal and self._txn_fatal is None:
+            if isinstance(exc, KafkaException) and exc.fatal and self._txn_fatal is None \
+                    and self._handle.fatal_error() is not None:  # this producer's (not another's, nested)
                 self._txn_fatal = exc  # fenced (a sync produce() says so): an abort could not end well
             if self._in_transaction and self._txn_fatal is None:
                 self._abort_quietly(timeout)

@@ -287,6 +287,33 @@ def test_a_fenced_producer_raises_a_fatal_error_and_still_stops(mock_cluster, mo
 
 
 @pytest.mark.mock
+def test_another_producers_fatal_error_through_a_transaction_block_aborts_it_and_the_producer_goes_on(mock_cluster):
+    """Two topics, two producers, one transaction block inside the other: the inner one is
+    fenced; the outer one is not, so its transaction is aborted and it goes on."""
+    for name in ("outer", "inner"):
+        mock_cluster.create_topic(name, 1, 1)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=5000)
+    outer = client.topics["outer"].get_producer(transactional_id="outer", linger_ms=5)
+    inner = client.topics["inner"].get_producer(transactional_id="inner", linger_ms=5)
+    try:
+        outer.init_transactions(30)
+        inner.init_transactions(30)
+        mock_cluster.push_request_errors(ApiKey.EndTxn, PRODUCER_FENCED)  # the first EndTxn: the inner commit
+        with pytest.raises(ProducerFenced):
+            with outer.transaction(timeout=30):
+                outer.produce(b"aborted")
+                with inner.transaction(timeout=30):
+                    inner.produce(b"fenced")
+        with outer.transaction(timeout=30):  # not refused as if the outer producer were fenced
+            after = outer.produce(b"after")
+        assert after.offset >= 0
+    finally:
+        outer.stop()
+        inner.stop()
+        client.close()
+
+
+@pytest.mark.mock
 def test_a_commit_or_abort_that_timed_out_is_finished_not_left_blocking_the_next_transaction(
         mock_cluster, mock_topic):
     mock_cluster.set_coordinator("transaction", "slow", 1)
