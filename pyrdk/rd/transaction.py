@@ -5,9 +5,10 @@
 Each call raises what librdkafka's ``rd_kafka_error_t`` says, through
 :func:`pyrdk.rd.errors.raise_for_error`, with its ``retriable``, ``fatal`` and
 ``txn_requires_abort`` flags. The blocking calls wait up to their timeout (the GIL
-released); a timeout raises ``KafkaTimeoutError`` with ``retriable``. Those librdkafka
-resumes when they are made again after a timeout (init, commit, abort) wait in slices
-(``SLICE_MS``), so that Ctrl-C gets through.
+released); a timeout raises ``KafkaTimeoutError`` with ``retriable``. Commit and abort,
+which librdkafka resumes when they are made again after a timeout, wait in slices
+(``SLICE_MS``), so that Ctrl-C gets through; init waits in one call (made again, it may
+return the error of an attempt librdkafka is still retrying), so Ctrl-C waits for its end.
 """
 import time
 
