@@ -1155,9 +1155,10 @@ class Producer:
         try:
             yield self
         except BaseException as exc:
+            handle = self._handle
             if isinstance(exc, KafkaException) and exc.fatal and self._txn_fatal is None \
-                    and self._handle.fatal_error() is not None:  # this producer's (not another's, nested)
-                self._txn_fatal = exc  # fenced (a sync produce() says so): an abort could not end well
+                    and handle is not None and handle.fatal_error() is not None:  # this producer's, not a nested one's
+                self._txn_fatal = exc  # fenced: an abort could not end well
             if self._in_transaction and self._txn_fatal is None:
                 self._abort_quietly(timeout)
             raise
