@@ -85,6 +85,14 @@ def _check_process(process):
         raise TypeError("process must be callable: process(message) -> iterable of outputs, not %r" % (process,))
 
 
+def _raised_again(exc: KafkaException) -> bool:
+    """Whether a transaction's error is raised rather than its batch read again: a fatal one
+    (fenced), or one that is neither ``retriable`` (a timeout) nor ``txn_requires_abort`` (a
+    rebalance, a failed delivery), which the same batch would meet again (an output larger
+    than ``max_request_size``): read again, it would be aborted again, forever."""
+    return exc.fatal or not (exc.retriable or exc.txn_requires_abort)
+
+
 class Processor:
     """Consume a topic, process each message, and write what the processing returns to
     another topic, exactly once: each batch of messages, their outputs and the group's
@@ -105,8 +113,10 @@ class Processor:
     Before the group revokes partitions (inside ``consume_batch()``), the messages of those
     partitions not yet processed are dropped from the batch: their next owner reads them
     from the last committed transaction. A transaction that fails is aborted and its
-    messages are read again, unless the error is fatal (another instance with the same
-    ``transactional_id`` fenced this one: ``ProducerFenced`` is raised).
+    messages are read again; the error is raised too when it is fatal (another instance
+    with the same ``transactional_id`` fenced this one: ``ProducerFenced``) or would come
+    again with the same batch (neither ``retriable`` nor ``txn_requires_abort``: an output
+    larger than ``max_request_size``, say).
     """
 
     def __init__(self, input_topic: Topic, output_topic: Topic, consumer_group: Union[str, bytes],
@@ -189,7 +199,7 @@ class Processor:
                 log.warning("the commit of %d messages is unfinished (%s); the next batch finishes it", len(batch), exc)
                 return 0
             self._rewind(starts)
-            if exc.fatal:
+            if _raised_again(exc):
                 raise
             log.warning("transaction aborted (%s); its %d messages are read again", exc, len(batch))
             return 0
@@ -218,7 +228,7 @@ class Processor:
                 except KafkaException as abort_exc:  # a timeout: the next begin_transaction() finishes it
                     log.error("abort_transaction after an error failed: %s", abort_exc)
             self._rewind(starts)
-            if exc.fatal:
+            if _raised_again(exc):
                 raise
             log.warning("transaction aborted (%s); its %d messages are read again", exc, count)
             return 0

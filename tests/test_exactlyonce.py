@@ -111,6 +111,23 @@ def test_a_failing_process_aborts_and_its_messages_are_read_again(client, topic_
     assert seen.count(b"0") == 2  # the failed batch was read again from its start
 
 
+def test_an_output_that_fails_every_time_is_raised_not_read_again_forever(client, topic_name, group_name):
+    """An output larger than max_request_size aborts its transaction whenever it is made:
+    raised (the batch rewound), where the batch was read again and aborted again forever,
+    with a warning each time."""
+    from pyrdk.exceptions import MessageSizeTooLarge
+    source = make_topic(client, topic_name, 1)
+    sink = make_topic(client, topic_name + "-out", 1)
+    produce_inputs(source, 3)
+    with Processor(source, sink, group_name, unique_name("proc"), batch_size=10, batch_timeout_ms=500,
+                   consumer_kwargs=GROUP, producer_kwargs={"max_request_size": 2000}) as processor:
+        with pytest.raises(MessageSizeTooLarge, match="larger than max_request_size=2000"):
+            process_all(processor, 3, lambda m: [b"x" * 5000])
+        assert process_all(processor, 3, lambda m: [m.value]) == 3  # the batch was rewound
+    records, _ = committed_output(sink)
+    assert sorted(r.value for r in records) == [b"0", b"1", b"2"]
+
+
 def test_processor_refuses_to_let_the_consumer_commit(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     with pytest.raises(ValueError, match="auto_commit_enable"):
