@@ -220,6 +220,8 @@ class Producer:
             self._config.update({"transactional.id": transactional_id,
                                  "transaction.timeout.ms": transaction_timeout_ms})
         self._stats_callback = cluster.statistics(self._config, statistics_interval_ms, stats_callback)
+        for key in rdkafka_config:  # set last, after the arguments' properties: librdkafka takes the
+            self._config.pop(key, None)  # last of aliases (the client's compression.type, acks...)
         self._config.update(rdkafka_config)
         conf.check(self._config, _ARGUMENTS, rdkafka_config)
         cluster.check_statistics(self._config, stats_callback)

@@ -163,3 +163,27 @@ def test_arrow_batches_to_one_topic_go_through_produce_arrow_others_row_by_row(k
         [(b"same", murmur2_partition(b"same", 2))] * 5 + [(None, 1)] * 5
     assert where[b"x"] == (b"kx", murmur2_partition(b"kx", 2))
     assert consume_all(client.topics[other], 1) == [(0, None, b"y")]
+
+
+def test_kafka_properties_that_alias_the_producers_own_are_applied(spark, kafka_hosts, client):
+    """``kafka.acks=all`` and ``kafka.compression.type`` are aliases of properties the producer
+    sets from its arguments (request.required.acks, compression.codec); the option given must
+    win, not fail the task (acks) or be ignored (compression)."""
+    from pyrdk.rd.conf import Conf
+    from pyrdk.spark.options import WriteOptions
+    from pyrdk.spark.produce import _Sink
+    name = unique_name("sink")
+    topic = make_topic(client, name, 1)
+    options = {"kafka.acks": "all", "kafka.compression.type": "gzip", "kafka.retries": "7"}
+    df = spark.createDataFrame([("v%d" % i,) for i in range(10)], "value string")
+    writer(df.coalesce(1), kafka_hosts, topic=name, **options).save()
+    assert sorted(r[2] for r in consume_all(topic, 10)) == sorted(b"v%d" % i for i in range(10))
+    sink = _Sink(WriteOptions(dict(options, **{"kafka.bootstrap.servers": kafka_hosts})))
+    conf = Conf()
+    try:
+        for key, value in sink.producer(name, arrow=True)._config.items():
+            conf.set(key, value)
+        assert (conf.get("compression.codec"), conf.get("acks"), conf.get("retries")) == ("gzip", "-1", "7")
+    finally:
+        conf.destroy()
+        sink.close()
