@@ -224,6 +224,8 @@ class Producer:
             self._config.pop(key, None)  # last of aliases (the client's compression.type, acks...)
         self._config.update(rdkafka_config)
         conf.check(self._config, _ARGUMENTS, rdkafka_config)
+        if "message.max.bytes" in rdkafka_config:  # applied last: it is the largest message, not max_request_size
+            self._max_request_size = int(conf.to_str("message.max.bytes", rdkafka_config["message.max.bytes"]))
         cluster.check_statistics(self._config, stats_callback)
         self._transactional_id = self._config.get("transactional.id") or None  # also from rdkafka_config
         if self._transactional_id is not None:

@@ -187,3 +187,17 @@ def test_kafka_properties_that_alias_the_producers_own_are_applied(spark, kafka_
     finally:
         conf.destroy()
         sink.close()
+
+
+def test_kafka_message_max_bytes_sets_the_largest_row(spark, kafka_hosts, client):
+    """``kafka.message.max.bytes`` is the largest row the sink writes, above librdkafka's
+    default (1000012) as below it, and a row over it fails the task naming that limit."""
+    name = unique_name("sink")
+    topic = make_topic(client, name, 1)
+    big = spark.createDataFrame([(b"x" * 1500000,)], "value binary")
+    writer(big, kafka_hosts, topic=name, **{"kafka.message.max.bytes": "2000000"}).save()
+    assert [len(r[2]) for r in consume_all(topic, 1)] == [1500000]
+    small = spark.createDataFrame([(b"y" * 5000,)], "value binary")
+    with pytest.raises(Exception, match="message of 5000 bytes is larger than max_request_size=2000\\b"):
+        writer(small, kafka_hosts, topic=name, **{"kafka.message.max.bytes": "2000"}).save()
+    assert len(consume_all(topic, 2)) == 1
