@@ -12,7 +12,8 @@ to ``rd_kafka_produce_batch`` with no Python object per row; rows with a ``topic
 naming several topics, or with headers, are produced one by one from the batch's column lists
 (``to_pylist``).
 
-Each task produces with idempotent producers per topic, then waits for every delivery;
+Each task produces with idempotent producers per topic (unless ``kafka.acks`` or
+``kafka.max.in.flight.requests.per.connection`` conflict, as the Java producer), then waits for every delivery;
 a failed delivery fails the task, and Spark runs it again: rows are written at least
 once, and a retried task may write some twice.
 
@@ -70,6 +71,15 @@ def _bytes(value, column):
     raise TypeError("column '%s' holds %s; cast it to string or binary" % (column, type(value).__name__))
 
 
+def _idempotence(config):
+    """Whether the producers are idempotent: yes, as the Java producer Spark's sink uses, unless
+    the ``kafka.`` options conflict with it (acks other than all, more than 5 requests in flight)
+    and do not ask for it; ``kafka.enable.idempotence`` itself is applied last and wins."""
+    acks = str(config.get("acks", config.get("request.required.acks", "all"))).strip().lower()
+    in_flight = str(config.get("max.in.flight.requests.per.connection", config.get("max.in.flight", 5))).strip()
+    return acks in ("all", "-1") and (not in_flight.isdigit() or int(in_flight) <= 5)
+
+
 class _RowPartitioner:
     """The ``partition`` column of the row being produced, else murmur2 of the key."""
 
@@ -105,7 +115,7 @@ class _Sink:
         producer = self.producers.get((topic_name, arrow))
         if producer is None:
             producer = self.producers[topic_name, arrow] = self.client.topics[topic_name].get_producer(
-                enable_idempotence=True, linger_ms=5,
+                enable_idempotence=_idempotence(self.opts.rdkafka_config), required_acks=-1, linger_ms=5,
                 pending_timeout_ms=-1,  # librdkafka's message.timeout.ms bounds each delivery
                 rdkafka_config=self.opts.rdkafka_config,
                 partitioner=murmur2_partitioner if arrow else self.partitioner)

@@ -201,3 +201,14 @@ def test_kafka_message_max_bytes_sets_the_largest_row(spark, kafka_hosts, client
     with pytest.raises(Exception, match="message of 5000 bytes is larger than max_request_size=2000\\b"):
         writer(small, kafka_hosts, topic=name, **{"kafka.message.max.bytes": "2000"}).save()
     assert len(consume_all(topic, 2)) == 1
+
+
+def test_kafka_acks_1_and_more_in_flight_write_without_idempotence(spark, kafka_hosts, client):
+    """As the Java producer of Spark's sink, options that conflict with idempotence (acks=1,
+    more than 5 requests in flight) turn it off instead of failing every task."""
+    name = unique_name("sink")
+    topic = make_topic(client, name, 1)
+    df = spark.createDataFrame([("v%d" % i,) for i in range(10)], "value string").coalesce(1)
+    writer(df, kafka_hosts, topic=name, **{"kafka.acks": "1"}).save()
+    writer(df, kafka_hosts, topic=name, **{"kafka.max.in.flight.requests.per.connection": "10"}).save()
+    assert sorted(r[2] for r in consume_all(topic, 20)) == sorted([b"v%d" % i for i in range(10)] * 2)
