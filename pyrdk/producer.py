@@ -950,7 +950,8 @@ class Producer:
                     raise
 
     def flush(self, timeout: Optional[float] = None) -> int:
-        """Wait until every queued message is delivered or reported (``rd_kafka_flush``).
+        """Wait until every queued message is delivered or reported (``rd_kafka_flush``);
+        ``NoBrokersAvailableError`` once no broker has been reachable for ``socket_timeout_ms``.
 
         :param timeout: seconds (None: for ever)
         :returns: the number of messages still undelivered
@@ -965,6 +966,8 @@ class Producer:
         # is raised as soon as it is kept, not when a later one reaches this flush.
         while True:
             self._errors.check()
+            if self._outage.since is not None:
+                self._outage.check(handle)  # every broker unreachable for socket_timeout_ms: not a hang
             step = POLL_MS if timeout_ms < 0 else min(POLL_MS, max(0, timeout_ms - waited))
             if handle.flush(step) or (0 <= timeout_ms <= waited + step):
                 break

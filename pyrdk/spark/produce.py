@@ -167,7 +167,7 @@ class _Sink:
         if self.finished:
             _cached.setdefault(self.key, []).append((self.client, self.producers, self.partitioner, time.monotonic()))
             return
-        _close(self.client, self.producers)
+        _close(self.client, self.producers, purge=True)
 
 
 def _take(key):
@@ -192,8 +192,12 @@ def close_kept():
             _close(*kept[:2])
 
 
-def _close(client, producers):
+def _close(client, producers, purge=False):
+    """Stop the producers and close the client; ``purge``: a failed task's, whose rows left
+    undelivered are dropped at once (Spark runs the task again), not waited for."""
     for producer in producers.values():
+        if purge:
+            producer._pending_timeout_ms = 0
         try:
             producer.stop()
         except Exception:  # already failing; the first error is the one to report

@@ -212,3 +212,23 @@ def test_kafka_acks_1_and_more_in_flight_write_without_idempotence(spark, kafka_
     writer(df, kafka_hosts, topic=name, **{"kafka.acks": "1"}).save()
     writer(df, kafka_hosts, topic=name, **{"kafka.max.in.flight.requests.per.connection": "10"}).save()
     assert sorted(r[2] for r in consume_all(topic, 20)) == sorted([b"v%d" % i for i in range(10)] * 2)
+
+
+def test_a_write_whose_brokers_are_gone_fails_not_waits_for_the_message_timeout(spark):
+    """A Python worker keeps a finished task's producers; when every broker is gone before its
+    next task, that task fails with NoBrokersAvailableError after socket_timeout_ms, as produce()
+    does, instead of waiting librdkafka's message.timeout.ms (5 minutes) in its flush."""
+    from pyrdk import KafkaClient
+    from pyrdk.testing import TansuBroker
+    broker = TansuBroker()
+    try:
+        broker.start()
+        with KafkaClient(hosts=broker.bootstrap_servers) as client:
+            make_topic(client, "gone", 1)
+        df = spark.createDataFrame([("v%d" % i,) for i in range(5)], "value string").coalesce(1)
+        writer(df, broker.bootstrap_servers, topic="gone").save()
+        broker.stop()
+        with pytest.raises(Exception, match="NoBrokersAvailableError"):
+            writer(df, broker.bootstrap_servers, topic="gone").save()
+    finally:
+        broker.stop()
