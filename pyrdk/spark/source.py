@@ -81,7 +81,9 @@ class KafkaDataSource(DataSource):
         return KafkaBatchWriter(_write_options(self.options, schema, overwrite))
 
     def streamWriter(self, schema, overwrite):
-        return KafkaStreamWriter(_write_options(self.options, schema, overwrite))
+        # overwrite: outputMode("complete"), which Spark's Kafka sink takes too (it truncates
+        # nothing: each micro-batch writes the whole result again)
+        return KafkaStreamWriter(_write_options(self.options, schema, False))
 
 
 def _check_read_schema(given, opts):

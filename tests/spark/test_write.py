@@ -232,3 +232,23 @@ def test_a_write_whose_brokers_are_gone_fails_not_waits_for_the_message_timeout(
             writer(df, broker.bootstrap_servers, topic="gone").save()
     finally:
         broker.stop()
+
+
+def test_stream_in_complete_mode_writes_the_whole_result(spark, kafka_hosts, client, tmp_path):
+    """As Spark's Kafka sink, a streaming aggregation goes to Kafka in outputMode("complete"),
+    which Spark hands the writer as overwrite: each micro-batch writes the whole result."""
+    source, sink = unique_name("from"), unique_name("to")
+    make_topic(client, source, 1)
+    topic = make_topic(client, sink, 1)
+    writer(spark.createDataFrame([("a",), ("b",), ("a",)], "value string").coalesce(1), kafka_hosts,
+           topic=source).save()
+    query = (spark.readStream.format("pyrdk").option("kafka.bootstrap.servers", kafka_hosts)
+             .option("subscribe", source).option("startingOffsets", "earliest").load()
+             .groupBy("value").count().selectExpr("value AS key", "CAST(count AS STRING) AS value")
+             .writeStream.format("pyrdk").outputMode("complete").option("kafka.bootstrap.servers", kafka_hosts)
+             .option("topic", sink).option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert sorted((r[1], r[2]) for r in consume_all(topic, 2)) == [(b"a", b"2"), (b"b", b"1")]
