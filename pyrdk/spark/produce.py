@@ -108,10 +108,14 @@ class _Sink:
         self.client, self.producers, self.partitioner = kept
         self.count = 0
         self.finished = False
+        self.arrow = {}  # topic -> whether its last rows went through produce_arrow's producer
 
     def producer(self, topic_name, arrow=False):
         """The producer for ``topic_name``: by the ``partition`` column, else murmur2 of the
-        key; ``arrow``: the one ``produce_arrow`` uses (murmur2 in C, rows with neither spread)."""
+        key; ``arrow``: the one ``produce_arrow`` uses (murmur2 in C, rows with neither spread).
+        Switching between the two flushes the other first: a partition's rows stay in order."""
+        if self.arrow.get(topic_name, arrow) != arrow:
+            self.producers[topic_name, not arrow].flush()
         producer = self.producers.get((topic_name, arrow))
         if producer is None:
             producer = self.producers[topic_name, arrow] = self.client.topics[topic_name].get_producer(
@@ -119,6 +123,7 @@ class _Sink:
                 pending_timeout_ms=-1,  # librdkafka's message.timeout.ms bounds each delivery
                 rdkafka_config=self.opts.rdkafka_config,
                 partitioner=murmur2_partitioner if arrow else self.partitioner)
+        self.arrow[topic_name] = arrow
         return producer
 
     def row(self, value, key, topic_name, partition, headers):

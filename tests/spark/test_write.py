@@ -252,3 +252,21 @@ def test_stream_in_complete_mode_writes_the_whole_result(spark, kafka_hosts, cli
     finally:
         query.stop()
     assert sorted((r[1], r[2]) for r in consume_all(topic, 2)) == [(b"a", b"2"), (b"b", b"1")]
+
+
+def test_rows_of_a_partition_stay_in_order_across_the_writers_two_paths(spark, kafka_hosts, client):
+    """Arrow batches to one topic go through produce_arrow's producer, batches naming several
+    topics through another one; a task's rows of one key (one partition) must reach Kafka in
+    the DataFrame's order all the same, as from the one producer of Spark's sink."""
+    name, other = unique_name("sink"), unique_name("sink-b")
+    topic = make_topic(client, name, 1)
+    make_topic(client, other, 1)
+    # Batches of 2 rows: [name, name], [name, other], [name, name], [name, other]...
+    rows = [("k", "v%02d" % i, other if i % 4 == 3 else name) for i in range(16)]
+    df = spark.createDataFrame(rows, "key string, value string, topic string").coalesce(1)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "2")
+    try:
+        writer(df, kafka_hosts).save()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert [r[2] for r in consume_all(topic, 12)] == [b"v%02d" % i for i in range(16) if i % 4 != 3]
