@@ -21,11 +21,15 @@ _REFUSED_SOURCE = {
     "value.deserializer": "values are always read as binary; cast the 'value' column",
     "interceptor.classes": "interceptors are not supported",
 }
+_PARTITIONED = ("a row goes to its 'partition' column's partition, else to murmur2 of its key (as in Spark's "
+                "sink): give the DataFrame a 'partition' column to place rows otherwise")
 _REFUSED_SINK = {
     "key.serializer": "keys are written as given; cast the 'key' column to string or binary",
     "value.serializer": "values are written as given; cast the 'value' column to string or binary",
     "interceptor.classes": "interceptors are not supported",
     "transactional.id": "the sink writes no transactions: each task's rows are written at least once",
+    "partitioner": _PARTITIONED,
+    "partitioner.class": _PARTITIONED,
 }
 
 # The options each side reads (lower-cased, as Spark hands them over), besides the

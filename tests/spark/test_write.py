@@ -270,3 +270,16 @@ def test_rows_of_a_partition_stay_in_order_across_the_writers_two_paths(spark, k
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
     assert [r[2] for r in consume_all(topic, 12)] == [b"v%02d" % i for i in range(16) if i % 4 != 3]
+
+
+def test_a_kafka_partitioner_is_refused_not_ignored(spark, kafka_hosts, client):
+    """Rows go to the 'partition' column, else murmur2 of the key (produce_arrow hands librdkafka
+    each row's partition): librdkafka's 'partitioner' property would be ignored, so it is
+    refused, as Spark's 'partitioner.class' is."""
+    name = unique_name("sink")
+    topic = make_topic(client, name, 4)
+    df = spark.createDataFrame([("k%d" % i, "v") for i in range(20)], "key string, value string")
+    for option in ("kafka.partitioner", "kafka.partitioner.class"):
+        with pytest.raises(Exception, match="'%s' is not supported: a row goes to its 'partition' column" % option):
+            writer(df, kafka_hosts, topic=name, **{option: "fnv1a"}).save()
+    assert consume_all(topic, 1) == []
