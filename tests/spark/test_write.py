@@ -274,8 +274,8 @@ def test_rows_of_a_partition_stay_in_order_across_the_writers_two_paths(spark, k
 
 def test_a_kafka_partitioner_is_refused_not_ignored(spark, kafka_hosts, client):
     """Rows go to the 'partition' column, else murmur2 of the key (produce_arrow hands librdkafka
-    each row's partition): librdkafka's 'partitioner' property would be ignored, so it is
-    refused, as Spark's 'partitioner.class' is."""
+    each row's partition): librdkafka's 'partitioner' property would be ignored, and Spark's
+    'partitioner.class' names a Java class, so both are refused."""
     name = unique_name("sink")
     topic = make_topic(client, name, 4)
     df = spark.createDataFrame([("k%d" % i, "v") for i in range(20)], "key string, value string")
