@@ -30,12 +30,15 @@ class BatchRecordMetadata(NamedTuple):
 
 
 def check_bytes(what, data, serialized=False):
-    """``data`` as bytes (or None); TypeError for anything else, naming the serializer that
-    made it when ``serialized``."""
-    if data is None or isinstance(data, bytes):
+    """``data`` as bytes (or None; a bytes subclass, bytearray or memoryview as the plain bytes
+    it holds); TypeError for anything else, naming the serializer that made it when
+    ``serialized``."""
+    if data is None or data.__class__ is bytes:
         return data
-    if isinstance(data, (bytearray, memoryview)):
-        return bytes(data)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        # A bytes subclass as the bytes it holds (whatever its __len__ or __bytes__ says), as
+        # both cores take it: the C core's send() takes bytes only.
+        return bytes(memoryview(data))
     if serialized:
         raise TypeError("%s_serializer returned %s: it must return bytes or None (e.g. end it with "
                         ".encode() when it makes a str)" % (what, type(data).__name__))
