@@ -594,12 +594,14 @@ static int message_init(message_t *self, PyObject *args, PyObject *kwds) {
         if (st && Py_TYPE(self) == st->message_type) {
                 set_object(self, value, (void *)FIELD(value));
                 set_object(self, key, (void *)FIELD(key));
+                set_object(self, partition, (void *)FIELD(partition));
+                set_object(self, topic, (void *)FIELD(topic));
         } else if (core_setattr((PyObject *)self, "value", value) < 0 ||
-                   core_setattr((PyObject *)self, "partition_key", key) < 0)
-                return -1; /* through a subclass's own property, if it has one */
+                   core_setattr((PyObject *)self, "partition_key", key) < 0 ||
+                   core_setattr((PyObject *)self, "partition", partition) < 0 ||
+                   core_setattr((PyObject *)self, "topic", topic) < 0)
+                return -1; /* through a subclass's own properties, if it has them, as pyrdk.common.Message's */
         set_headers(self, headers, (void *)FIELD(headers));
-        set_object(self, partition, (void *)FIELD(partition));
-        set_object(self, topic, (void *)FIELD(topic));
         if (compression)
                 set_object(self, compression, (void *)FIELD(compression));
         else
@@ -708,7 +710,12 @@ static PyObject *subclass_repr(message_t *self) {
                         if (!fields[i])
                                 goto done;
                 }
-                if (i == 1 || i == 2) {
+                if (i == 1 || i == 2) { /* "%d" % field, as pyrdk.common.Message's: a number, as an int */
+                        if (!PyNumber_Check(fields[i])) {
+                                PyErr_Format(PyExc_TypeError, "%%d format: a real number is required, not %.200s",
+                                             Py_TYPE(fields[i])->tp_name);
+                                goto done;
+                        }
                         Py_SETREF(fields[i], PyNumber_Long(fields[i]));
                         if (!fields[i])
                                 goto done;

@@ -258,6 +258,38 @@ def test_a_subclass_s_own_value_property_is_what_sets_and_reads_it():
     assert (plain.value, plain.partition_key, plain.key) == (b"x", b"y", b"y")
 
 
+class _OwnPlace(Message):
+    """A subclass keeping topic and partition in properties of its own."""
+
+    @property
+    def topic(self):
+        return ("own", self.__dict__.get("given_topic"))
+
+    @topic.setter
+    def topic(self, topic):
+        self.__dict__["given_topic"] = topic
+
+    @property
+    def partition(self):
+        return ("own", self.__dict__.get("given_partition"))
+
+    @partition.setter
+    def partition(self, partition):
+        self.__dict__["given_partition"] = partition
+
+
+@pytest.mark.parametrize("protocol", [0, pickle.HIGHEST_PROTOCOL])
+def test_a_subclass_s_own_topic_and_partition_properties_are_what_the_constructor_sets(protocol):
+    """As pyrdk.common.Message's constructor sets them (``self.topic = topic``): through a
+    subclass's own properties, and so pickled and loaded again."""
+    msg = _OwnPlace(b"v", topic="t", partition="p")
+    assert (msg.given_topic, msg.given_partition) == ("t", "p")
+    assert (msg.topic, msg.partition) == (("own", "t"), ("own", "p"))
+    assert repr(msg) == "<pyrdk.Message topic=('own', 't') partition=-1 offset=-1 value=b'v'>"
+    copy = pickle.loads(pickle.dumps(msg, protocol))
+    assert type(copy) is _OwnPlace and (copy.given_topic, copy.topic) == ("t", ("own", "t"))
+
+
 class _OwnConstructor(Message):
     def __init__(self, value, note):
         super().__init__(value, offset=3)
@@ -274,6 +306,30 @@ def test_a_subclass_s_repr_shows_what_its_own_properties_give():
     assert repr(_OwnValue(b"v", topic="t", offset=3)) == \
         "<pyrdk.Message topic='t' partition=-1 offset=3 value=('own', b'v')>"
     assert repr(_Plain(b"x" * 50)) == "<pyrdk.Message topic=None partition=-1 offset=-1 value=%r>" % (b"x" * 40)
+
+
+class _TextPlace(Message):
+    """A subclass whose partition_id and offset properties give text."""
+
+    @property
+    def partition_id(self):
+        return self.__dict__.get("text", "7")
+
+    @property
+    def offset(self):
+        return 3.9
+
+
+def test_a_subclass_s_repr_takes_numbers_only_as_pyrdk_common_message_s():
+    """The repr's "%d" takes a number (a float cut to an int), never text, even text of digits."""
+    msg = _TextPlace(b"v")
+    with pytest.raises(TypeError, match="real number is required, not str"):
+        repr(msg)
+    msg.__dict__["text"] = "seven"
+    with pytest.raises(TypeError, match="real number is required, not str"):
+        repr(msg)
+    msg.__dict__["text"] = 2.5
+    assert repr(msg) == "<pyrdk.Message topic=None partition=2 offset=3 value=b'v'>"
 
 
 @pytest.mark.parametrize("protocol", [0, pickle.HIGHEST_PROTOCOL])
