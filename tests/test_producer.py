@@ -238,6 +238,16 @@ def test_linger_ms_zero_sends_without_flush(topic):
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("name", ["a\0b", b"a\0b"])
+def test_a_header_name_holding_nul_is_refused_not_cut_short(topic, name):
+    """librdkafka gives a consumer a header's name up to its first NUL: 'a\\0b' came back 'a'."""
+    with topic.get_producer(delivery_reports=True) as producer:
+        with pytest.raises(ValueError, match="holds a NUL character"):
+            producer.produce(b"v", headers=[(name, b"x")])
+        assert len(producer) == 0  # nothing queued
+
+
+@pytest.mark.kafka
 def test_headers_and_timestamps_round_trip(topic, kafka_hosts, topic_name):
     aware = datetime.datetime(2021, 3, 4, 5, 6, 7, 891000, tzinfo=datetime.timezone.utc)
     naive = datetime.datetime(2020, 1, 2, 3, 4, 5, 678000)  # taken as UTC, as pykafka did

@@ -53,6 +53,9 @@ def check_headers(headers):
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
                 and (item[1] is None or isinstance(item[1], bytes))):
             raise TypeError("headers must be (str, bytes) pairs, not %r" % (item,))
+        if "\0" in item[0]:  # refused at append(), not when send_batch() hands the batch over
+            raise ValueError("header name %r holds a NUL character, which a consumer would not read back"
+                             % item[0])
     return headers
 
 

@@ -69,6 +69,8 @@ def headers_to_c(headers):
                 value = value.encode()
             if not isinstance(name, bytes) or not (value is None or isinstance(value, bytes)):
                 raise TypeError("headers must be (str, bytes) pairs, got (%r, %r)" % (name, value))
+            if b"\0" in name:  # librdkafka hands a consumer the name up to its first NUL
+                raise ValueError("header name %r holds a NUL character, which a consumer would not read back" % name)
             name = sized(name)
             if value is None:
                 lib.rd_kafka_header_add(hdrs, name, len(name), ffi.NULL, 0)

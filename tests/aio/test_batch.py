@@ -36,6 +36,8 @@ def test_batch_builder_fills_closes_and_checks_its_input():
         batch.append(key=None, value="text", timestamp=None)
     with pytest.raises(TypeError, match="headers"):
         batch.append(key=None, value=b"v", timestamp=None, headers=[(b"h", b"v")])
+    with pytest.raises(ValueError, match="holds a NUL character"):  # a consumer would read 'a'
+        batch.append(key=None, value=b"v", timestamp=None, headers=[("a\0b", b"v")])
     with pytest.raises(TypeError, match="timestamp"):
         batch.append(key=None, value=b"v", timestamp=-1)
     with pytest.raises(TypeError, match="timestamp"):
