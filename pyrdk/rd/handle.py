@@ -1060,9 +1060,10 @@ def _pointers(array, n):
 
 
 def _parse_stats(text, name):
-    """librdkafka's statistics JSON as a dict. librdkafka writes its handle ``name`` (``client.id#kind-N``)
-    and ``client.id`` into it unescaped: a ``"`` or ``\\`` in ``client.id`` makes it invalid JSON,
-    so those two values are written again, escaped, when it does not parse."""
+    """librdkafka's statistics JSON as a dict. librdkafka writes its handle ``name``
+    (``client.id#kind-N``) and ``client.id`` into it unescaped: a ``"`` or ``\\`` in
+    ``client.id`` makes it invalid JSON, so those two values are written again, escaped,
+    when it does not parse."""
     try:
         return json.loads(text)
     except ValueError:
@@ -1070,8 +1071,8 @@ def _parse_stats(text, name):
         raw = '"name": "%s", "client_id": "%s", ' % (name, client_id)
         if raw not in text:
             raise
-        return json.loads(text.replace(raw, '"name": %s, "client_id": %s, ' % (json.dumps(name), json.dumps(client_id)),
-                                       1))
+        escaped = '"name": %s, "client_id": %s, ' % (json.dumps(name), json.dumps(client_id))
+        return json.loads(text.replace(raw, escaped, 1))
 
 
 def stats_enabled(config):
