@@ -114,9 +114,8 @@ class BatchBuilder:
                headers: Optional[Iterable[tuple[str, Optional[bytes]]]] = None) -> Optional[BatchRecordMetadata]:
         """Add a record (``key`` and ``value`` bytes or None, or what the producer's serializers
         take; ``timestamp`` in ms or None for now, ``headers`` ``(str, bytes)`` pairs); its
-        :class:`BatchRecordMetadata`, or None
-        when the batch is closed or the record would take it past ``max_batch_size`` (the
-        first record always fits)."""
+        :class:`BatchRecordMetadata`, or None when the batch is closed or the record would
+        take it past ``max_batch_size`` (the first record always fits)."""
         if self._closed:
             return None
         if self._key_serializer is not None:
