@@ -13,9 +13,9 @@ naming several topics, or with headers, are produced one by one from the batch's
 (``to_pylist``).
 
 Each task produces with idempotent producers per topic (unless ``kafka.acks`` or
-``kafka.max.in.flight.requests.per.connection`` conflict, as the Java producer), then waits for every delivery;
-a failed delivery fails the task, and Spark runs it again: rows are written at least
-once, and a retried task may write some twice.
+``kafka.max.in.flight.requests.per.connection`` conflict with it, as with the Java
+producer), then waits for every delivery; a failed delivery fails the task, and Spark runs
+it again: rows are written at least once, and a retried task may write some twice.
 
 As Spark's Kafka sink caches its producers in the executor, a Python worker keeps its client
 and producers (one set per ``kafka.*`` options) for the next task it runs: a new idempotent
