@@ -96,7 +96,7 @@ async def transact() -> None:
             await producer.send_offsets_to_transaction({TopicPartition("in", 0): 5}, "group")
         await producer.begin_transaction()
         await producer.commit_transaction()
-        producer.begin_transaction()
+        await producer.begin_transaction()
         await producer.abort_transaction()
 
 
