@@ -509,7 +509,7 @@ async def test_events_queued_before_the_loop_watches_the_queue_are_served():
             await asyncio.wait_for(served.wait(), 10)
         finally:
             wakeup.close()
-        assert errors and handle.outq_len() == 0
+        assert errors  # served (the queue need not be empty: librdkafka may queue the next reconnect's error)
     finally:
         handle.close()
 
