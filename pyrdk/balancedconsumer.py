@@ -274,6 +274,9 @@ class BalancedConsumer:
 
         self._zookeeper = zookeeper
         self._owns_zookeeper = zookeeper is None
+        # the connection state listener start() adds; taken off a KazooClient the program
+        # gave at stop(), else one is left there per member for the life of that client
+        self._listener = None
         self._running = False
         self._stop_pending = False  # a stop() began and has not given the partitions back
         # held by stop() once the coordinator thread has ended: a second stop() in another
@@ -370,7 +373,8 @@ class BalancedConsumer:
             zk.ensure_path(self._ids_path)
             self._session = zk.client_id[0]
             self._register()
-            zk.add_listener(self._state_listener())
+            self._listener = self._state_listener()
+            zk.add_listener(self._listener)
             self._set_watches()
             self._renew()
             done = self._rebalance()
@@ -446,6 +450,8 @@ class BalancedConsumer:
                     zk.stop()
                     zk.close()
             else:
+                if self._listener is not None:
+                    zk.remove_listener(self._listener)
                 left = list(self._owned.values()) + [self._path_self]
                 try:
                     while left:
@@ -461,6 +467,7 @@ class BalancedConsumer:
                         for path in left:
                             zk.delete_async(path)
             self._owned.clear()
+            self._listener = None
             self._stop_pending = False
 
     def __enter__(self):
@@ -997,7 +1004,8 @@ class BalancedConsumer:
     def _leftovers(self):
         """What the coordinator thread needs to give this member's place in the group up
         once the program has let go of it without ``stop()``; nothing of the consumer itself."""
-        return _Leftovers(self._zookeeper, self._owns_zookeeper, self._owned, self._path_self, self._consumer_id)
+        return _Leftovers(self._zookeeper, self._owns_zookeeper, self._owned, self._path_self, self._consumer_id,
+                          self._listener)
 
     def _coordinate_once(self, renew_every, next_renew, next_metadata):
         """One turn of the coordinator thread (see :func:`_coordinate`), once woken or due:
@@ -1244,8 +1252,9 @@ class _Leftovers:
     """What the coordinator thread of a member the program let go of without ``stop()``
     needs to give its place in the group up."""
 
-    def __init__(self, zookeeper, owns_zookeeper, owned, path_self, consumer_id):
+    def __init__(self, zookeeper, owns_zookeeper, owned, path_self, consumer_id, listener):
         self.zookeeper = zookeeper
+        self.listener = listener  # its connection state listener (holds the consumer weakly)
         self.owns_zookeeper = owns_zookeeper
         self.owned = owned  # the consumer's own dict: partition id -> ownership node path
         self.path_self = path_self
@@ -1263,6 +1272,7 @@ class _Leftovers:
                 zk.stop()
                 zk.close()
                 return
+            zk.remove_listener(self.listener)
             session = zk.client_id[0] if zk.client_id else None  # an expired one's nodes are gone
             for path in list(self.owned.values()) + [self.path_self]:
                 try:

@@ -249,6 +249,25 @@ def test_with_an_external_kazoo_client(kafka_hosts, zk, topic_name, group_name):
         assert zk.get_children("/consumers/%s/ids" % group_name.decode()) == []
 
 
+def test_members_leave_no_state_listener_on_an_external_kazoo_client(kafka_hosts, zk, topic_name, group_name):
+    """A service that makes and stops members on one KazooClient for weeks: each stop()
+    takes its connection state listener off that client, as it would be left there (one per
+    member, never called while the connection stays up) for the life of the client."""
+    with KafkaClient(hosts=kafka_hosts) as client:
+        topic = make_topic(client, topic_name, 2)
+        produce(topic, 10)
+        def members_listeners():  # kazoo's ChildrenWatch adds listeners of its own: not counted
+            return [f for f in zk.state_listeners
+                    if getattr(f, "__qualname__", "").startswith("BalancedConsumer._state_listener")]
+        for _ in range(3):
+            consumer = topic.get_balanced_consumer(group_name, zookeeper=zk, **FAST)
+            try:
+                assert consumer.consume() is not None
+            finally:
+                consumer.stop()
+        assert members_listeners() == []
+
+
 
 @pytest.mark.parametrize("own_kazoo", [True, False], ids=["own-kazoo", "kazoo-given"])
 def test_a_dropped_member_is_collected_and_leaves_the_group(kafka_hosts, zookeeper_chroot, zk, topic_name,
