@@ -35,7 +35,7 @@ from pyrdk.aio.errors import (CommitFailedError, ConsumerStoppedError, IllegalOp
                               KafkaError)
 from pyrdk.aio.structs import ConsumerRecord, OffsetAndTimestamp, TopicPartition, offsets_to_commit, topic_partition
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.common import check_bool, integer
+from pyrdk.common import check_bool, integer, weak_method
 from pyrdk.core import consumer_core
 from pyrdk.core import implementation as core_implementation
 from pyrdk.exceptions import (ConfigurationError, GroupAuthorizationFailed, IllegalGeneration, OffsetOutOfRangeError,
@@ -282,7 +282,7 @@ class AIOKafkaConsumer(Client):
             return
         self._loop = asyncio.get_running_loop()
         self._core = consumer_core({})
-        handle = Handle("consumer", self._config, Callbacks(on_rebalance=self._on_rebalance),
+        handle = Handle("consumer", self._config, Callbacks(on_rebalance=weak_method(self, "_on_rebalance", None)),
                         closed_exc=ConsumerStoppedError, what="consumer")
         try:
             self._wakeup = Wakeup(self._loop, handle, self._on_ready)

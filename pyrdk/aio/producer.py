@@ -31,7 +31,7 @@ from pyrdk.aio.errors import (IllegalOperation, IllegalStateError, KafkaTimeoutE
                               ProducerClosed)
 from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition, offsets_to_commit
 from pyrdk.aio.wakeup import Wakeup
-from pyrdk.common import INT32_MAX, check_bool, integer
+from pyrdk.common import INT32_MAX, check_bool, integer, weak_method
 from pyrdk.core import sender_core
 from pyrdk.exceptions import KafkaException, ProducerQueueFullError, TransactionStateError
 from pyrdk.rd import transaction
@@ -193,7 +193,7 @@ class AIOKafkaProducer(Client):
             return
         self._loop = asyncio.get_running_loop()
         self._room = asyncio.Event()
-        handle = Handle("producer", self._config, Callbacks(on_deliveries=self._on_deliveries),
+        handle = Handle("producer", self._config, Callbacks(on_deliveries=weak_method(self, "_on_deliveries", None)),
                         closed_exc=ProducerClosed, what="producer")
         try:
             self._wakeup = Wakeup(self._loop, handle, self._serve)

@@ -164,3 +164,34 @@ def test_a_client_used_from_a_second_event_loop_says_so_and_still_stops(kafka_ho
         await consumer.stop()
     asyncio.run(second())
     assert producer._handle.closed and consumer._handle.closed
+
+
+def test_clients_dropped_without_stop_are_collected_once_their_loop_is_closed(kafka_hosts, new_topic):
+    """A producer and a consumer a program started and let go of without stop(), each in an
+    asyncio.run() of its own: once that loop is closed nothing may hold them (librdkafka's
+    callbacks registry neither), so they are collected, their librdkafka handle destroyed
+    (its threads and sockets) and their wakeup pipe closed, not kept for the life of the
+    process."""
+    import gc
+    import weakref
+    topic = new_topic(1)
+
+    async def start_and_drop():
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts)
+        await producer.start()
+        await producer.send_and_wait(topic, b"x", partition=0)
+        consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, enable_auto_commit=False)
+        await consumer.start()
+        consumer.assign([TopicPartition(topic, 0)])
+        return [weakref.ref(o) for o in (producer, consumer, producer._wakeup, consumer._wakeup)]
+
+    def usage():
+        gc.collect()
+        return len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task"))
+
+    asyncio.run(start_and_drop())  # what is made once per process
+    before = usage()
+    refs = asyncio.run(start_and_drop()) + asyncio.run(start_and_drop())
+    after = usage()
+    assert [ref() for ref in refs] == [None] * len(refs)
+    assert after == before
