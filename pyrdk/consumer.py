@@ -620,8 +620,14 @@ class Consumer:
             raise ValueError("%s needs a consumer_group" % what)
 
     def _maybe_auto_commit(self):
+        """Auto-commit if it is due, after a call took its messages: a commit that fails is
+        raised by the next call, so that the messages this one took (already counted as
+        consumed, and committed by the next commit) are returned, not lost."""
         if auto_commit_due(self._auto_commit_enable, self._last_commit, self._auto_commit_interval_ms):
-            self.commit_offsets()
+            try:
+                self.commit_offsets()
+            except KafkaException as exc:
+                self._calls.crash(exc)
 
     def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], Optional[int]]]] = None
                        ) -> None:

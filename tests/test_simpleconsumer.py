@@ -1552,6 +1552,36 @@ def test_commit_does_not_retry_other_errors(mock_cluster, mock_client):
 
 
 @pytest.mark.mock
+@pytest.mark.parametrize("call", ["consume", "consume_batch"])
+def test_an_auto_commit_that_fails_loses_no_message(mock_cluster, mock_client, call):
+    """An auto-commit runs after a call took its messages: when it fails, the error is raised
+    by the next call and the messages taken are returned, not lost (the next commit
+    commits past them)."""
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"v%d" % i for i in range(6)], partition=0)
+    group = unique_name("group").encode()
+    with topic.get_simple_consumer(consumer_group=group, consumer_timeout_ms=3000,
+                                   auto_commit_enable=True, auto_commit_interval_ms=0,
+                                   offsets_commit_max_retries=0) as consumer:
+        got = [m.offset for m in take(consumer, 2)]
+        mock_cluster.push_request_errors(ApiKey.OffsetCommit, 25)  # UNKNOWN_MEMBER_ID: not retried
+        raised = []
+        while len(got) < 6 and len(raised) < 2:
+            try:
+                taken = [consumer.consume()] if call == "consume" else consumer.consume_batch(2, 3000)
+            except UnknownMemberId as exc:
+                raised.append(exc)
+                continue
+            if not taken or taken[0] is None:
+                break  # nothing more comes
+            got += [m.offset for m in taken]
+        assert len(raised) == 1
+        assert got == list(range(6))
+        consumer.commit_offsets()
+        assert committed(consumer) == {0: 6}
+
+
+@pytest.mark.mock
 def test_a_commit_with_every_broker_down_fails_within_its_timeout(mock_cluster):
     """No coordinator answers: commit_offsets() raises within socket_timeout_ms."""
     client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000)
