@@ -370,8 +370,10 @@ class ManagedBalancedConsumer(Consumer):
         reset = [pid for pid in fresh if self._reset_offset_on_start and pid not in self._started]
         try:
             # As pykafka's member starts a SimpleConsumer: committed offsets, else
-            # auto_offset_reset looked up and committed (once assigned, below).
-            starts, commit = self._start_offsets(self._handle, fresh, reset=reset, retry=False)
+            # auto_offset_reset looked up and committed (once assigned, below). The offset
+            # fetch is retried as SimpleConsumer.start() retries it: librdkafka's own, left to
+            # it below, leaves a partition it fails for unfetched until it is unassigned.
+            starts, commit = self._start_offsets(self._handle, fresh, reset=reset)
         except KafkaException as exc:
             log.warning("could not read the committed offsets (%s); librdkafka starts the partitions", exc)
             starts = {pid: logical(self._auto_offset_reset) if pid in reset else OFFSET_INVALID for pid in fresh}

@@ -690,6 +690,29 @@ def test_unknown_member_id_is_recovered_without_losing_or_repeating_messages(moc
 
 
 @pytest.mark.mock
+@pytest.mark.parametrize("code", [15, 16])  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+def test_an_offset_fetch_that_fails_at_assignment_is_retried_and_the_member_reads_from_the_commit(
+        mock_cluster, mock_client, code):
+    """The committed offsets read when partitions are assigned are retried as
+    SimpleConsumer.start() retries them: left to librdkafka after one failure, the partition
+    stayed assigned and was never fetched, with nothing raised."""
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 1)
+    topic = mock_client.topics[name]
+    produce_keyed(topic, 10)
+    group = b"g-" + name.encode()
+    with topic.get_simple_consumer(consumer_group=group, reset_offset_on_fetch=False) as simple:
+        simple.commit_offsets([(0, 5)])
+    mock_cluster.push_request_errors(ApiKey.OffsetFetch, code, code, code)
+    consumer = topic.get_balanced_consumer(group, managed=True, consumer_timeout_ms=PATIENCE_S * 1000,
+                                           offsets_channel_backoff_ms=10, **FAST)
+    try:
+        assert [m.offset for m in consume_n(consumer, 5)] == [5, 6, 7, 8, 9]
+    finally:
+        consumer.stop()
+
+
+@pytest.mark.mock
 @pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
 def test_a_refused_commit_of_a_generator_is_kept(mock_cluster, mock_client):
     """The offsets given as a generator (read once) are what is kept for after the rejoin,
