@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 _C = TypeVar("_C", bound="Consumer")
 
 log = logging.getLogger(__name__)
+_AUTO_COMMIT = "auto-commit"  # what a kept auto-commit error is about (CallState's item)
 
 BATCH = 1000
 SLICE_MS = 100
@@ -622,12 +623,13 @@ class Consumer:
     def _maybe_auto_commit(self):
         """Auto-commit if it is due, after a call took its messages: a commit that fails is
         raised by the next call, so that the messages this one took (already counted as
-        consumed, and committed by the next commit) are returned, not lost."""
+        consumed, and committed by the next commit) are returned, not lost; a commit that
+        succeeds meanwhile drops it."""
         if auto_commit_due(self._auto_commit_enable, self._last_commit, self._auto_commit_interval_ms):
             try:
                 self.commit_offsets()
             except KafkaException as exc:
-                self._calls.crash(exc)
+                self._calls.crash(exc, _AUTO_COMMIT)
 
     def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], Optional[int]]]] = None
                        ) -> None:
@@ -647,6 +649,7 @@ class Consumer:
             offsets = self._offsets_to_commit_given(partition_offsets)
         self._last_commit = time.monotonic()
         self._commit(self._handle, offsets)
+        self._calls.discard_about(_AUTO_COMMIT)  # what a failed auto-commit left is committed now
 
     def _offsets_to_commit_given(self, partition_offsets):
         """``[(pid, offset)]`` of commit_offsets' ``partition_offsets``, checked; None offsets

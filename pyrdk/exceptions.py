@@ -587,6 +587,12 @@ class CallState:
         with self._lock:
             self._pending = [(item, exc) for item, exc in self._pending if not isinstance(exc, cls)]
 
+    def discard_about(self, item: Any) -> None:
+        """Forget the kept exceptions about ``item``: what they said no longer holds."""
+        if self._pending:
+            with self._lock:
+                self._pending = [(about, exc) for about, exc in self._pending if about is not item]
+
     def take(self) -> list[tuple[Any, BaseException]]:
         """Every ``(item, exception)`` pair kept, no longer kept."""
         with self._lock:

@@ -1582,6 +1582,24 @@ def test_an_auto_commit_that_fails_loses_no_message(mock_cluster, mock_client, c
 
 
 @pytest.mark.mock
+def test_a_failed_auto_commit_is_not_raised_after_a_commit_succeeded(mock_cluster, mock_client):
+    """The kept error of a failed auto-commit is dropped by a commit that succeeds before the
+    next call: its offsets are committed then, and raising it would report a stale failure."""
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"v%d" % i for i in range(4)], partition=0)
+    group = unique_name("group").encode()
+    with topic.get_simple_consumer(consumer_group=group, consumer_timeout_ms=3000,
+                                   auto_commit_enable=True, auto_commit_interval_ms=0,
+                                   offsets_commit_max_retries=0) as consumer:
+        assert consumer.consume().offset == 0
+        mock_cluster.push_request_errors(ApiKey.OffsetCommit, 25)  # UNKNOWN_MEMBER_ID: not retried
+        assert consumer.consume().offset == 1  # its auto-commit failed: kept
+        consumer.commit_offsets()  # succeeds: offset 2 committed
+        assert committed(consumer) == {0: 2}
+        assert consumer.consume().offset == 2  # not the stale UnknownMemberId
+
+
+@pytest.mark.mock
 def test_a_commit_with_every_broker_down_fails_within_its_timeout(mock_cluster):
     """No coordinator answers: commit_offsets() raises within socket_timeout_ms."""
     client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000)
