@@ -694,9 +694,13 @@ class _Transaction:
 
     async def __aexit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
+        producer = self._producer
         if exc_type is None:
-            await self._producer.commit_transaction()
-        elif isinstance(exc, KafkaException) and exc.fatal:
-            self._producer._note_fatal(exc)  # no abort, as aiokafka: it cannot end well, and would hide exc
+            await producer.commit_transaction()
+        elif isinstance(exc, KafkaException) and exc.fatal and (
+                producer._fatal is not None or producer._handle.fatal_error() is not None):
+            # this producer's (not another's, through a nested block): no abort, as aiokafka:
+            # it cannot end well, and would hide exc
+            producer._note_fatal(exc)
         else:
-            await self._producer.abort_transaction()
+            await producer.abort_transaction()

@@ -287,6 +287,30 @@ async def test_cancelled_send_future_leaves_the_producer_usable(kafka_hosts, new
         await asyncio.wait_for(producer.flush(), 10)
 
 
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_another_producers_fatal_error_through_a_transaction_block_aborts_it_and_the_producer_goes_on(
+        mock_cluster):
+    """Two topics, two producers, one ``async with transaction()`` inside the other: the inner
+    one is fenced at its commit; the outer one is not, so its transaction is aborted and it
+    goes on (it was marked fatal and refused every later call)."""
+    from pyrdk.rd.mock import ApiKey
+    for name in ("outer", "inner"):
+        mock_cluster.create_topic(name, 1, 1)
+    hosts = mock_cluster.bootstrap_servers
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=hosts, transactional_id="outer") as outer, \
+            aiokafka.AIOKafkaProducer(bootstrap_servers=hosts, transactional_id="inner") as inner:
+        mock_cluster.push_request_errors(ApiKey.EndTxn, 90)  # PRODUCER_FENCED: the first EndTxn, the inner commit
+        with pytest.raises(aiokafka.errors.ProducerFenced):
+            async with outer.transaction():
+                await outer.send("outer", b"aborted")
+                async with inner.transaction():
+                    await inner.send("inner", b"fenced")
+        async with outer.transaction():  # not refused as if the outer producer were fenced
+            after = await outer.send("outer", b"after")
+        assert (await after).offset >= 0
+
+
 def slow_transactional_producer(mock_cluster):
     """A transactional producer of topic "t" whose transaction coordinator is broker 1 (its
     calls time out after 1 s, once a test makes that broker slow)."""
