@@ -12,9 +12,9 @@ to ``rd_kafka_produce_batch`` with no Python object per row; rows with a ``topic
 naming several topics, or with headers, are produced one by one from the batch's column lists
 (``to_pylist``).
 
-Each task produces with idempotent producers per topic (unless ``kafka.acks`` or
-``kafka.max.in.flight.requests.per.connection`` conflict with it, as with the Java
-producer), then waits for every delivery; a failed delivery fails the task, and Spark runs
+Each task produces with idempotent producers per topic (unless ``kafka.acks``,
+``kafka.max.in.flight.requests.per.connection`` or ``kafka.retries`` conflict with it, as
+with the Java producer), then waits for every delivery; a failed delivery fails the task, and Spark runs
 it again: rows are written at least once, and a retried task may write some twice.
 
 As Spark's Kafka sink caches its producers in the executor, a Python worker keeps its client
@@ -73,11 +73,13 @@ def _bytes(value, column):
 
 def _idempotence(config):
     """Whether the producers are idempotent: yes, as the Java producer Spark's sink uses, unless
-    the ``kafka.`` options conflict with it (acks other than all, more than 5 requests in flight)
-    and do not ask for it; ``kafka.enable.idempotence`` itself is applied last and wins."""
+    the ``kafka.`` options conflict with it (acks other than all, more than 5 requests in
+    flight, no retries) and do not ask for it; ``kafka.enable.idempotence`` itself is applied
+    last and wins."""
     acks = str(config.get("acks", config.get("request.required.acks", "all"))).strip().lower()
     in_flight = str(config.get("max.in.flight.requests.per.connection", config.get("max.in.flight", 5))).strip()
-    return acks in ("all", "-1") and (not in_flight.isdigit() or int(in_flight) <= 5)
+    retries = str(config.get("retries", config.get("message.send.max.retries", 1))).strip()
+    return acks in ("all", "-1") and (not in_flight.isdigit() or int(in_flight) <= 5) and retries != "0"
 
 
 class _RowPartitioner:
