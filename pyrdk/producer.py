@@ -224,8 +224,10 @@ class Producer:
             self._config.pop(key, None)  # last of aliases (the client's compression.type, acks...)
         self._config.update(rdkafka_config)
         conf.check(self._config, _ARGUMENTS, rdkafka_config)
+        self._size_limit_name = "max_request_size"  # what a size error names
         if "message.max.bytes" in rdkafka_config:  # applied last: it is the largest message, not max_request_size
             self._max_request_size = int(conf.to_str("message.max.bytes", rdkafka_config["message.max.bytes"]))
+            self._size_limit_name = "rdkafka_config's message.max.bytes"
         cluster.check_statistics(self._config, stats_callback)
         self._transactional_id = self._config.get("transactional.id") or None  # also from rdkafka_config
         if self._transactional_id is not None:
@@ -532,11 +534,11 @@ class Producer:
     def _too_large(self, value, key):
         size = len(value or b"") + len(key or b"")
         if size > self._max_request_size:
-            return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d"
-                                       % (size, self._max_request_size))
-        return MessageSizeTooLarge("message of %d bytes is larger than max_request_size=%d once librdkafka "
+            return MessageSizeTooLarge("message of %d bytes is larger than %s=%d"
+                                       % (size, self._size_limit_name, self._max_request_size))
+        return MessageSizeTooLarge("message of %d bytes is larger than %s=%d once librdkafka "
                                    "adds its record overhead (up to %d bytes, plus any headers)"
-                                   % (size, self._max_request_size, RECORD_OVERHEAD))
+                                   % (size, self._size_limit_name, self._max_request_size, RECORD_OVERHEAD))
 
     def _metadata_interval_s(self):
         """librdkafka's ``topic.metadata.refresh.interval.ms`` (5 minutes by default; -1:

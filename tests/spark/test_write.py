@@ -198,7 +198,7 @@ def test_kafka_message_max_bytes_sets_the_largest_row(spark, kafka_hosts, client
     writer(big, kafka_hosts, topic=name, **{"kafka.message.max.bytes": "2000000"}).save()
     assert [len(r[2]) for r in consume_all(topic, 1)] == [1500000]
     small = spark.createDataFrame([(b"y" * 5000,)], "value binary")
-    with pytest.raises(Exception, match="message of 5000 bytes is larger than max_request_size=2000\\b"):
+    with pytest.raises(Exception, match="5000 bytes is larger than rdkafka_config's message.max.bytes=2000\\b"):
         writer(small, kafka_hosts, topic=name, **{"kafka.message.max.bytes": "2000"}).save()
     assert len(consume_all(topic, 2)) == 1
 
