@@ -194,4 +194,5 @@ def test_clients_dropped_without_stop_are_collected_once_their_loop_is_closed(ka
     refs = asyncio.run(start_and_drop()) + asyncio.run(start_and_drop())
     after = usage()
     assert [ref() for ref in refs] == [None] * len(refs)
-    assert after == before
+    # no fd or thread more (fewer, if something of an earlier test finished closing meanwhile)
+    assert after[0] <= before[0] and after[1] <= before[1], (before, after)
