@@ -1551,18 +1551,23 @@ def test_commit_does_not_retry_other_errors(mock_cluster, mock_client):
         assert committed(consumer) == {0: 1}
 
 
+def auto_committing_consumer(mock_cluster, mock_client, count):
+    """A consumer of a new one-partition topic of ``count`` messages that auto-commits after
+    every call and does not retry a failed commit."""
+    topic = mock_topic(mock_cluster, mock_client, 1)
+    produce(topic, [b"v%d" % i for i in range(count)], partition=0)
+    return topic.get_simple_consumer(consumer_group=unique_name("group").encode(), consumer_timeout_ms=3000,
+                                     auto_commit_enable=True, auto_commit_interval_ms=0,
+                                     offsets_commit_max_retries=0)
+
+
 @pytest.mark.mock
 @pytest.mark.parametrize("call", ["consume", "consume_batch"])
 def test_an_auto_commit_that_fails_loses_no_message(mock_cluster, mock_client, call):
     """An auto-commit runs after a call took its messages: when it fails, the error is raised
     by the next call and the messages taken are returned, not lost (the next commit
     commits past them)."""
-    topic = mock_topic(mock_cluster, mock_client, 1)
-    produce(topic, [b"v%d" % i for i in range(6)], partition=0)
-    group = unique_name("group").encode()
-    with topic.get_simple_consumer(consumer_group=group, consumer_timeout_ms=3000,
-                                   auto_commit_enable=True, auto_commit_interval_ms=0,
-                                   offsets_commit_max_retries=0) as consumer:
+    with auto_committing_consumer(mock_cluster, mock_client, 6) as consumer:
         got = [m.offset for m in take(consumer, 2)]
         mock_cluster.push_request_errors(ApiKey.OffsetCommit, 25)  # UNKNOWN_MEMBER_ID: not retried
         raised = []
@@ -1585,12 +1590,7 @@ def test_an_auto_commit_that_fails_loses_no_message(mock_cluster, mock_client, c
 def test_a_failed_auto_commit_is_not_raised_after_a_commit_succeeded(mock_cluster, mock_client):
     """The kept error of a failed auto-commit is dropped by a commit that succeeds before the
     next call: its offsets are committed then, and raising it would report a stale failure."""
-    topic = mock_topic(mock_cluster, mock_client, 1)
-    produce(topic, [b"v%d" % i for i in range(4)], partition=0)
-    group = unique_name("group").encode()
-    with topic.get_simple_consumer(consumer_group=group, consumer_timeout_ms=3000,
-                                   auto_commit_enable=True, auto_commit_interval_ms=0,
-                                   offsets_commit_max_retries=0) as consumer:
+    with auto_committing_consumer(mock_cluster, mock_client, 4) as consumer:
         assert consumer.consume().offset == 0
         mock_cluster.push_request_errors(ApiKey.OffsetCommit, 25)  # UNKNOWN_MEMBER_ID: not retried
         assert consumer.consume().offset == 1  # its auto-commit failed: kept
