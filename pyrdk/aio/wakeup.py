@@ -53,11 +53,9 @@ class Wakeup:
 
     def __del__(self):
         # Collected unclosed: its client was let go of without stop() and its loop, which holds
-        # the reader while open, is gone. librdkafka stops writing before the pipe is closed.
-        if getattr(self, "_read", None) is not None:
-            if self._handle.usable:
-                self._handle.watch(-1)
-            self._close_fds()
+        # the reader while open, is closed (close() then leaves the reader alone).
+        if getattr(self, "_read", None) is not None:  # not when __init__ failed before the pipe
+            self.close()
 
     def _close_fds(self):
         for fd in (self._read, self._write):
