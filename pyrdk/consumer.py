@@ -42,7 +42,7 @@ from pyrdk.common import (INT32_MAX, INT64_MAX, OffsetFetchPartitionResponse, Of
 from pyrdk.core import arrow, consumer_core
 from pyrdk.exceptions import (CallState, ConsumerStoppedException, KafkaException, KafkaTimeoutError,
                               OffsetOutOfRangeError, OffsetRequestFailedError, UnicodeException,
-                              UnknownPartitionError)
+                              UnknownPartitionError, UnknownTopicOrPartition)
 from pyrdk.partition import Partition, to_timestamp_ms
 from pyrdk.rd import conf, errors
 from pyrdk.rd.errors import exception as errors_exception
@@ -181,6 +181,10 @@ def check_offset(value, logical_ok=True):
         raise ValueError("invalid offset %r: use an int >= 0%s"
                          % (value, " or an OffsetType" if logical_ok else " (the next offset to read)"))
     return value
+
+
+# librdkafka's codes for a partition whose topic is gone (error_cb, after metadata lost it)
+_GONE = (errors.UNKNOWN_TOPIC_OR_PART, errors.UNKNOWN_TOPIC, errors.UNKNOWN_PARTITION)
 
 
 class Consumer:
@@ -551,6 +555,17 @@ class Consumer:
                 raise
             self._calls.crash(exc)
         return made
+
+    def _on_error(self, exc):
+        """The handle's ``error_cb``. librdkafka reports a partition of the topic gone once
+        its metadata has gone without the topic for ``topic.metadata.propagation.max.ms``
+        (30 s): that is raised as ``UnknownTopicOrPartition``, as pykafka's fetch raises it. The
+        rest go to the outage clock (``BrokerOutage.on_error``)."""
+        if exc.code in _GONE:
+            raise UnknownTopicOrPartition(
+                "topic %r is no longer in the cluster (deleted?): %s; stop() this consumer, and start "
+                "one again once the topic exists" % (self._topic_name, exc), code=exc.code)
+        self._outage.on_error(exc)
 
     def _stash_paused(self):
         """Move the paused partitions' buffered messages to the stash."""

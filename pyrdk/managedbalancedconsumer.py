@@ -230,7 +230,7 @@ class ManagedBalancedConsumer(Consumer):
         self._outage = self._cluster.broker_outage()
         handle = Handle("consumer", self._config,
                         # the callbacks' registry must not keep a consumer the program let go of
-                        Callbacks(on_error=self._outage.on_error,
+                        Callbacks(on_error=weak_method(self, "_on_error", None),
                                   on_rebalance=weak_method(self, "_on_rebalance", None)),
                         closed_exc=ConsumerStoppedException, stats_callback=self._stats_callback)
         try:

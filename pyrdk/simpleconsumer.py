@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import OffsetType, check_bool, check_config
+from pyrdk.common import OffsetType, check_bool, check_config, weak_method
 from pyrdk.consumer import Consumer, check_group, check_isolation_level, commit_metadata, partition_id_of
 from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, KafkaTimeoutError, NoBrokersAvailableError,
                               SocketDisconnectedError)
@@ -204,7 +204,7 @@ class SimpleConsumer(Consumer):
         if self._running:
             return
         self._outage = self._cluster.broker_outage()
-        handle = Handle("consumer", self._config, Callbacks(on_error=self._outage.on_error),
+        handle = Handle("consumer", self._config, Callbacks(on_error=weak_method(self, "_on_error", None)),
                         closed_exc=ConsumerStoppedException, stats_callback=self._stats_callback)
         try:
             pids = sorted(self._held)

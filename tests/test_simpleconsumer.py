@@ -1931,3 +1931,25 @@ def test_partition_cycle_as_pykafkas(mock_cluster, mock_client):
     assert [op.partition.id for op in owned] == [0, 1, 2, 0]
     assert owned[0] is owned[3] and owned[0].partition is topic.partitions[0]
     assert owned[1].last_offset_consumed == -1
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("kind", ["simple", "managed"])
+def test_a_consumer_whose_topic_is_deleted_raises_unknown_topic_or_partition(mock_cluster, mock_client, kind):
+    """As pykafka's fetch does, once librdkafka has seen the topic's metadata go for
+    ``topic.metadata.propagation.max.ms`` (1 s here; 30 s by default), instead of waiting in
+    silence for messages that cannot come."""
+    topic = mock_topic(mock_cluster, mock_client, 2)
+    produce(topic, [b"v%d" % i for i in range(4)])
+    config = {"topic.metadata.propagation.max.ms": 1000}
+    if kind == "simple":
+        consumer = topic.get_simple_consumer(consumer_timeout_ms=PATIENCE_S * 1000, rdkafka_config=config)
+    else:
+        consumer = topic.get_balanced_consumer(unique_name("group").encode(), managed=True,
+                                               consumer_timeout_ms=PATIENCE_S * 1000,
+                                               auto_offset_reset=OffsetType.EARLIEST, rdkafka_config=config)
+    with consumer:
+        assert sorted(m.value for m in take(consumer, 4)) == [b"v0", b"v1", b"v2", b"v3"]
+        mock_cluster.delete_topic(topic.name.decode())
+        with pytest.raises(UnknownTopicOrPartition, match="is no longer in the cluster"):
+            consumer.consume()  # waits for the error (or PATIENCE_S)
