@@ -108,7 +108,7 @@ class Topic:
                           DeprecationWarning, stacklevel=2)
             kwargs["zookeeper_hosts"] = connect
         zookeeper_hosts = self._cluster.zookeeper_hosts
-        if zookeeper_hosts and not {"zookeeper_hosts", "zookeeper"} & set(kwargs):
+        if zookeeper_hosts and "zookeeper_hosts" not in kwargs and kwargs.get("zookeeper") is None:
             kwargs["zookeeper_hosts"] = zookeeper_hosts
         return BalancedConsumer(self, self._cluster, consumer_group, **kwargs)
 

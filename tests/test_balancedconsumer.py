@@ -105,6 +105,17 @@ def test_factory_joins_with_pykafkas_znodes(zk_client, zk, topic_name, group_nam
     assert zk.get_children(owner_path) == []
 
 
+def test_zookeeper_none_joins_through_the_clients_zookeeper_hosts(zk_client, zk, topic_name, group_name):
+    """zookeeper=None is the default, no client given: as in pykafka, the member connects to
+    the client's zookeeper_hosts, not to 127.0.0.1:2181 (another ZooKeeper, or none)."""
+    topic = make_topic(zk_client, topic_name, 1)
+    consumer = topic.get_balanced_consumer(group_name, zookeeper=None, **FAST)
+    try:
+        assert zk.get_children("/consumers/%s/ids" % group_name.decode()) == [consumer.consumer_id.decode()]
+    finally:
+        consumer.stop()
+
+
 def test_a_stop_cut_short_by_ctrl_c_is_finished_by_the_next(zk_client, zk, topic_name, group_name):
     """A KeyboardInterrupt while stop() waits for the coordinator thread: the next stop()
     gives the partitions back (it returned at once, and the member kept them)."""
