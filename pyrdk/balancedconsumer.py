@@ -157,7 +157,8 @@ class BalancedConsumer:
     :param rebalance_backoff_ms: the first retry comes at once, the next after this pause,
         growing by as much each time (0, 2, 4, 6 s by default)
     :param zookeeper_connection_timeout_ms: the ZooKeeper session timeout, and the bound on
-        connecting: ``start()`` raises ``ZooKeeperUnavailableError`` after it
+        connecting: ``start()`` raises ``ZooKeeperUnavailableError`` after it (with
+        ``zookeeper=``, the client's session timeout if that is shorter)
     :param zookeeper_hosts: ZooKeeper connect string (``host:port,...[/chroot]``)
     :param zookeeper_connect: deprecated name of ``zookeeper_hosts`` (a
         ``DeprecationWarning``); wins when given, as in pykafka
@@ -239,6 +240,10 @@ class BalancedConsumer:
             check_connect_string(self._zookeeper_hosts)
         if zookeeper is not None:
             check_kazoo_interface(zookeeper)
+            # The session is the given client's: the lease must not outlast a shorter one.
+            given_ms = getattr(zookeeper, "_session_timeout", None)  # KazooClient's, in ms
+            if isinstance(given_ms, int) and 0 < given_ms < self._session_timeout_ms:
+                self._session_timeout_ms = given_ms
         if not isinstance(membership_protocol, GroupMembershipProtocol):
             raise TypeError("membership_protocol must be RangeProtocol or RoundRobinProtocol "
                             "(a GroupMembershipProtocol), not %r" % (membership_protocol,))

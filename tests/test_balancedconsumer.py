@@ -279,6 +279,32 @@ def test_members_leave_no_state_listener_on_an_external_kazoo_client(kafka_hosts
         assert members_listeners() == []
 
 
+def test_the_lease_never_outlasts_the_session_of_a_given_kazoo_client(kafka_hosts, zookeeper_chroot, topic_name,
+                                                                       group_name):
+    """A KazooClient given with a session shorter than zookeeper_connection_timeout_ms: the
+    lease is half the session that ZooKeeper expires, else a member frozen past its session
+    (its nodes gone, its partitions claimed by another) handed out messages on waking."""
+    from kazoo.client import KazooClient
+
+    from pyrdk.balancedconsumer import _lease_clock
+    zk = KazooClient(zookeeper_chroot, timeout=1.0)
+    zk.start(timeout=30)
+    try:
+        with KafkaClient(hosts=kafka_hosts) as client:
+            topic = make_topic(client, topic_name, 1)
+            consumer = topic.get_balanced_consumer(group_name, zookeeper=zk, zookeeper_connection_timeout_ms=6000)
+            try:
+                assert sorted(consumer.partitions) == [0]
+                for _ in range(20):
+                    assert consumer._lease_until - _lease_clock() <= 0.5  # half of the 1 s session
+                    time.sleep(0.1)
+                assert sorted(consumer.partitions) == [0]  # renewed in time: no gap in the lease
+            finally:
+                consumer.stop()
+    finally:
+        zk.stop()
+        zk.close()
+
 
 @pytest.mark.parametrize("own_kazoo", [True, False], ids=["own-kazoo", "kazoo-given"])
 def test_a_dropped_member_is_collected_and_leaves_the_group(kafka_hosts, zookeeper_chroot, zk, topic_name,
