@@ -1239,3 +1239,23 @@ async def test_getone_from_the_buffer_counts_as_a_poll(mock_cluster):
         assert offsets == list(range(36))
         assert consumer.assignment() == {TopicPartition("t", 0)}
         await consumer.commit()  # still a member: its commit is taken
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_committed_asks_again_while_the_coordinator_moves_or_loads(mock_cluster):
+    """As aiokafka's committed() retries them: OffsetFetch answers NOT_COORDINATOR,
+    COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS are asked again (librdkafka
+    finds the coordinator anew), where the first raised NotCoordinatorForGroup; position() of a
+    partition not yet read asks the committed offset too."""
+    from pyrdk.rd.mock import ApiKey
+    mock_cluster.create_topic("t", 1, 1)
+    consumer, tps = assigned_consumer(mock_cluster.bootstrap_servers, "t", 1, group_id="g",
+                                      enable_auto_commit=False, request_timeout_ms=5000)
+    async with consumer:
+        consumer.assign(tps)
+        await consumer.commit({tps[0]: 3})
+        mock_cluster.push_request_errors(ApiKey.OffsetFetch, 16, 15, 14)
+        assert await consumer.committed(tps[0]) == 3
+        mock_cluster.push_request_errors(ApiKey.OffsetFetch, 16)
+        assert await consumer.position(tps[0]) == 3
