@@ -184,6 +184,7 @@ class AIOKafkaConsumer(Client):
         self._max_poll_records = max_poll_records
         self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_ms = retry_backoff_ms
+        self._metadata_max_age_ms = metadata_max_age_ms
         self._auto_offset_reset = auto_offset_reset
         self._auto_commit = check_bool("enable_auto_commit", enable_auto_commit) and group_id is not None
         self._exclude_internal = check_bool("exclude_internal_topics", exclude_internal_topics)
@@ -242,6 +243,7 @@ class AIOKafkaConsumer(Client):
         self._pattern: Optional[re.Pattern[str]] = None  # a pattern subscription's, compiled
         self._manual = False
         self._assigned_all = False  # subscribed without a group: every partition assigned
+        self._following: Optional[asyncio.Task[None]] = None  # the task of _follow_partitions()
         self._listener: Optional[ConsumerRebalanceListener] = None
         self._rebalances: collections.deque[tuple[str, list[TopicPartition]]] = collections.deque()
         self._rebalancing: Optional[asyncio.Task[None]] = None  # the task running the listener
@@ -261,6 +263,7 @@ class AIOKafkaConsumer(Client):
         self._closed = False
         self._stopping = False
         self._metadata: dict[str, set[int]] = {}  # topic -> set of partition ids, from the last metadata request
+        self._unanswered: set[str] = set()  # topics the last metadata request answered with an error
         # the task of a metadata request for topics assigned that it lacked
         self._refreshing: Optional[asyncio.Task[None]] = None
         # subscribe() or assign() called before start() (the constructor's topics are the first
@@ -324,8 +327,9 @@ class AIOKafkaConsumer(Client):
                 self._handle.assign(None)
             except KafkaError as exc:
                 log.debug("unassign at stop: %s", exc)
-        if self._refreshing is not None and not foreign:
-            self._refreshing.cancel()
+        for task in (self._refreshing, self._following):
+            if task is not None and not foreign:
+                task.cancel()
         self._wakeup.close()
         for fut in self._waiters if not foreign else ():
             if not fut.done():
@@ -404,6 +408,8 @@ class AIOKafkaConsumer(Client):
             self._unpositioned.clear()
             self._assigned_all = True
             self._restart()
+            if self._following is None or self._following.done():
+                self._following = self._loop.create_task(self._follow_partitions())
         else:
             if self._assigned_all:
                 self._handle.assign(None)
@@ -488,6 +494,40 @@ class AIOKafkaConsumer(Client):
         self._clear()
         self._positions.clear()
         self._unpause(self._paused)
+
+    async def _follow_partitions(self):
+        """Subscribed by name without a group: every ``metadata_max_age_ms`` the metadata is
+        asked again, and the assignment follows the topics' partitions (ones added are
+        assigned, from ``auto_offset_reset``; those of a topic deleted go), as aiokafka's
+        consumer without a group assigns every partition at each metadata update. The others
+        go on from their positions."""
+        while self._assigned_all and not self._closed:
+            await asyncio.sleep(self._metadata_max_age_ms / 1000.0)
+            try:
+                await self._refresh_metadata()
+            except KafkaError as exc:  # asked again at the next turn
+                log.debug("metadata for the topics subscribed: %s", exc)
+                continue
+            if not self._assigned_all or self._closed:
+                return
+            tps = [TopicPartition(name, p) for name in self._subscription_names  # an error keeps a topic's
+                   for p in (sorted(self._metadata.get(name, ())) if name not in self._unanswered
+                             else [tp.partition for tp in self._assigned if tp.topic == name])]
+            if set(tps) == set(self._assigned):
+                continue
+            wanted = set(tps)
+            kept = {tp: self._known_position(tp) for tp in self._assigned if tp in wanted}
+            gone = [tp for tp in self._assigned if tp not in kept]
+            self._clear()
+            self._handle.assign([(tp.topic, tp.partition, kept.get(tp)) for tp in tps])
+            self._unpause(gone)
+            for tp in gone:
+                self._positions.pop(tp, None)
+                self._unpositioned.pop(tp, None)
+            self._drop_offset_errors(set(gone))
+            self._fresh = (self._fresh & set(kept)) | {tp for tp in tps if tp not in kept}
+            self._assigned = tps
+            self._wake()
 
     def _unpause(self, tps):
         """End the program's pause of those of ``tps`` it paused, as they leave the assignment
@@ -913,13 +953,8 @@ class AIOKafkaConsumer(Client):
         self._check_running()
         tp = topic_partition(partition)
         self._check_assigned([tp])
-        if tp in self._positions:
-            return self._positions[tp]
-        for run_tp, records in self._buffer:
-            if run_tp == tp:
-                return records[0].offset
-        pos = self._handle.position([(tp.topic, tp.partition)])[0].offset
-        if pos >= 0:
+        pos = self._known_position(tp)
+        if pos is not None:
             return pos
         if self._group_id is not None:
             committed = await self.committed(tp)
@@ -936,6 +971,17 @@ class AIOKafkaConsumer(Client):
         low, high = await self._blocking(self._handle.query_watermark_offsets, tp.topic, tp.partition,
                                          self._request_timeout_ms)
         return low if self._auto_offset_reset == "earliest" else high
+
+    def _known_position(self, tp):
+        """The offset of the next record of ``tp`` to return, as far as it is known here: its
+        position, its first buffered record, or librdkafka's position; else None."""
+        if tp in self._positions:
+            return self._positions[tp]
+        for run_tp, records in self._buffer:
+            if run_tp == tp:
+                return records[0].offset
+        pos = self._handle.position([(tp.topic, tp.partition)])[0].offset
+        return pos if pos >= 0 else None
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Read ``partition`` from ``offset`` next (``rd_kafka_seek_partitions``, not waited on);
@@ -1149,6 +1195,7 @@ class AIOKafkaConsumer(Client):
         ``request_timeout_ms`` (``Client._fetch_metadata``; ``first``: start()'s)."""
         md = await self._fetch_metadata(self._request_timeout_ms, first)
         self._metadata = {name: {p.id for p in t.partitions} for name, t in md.topics.items() if not t.error}
+        self._unanswered = {name for name, t in md.topics.items() if t.error}
         return self._metadata
 
     def _raise_security_failure(self):

@@ -1259,3 +1259,23 @@ async def test_committed_asks_again_while_the_coordinator_moves_or_loads(mock_cl
         assert await consumer.committed(tps[0]) == 3
         mock_cluster.push_request_errors(ApiKey.OffsetFetch, 16)
         assert await consumer.position(tps[0]) == 3
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_subscription_without_a_group_follows_the_topics_partitions(mock_cluster):
+    """As aiokafka's consumer without a group assigns every partition at each metadata update:
+    partitions a topic gains later are read too (the mock cluster makes the topic anew with
+    more), where the assignment made at subscribe() stayed, and their records never came."""
+    mock_cluster.create_topic("t", 1, 1)
+    consumer = aiokafka.AIOKafkaConsumer("t", bootstrap_servers=mock_cluster.bootstrap_servers,
+                                         auto_offset_reset="earliest", metadata_max_age_ms=500)
+    async with consumer:
+        assert consumer.assignment() == {TopicPartition("t", 0)}
+        mock_cluster.delete_topic("t")
+        mock_cluster.create_topic("t", 3, 1)
+        for p in range(3):
+            await produce(mock_cluster.bootstrap_servers, "t", 2, partition=p)
+        got = await drain(consumer, 6, timeout_s=10)
+        assert sorted((r.partition, r.value) for r in got) == [(p, b"m%d" % i) for p in range(3) for i in range(2)]
+        assert consumer.assignment() == {TopicPartition("t", p) for p in range(3)}
