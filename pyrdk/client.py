@@ -93,6 +93,12 @@ def security_config(ssl_config=None, security_protocol=None, sasl_mechanism=None
     return config
 
 
+def check_property(name, value):
+    """``ConfigurationError`` (or ``TypeError``) if librdkafka refuses the property
+    (``rd_kafka_conf_set`` on a scratch conf, as every client does before it makes a handle)."""
+    conf.check({name: value}, {})
+
+
 def _bootstrap_servers(hosts, name="hosts", security_protocol=None):
     """``hosts`` (str or bytes) as librdkafka's ``bootstrap.servers``; TypeError or ValueError
     naming ``hosts`` (or ``name``) for what is not a list of ``[protocol://]host[:port]`` with

@@ -10,7 +10,7 @@ import difflib
 import json
 import re
 
-from pyrdk.client import _bootstrap_servers
+from pyrdk.client import _bootstrap_servers, check_property
 from pyrdk.exceptions import ConfigurationError
 
 # Kafka properties Spark's connector refuses, and what to use instead.
@@ -150,6 +150,10 @@ def kafka_params(opts, refused):
         if name in refused:
             raise ConfigurationError("option 'kafka.%s' is not supported: %s" % (name, refused[name]))
         config[name] = value
+        try:  # what rd_kafka_conf_set refuses, here so that load() and save() name the option
+            check_property(name, value)
+        except (ConfigurationError, TypeError) as exc:
+            raise ConfigurationError("option 'kafka.%s': %s" % (name, exc)) from None
     try:  # what KafkaClient checks, here so that load() and save() name the option
         _bootstrap_servers(hosts, "option 'kafka.bootstrap.servers'", config.get("security.protocol"))
     except (TypeError, ValueError) as exc:

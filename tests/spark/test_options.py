@@ -94,6 +94,17 @@ def test_bootstrap_servers_are_required():
             WriteOptions({"kafka.bootstrap.servers": bad, "topic": "t"})
 
 
+def test_kafka_properties_librdkafka_refuses_fail_at_load_and_save_naming_the_option():
+    """Not in a task: load() and save() check the kafka.* properties as a client would."""
+    for options in ({"kafka.bogus.prop": "1"}, {"kafka.linger.ms": "soon"}):
+        name = next(iter(options))
+        with pytest.raises(ConfigurationError, match="option '%s': librdkafka refused" % name):
+            read(subscribe="t", **options)
+        with pytest.raises(ConfigurationError, match="option '%s': librdkafka refused" % name):
+            WriteOptions(dict(HOSTS, topic="t", **options))
+    assert WriteOptions(dict(HOSTS, **{"kafka.linger.ms": "5"})).rdkafka_config == {"linger.ms": "5"}
+
+
 def test_per_partition_offsets_and_timestamps():
     opts = read(subscribe="a", startingOffsets='{"a": {"0": 5, "1": -2}}', endingOffsets='{"a": {"0": -1, "1": 9}}')
     assert opts.starting.value == {("a", 0): 5, ("a", 1): -2}
