@@ -546,8 +546,12 @@ class AIOKafkaProducer(Client):
             self._serve()
 
     async def abort_transaction(self) -> None:
-        """``rd_kafka_abort_transaction``: the records sent in the transaction fail."""
+        """``rd_kafka_abort_transaction``: the records sent in the transaction fail. After a
+        commit that timed out, ``TransactionStateError``: await that again."""
         self._check_transactional("abort_transaction()")
+        if self._unfinished == "commit_transaction":
+            raise TransactionStateError("abort_transaction(): the last commit_transaction() timed out and goes on in "
+                                        "the background; await commit_transaction() again to finish it")
         try:
             await self._resumable(transaction.abort_transaction)
             self._ended_transaction()

@@ -739,3 +739,26 @@ def test_records_of_a_producer_never_stopped_are_delivered_at_exit(kafka_hosts, 
         assert sorted(m.value for m in consumer) == sorted(b"left %d" % i for i in range(200))
     finally:
         consumer.stop()
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_an_abort_after_a_commit_that_timed_out_says_to_finish_the_commit(mock_cluster):
+    """The coordinator is down: the commit times out and goes on in the background, where
+    librdkafka refuses an abort as a conflicting call; the abort says which call to make."""
+    mock_cluster.create_topic("t", 1, 1)
+    mock_cluster.set_partition_leader("t", 0, 1)
+    mock_cluster.set_coordinator("transaction", "down", 2)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="down",
+                                         request_timeout_ms=1000, rdkafka_config={"message.timeout.ms": 30000})
+    async with producer:
+        await producer.begin_transaction()
+        mock_cluster.broker_down(2)
+        sent = await producer.send("t", b"committed")
+        with pytest.raises(aiokafka.errors.KafkaTimeoutError):
+            await producer.commit_transaction()
+        with pytest.raises(TransactionStateError, match=r"await commit_transaction\(\) again"):
+            await producer.abort_transaction()
+        mock_cluster.broker_up(2)
+        await producer.commit_transaction()
+        assert (await sent).offset == 0
