@@ -501,6 +501,9 @@ class AIOKafkaProducer(Client):
     # -- transactions --------------------------------------------------------------------------
 
     def _outside_transaction(self):
+        if self._unfinished is not None:
+            raise IllegalOperation("the last %s() timed out and goes on in the background: await it again, then "
+                                   "begin_transaction() to send" % self._unfinished)
         raise IllegalOperation("the producer has a transactional_id: send inside a transaction "
                                "(begin_transaction(), or async with producer.transaction())")
 
@@ -541,7 +544,6 @@ class AIOKafkaProducer(Client):
                                         "the background; await abort_transaction() again to finish it")
         try:
             await self._resumable(transaction.commit_transaction)
-            self._ended_transaction()
         finally:
             self._serve()
 
@@ -554,7 +556,6 @@ class AIOKafkaProducer(Client):
                                         "the background; await commit_transaction() again to finish it")
         try:
             await self._resumable(transaction.abort_transaction)
-            self._ended_transaction()
         finally:
             self._serve()
 
@@ -562,6 +563,7 @@ class AIOKafkaProducer(Client):
         """A commit or abort; one that raises a ``retriable`` error (a timeout) goes on in
         librdkafka's background, and is remembered until it is called again."""
         name = call.__name__
+        self._ended_transaction()  # from the call on, as aiokafka's: whatever its outcome, no more records
         try:
             await self._blocking(call, self._handle, self._request_timeout_ms)
         except KafkaException as exc:
