@@ -33,7 +33,8 @@ from pyrdk.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition,
 from pyrdk.aio.wakeup import Wakeup
 from pyrdk.common import INT32_MAX, check_bool, integer, weak_method
 from pyrdk.core import sender_core
-from pyrdk.exceptions import KafkaException, ProducerQueueFullError, TransactionStateError
+from pyrdk.exceptions import (KafkaException, NoBrokersAvailableError, ProducerQueueFullError, SocketDisconnectedError,
+                              TransactionStateError)
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
 from pyrdk.rd.conf import to_str
@@ -360,20 +361,32 @@ class AIOKafkaProducer(Client):
             "librdkafka adds its record overhead: send a smaller record or raise max_request_size"
             % (size, self._config["message.max.bytes"]))
 
-    async def _choose_partition(self, topic, key):
-        """The partition the program's ``partitioner`` picks, called as aiokafka calls it:
-        with the serialized key, the topic's partition ids (sorted) and those with a leader,
-        from ``rd_kafka_metadata`` (on the default executor, at most once per
-        ``metadata_max_age_ms``)."""
+    async def _partition_ids(self, topic):
+        """``(all ids, ids with a leader, when)`` of ``topic``'s partitions (sorted), from
+        ``rd_kafka_metadata`` (on the default executor, at most once per
+        ``metadata_max_age_ms``); while no broker answers, the last known, as aiokafka's
+        metadata keeps them."""
         lists = self._partition_lists.get(topic)
         if lists is None or self._loop.time() - lists[2] > self._metadata_max_age_ms / 1000.0:
-            md = await self._blocking(self._handle.metadata, topic, self._request_timeout_ms, False)
+            try:
+                md = await self._blocking(self._handle.metadata, topic, self._request_timeout_ms, False)
+            except (KafkaTimeoutError, SocketDisconnectedError, NoBrokersAvailableError):
+                if lists is None:
+                    raise
+                return lists
             t = md.topics.get(topic)
             if t is None or t.error:
                 raise error_for(t.error if t is not None else 3, "metadata of %s" % topic)
             ids = sorted(p.id for p in t.partitions)
             lists = self._partition_lists[topic] = (
                 ids, sorted(p.id for p in t.partitions if p.leader >= 0), self._loop.time())
+        return lists
+
+    async def _choose_partition(self, topic, key):
+        """The partition the program's ``partitioner`` picks, called as aiokafka calls it:
+        with the serialized key, the topic's partition ids (sorted) and those with a leader
+        (``_partition_ids()``)."""
+        lists = await self._partition_ids(topic)
         chosen = self._partitioner(key, list(lists[0]), list(lists[1]))
         if chosen not in lists[0] or isinstance(chosen, bool):
             raise ValueError("the partitioner returned %r, not one of the partitions of %s: %s"
@@ -488,15 +501,13 @@ class AIOKafkaProducer(Client):
             await fut
 
     async def partitions_for(self, topic: str) -> set[int]:
-        """The partition ids of ``topic`` (``rd_kafka_metadata``, on the default executor)."""
+        """The partition ids of ``topic`` (``rd_kafka_metadata``, on the default executor, at
+        most once per ``metadata_max_age_ms``; while no broker answers, the last known, as
+        aiokafka's)."""
         self._check_running()
         if not isinstance(topic, str) or not topic:
             raise TypeError("topic must be a non-empty str, not %r" % (topic,))
-        md = await self._blocking(self._handle.metadata, topic, self._request_timeout_ms, False)
-        t = md.topics.get(topic)
-        if t is None or t.error:
-            raise error_for(t.error if t is not None else 3, "metadata of %s" % topic)
-        return {p.id for p in t.partitions}
+        return set((await self._partition_ids(topic))[0])
 
     # -- transactions --------------------------------------------------------------------------
 

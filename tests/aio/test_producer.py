@@ -791,3 +791,19 @@ async def test_a_send_after_a_commit_that_timed_out_is_refused_as_aiokafkas(mock
         assert (await sent).offset == 0
         async with producer.transaction():
             assert (await producer.send_and_wait("t", b"next")).offset == 2  # a commit marker between
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_partitions_for_answers_from_the_last_metadata_while_every_broker_is_down(mock_cluster):
+    """As aiokafka's, partitions_for() gives the partitions the metadata knows: while no
+    broker answers, at once, instead of a KafkaConnectionError after request_timeout_ms."""
+    mock_cluster.create_topic("t", 3, 1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers,
+                                         request_timeout_ms=5000) as producer:
+        assert await producer.partitions_for("t") == {0, 1, 2}
+        mock_cluster.broker_down(-1)
+        try:
+            assert await asyncio.wait_for(producer.partitions_for("t"), 1) == {0, 1, 2}
+        finally:
+            mock_cluster.broker_up(-1)
