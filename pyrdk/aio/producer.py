@@ -256,16 +256,19 @@ class AIOKafkaProducer(Client):
         finally:
             self._closed = True
             self._wakeup.close()
-            # rd_kafka_destroy joins librdkafka's threads: off the loop
-            await asyncio.get_running_loop().run_in_executor(None, self._handle.close)
-            for entry in self._pending.values():
-                fut = _future_of(entry)
-                self._core.release(fut)
-                if not fut.done():
-                    failed += 1
-                    _settle(fut.set_exception, ProducerClosed("the producer stopped before the record was delivered"))
-            self._pending.clear()
-            self._check_drained()
+            try:
+                # rd_kafka_destroy joins librdkafka's threads: off the loop
+                await asyncio.get_running_loop().run_in_executor(None, self._handle.close)
+            finally:  # also when cancelled meanwhile: no report will be served, nor another stop() fail them
+                for entry in self._pending.values():
+                    fut = _future_of(entry)
+                    self._core.release(fut)
+                    if not fut.done():
+                        failed += 1
+                        _settle(fut.set_exception,
+                                ProducerClosed("the producer stopped before the record was delivered"))
+                self._pending.clear()
+                self._check_drained()
         if foreign and failed:
             raise IllegalStateError("stopped in another event loop than the one it was started in: %d record(s) "
                                     "not yet delivered were failed (stop a client in its own loop, where stop() "

@@ -807,3 +807,24 @@ async def test_partitions_for_answers_from_the_last_metadata_while_every_broker_
             assert await asyncio.wait_for(producer.partitions_for("t"), 1) == {0, 1, 2}
         finally:
             mock_cluster.broker_up(-1)
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_stop_cancelled_while_it_closes_fails_what_is_pending(mock_cluster):
+    """Every broker is down; stop() is cancelled again and again, also while it closes the
+    librdkafka producer: the futures of the records it holds still fail (ProducerClosed),
+    where they were left pending for ever (no later stop() or delivery report tells them)."""
+    mock_cluster.create_topic("t", 1, 1)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, request_timeout_ms=3000)
+    await producer.start()
+    mock_cluster.broker_down(-1)
+    futures = [await producer.send("t", b"%d" % i) for i in range(5)]
+    stopping = asyncio.ensure_future(producer.stop())
+    await asyncio.sleep(0.3)
+    while not stopping.done():
+        stopping.cancel()
+        await asyncio.sleep(0)
+    done, pending = await asyncio.wait(futures, timeout=5)
+    assert not pending
+    assert all(isinstance(fut.exception(), ProducerClosed) for fut in done)
