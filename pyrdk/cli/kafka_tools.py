@@ -49,10 +49,10 @@ def fetch_offsets(client, topic, offset):
     return found
 
 
-def fetch_consumer_lag(client, topic, host, consumer_group):
-    """``{partition_id: (latest offset, consumer offset, consumer id)}`` (pykafka's helper;
-    ``host`` is unused: the owners come from the client's ``zookeeper_hosts``)."""
-    return {pid: (row.log_end, -1 if row.committed is None else row.committed, row.owner)
+def fetch_consumer_lag(client, topic, consumer_group):
+    """``{partition_id: (latest offset, consumer offset)}`` (pykafka's helper; -1 for a
+    partition without a committed offset, as pykafka's)."""
+    return {pid: (row.log_end, -1 if row.committed is None else row.committed)
             for pid, row in topic.consumer_lag(consumer_group).items()}
 
 

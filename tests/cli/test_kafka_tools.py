@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.cli.util import BIN, assert_one_line_error, kafka_tools, run
-from tests.fix_kafka import fill, make_topic, running_member, tansu_gap, unique_name
+from tests.fix_kafka import commit, fill, make_topic, running_member, tansu_gap, unique_name
 
 pytestmark = pytest.mark.kafka
 
@@ -159,3 +159,13 @@ def test_same_commands_under_pyrdk_and_as_pykafka_module(kafka_hosts, client, to
               "kafka_tools.main(['-b', sys.argv[1], 'desc_topic', sys.argv[2]])")
     result = run([kafka_hosts, topic_name], program=[sys.executable, "-c", script])
     assert result.code == 0 and result.out.startswith("Topic: %s\n" % topic_name), result
+
+
+def test_fetch_consumer_lag_helper_takes_and_returns_what_pykafkas_does(client, topic_name, group_name):
+    """pykafka's helper, called by scripts that import pykafka.cli.kafka_tools:
+    (client, topic, consumer_group) -> {partition_id: (latest offset, consumer offset)}."""
+    from pyrdk.cli.kafka_tools import fetch_consumer_lag
+    topic = make_topic(client, topic_name, 2)
+    fill(topic, {0: 4, 1: 2})
+    commit(topic, group_name, {0: 3})
+    assert fetch_consumer_lag(client, topic, group_name) == {0: (4, 3), 1: (2, -1)}
