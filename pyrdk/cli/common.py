@@ -63,17 +63,18 @@ class CommandError(click.ClickException):
         click.echo("error: %s" % self.format_message(), err=True, file=file)
 
 
-def one_line(exc):
+def one_line(exc, hosts_option="--hosts"):
     """An exception as one line: its class name unless the message says enough. The hints
     that name the Python arguments (``security_protocol``, ``SslConfig``'s ``cafile``,
-    ``rdkafka_config[...]``) name the command's options instead."""
+    ``rdkafka_config[...]``, ``hosts``, ``zookeeper_hosts``) name the command's options
+    instead (``hosts_option``: ``--hosts``, or kafka-tools' ``-b/--broker``)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    for python, here in _cli_wording():
+    for python, here in _cli_wording(hosts_option):
         text = python.sub(here, text) if isinstance(python, re.Pattern) else text.replace(python, here)
     return text if isinstance(exc, (KafkaException, CommandError)) else "%s: %s" % (type(exc).__name__, text)
 
 
-def _cli_wording():
+def _cli_wording(hosts_option):
     """``(the Python wording, the command line's)`` pairs: strings or patterns."""
     return (
         (exceptions.PLAINTEXT_TO_TLS_HINT, "; a TLS listener does this to a plaintext client: if the listener "
@@ -82,7 +83,7 @@ def _cli_wording():
         (exceptions.NO_SASL_HINT, "; a SASL listener does this to a client that does not authenticate: if the "
                                   "listener wants SASL, give -X security.protocol=sasl_plaintext (or sasl_ssl) "
                                   "-X sasl.mechanism=M -X sasl.username=U -X sasl.password=P"),
-        (exceptions.NOT_KAFKA_HTTP_HINT, exceptions.NOT_KAFKA_HTTP_HINT.replace("the host and port", "--hosts")),
+        (exceptions.NOT_KAFKA_HTTP_HINT, exceptions.NOT_KAFKA_HTTP_HINT.replace("the host and port", hosts_option)),
         (exceptions.NO_TLS_ANSWER_HINT, "no broker answered the TLS handshake: if the listener is plaintext, give "
                                         "-X security.protocol=plaintext (or sasl_plaintext)"),
         (exceptions.NO_OAUTH_TOKEN, "sasl.mechanism OAUTHBEARER has no token to send: give "
@@ -91,7 +92,8 @@ def _cli_wording():
                                "or -X enable.sasl.oauthbearer.unsecure.jwt=true (unsigned tokens, for tests)"),
         (re.compile(r" \(SslConfig's \w+\)"), ""),  # the -X property the message names is what was given
         (re.compile(r"\brdkafka_config\['([^']*)'\]"), r"-X \1"),
-        (re.compile(r"^hosts: "), "--hosts: "),
+        (re.compile(r"^hosts(:| must)"), hosts_option + r"\1"),
+        (re.compile(r"^zookeeper_hosts\b"), "--zookeeper"),
     )
 
 
@@ -123,7 +125,8 @@ class Group(click.Group):
         except Exception as exc:
             if os.environ.get("PYRDK_TRACEBACK") == "1":
                 raise
-            raise CommandError(one_line(exc)) from None
+            env = ctx.find_object(Env)
+            raise CommandError(one_line(exc, env.hosts_option if env else "--hosts")) from None
 
 
 def setup_logging(verbose):
@@ -148,8 +151,10 @@ class Env:
     """The connection a command runs against; the client is made on first use and closed
     with the command."""
 
-    def __init__(self, ctx, hosts, zookeeper=None, timeout_ms=10000, broker_version=None, rdkafka_config=None):
+    def __init__(self, ctx, hosts, zookeeper=None, timeout_ms=10000, broker_version=None, rdkafka_config=None,
+                 hosts_option="--hosts"):
         self.hosts = hosts
+        self.hosts_option = hosts_option  # the option that names the brokers, for the messages
         self.zookeeper = zookeeper
         self.timeout_ms = timeout_ms
         self.broker_version = broker_version

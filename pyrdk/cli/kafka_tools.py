@@ -246,7 +246,8 @@ COMMANDS = [consume_topic, desc_topic, print_managed_consumer_groups, print_cons
 @click.pass_context
 def cli(ctx, host, broker_version, zookeeper, rdkafka_config, verbose):
     setup_logging(verbose)
-    ctx.obj = Env(ctx, host, zookeeper=zookeeper, broker_version=broker_version, rdkafka_config=rdkafka_config)
+    ctx.obj = Env(ctx, host, zookeeper=zookeeper, broker_version=broker_version, rdkafka_config=rdkafka_config,
+                  hosts_option="-b/--broker")
 
 
 for _command in COMMANDS:

@@ -169,3 +169,18 @@ def test_fetch_consumer_lag_helper_takes_and_returns_what_pykafkas_does(client, 
     fill(topic, {0: 4, 1: 2})
     commit(topic, group_name, {0: 3})
     assert fetch_consumer_lag(client, topic, group_name) == {0: (4, 3), 1: (2, -1)}
+
+
+@pytest.mark.parametrize("hosts, fragment", [("nowhere:x", "-b/--broker: 'nowhere:x'"),
+                                             ("", "-b/--broker must be a non-empty")])
+def test_a_bad_broker_address_is_named_by_the_option_kafka_tools_takes(hosts, fragment):
+    result = kafka_tools(["print_topics"], hosts)
+    assert_one_line_error(result, fragment)
+    assert "--hosts" not in result.err, result
+
+
+def test_a_bad_zookeeper_string_is_named_by_its_option(kafka_hosts, client, topic_name):
+    make_topic(client, topic_name, 1)
+    result = kafka_tools(["--zookeeper", "::", "print_consumer_lag", topic_name, "g"], kafka_hosts)
+    assert_one_line_error(result, "--zookeeper '::' is not a")
+    assert "zookeeper_hosts" not in result.err, result

@@ -687,3 +687,11 @@ def test_names_on_a_terminal_are_shown_as_they_are_not_as_rich_markup(kafka_host
         os.close(out)
     assert proc.returncode == 0, proc.stderr
     assert group.encode() in text, text
+
+
+@pytest.mark.parametrize("args, fragment", [(["--hosts", "", "topics"], "--hosts must be a non-empty"),
+                                            (["--zookeeper", "", "groups"], "--zookeeper must be a non-empty")])
+def test_an_empty_address_is_named_by_its_option(args, fragment):
+    result = run(args)
+    assert_one_line_error(result, fragment)
+    assert "zookeeper_hosts" not in result.err and "error: TypeError: hosts" not in result.err, result
