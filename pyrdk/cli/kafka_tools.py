@@ -255,8 +255,13 @@ for _command in COMMANDS:
 
 
 def main(args=None):
-    """The ``kafka-tools`` console script."""
-    cli.main(args=args, prog_name="kafka-tools")
+    """The ``kafka-tools`` console script. As pykafka's main(), it returns once the command is
+    done, to the program that called it; a failure still exits (1, or 2 for a usage error)."""
+    try:
+        cli.main(args=args, prog_name="kafka-tools")
+    except SystemExit as exc:
+        if exc.code:
+            raise
 
 
 if __name__ == "__main__":

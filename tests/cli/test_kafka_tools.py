@@ -184,3 +184,14 @@ def test_a_bad_zookeeper_string_is_named_by_its_option(kafka_hosts, client, topi
     result = kafka_tools(["--zookeeper", "::", "print_consumer_lag", topic_name, "g"], kafka_hosts)
     assert_one_line_error(result, "--zookeeper '::' is not a")
     assert "zookeeper_hosts" not in result.err, result
+
+
+def test_main_returns_to_the_program_that_calls_it_as_pykafkas(kafka_hosts, client, topic_name):
+    make_topic(client, topic_name, 1)
+    script = ("import pyrdk, sys; pyrdk.install_as_pykafka(); from pykafka.cli import kafka_tools; "
+              "sys.argv = ['kafka-tools', '-b', sys.argv[1], 'desc_topic', sys.argv[2]]; kafka_tools.main(); "
+              "print('after main')")
+    result = run([kafka_hosts, topic_name], program=[sys.executable, "-c", script])
+    assert result.code == 0 and result.out.endswith("after main\n"), result
+    failed = run([kafka_hosts, unique_name("nosuch")], program=[sys.executable, "-c", script])
+    assert failed.code == 1 and "after main" not in failed.out, failed
