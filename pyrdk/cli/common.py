@@ -178,7 +178,10 @@ class Env:
         if isinstance(name, bytes):
             name = name.decode()
         if name.encode() not in self.client.topics:
-            raise CommandError("unknown topic %r on %s (`pyrdk topics` lists them)" % (name, self.hosts))
+            listing = "pyrdk topics"
+            if click.get_current_context().find_root().info_name == "kafka-tools":  # its -b, not pyrdk's --hosts
+                listing = "kafka-tools -b %s print_topics" % self.hosts
+            raise CommandError("unknown topic %r on %s (`%s` lists them)" % (name, self.hosts, listing))
         return self.client.topics[name]
 
     def close(self):

@@ -135,7 +135,8 @@ def test_consume_topic_writes_new_messages(kafka_hosts, client, topic_name, tmp_
 def test_unknown_topic_and_group(kafka_hosts, client):
     name = unique_name("nosuch")
     for command in (["desc_topic", name], ["print_offsets", name, "latest"], ["print_consumer_lag", name, "g"]):
-        assert_one_line_error(kafka_tools(command, kafka_hosts), "unknown topic %r" % name)
+        assert_one_line_error(kafka_tools(command, kafka_hosts), "unknown topic %r" % name,
+                              "(`kafka-tools -b %s print_topics` lists them)" % kafka_hosts)
     assert name.encode() not in client.cluster.list_topics(), "kafka-tools does not create topics"
     assert kafka_tools(["print_consumer_lag"], kafka_hosts).code == 2
 
