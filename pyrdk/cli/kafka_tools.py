@@ -79,8 +79,8 @@ def _topic_name(value):
 topic_argument = click.argument("topic", metavar="TOPIC")
 group_argument = click.argument("consumer_group", metavar="CONSUMER_GROUP", type=GroupName())
 offset_argument = click.argument("offset", metavar="OFFSET")
-timeout_option = click.option("-t", "--timeout", type=int, default=5000, show_default=True,
-                              help="Time in ms to wait for the operation to complete.")
+timeout_option = click.option("-t", "--timeout", type=click.IntRange(min=0, max=3600000), default=5000,
+                              show_default=True, help="Time in ms to wait for the operation to complete.")
 
 
 @click.command("consume_topic")

@@ -196,3 +196,10 @@ def test_main_returns_to_the_program_that_calls_it_as_pykafkas(kafka_hosts, clie
     assert result.code == 0 and result.out.endswith("after main\n"), result
     failed = run([kafka_hosts, unique_name("nosuch")], program=[sys.executable, "-c", script])
     assert failed.code == 1 and "after main" not in failed.out, failed
+
+
+@pytest.mark.parametrize("timeout", [-5, 3600001])
+def test_a_timeout_out_of_range_is_a_usage_error_naming_the_option(kafka_hosts, topic_name, timeout):
+    result = kafka_tools(["create_topic", topic_name, "-t", timeout], kafka_hosts)
+    assert result.code == 2 and "'-t' / '--timeout'" in result.err, result
+    assert "socket_timeout_ms" not in result.err, result
