@@ -52,7 +52,7 @@ def bench(env, messages, size, partitions, topic, as_json):
         # Where this run's messages start: the log end before it (a topic given may hold others).
         before = {} if made else {pid: r.offset[0] for pid, r in t.latest_available_offsets().items()}
         bar = _bar("producing", messages)
-        producer = t.get_producer(linger_ms=5, min_queued_messages=10000)
+        producer = t.get_producer(linger_ms=5, min_queued_messages=10000, rdkafka_config=env.producer_config())
         try:
             start = time.perf_counter()
             sent = 0

@@ -94,6 +94,7 @@ def _cli_wording(hosts_option):
         (re.compile(r"\brdkafka_config\['([^']*)'\]"), r"-X \1"),
         (re.compile(r"^hosts(:| must)"), hosts_option + r"\1"),
         (re.compile(r"^zookeeper_hosts\b"), "--zookeeper"),
+        (re.compile(r"\brdkafka_config's "), "-X "),
     )
 
 
@@ -171,6 +172,13 @@ class Env:
                                        socket_timeout_ms=self.timeout_ms, rdkafka_config=self.rdkafka_config,
                                        exclude_internal_topics=False)
         return self._client
+
+    def producer_config(self):
+        """The ``-X`` properties a producer reads, for a command's producer to take as its own:
+        they then win over those its arguments set (linger, acks, message size...), where the
+        client's would not."""
+        kind = self.client.cluster.config_for("producer")
+        return {k: v for k, v in self.rdkafka_config.items() if k in kind}
 
     def topic(self, name):
         """The existing topic ``name``; an unknown one is an error, never created (brokers

@@ -8,7 +8,8 @@ import time
 
 import click
 
-from pyrdk.cli.common import CommandError, GroupName, OffsetSpec, UntilInterrupted, decode, emit_json, pass_env
+from pyrdk.cli.common import (CommandError, GroupName, OffsetSpec, UntilInterrupted, decode, emit_json, one_line,
+                              pass_env)
 from pyrdk.common import OffsetType
 from pyrdk.exceptions import KafkaException
 from pyrdk.partitioners import murmur2_partitioner
@@ -82,7 +83,8 @@ def produce(env, topic, path, fmt, key_separator, headers, partition, as_json):
     records = _lines(stream) if fmt == "lines" else _length_prefixed(stream)
     progress = _progress(total)
     count = 0
-    producer = t.get_producer(linger_ms=5, partitioner=partitioner, max_request_size=10 * 1024 * 1024)
+    producer = t.get_producer(linger_ms=5, partitioner=partitioner, max_request_size=10 * 1024 * 1024,
+                              rdkafka_config=env.producer_config())
     try:
         task = progress.add_task("producing to %s" % topic, total=total, count=0) if progress else None
         if progress:
@@ -99,8 +101,8 @@ def produce(env, topic, path, fmt, key_separator, headers, partition, as_json):
             try:
                 producer.produce(value, partition_key=key, headers=header_list)
             except KafkaException as exc:  # the records before it are sent: say how many
-                raise CommandError("%s (record %d; the %d before it were produced)" % (exc, count + 1, count)) \
-                    from exc
+                raise CommandError("%s (record %d; the %d before it were produced)"
+                                   % (one_line(exc), count + 1, count)) from exc
             count += 1
             done += len(record) + (1 if fmt == "lines" else 4)
             if progress and count % 1000 == 0:

@@ -695,3 +695,16 @@ def test_an_empty_address_is_named_by_its_option(args, fragment):
     result = run(args)
     assert_one_line_error(result, fragment)
     assert "zookeeper_hosts" not in result.err and "error: TypeError: hosts" not in result.err, result
+
+
+def test_producer_properties_given_with_x_win_over_the_commands_defaults(kafka_hosts, client, topic_name):
+    """-X takes any librdkafka property: a producer's (message.max.bytes here, as acks or
+    linger.ms) applies to produce and bench, where their producers' arguments set it."""
+    make_topic(client, topic_name, 1)
+    result = run(["-X", "message.max.bytes=2000", "produce", topic_name], kafka_hosts, stdin=b"a\n" + b"x" * 5000)
+    assert_one_line_error(result, "larger than -X message.max.bytes=2000", "record 2; the 1 before it were produced")
+    result = run(["-X", "message.max.bytes=1500", "bench", "--messages", 2, "--size", 2000], kafka_hosts)
+    assert_one_line_error(result, "larger than -X message.max.bytes=1500")
+    # over the producer's own default (1000012), under a broker's (1048588)
+    result = run(["-X", "message.max.bytes=1040000", "bench", "--messages", 2, "--size", 1000100], kafka_hosts)
+    assert result.code == 0, result
