@@ -185,7 +185,8 @@ def print_topics(env):
 @offset_argument
 @pass_env
 def reset_offsets(env, topic, consumer_group, offset):
-    """Reset offsets for a topic/consumer group (the group must not be running)."""
+    """Reset offsets for a topic/consumer group to OFFSET: EARLIEST, LATEST or YYYY-MM-DDTHH:MM:SS (the
+    group must not be running)."""
     t = env.topic(topic)
     offsets = fetch_offsets(env.client, t, offset)
     refuse_running_zookeeper_group(env, consumer_group)

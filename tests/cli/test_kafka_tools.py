@@ -203,3 +203,10 @@ def test_a_timeout_out_of_range_is_a_usage_error_naming_the_option(kafka_hosts, 
     result = kafka_tools(["create_topic", topic_name, "-t", timeout], kafka_hosts)
     assert result.code == 2 and "'-t' / '--timeout'" in result.err, result
     assert "socket_timeout_ms" not in result.err, result
+
+
+@pytest.mark.parametrize("command", ["print_offsets", "reset_offsets"])
+def test_the_help_of_a_command_taking_an_offset_says_what_it_can_be(command):
+    result = kafka_tools([command, "--help"], "127.0.0.1:9")
+    # (click wraps the help at a hyphen too)
+    assert result.code == 0 and "EARLIEST,LATESTorYYYY-MM-DDTHH:MM:SS" in "".join(result.out.split()), result
