@@ -188,6 +188,7 @@ class _Reading:
 
     def __init__(self, kept, opts, topic, pid, start):
         self.opts, self.topic, self.pid = opts, topic, pid
+        self.client = kept.client
         name = topic.name.decode()
         consumer, _ = kept.consumers.pop((name, pid), (None, 0))
         if consumer is not None and consumer.topic is not topic:  # the topic went and came back
@@ -230,6 +231,17 @@ class _Reading:
         self.consumer = self._new(offset)
         self.reused = False
 
+    def gone(self):
+        """Whether the cluster's metadata no longer lists the partition (its topic deleted,
+        or lost by a broker restarted meanwhile); False if the metadata cannot be had."""
+        try:
+            self.client.update_cluster()
+        except KafkaException as exc:
+            log.info("%s [%d]: no metadata: %s", self.topic.name.decode(), self.pid, exc)
+            return False
+        topic = self.client.topics.get(self.topic.name.decode())
+        return topic is None or self.pid not in topic.partitions
+
 
 def _position(consumer, topic_name, pid):
     """``consumer.fetched_to(pid)`` (-1 when unknown): after an empty ``consume_arrow()``,
@@ -267,6 +279,10 @@ def _read(opts, topic, reading, offset_range):
                                  % (topic_name, pid, wanted, end, high))
                 break
             if time.monotonic() - idle_since > opts.poll_timeout_ms / 1000.0:
+                if reading.gone():
+                    report_data_loss(opts, "%s [%d] is gone (topic or partition deleted) with offsets %d to %d "
+                                           "unread" % (topic_name, pid, wanted, end))
+                    break
                 raise KafkaTimeoutError("%s [%d]: no record at offset %d or later within "
                                         "kafkaConsumer.pollTimeoutMs=%d (reading up to offset %d)"
                                         % (topic_name, pid, wanted, opts.poll_timeout_ms, end))

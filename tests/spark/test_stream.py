@@ -173,3 +173,42 @@ def test_max_records_per_partition_splits_a_micro_batch_as_a_batch_read(kafka_ho
     cuts = [(0, 10), (10, 20), (20, 30), (30, 40), (40, 50)]
     assert [(p.value.start, p.value.end) for p in batch] == cuts
     assert [(p.value.start, p.value.end) for p in micro] == cuts
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["false", "true"])
+def test_a_partition_lost_while_a_task_reads_it_is_data_loss_not_a_timeout(own_broker, fail_on_data_loss):
+    """The broker restarted while a task reads, without the topic (Tansu keeps its log in
+    memory; on Kafka, a topic deleted meanwhile): the task reports the partition gone, as the
+    next micro-batch's planning would, not "no record ... within kafkaConsumer.pollTimeoutMs";
+    with failOnDataLoss=false it ends with the rows read before."""
+    from pyrdk import KafkaClient
+    from pyrdk.spark import fetch
+    from pyrdk.spark.offsets import DataLossError, OffsetRange
+    from pyrdk.spark.options import ReadOptions
+    name = unique_name("lost")
+    with KafkaClient(hosts=own_broker.bootstrap_servers) as client:
+        with make_topic(client, name, 1).get_producer(linger_ms=50) as producer:
+            for _ in range(50000):
+                producer.produce(b"x" * 50)
+    opts = ReadOptions({"kafka.bootstrap.servers": own_broker.bootstrap_servers, "subscribe": name,
+                        "failOnDataLoss": fail_on_data_loss, "kafkaConsumer.pollTimeoutMs": "3000",
+                        # fetch a little at a time: the restart comes before the range is fetched
+                        "kafka.fetch.max.bytes": "20000", "kafka.max.partition.fetch.bytes": "20000",
+                        "kafka.message.max.bytes": "10000", "kafka.queued.max.messages.kbytes": "64"},
+                       streaming=True)
+    batches = fetch.read_range(opts, OffsetRange(name, 0, 0, 50000))
+    try:
+        read = next(batches).column("offset").to_pylist()
+        own_broker.stop()
+        own_broker.start()
+        if fail_on_data_loss == "true":
+            with pytest.raises(DataLossError, match=r"%s \[0\] is gone .* offsets \d+ to 50000 unread" % name):
+                for batch in batches:
+                    read += batch.column("offset").to_pylist()
+        else:
+            for batch in batches:
+                read += batch.column("offset").to_pylist()
+        assert read == list(range(len(read))) and len(read) < 50000
+    finally:
+        batches.close()
+        fetch.close_kept()
