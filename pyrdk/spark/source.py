@@ -175,6 +175,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         parts = offsets.topic_partitions(client, self._opts.subscription, strict=True)
         ends = offsets.end_offsets(client, self._opts, parts)
         self._last = offsets.resolve(client, self._opts.starting, parts, ends)
+        if self._target is not None:  # prepared before the start (Spark does): its ends may come before it
+            self._target = ends
         return offsets.to_json(self._last)
 
     def getDefaultReadLimit(self):

@@ -212,3 +212,26 @@ def test_a_partition_lost_while_a_task_reads_it_is_data_loss_not_a_timeout(own_b
     finally:
         batches.close()
         fetch.close_kept()
+
+
+def test_available_now_ends_where_a_new_query_starts_at_least(kafka_hosts, client, produce):
+    """Spark prepares Trigger.AvailableNow (the ends to stop at) before it asks a new query for
+    its start: records that arrive in between put startingOffsets=latest past those ends, which
+    is no data loss. As Spark's Kafka source (which takes the ends after the start), the query
+    stops at the ends of its start at least."""
+    from pyrdk.spark.options import ReadOptions
+    from pyrdk.spark.source import KafkaStreamReader
+    name = unique_name("now")
+    make_topic(client, name, 1)
+    produce(name, records(0, 10))
+    reader = KafkaStreamReader(ReadOptions({"kafka.bootstrap.servers": kafka_hosts, "subscribe": name},
+                                           streaming=True))
+    try:
+        reader.prepareForTriggerAvailableNow()
+        produce(name, records(0, 5, first=10))
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, None)
+        assert start == end == {name: {"0": 15}}
+        assert reader.partitions(start, end) == []
+    finally:
+        reader.stop()
