@@ -136,3 +136,70 @@ def test_a_refresh_during_a_loop_over_the_partitions_leaves_the_loop_alone(mock_
             client.update_cluster()
         assert seen == [0, 1] and sorted(topic.partitions) == [0, 1, 2, 3]
         assert topic.partitions[0] is first  # the same Partition objects, renewed
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("code", [5, 6, 7])  # LEADER_NOT_AVAILABLE, NOT_LEADER_FOR_PARTITION, REQUEST_TIMED_OUT
+def test_offsets_are_asked_again_while_a_leader_moves(mock_cluster, topic_name, code):
+    """A leader's retriable ListOffsets answer (an election, a leader that moved, a request timed
+    out on the broker) is asked again with fresh metadata, as pykafka retried it; one that
+    lasts is raised, named, within ``socket_timeout_ms``."""
+    import time
+
+    from pyrdk import KafkaClient
+    from pyrdk.exceptions import KafkaException
+    from pyrdk.rd.errors import err2str
+    from pyrdk.rd.mock import ApiKey
+    mock_cluster.create_topic(topic_name, 3, 2)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=2000) as client:
+        topic = client.topics[topic_name]
+        mock_cluster.push_request_errors(ApiKey.ListOffsets, code, code)
+        assert {pid: r.offset for pid, r in topic.latest_available_offsets().items()} == {0: [0], 1: [0], 2: [0]}
+        mock_cluster.push_request_errors(ApiKey.ListOffsets, code)
+        assert topic.partitions[1].earliest_available_offset() == 0
+        mock_cluster.push_request_errors(ApiKey.ListOffsets, *[code] * 1000)
+        start = time.monotonic()
+        with pytest.raises(KafkaException, match=err2str(code)):
+            topic.latest_available_offsets()
+        assert time.monotonic() - start < 5
+
+
+@pytest.mark.mock
+def test_offsets_of_a_partition_without_a_leader_wait_for_its_election(mock_cluster, topic_name):
+    """A partition whose leader is being elected (LEADER_NOT_AVAILABLE) gets its offsets once
+    it has one, within ``socket_timeout_ms``; without one by then, the error is raised, named."""
+    import threading
+    import time
+
+    from pyrdk import KafkaClient
+    from pyrdk.exceptions import OffsetRequestFailedError
+    mock_cluster.create_topic(topic_name, 2, 2)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000) as client:
+        topic = client.topics[topic_name]
+        mock_cluster.set_partition_leader(topic_name, 0, -1)
+        elect = threading.Timer(0.5, mock_cluster.set_partition_leader, (topic_name, 0, 2))
+        elect.start()
+        try:
+            assert topic.partitions[0].latest_available_offset() == 0
+        finally:
+            elect.join()
+        mock_cluster.set_partition_leader(topic_name, 0, -1)
+        start = time.monotonic()
+        with pytest.raises(OffsetRequestFailedError, match=r"\[0\] failed: .*Leader not available"):
+            topic.latest_available_offsets()
+        assert 2.5 < time.monotonic() - start < 6
+
+
+@pytest.mark.mock
+def test_offsets_follow_a_leader_that_moved(mock_cluster, topic_name):
+    """The old leader of a partition that moved answers NOT_LEADER_FOR_PARTITION (or
+    FENCED_LEADER_EPOCH): the offsets are asked of the new one, without update_cluster()."""
+    from pyrdk import KafkaClient
+    mock_cluster.create_topic(topic_name, 3, 3)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000) as client:
+        topic = client.topics[topic_name]
+        for broker_id in (1, 2, 3, 1, 2, 3):
+            assert sorted(topic.latest_available_offsets()) == [0, 1, 2]
+            mock_cluster.set_partition_leader(topic_name, 0, broker_id)
+            assert topic.partitions[0].latest_available_offset() == 0
+            assert topic.fetch_offset_limits(OffsetType.EARLIEST)[0].offset == [0]

@@ -741,7 +741,7 @@ class Handle:
             out = self._query(lib.rd_kafka_offsets_for_times, tps, ms, "offsets for times")
             # One partition's answer: a leader librdkafka does not know yet (a partition
             # added since its metadata was read) is waited for as the whole call's is.
-            code = next((tp.error for tp in out if tp.error in _LEADER_UNANSWERED), 0)
+            code = next((tp.error for tp in out if tp.error in _LEADER_UNANSWERED + _LEADER_MOVING), 0)
             if code:
                 raise _Unanswered(code, out)
             return out
@@ -754,21 +754,36 @@ class Handle:
         for a request the lost leader took); for partitions the metadata has (asked again, which renews
         librdkafka's), that is retried within ``timeout_ms``, then raised as
         ``LeaderNotAvailable`` (``KafkaTimeoutError`` when the metadata request times out,
-        ``NoBrokersAvailableError`` when no broker answers)."""
+        ``NoBrokersAvailableError`` when no broker answers). A leader's retriable answer (a
+        leader moving or elected, a request timed out on the broker: ``_LEADER_MOVING``) is
+        retried the same way, then raised (the whole call's) or returned (a partition's)."""
         deadline = _deadline(timeout_ms)
+        moving = None  # the last retriable answer: what a retry that timed out ends with
         while True:
             try:
                 return call(_ms_left(deadline))
             except _Unanswered as exc:  # some partitions' answers: theirs are the caller's to raise
                 if not self._partitions_known(tps, deadline, timeout_ms, what):
                     return exc.out
+                if exc.code in _LEADER_MOVING:
+                    moving = exc
                 if _remaining(deadline) <= 0:
+                    if moving is not None:
+                        return moving.out
                     raise _no_leader(tps, timeout_ms, what) from None
             except KafkaException as exc:
-                if exc.code not in _LEADER_UNANSWERED or \
+                if exc.code == errors.TIMED_OUT and moving is not None:  # the retry ran out of time
+                    if isinstance(moving, _Unanswered):
+                        return moving.out
+                    raise moving
+                if exc.code not in _LEADER_UNANSWERED + _LEADER_MOVING or \
                         not self._partitions_known(tps, deadline, timeout_ms, what):
                     raise
+                if exc.code in _LEADER_MOVING:
+                    moving = exc
                 if _remaining(deadline) <= 0:
+                    if moving is not None:
+                        raise moving
                     raise _no_leader(tps, timeout_ms, what) from exc
             time.sleep(0.1)
 
@@ -1139,6 +1154,9 @@ def _remaining(deadline):
 # A ListOffsets answer of a leader librdkafka cannot reach: unknown (_UNKNOWN_PARTITION), or
 # lost with the request under way (_DESTROY_BROKER, or _TRANSPORT when its connection failed).
 _LEADER_UNANSWERED = (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER, errors.TRANSPORT)
+# A leader's ListOffsets answer that asking again (with fresh metadata) cures: LEADER_NOT_AVAILABLE,
+# NOT_LEADER_FOR_PARTITION, REQUEST_TIMED_OUT, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
+_LEADER_MOVING = (errors.LEADER_NOT_AVAILABLE, 6, 7, 74, 75)
 
 
 def _no_leader(tps, timeout_ms, what):
