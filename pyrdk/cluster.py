@@ -24,7 +24,7 @@ from pyrdk.exceptions import (GroupIdNotFoundError, InternalTopicExcluded, Kafka
 from pyrdk.handlers import ThreadingHandler
 from pyrdk.rd import admin, conf, errors
 from pyrdk.rd.callbacks import security_failure
-from pyrdk.rd.handle import Handle, stats_enabled
+from pyrdk.rd.handle import Handle, librdkafka_runtime_version, stats_enabled
 from pyrdk.rd.partitions import TopicPartition
 from pyrdk.topic import Topic
 
@@ -501,7 +501,13 @@ class Cluster:
         fetches the group's offsets. Close it after use."""
         config = self.config_for("consumer")
         config.update({"group.id": _group_id(consumer_group, "consumer_group"),
-                       "enable.auto.commit": False})
+                       "enable.auto.commit": False,
+                       # how long librdkafka holds a commit that finds no coordinator (and
+                       # rd_kafka_destroy waits for it): socket_timeout_ms, as the commit's wait
+                       "session.timeout.ms": min(self._timeout_ms, 3600000),
+                       "heartbeat.interval.ms": max(1, min(3000, self._timeout_ms // 3))})
+        if librdkafka_runtime_version() >= 0x02040000:  # group.protocol: since 2.4.0
+            config["group.protocol"] = "classic"  # a handle that joins nothing: the one with that setting
         return Handle("consumer", config, what="offsets of group %r" % consumer_group)
 
     def commit_consumer_group_offsets(self, consumer_group: Union[str, bytes],
@@ -524,7 +530,7 @@ class Cluster:
         if tps:
             handle = self._group_handle(consumer_group)
             try:
-                handle.commit(tps)
+                handle.commit(tps, timeout_ms=self._timeout_ms)
             finally:
                 handle.close()
         for tp in tps:

@@ -397,3 +397,41 @@ def test_group_offset_requests_are_checked(client, topic, group_name):
     with pytest.raises(TypeError, match="takes a list of PartitionOffsetFetchRequests, not one"):
         broker.fetch_consumer_group_offsets(group_name, PartitionOffsetFetchRequest(topic.name, 0))
     assert broker.fetch_consumer_group_offsets(group_name, []).topics == {}
+
+
+@pytest.mark.mock
+def test_group_offsets_of_a_coordinator_that_is_down_fail_within_socket_timeout(mock_cluster):
+    """A commit from outside the group that no coordinator answers raises KafkaTimeoutError
+    after ``socket_timeout_ms`` and returns then: librdkafka held it for ``session.timeout.ms``
+    (45 s), and the group handle's close waited for it."""
+    import time
+
+    from pyrdk.exceptions import KafkaTimeoutError
+    from pyrdk.protocol import PartitionOffsetCommitRequest
+    name = unique_name("mock")
+    mock_cluster.create_topic(name, 1)
+    group = unique_name("group")
+    mock_cluster.set_coordinator("group", group, 2)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=2000) as client:
+        client.cluster.commit_consumer_group_offsets(group, [PartitionOffsetCommitRequest(name, 0, 3, 0, b"")])
+        mock_cluster.broker_down(2)
+        start = time.monotonic()
+        with pytest.raises(KafkaTimeoutError, match="within 2000 ms"):
+            client.cluster.commit_consumer_group_offsets(group, [PartitionOffsetCommitRequest(name, 0, 4, 0, b"")])
+        assert time.monotonic() - start < 20  # not the 45 s of librdkafka's hold and the close after it
+        mock_cluster.broker_up(2)
+
+
+@pytest.mark.mock
+def test_group_offsets_from_a_client_configured_for_the_consumer_group_protocol(mock_cluster):
+    """The handle that commits and fetches a group's offsets from outside it joins nothing: a
+    client whose rdkafka_config chooses KIP-848's protocol (for its managed consumers) uses it."""
+    from pyrdk.protocol import PartitionOffsetCommitRequest, PartitionOffsetFetchRequest
+    name = unique_name("mock")
+    mock_cluster.create_topic(name, 1)
+    group = unique_name("group")
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000,
+                     rdkafka_config={"group.protocol": "consumer"}) as client:
+        client.cluster.commit_consumer_group_offsets(group, [PartitionOffsetCommitRequest(name, 0, 3, 0, b"")])
+        fetched = client.cluster.fetch_consumer_group_offsets(group, [PartitionOffsetFetchRequest(name, 0)])
+        assert fetched.topics[name.encode()][0].offset == 3
