@@ -435,3 +435,28 @@ def test_group_offsets_from_a_client_configured_for_the_consumer_group_protocol(
         client.cluster.commit_consumer_group_offsets(group, [PartitionOffsetCommitRequest(name, 0, 3, 0, b"")])
         fetched = client.cluster.fetch_consumer_group_offsets(group, [PartitionOffsetFetchRequest(name, 0)])
         assert fetched.topics[name.encode()][0].offset == 3
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("code", [15, 16])  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+def test_group_offsets_are_fetched_again_while_the_coordinator_moves(mock_cluster, code):
+    """An OffsetFetch answered by a coordinator that moved or is not ready is asked again, as
+    pykafka's fetch retried it (librdkafka answers it at once); one that lasts is raised, named,
+    within ``socket_timeout_ms``."""
+    import time
+
+    from pyrdk.protocol import PartitionOffsetCommitRequest, PartitionOffsetFetchRequest
+    from pyrdk.rd.mock import ApiKey
+    name = unique_name("mock")
+    mock_cluster.create_topic(name, 1)
+    group = unique_name("group")
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=2000) as client:
+        client.cluster.commit_consumer_group_offsets(group, [PartitionOffsetCommitRequest(name, 0, 3, 0, b"")])
+        mock_cluster.push_request_errors(ApiKey.OffsetFetch, code, code)
+        fetched = client.cluster.fetch_consumer_group_offsets(group, [PartitionOffsetFetchRequest(name, 0)])
+        assert fetched.topics[name.encode()][0].offset == 3
+        mock_cluster.push_request_errors(ApiKey.OffsetFetch, *[code] * 1000)
+        start = time.monotonic()
+        with pytest.raises(KafkaException, match="(?i)coordinator"):
+            client.cluster.fetch_consumer_group_offsets(group, [PartitionOffsetFetchRequest(name, 0)])
+        assert time.monotonic() - start < 15  # socket_timeout_ms 2 s, not librdkafka's own waits

@@ -926,8 +926,21 @@ class Handle:
             errors.check(lib.rd_kafka_offsets_store(rk, c_list), "store offsets")
 
     def committed(self, tps, timeout_ms=10000):
-        """``rd_kafka_committed``: ``TopicPartition`` list with the committed offsets (-1001 if none)."""
-        return self._query(lib.rd_kafka_committed, tps, timeout_ms, "fetch committed offsets")
+        """``rd_kafka_committed``: ``TopicPartition`` list with the committed offsets (-1001 if none).
+        A coordinator that moved or is not ready (``_COORDINATOR_MOVING``, which librdkafka
+        answers at once) is asked again within ``timeout_ms``, then its error raised."""
+        deadline = _deadline(timeout_ms)
+        moving = None
+        while True:
+            try:
+                return self._query(lib.rd_kafka_committed, tps, _ms_left(deadline), "fetch committed offsets")
+            except KafkaException as exc:
+                if exc.code == errors.TIMED_OUT and moving is not None:  # the retry ran out of time
+                    raise moving from exc
+                if exc.code not in _COORDINATOR_MOVING or _remaining(deadline) <= 0.1:
+                    raise
+                moving = exc
+            time.sleep(0.1)
 
     def position(self, tps):
         """``rd_kafka_position``: the next offset the consumer will return per partition."""
@@ -1157,6 +1170,11 @@ _LEADER_UNANSWERED = (errors.UNKNOWN_PARTITION, errors.DESTROY_BROKER, errors.TR
 # A leader's ListOffsets answer that asking again (with fresh metadata) cures: LEADER_NOT_AVAILABLE,
 # NOT_LEADER_FOR_PARTITION, REQUEST_TIMED_OUT, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
 _LEADER_MOVING = (errors.LEADER_NOT_AVAILABLE, 6, 7, 74, 75)
+
+
+# An OffsetFetch answer that asking again cures: COORDINATOR_LOAD_IN_PROGRESS,
+# COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR (librdkafka looks the coordinator up again).
+_COORDINATOR_MOVING = (14, 15, 16)
 
 
 def _no_leader(tps, timeout_ms, what):
