@@ -278,16 +278,20 @@ class TopicDict(dict):
         """Add or update the topics in ``topics`` (``TopicMetadata`` by name); with
         ``complete``, drop those the metadata no longer lists. Threads may sync at once (a
         balanced consumer refreshes the metadata in its own): the names are taken at one go,
-        and one dropped meanwhile is no error."""
+        and one dropped meanwhile is no error. A new topic is added only if no other thread
+        added it meanwhile (``setdefault``, at one go): a Topic a lookup returned must stay the
+        one the refreshes update."""
         for name, tm in topics.items():
             if tm.error or self.excluded(name):
                 continue
             key = name.encode()
             topic = super().get(key)
             if topic is None:
-                super().__setitem__(key, Topic(self._cluster, tm))
-            else:
-                topic.update(tm)
+                new = Topic(self._cluster, tm)
+                topic = super().setdefault(key, new)
+                if topic is new:
+                    continue
+            topic.update(tm)
         if complete:
             for key in [k for k in list(self) if k.decode() not in topics]:
                 super().pop(key, None)

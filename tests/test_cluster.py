@@ -460,3 +460,38 @@ def test_group_offsets_are_fetched_again_while_the_coordinator_moves(mock_cluste
         with pytest.raises(KafkaException, match="(?i)coordinator"):
             client.cluster.fetch_consumer_group_offsets(group, [PartitionOffsetFetchRequest(name, 0)])
         assert time.monotonic() - start < 15  # socket_timeout_ms 2 s, not librdkafka's own waits
+
+
+@pytest.mark.mock
+def test_a_topic_looked_up_while_a_refresh_adds_it_is_the_one_kept(mock_cluster, monkeypatch):
+    """A refresh in another thread that adds a topic a lookup added meanwhile keeps the
+    lookup's Topic: replacing it would leave the program's Topic out of every later refresh,
+    with its leaders as they were."""
+    import pyrdk.cluster
+    name = unique_name("mock")
+    made, entered, go = [], threading.Event(), threading.Event()
+
+    class SlowTopic(pyrdk.cluster.Topic):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+            if len(made) == 1:  # the refresh's: the lookup runs meanwhile
+                entered.set()
+                go.wait(10)
+
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000) as client:
+        mock_cluster.create_topic(name, 1, 3)
+        monkeypatch.setattr(pyrdk.cluster, "Topic", SlowTopic)
+        refresh = threading.Thread(target=client.update_cluster)
+        refresh.start()
+        try:
+            assert entered.wait(10)
+            topic = client.topics[name]
+        finally:
+            go.set()
+            refresh.join()
+        assert client.topics[name] is topic
+        leader = topic.partitions[0].leader.id
+        mock_cluster.set_partition_leader(name, 0, leader % 3 + 1)
+        client.update_cluster()
+        assert topic.partitions[0].leader.id == leader % 3 + 1
