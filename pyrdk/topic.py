@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import threading
 import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -40,6 +41,7 @@ class Topic:
         self._cluster = cluster
         self._name = topic_metadata.name.encode()
         self._partitions: dict[int, Partition] = {}
+        self._update_lock = threading.Lock()
         self.update(topic_metadata)
 
     @property
@@ -56,18 +58,21 @@ class Topic:
         no longer lists (the topic was deleted and re-created with fewer) are dropped, as in
         pykafka. Partitions added or dropped come in a new dict: a refresh in another thread
         (a producer's poller, a balanced consumer's) must not change the one a program's loop
-        goes through."""
-        brokers = self._cluster.brokers
-        ids = {pm.id for pm in metadata.partitions}
-        partitions = self._partitions
-        if ids != set(partitions):
-            partitions = {pid: p for pid, p in partitions.items() if pid in ids}
-        for pm in metadata.partitions:
-            partition = partitions.get(pm.id)
-            if partition is None:
-                partitions[pm.id] = partition = Partition(self, pm.id, None, [], [])
-            partition.update(brokers, pm)
-        self._partitions = partitions
+        goes through. Refreshes in several threads take turns: each would make its own
+        Partition for a new id, and the Partition a program took from one dict would be
+        refreshed no more once another thread's dict replaced it."""
+        with self._update_lock:
+            brokers = self._cluster.brokers
+            ids = {pm.id for pm in metadata.partitions}
+            partitions = self._partitions
+            if ids != set(partitions):
+                partitions = {pid: p for pid, p in partitions.items() if pid in ids}
+            for pm in metadata.partitions:
+                partition = partitions.get(pm.id)
+                if partition is None:
+                    partitions[pm.id] = partition = Partition(self, pm.id, None, [], [])
+                partition.update(brokers, pm)
+            self._partitions = partitions
 
     # -- factories -----------------------------------------------------------------------------
 

@@ -203,3 +203,46 @@ def test_offsets_follow_a_leader_that_moved(mock_cluster, topic_name):
             mock_cluster.set_partition_leader(topic_name, 0, broker_id)
             assert topic.partitions[0].latest_available_offset() == 0
             assert topic.fetch_offset_limits(OffsetType.EARLIEST)[0].offset == [0]
+
+
+@pytest.mark.mock
+def test_partitions_added_by_two_refreshes_at_once_are_made_once(mock_cluster, topic_name, monkeypatch):
+    """Two threads refreshing a Topic whose partitions grew (a producer's poller and the
+    program's update_cluster()) make one Partition per new id: a Partition the program took
+    from one refresh's dict is the one later refreshes update, not one another dict replaced."""
+    import threading
+
+    import pyrdk.topic
+    from pyrdk import KafkaClient
+    made, entered, go = [], threading.Event(), threading.Event()
+
+    class SlowPartition(pyrdk.topic.Partition):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+            if len(made) == 1:  # the first refresh's first new partition: the other refresh runs meanwhile
+                entered.set()
+                go.wait(10)
+
+    mock_cluster.create_topic(topic_name, 2, 3)
+    with KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000) as client:
+        topic = client.topics[topic_name]
+        mock_cluster.delete_topic(topic_name)  # made anew with more: the mock cannot add partitions
+        mock_cluster.create_topic(topic_name, 4, 3)
+        monkeypatch.setattr(pyrdk.topic, "Partition", SlowPartition)
+        first = threading.Thread(target=client.update_cluster)
+        first.start()
+        assert entered.wait(10)
+        second = threading.Thread(target=client.update_cluster)
+        second.start()
+        second.join(1)
+        taken = topic.partitions.get(3)  # what a program's loop over the partitions holds meanwhile
+        go.set()
+        first.join()
+        second.join()
+        partition = topic.partitions[3]
+        assert taken is None or taken is partition
+        leader = partition.leader.id
+        mock_cluster.set_partition_leader(topic_name, 3, leader % 3 + 1)
+        client.update_cluster()
+        assert partition.leader.id == leader % 3 + 1
