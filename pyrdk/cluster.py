@@ -502,7 +502,9 @@ class Cluster:
 
     def _group_handle(self, consumer_group):
         """A consumer-type handle of ``consumer_group`` that joins nothing: it only commits and
-        fetches the group's offsets. Close it after use."""
+        fetches the group's offsets. Close it after use. A closed client makes none
+        (``KafkaException``), as it makes no producer or consumer."""
+        self.check_open()
         config = self.config_for("consumer")
         config.update({"group.id": _group_id(consumer_group, "consumer_group"),
                        "enable.auto.commit": False,

@@ -495,3 +495,20 @@ def test_a_topic_looked_up_while_a_refresh_adds_it_is_the_one_kept(mock_cluster,
         mock_cluster.set_partition_leader(name, 0, leader % 3 + 1)
         client.update_cluster()
         assert topic.partitions[0].leader.id == leader % 3 + 1
+
+
+@pytest.mark.mock
+def test_a_closed_client_neither_commits_nor_fetches_group_offsets(mock_cluster):
+    """Group offsets go through a handle made for each call: a closed client makes none and
+    says it is closed, as its other admin calls do."""
+    from pyrdk.protocol import PartitionOffsetCommitRequest, PartitionOffsetFetchRequest
+    name = unique_name("mock")
+    mock_cluster.create_topic(name, 1)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=3000)
+    broker = client.brokers[1]
+    client.close()
+    for call in (lambda: client.cluster.commit_consumer_group_offsets("g", [PartitionOffsetCommitRequest(
+                     name, 0, 3, 0, b"")]),
+                 lambda: broker.fetch_consumer_group_offsets("g", [PartitionOffsetFetchRequest(name, 0)])):
+        with pytest.raises(KafkaException, match="^the KafkaClient is closed$"):
+            call()
