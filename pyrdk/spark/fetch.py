@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from pyrdk.common import OffsetType
-from pyrdk.exceptions import KafkaException, KafkaTimeoutError
+from pyrdk.exceptions import KafkaException, KafkaTimeoutError, UnknownTopicOrPartition
 from pyrdk.spark.offsets import connect, consumer_config, report_data_loss
 
 log = logging.getLogger(__name__)
@@ -253,6 +253,11 @@ def _position(consumer, topic_name, pid):
         return -1
 
 
+def _report_gone(opts, topic_name, pid, wanted, end):
+    report_data_loss(opts, "%s [%d] is gone (topic or partition deleted) with offsets %d to %d unread"
+                     % (topic_name, pid, wanted, end))
+
+
 def _read(opts, topic, reading, offset_range):
     import pyarrow.compute as pc
     topic_name, pid, start, end = offset_range
@@ -263,8 +268,12 @@ def _read(opts, topic, reading, offset_range):
     while wanted < end:
         # At most the rows left: the consumer then stops at ``end``, where a stream's next
         # micro-batch starts, and the next task reads on without a seek.
-        batch = reading.consumer.consume_arrow(min(ROWS_PER_BATCH, end - wanted), POLL_MS,
-                                               headers=opts.include_headers)
+        try:
+            batch = reading.consumer.consume_arrow(min(ROWS_PER_BATCH, end - wanted), POLL_MS,
+                                                   headers=opts.include_headers)
+        except UnknownTopicOrPartition:  # librdkafka saw the topic go from the metadata
+            _report_gone(opts, topic_name, pid, wanted, end)
+            break
         if not batch.num_rows:
             if _position(reading.consumer, topic_name, pid) >= end:
                 break  # the rest of the range holds no record (a transaction's marker, say)
@@ -280,8 +289,7 @@ def _read(opts, topic, reading, offset_range):
                 break
             if time.monotonic() - idle_since > opts.poll_timeout_ms / 1000.0:
                 if reading.gone():
-                    report_data_loss(opts, "%s [%d] is gone (topic or partition deleted) with offsets %d to %d "
-                                           "unread" % (topic_name, pid, wanted, end))
+                    _report_gone(opts, topic_name, pid, wanted, end)
                     break
                 raise KafkaTimeoutError("%s [%d]: no record at offset %d or later within "
                                         "kafkaConsumer.pollTimeoutMs=%d (reading up to offset %d)"
