@@ -22,12 +22,13 @@ back; otherwise their next owner starts from the last commit that succeeded (at 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import INT32_MAX, OffsetType, check_bool, check_config, check_int, weak_method
-from pyrdk.consumer import (Consumer, check_group, check_isolation_level, commit_metadata, held_offset, logical,
-                            partition_id_of)
+from pyrdk.common import INT32_MAX, Message, OffsetType, check_bool, check_config, check_int, weak_method
+from pyrdk.consumer import (BATCH, SLICE_MS, Consumer, check_group, check_isolation_level, commit_metadata,
+                            held_offset, logical, partition_id_of)
 from pyrdk.exceptions import (AssignmentLost, ConsumerStoppedException, IllegalGeneration, KafkaException,
                               MaxPollExceeded, RebalanceInProgress, UnknownMemberId)
 from pyrdk.membershipprotocol import GroupMembershipProtocol, RangeProtocol
@@ -218,6 +219,8 @@ class ManagedBalancedConsumer(Consumer):
         # through a cooperative rebalance (past messages the program has not finished)
         self._commit_due: dict[int, int] = {}
         self._metadata: Optional[tuple[str, bytes]] = None  # (member id, commit metadata naming it)
+        self._join_timeout_ms = session_timeout_ms  # how long after start() iteration waits for the first assignment
+        self._join_deadline = 0.0
         if check_bool("auto_start", auto_start):
             self.start()
 
@@ -244,6 +247,7 @@ class ManagedBalancedConsumer(Consumer):
         self._stopped_held = None
         self._told_at_stop = False  # stop() told the listener of the final revocation
         self._ever_assigned = False  # held_offsets is None again until this membership's assignment
+        self._join_deadline = time.monotonic() + self._join_timeout_ms / 1000.0
         self._open(handle)
 
     def stop(self) -> None:
@@ -283,6 +287,17 @@ class ManagedBalancedConsumer(Consumer):
                 log.error("%r: a callback also raised while it stopped: %r", self, also)
             if kept:
                 raise kept[0][1]
+
+    def __iter__(self) -> Iterator[Message]:
+        """As the consumer's, once the group has given this member its first assignment since
+        ``start()`` (waited for until ``session_timeout_ms`` after ``start()``): pykafka's
+        ``start()`` returned once the member had joined, so a new member's loop with a
+        ``consumer_timeout_ms`` did not end, empty, while the group was forming."""
+        self._check_running()
+        if self._consumer_timeout_ms >= 0:
+            while not self._ever_assigned and not len(self._core) and time.monotonic() < self._join_deadline:
+                self._fetch(BATCH, SLICE_MS)
+        return super().__iter__()
 
     def _commit_metadata(self):
         """pykafka's commit metadata, naming this member by its id in the group."""

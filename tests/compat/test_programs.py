@@ -170,3 +170,10 @@ def test_wait_all(client, kafka_hosts, topic_name):
     make_topic(client, topic_name, 2)
     out, _ = run_program("wait_all.py", KAFKA_HOSTS=kafka_hosts, TOPIC=topic_name)
     assert "delivered before stop 100" in out
+
+
+def test_managed_consumer_iterates_once_joined(client, kafka_hosts, topic_name, group_name):
+    make_topic(client, topic_name, 2)
+    out, _ = run_program("managed_iteration.py", KAFKA_HOSTS=kafka_hosts, TOPIC=topic_name,
+                         GROUP=group_name.decode())
+    assert "managed [b'test message 0', b'test message 1', b'test message 2', b'test message 3']" in out
