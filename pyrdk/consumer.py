@@ -247,6 +247,7 @@ class Consumer:
         cluster.check_statistics(self._config, stats_callback)
         self._handle = None
         self._outage = None
+        self._gone: Optional[KafkaException] = None  # a partition librdkafka reported gone (_on_error)
         self._running = False
         self._held = {}  # partition id -> Partition: the partitions this consumer reads
         self._core = consumer_core(self._held)
@@ -548,6 +549,8 @@ class Consumer:
                 raise exc
         try:
             self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
+            if self._gone is not None:
+                self._check_gone()
             if self._unverified:
                 self._check_out_of_range()
         except Exception as exc:
@@ -557,15 +560,37 @@ class Consumer:
         return made
 
     def _on_error(self, exc):
-        """The handle's ``error_cb``. librdkafka reports a partition of the topic gone once
-        its metadata has gone without the topic for ``topic.metadata.propagation.max.ms``
-        (30 s): that is raised as ``UnknownTopicOrPartition``, as pykafka's fetch raises it. The
-        rest go to the outage clock (``BrokerOutage.on_error``)."""
+        """The handle's ``error_cb``: a partition of the topic reported gone (librdkafka does
+        at its first metadata answer without the topic, or, within
+        ``topic.metadata.propagation.max.ms`` of its first look at the topic, once that has
+        passed) is noted for :meth:`_check_gone`. The rest go to the outage clock
+        (``BrokerOutage.on_error``)."""
         if exc.code in _GONE:
-            raise UnknownTopicOrPartition(
-                "topic %r is no longer in the cluster (deleted?): %s; stop() this consumer, and start "
-                "one again once the topic exists" % (self._topic_name, exc), code=exc.code)
+            self._gone = exc
+            return
         self._outage.on_error(exc)
+
+    def _check_gone(self):
+        """Raise ``UnknownTopicOrPartition``, as pykafka's fetch does, if fresh metadata
+        (``rd_kafka_metadata``) confirms what librdkafka reported: the topic, or a partition
+        this consumer holds, is no longer in the cluster. One answer without the topic (a
+        broker that has not loaded it yet) is not enough."""
+        reported, self._gone = self._gone, None
+        try:
+            md = self._handle.metadata(self._topic_name, timeout_ms=self._cluster.timeout_ms)
+        except KafkaException as exc:  # no answer: the outage clock sees to that
+            log.info("%s: could not confirm that the topic is gone: %s", self._topic_name, exc)
+            return
+        tm = md.topics.get(self._topic_name)
+        if tm is None or tm.error in (errors.UNKNOWN_TOPIC_OR_PART, errors.UNKNOWN_TOPIC_ID):
+            gone = "topic %r is no longer in the cluster (deleted?)" % self._topic_name
+        else:
+            missing = sorted(set(self._held) - {p.id for p in tm.partitions})
+            if not missing:
+                return
+            gone = "partitions %s of topic %r are no longer in the cluster" % (missing, self._topic_name)
+        raise UnknownTopicOrPartition("%s: %s; stop() this consumer, and start one again once the topic exists"
+                                      % (gone, reported), code=reported.code)
 
     def _stash_paused(self):
         """Move the paused partitions' buffered messages to the stash."""

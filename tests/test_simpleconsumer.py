@@ -1936,9 +1936,10 @@ def test_partition_cycle_as_pykafkas(mock_cluster, mock_client):
 @pytest.mark.mock
 @pytest.mark.parametrize("kind", ["simple", "managed"])
 def test_a_consumer_whose_topic_is_deleted_raises_unknown_topic_or_partition(mock_cluster, mock_client, kind):
-    """As pykafka's fetch does, once librdkafka has seen the topic's metadata go for
-    ``topic.metadata.propagation.max.ms`` (1 s here; 30 s by default), instead of waiting in
-    silence for messages that cannot come."""
+    """As pykafka's fetch does, instead of waiting in silence for messages that cannot come:
+    librdkafka reports the partitions gone (within ``topic.metadata.propagation.max.ms`` of
+    its first look at the topic, once that has passed: 1 s here, 30 s by default), and fresh
+    metadata confirms it."""
     topic = mock_topic(mock_cluster, mock_client, 2)
     produce(topic, [b"v%d" % i for i in range(4)])
     config = {"topic.metadata.propagation.max.ms": 1000}
