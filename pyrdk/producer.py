@@ -322,8 +322,15 @@ class Producer:
             self._wait_entered(self._pending_timeout_ms)
             if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
                 self._abort_at_stop()
-            _deliver_or_purge(handle, core, self._pending_timeout_ms,
-                              lambda ms: self._flush_at_stop(handle, ms))
+            flush = functools.partial(self._flush_at_stop, handle)
+            entered = self._others_entered()
+            _deliver_or_purge(handle, core, self._pending_timeout_ms, flush)
+            if entered:
+                # Calls still waiting for room in a full queue end now (_check_waiting); what
+                # they handed over after the purge is purged and reported too, not dropped
+                # unreported with the handle.
+                self._wait_entered(STOP_PURGE_WAIT_MS)
+                _deliver_or_purge(handle, core, 0, flush)
             interrupted = False
         finally:
             handle.close()
@@ -368,6 +375,12 @@ class Producer:
             while any(ident != me for ident in self._entering) and (timeout_ms < 0 or waited < timeout_ms):
                 self._entered.wait(QUEUE_FULL_WAIT_MS / 1000.0)
                 waited += QUEUE_FULL_WAIT_MS
+
+    def _others_entered(self):
+        """Whether calls of other threads are handing messages to librdkafka (see _wait_entered)."""
+        me = threading.get_ident()
+        with self._lock:
+            return any(ident != me for ident in self._entering)
 
     def __enter__(self) -> Producer:
         self.start()
@@ -640,6 +653,7 @@ class Producer:
             if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
                 messages = messages[sent:]
                 try:
+                    self._check_waiting()
                     handle.dispatch_reports()
                     if self._outage.since is not None:
                         self._outage.check(handle)
@@ -727,6 +741,7 @@ class Producer:
                     continue
             if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
                 try:
+                    self._check_waiting()
                     handle.dispatch_reports()
                     if self._outage.since is not None:
                         self._outage.check(handle)
@@ -805,11 +820,20 @@ class Producer:
             except ProducerQueueFullError:
                 if not self._block_on_queue_full:
                     raise
+                self._check_waiting()
                 # Wait briefly for room: flush sends at once whatever linger_ms says, and
                 # serves delivery reports; a longer wait would drain the whole queue.
                 self._handle.flush(QUEUE_FULL_WAIT_MS)
                 if self._outage.since is not None:
                     self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
+
+    def _check_waiting(self):
+        """A call waiting for room in a full queue stops once stop() has begun: what it
+        handed over before, stop() delivers or reports; what it would hand over after
+        stop()'s last purge, librdkafka would drop unreported as the handle closes."""
+        if not self._running:
+            raise ProducerStoppedException("the producer was stopped while this call waited for room in its "
+                                           "full queue (max_queued_messages)")
 
     def _wait_delivered(self, msg, done):
         handle = self._handle

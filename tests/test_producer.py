@@ -754,6 +754,58 @@ def test_stop_with_a_dead_broker_and_delivery_reports(mock_cluster, mock_topic, 
 
 
 @pytest.mark.mock
+@pytest.mark.parametrize("pending_timeout_ms", [300, 0])
+@pytest.mark.parametrize("call", ["produce_batch", "produce_arrow", "produce"])
+def test_stop_ends_a_call_waiting_on_a_full_queue_and_reports_what_it_queued(mock_cluster, mock_topic, monkeypatch,
+                                                                              call, pending_timeout_ms):
+    """stop() while a call waits for room in a full queue (every broker down): the call ends
+    with ProducerStoppedException, and each message it queued (``produced``) is reported at
+    stop(); none is handed to librdkafka after stop()'s purge, to be dropped unreported."""
+    import pyrdk.producer
+    deliver = pyrdk.producer._deliver_or_purge
+
+    def deliver_then_linger(*args):
+        deliver(*args)
+        time.sleep(0.5)  # a call still waiting hands over what the purge made room for
+    producer = mock_topic.get_producer(linger_ms=0, pending_timeout_ms=pending_timeout_ms, max_queued_messages=20)
+    warm(producer)
+    mock_cluster.broker_down(-1)
+    values = [b"v-%d" % i for i in range(60)]
+    box, told = {}, []
+
+    def produce():
+        try:
+            if call == "produce_batch":
+                box["queued"] = producer.produce_batch(values)
+            elif call == "produce_arrow":
+                import pyarrow as pa
+                box["queued"] = producer.produce_arrow(pa.record_batch([pa.array(values, pa.binary())],
+                                                                       names=["value"]))
+            else:
+                for value in values:
+                    try:
+                        producer.produce(value)
+                    except ProduceFailureError as failure:  # raised once the message is queued
+                        told.extend(m.value for m, _ in failure.failed)
+                    box["queued"] = box.get("queued", 0) + 1
+        except BaseException as exc:  # handed to the test
+            box["exc"] = exc
+    th = threading.Thread(target=produce)
+    th.start()
+    wait_until(lambda: producer._entering, "the call waiting on the full queue")
+    time.sleep(0.2)
+    monkeypatch.setattr(pyrdk.producer, "_deliver_or_purge", deliver_then_linger)
+    finished, _, exc = run_bounded(producer.stop)
+    th.join(HANG_BOUND_S)
+    assert finished and not th.is_alive()
+    assert isinstance(box.get("exc"), ProducerStoppedException), box
+    queued = getattr(box["exc"], "produced", box.get("queued", 0))
+    assert isinstance(exc, ProduceFailureError)
+    told.extend(m.value for m, _ in exc.failed)
+    assert sorted(told) == sorted(values[:queued])
+
+
+@pytest.mark.mock
 def test_a_stop_cut_short_by_ctrl_c_leaves_its_failures_to_the_next_stop(mock_cluster, mock_topic, monkeypatch,
                                                                            caplog):
     """A Ctrl-C while stop() waits for the broker: the messages it closes over are logged, and
