@@ -840,7 +840,7 @@ class Producer:
         deadline_ms = self._pending_timeout_ms
         waited = 0
         while not done.event.is_set():
-            if 0 <= deadline_ms <= waited:
+            if waited and 0 <= deadline_ms <= waited:  # one slice at least, as pykafka's one wait at least
                 self._give_up(done, ProduceTimeoutError(
                     "no delivery report for the message within pending_timeout_ms=%d; it "
                     "may still be delivered (a failure is raised by a later produce(), "

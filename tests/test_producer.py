@@ -871,6 +871,16 @@ def test_sync_produce_to_a_dead_broker_times_out(mock_cluster, mock_topic):
     assert isinstance(exc, ProduceFailureError) and [m.value for m, _ in exc.failed] == [b"lost"]
 
 
+@pytest.mark.mock
+def test_sync_produce_with_pending_timeout_ms_0_waits_once_for_the_report(mock_topic):
+    """pending_timeout_ms=0 (stop() waits for nothing) still lets a sync produce() wait once
+    for its report, as pykafka's did: a broker that answers at once is not a timeout."""
+    with mock_topic.get_sync_producer(pending_timeout_ms=0) as producer:
+        msgs = [producer.produce(b"sync-%d" % i) for i in range(3)]
+        assert all(m.offset >= 0 for m in msgs)
+        assert len(producer) == 0
+
+
 # -- threads ---------------------------------------------------------------------------------------
 
 @pytest.mark.mock
