@@ -538,6 +538,10 @@ class Producer:
         (``producing``) raises ``NoBrokersAvailableError`` rather than wait on an outage."""
         core, waited = self._core, 0
         while core.hand_off(stopping) and (timeout_ms < 0 or waited < timeout_ms):
+            if not stopping and not self._running:  # the closed core keeps its queues for stop(), which
+                # waits for this call (see _wait_entered) before it hands them over
+                raise ProducerStoppedException("the producer was stopped while this call waited to hand its queued "
+                                               "messages to librdkafka; call start() or use a new one")
             self._handle.flush(QUEUE_FULL_WAIT_MS)
             waited += QUEUE_FULL_WAIT_MS
             if producing and self._outage.since is not None:

@@ -1716,3 +1716,34 @@ def test_produce_arrow_to_a_partition_added_since_the_last_refresh(mock_cluster,
         assert producer.produce_arrow(batch) == 2
     ends = end_offsets(mock_cluster, topic)
     assert ends[1] == 1 and ends[3] == 1, ends
+@pytest.mark.mock
+def test_stop_does_not_wait_for_ever_on_a_general_produce_behind_queued_messages(mock_topic):
+    """A general-path produce() (here: a timestamp) that passed its running check as stop()
+    closes the core, with fast-path messages still in the core's queues: it must not wait for
+    those queues to empty, which only stop() does once that produce() is over."""
+    def partitioner(partitions, key):
+        if key == b"slow":
+            time.sleep(0.5)  # stop() begins meanwhile
+        return partitions[0]
+    producer = mock_topic.get_producer(partitioner=partitioner, pending_timeout_ms=-1)  # the core holds messages
+    warm(producer)
+    box = {}
+
+    def general():
+        try:
+            box["msg"] = producer.produce(b"general", partition_key=b"slow", timestamp=int(time.time() * 1000))
+        except BaseException as exc:  # handed to the test
+            box["exc"] = exc
+    th = threading.Thread(target=general)
+    th.start()
+    wait_until(lambda: producer._entering, "the general produce() under way")
+    fast = [producer.produce(b"fast-%d" % i) for i in range(3)]
+    assert producer._core.queued == 3
+    finished, _, exc = run_bounded(producer.stop)
+    assert finished, "stop() and the general produce() wait for each other"
+    th.join(HANG_BOUND_S)
+    assert exc is None
+    assert all(m.offset >= 0 for m in fast)
+    assert isinstance(box.get("exc"), ProducerStoppedException) or box["msg"].offset >= 0, box
+
+
