@@ -534,8 +534,8 @@ class Producer:
     def _hand_off(self, timeout_ms=-1, stopping=False, producing=False):
         """Hand every queued message to librdkafka, waiting (up to ``timeout_ms``; -1: for
         ever) for room in a full queue as _enqueue() does; returns the ms waited. Once
-        stopped, only stop() itself hands over (``stopping``). A call that produces
-        (``producing``) raises ``NoBrokersAvailableError`` rather than wait on an outage."""
+        stopped, only stop() itself hands over (``stopping``). A call that produces or
+        flushes (``producing``) raises ``NoBrokersAvailableError`` rather than wait on an outage."""
         core, waited = self._core, 0
         while core.hand_off(stopping) and (timeout_ms < 0 or waited < timeout_ms):
             if not stopping and not self._running:  # the closed core keeps its queues for stop(), which
@@ -991,7 +991,7 @@ class Producer:
         handle = self._handle
         assert handle is not None  # start() made it
         timeout_ms = -1 if timeout is None else _seconds_ms("flush", timeout)
-        waited = self._hand_off(timeout_ms)
+        waited = self._hand_off(timeout_ms, producing=True)  # not for ever on an outage either
         # In slices: what the poller thread got meanwhile (a TLS failure, a refused login)
         # is raised as soon as it is kept, not when a later one reaches this flush.
         while True:

@@ -713,6 +713,30 @@ def test_queue_full_blocks_until_the_broker_is_back(mock_cluster, mock_topic):
         assert all(m.offset >= 0 for m in queued + [box["msg"]])
 
 
+@pytest.mark.mock
+def test_flush_raises_no_brokers_with_the_core_holding_what_a_full_queue_refused(mock_cluster, mock_client,
+                                                                                  topic_name):
+    """flush() (no timeout) during an outage, with the core's queues holding messages that
+    librdkafka's full queue refused: NoBrokersAvailableError once socket_timeout_ms has passed,
+    not a wait for room that only message.timeout.ms (300 s) makes."""
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=1000)
+    try:
+        mock_cluster.create_topic(topic_name, 4)
+        producer = client.topics[topic_name].get_producer(max_queued_messages=5, pending_timeout_ms=300)
+        warm(producer)
+        mock_cluster.broker_down(-1)
+        msgs = [producer.produce(b"q-%d" % i) for i in range(40)]
+        wait_until(lambda: producer._core.queued == 35, "the poller's hand-off of 5")
+        finished, _, exc = run_bounded(producer.flush)
+        assert finished, "flush() waited on the outage"
+        assert isinstance(exc, NoBrokersAvailableError)
+        finished, _, exc = run_bounded(producer.stop)
+        assert finished and isinstance(exc, ProduceFailureError)
+        assert sorted(m.value for m, _ in exc.failed) == sorted(m.value for m in msgs)
+    finally:
+        client.close()
+
+
 # -- stop() with a broker that never comes back ---------------------------------------------------
 
 @pytest.mark.mock
