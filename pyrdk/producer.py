@@ -1371,6 +1371,15 @@ def _deliver_or_purge(handle, core, timeout_ms, flush=None):
         # requests is not bounded: a timed-out request is retried, and its messages wait in
         # the queue again for message.timeout.ms.
         handle.purge(in_flight=True)
+        # What the core still holds, refused by a full queue, was never sent: handed over now
+        # that there is room, and purged from the queue, its report says so (_PURGE_QUEUE).
+        left = core.queued
+        while left:
+            flush(STOP_PURGE_WAIT_MS)  # serve the purged messages' reports: the room they held
+            left, before = core.hand_off(True), left
+            handle.purge()
+            if left >= before:
+                break
         flush(STOP_PURGE_WAIT_MS)  # serve the purged messages' reports
 
 

@@ -1771,3 +1771,19 @@ def test_stop_does_not_wait_for_ever_on_a_general_produce_behind_queued_messages
     assert isinstance(box.get("exc"), ProducerStoppedException) or box["msg"].offset >= 0, box
 
 
+@pytest.mark.mock
+def test_stop_reports_what_a_full_queue_kept_in_the_core_as_never_sent(mock_cluster, mock_topic):
+    """Messages the core still holds at stop() because librdkafka's queue was full were never
+    sent: their reports say purged from the queue, not "may have been delivered"."""
+    from pyrdk.rd.errors import PURGE_QUEUE
+    producer = mock_topic.get_producer(max_queued_messages=5, pending_timeout_ms=300)
+    warm(producer)
+    mock_cluster.broker_down(-1)
+    msgs = [producer.produce(b"q-%d" % i) for i in range(40)]
+    wait_until(lambda: producer._core.queued == 35, "the poller's hand-off of 5")
+    finished, _, exc = run_bounded(producer.stop)
+    assert finished and isinstance(exc, ProduceFailureError)
+    assert sorted(m.value for m, _ in exc.failed) == sorted(m.value for m in msgs)
+    assert [e.code for _, e in exc.failed] == [PURGE_QUEUE] * 40, [str(e) for _, e in exc.failed][-1]
+
+
