@@ -821,9 +821,13 @@ class Producer:
                 return
             except MessageSizeTooLarge:
                 raise self._too_large(msg.value, msg.partition_key) from None
-            except ProducerQueueFullError:
+            except ProducerQueueFullError as exc:
                 if not self._block_on_queue_full:
-                    raise
+                    raise errors_exception(QUEUE_FULL, str(exc), reason=(
+                        "%d message(s) wait for delivery, max_queued_messages=%s; let some be delivered "
+                        "(flush()) and produce it again, raise max_queued_messages, or wait for room with "
+                        "block_on_queue_full=True" % (self._handle.outq_len(),
+                                                      self._config.get("queue.buffering.max.messages")))) from None
                 self._check_waiting()
                 # Wait briefly for room: flush sends at once whatever linger_ms says, and
                 # serves delivery reports; a longer wait would drain the whole queue.

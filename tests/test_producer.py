@@ -1338,6 +1338,9 @@ def test_produce_batch_with_a_full_queue(mock_cluster, mock_topic):
         with pytest.raises(ProducerQueueFullError) as info:
             producer.produce_batch([b"q-%d" % i for i in range(50)])
         assert info.value.produced == 5 and len(producer) == 5
+        # what to do about it, named in the producer's arguments
+        assert "max_queued_messages=5" in str(info.value) and "block_on_queue_full=True" in str(info.value)
+        assert info.value.code == -184 and info.value.retriable
         mock_cluster.broker_up(-1)
         assert producer.flush(READ_DEADLINE_S) == 0 and len(producer) == 0
 
