@@ -247,7 +247,7 @@ class Consumer:
         cluster.check_statistics(self._config, stats_callback)
         self._handle = None
         self._outage = None
-        self._gone: Optional[KafkaException] = None  # a partition librdkafka reported gone (_on_error)
+        self._gone = None  # the KafkaException of a partition librdkafka reported gone (_on_error)
         self._running = False
         self._held = {}  # partition id -> Partition: the partitions this consumer reads
         self._core = consumer_core(self._held)
