@@ -741,11 +741,10 @@ def test_records_of_a_producer_never_stopped_are_delivered_at_exit(kafka_hosts, 
         consumer.stop()
 
 
-@pytest.mark.mock
-@pytest.mark.asyncio
-async def test_an_abort_after_a_commit_that_timed_out_says_to_finish_the_commit(mock_cluster):
-    """The coordinator is down: the commit times out and goes on in the background, where
-    librdkafka refuses an abort as a conflicting call; the abort says which call to make."""
+async def commit_timed_out(mock_cluster, after):
+    """A transaction whose commit times out with its coordinator down (it goes on in the
+    background), ``await after(producer)`` then, and the commit finished once the coordinator
+    is back: the record sent in it is delivered."""
     mock_cluster.create_topic("t", 1, 1)
     mock_cluster.set_partition_leader("t", 0, 1)
     mock_cluster.set_coordinator("transaction", "down", 2)
@@ -757,40 +756,37 @@ async def test_an_abort_after_a_commit_that_timed_out_says_to_finish_the_commit(
         sent = await producer.send("t", b"committed")
         with pytest.raises(aiokafka.errors.KafkaTimeoutError):
             await producer.commit_transaction()
-        with pytest.raises(TransactionStateError, match=r"await commit_transaction\(\) again"):
-            await producer.abort_transaction()
-        mock_cluster.broker_up(2)
-        await producer.commit_transaction()
-        assert (await sent).offset == 0
-
-
-@pytest.mark.mock
-@pytest.mark.asyncio
-async def test_a_send_after_a_commit_that_timed_out_is_refused_as_aiokafkas(mock_cluster):
-    """The coordinator is down: the commit times out and goes on in the background. As in
-    aiokafka, no record is taken once the commit was called: ``IllegalOperation``, which says
-    to await the commit again (librdkafka's own refusal was an "Erroneous state")."""
-    from pyrdk.aio.errors import IllegalOperation
-    mock_cluster.create_topic("t", 1, 1)
-    mock_cluster.set_partition_leader("t", 0, 1)
-    mock_cluster.set_coordinator("transaction", "down", 2)
-    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="down",
-                                         request_timeout_ms=1000, rdkafka_config={"message.timeout.ms": 30000})
-    async with producer:
-        await producer.begin_transaction()
-        mock_cluster.broker_down(2)
-        sent = await producer.send("t", b"committed")
-        with pytest.raises(aiokafka.errors.KafkaTimeoutError):
-            await producer.commit_transaction()
-        with pytest.raises(IllegalOperation, match=r"commit_transaction\(\) timed out .* await it again"):
-            await producer.send("t", b"late")
-        with pytest.raises(IllegalOperation, match="not in the middle of a transaction"):
-            await producer.send_offsets_to_transaction({TopicPartition("t", 0): 1}, "group")
+        await after(producer)
         mock_cluster.broker_up(2)
         await producer.commit_transaction()
         assert (await sent).offset == 0
         async with producer.transaction():
             assert (await producer.send_and_wait("t", b"next")).offset == 2  # a commit marker between
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_an_abort_after_a_commit_that_timed_out_says_to_finish_the_commit(mock_cluster):
+    """librdkafka refuses an abort as a conflicting call: the abort says which call to make."""
+    async def abort(producer):
+        with pytest.raises(TransactionStateError, match=r"await commit_transaction\(\) again"):
+            await producer.abort_transaction()
+    await commit_timed_out(mock_cluster, abort)
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_send_after_a_commit_that_timed_out_is_refused_as_aiokafkas(mock_cluster):
+    """As in aiokafka, no record is taken once the commit was called: ``IllegalOperation``,
+    which says to await the commit again (librdkafka's own refusal was an "Erroneous state")."""
+    from pyrdk.aio.errors import IllegalOperation
+
+    async def send(producer):
+        with pytest.raises(IllegalOperation, match=r"commit_transaction\(\) timed out .* await it again"):
+            await producer.send("t", b"late")
+        with pytest.raises(IllegalOperation, match="not in the middle of a transaction"):
+            await producer.send_offsets_to_transaction({TopicPartition("t", 0): 1}, "group")
+    await commit_timed_out(mock_cluster, send)
 
 
 @pytest.mark.mock
