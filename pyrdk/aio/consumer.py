@@ -38,8 +38,7 @@ from pyrdk.aio.wakeup import Wakeup
 from pyrdk.common import check_bool, integer, weak_method
 from pyrdk.core import consumer_core
 from pyrdk.core import implementation as core_implementation
-from pyrdk.exceptions import (ConfigurationError, GroupAuthorizationFailed, GroupCoordinatorNotAvailable,
-                              GroupLoadInProgress, IllegalGeneration, NotCoordinatorForGroup, OffsetOutOfRangeError,
+from pyrdk.exceptions import (ConfigurationError, GroupAuthorizationFailed, IllegalGeneration, OffsetOutOfRangeError,
                               RdKafkaException, RebalanceInProgress, TopicAuthorizationFailed, UnknownMemberId)
 from pyrdk.rd.callbacks import DEFERRED, Callbacks, security_failure
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
@@ -183,7 +182,6 @@ class AIOKafkaConsumer(Client):
         self._value_deserializer = value_deserializer
         self._max_poll_records = max_poll_records
         self._request_timeout_ms = request_timeout_ms
-        self._retry_backoff_ms = retry_backoff_ms
         self._metadata_max_age_ms = metadata_max_age_ms
         self._auto_offset_reset = auto_offset_reset
         self._auto_commit = check_bool("enable_auto_commit", enable_auto_commit) and group_id is not None
@@ -927,24 +925,13 @@ class AIOKafkaConsumer(Client):
 
     async def committed(self, partition: TopicPartition) -> Optional[int]:
         """The group's committed offset of ``partition`` (``rd_kafka_committed``), or None.
-        Asked again, every ``retry_backoff_ms`` within ``request_timeout_ms``, while the
-        coordinator answers that it moved, is not available or loads the group, as aiokafka's
-        retries them: librdkafka looks the coordinator up again but passes the answer on."""
+        Asked again within ``request_timeout_ms`` while the coordinator answers that it moved,
+        is not available or loads the group (``Handle.committed``), as aiokafka's retries them."""
         self._check_running()
         if self._group_id is None:
             raise IllegalOperation("committed() needs a group_id")
         tp = topic_partition(partition)
-        deadline = self._loop.time() + self._request_timeout_ms / 1000.0
-        while True:
-            remaining_ms = max(1, int((deadline - self._loop.time()) * 1000))
-            try:
-                found = await self._blocking(self._handle.committed, [(tp.topic, tp.partition)], remaining_ms)
-                break
-            except (NotCoordinatorForGroup, GroupCoordinatorNotAvailable, GroupLoadInProgress):
-                if self._loop.time() + self._retry_backoff_ms / 1000.0 >= deadline:
-                    raise
-                await asyncio.sleep(self._retry_backoff_ms / 1000.0)
-                self._check_running()
+        found = await self._blocking(self._handle.committed, [(tp.topic, tp.partition)], self._request_timeout_ms)
         offset = found[0].offset
         return offset if offset >= 0 else None
 
