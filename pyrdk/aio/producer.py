@@ -540,10 +540,7 @@ class AIOKafkaProducer(Client):
         commit or abort that timed out (it goes on in the background),
         ``TransactionStateError``: await that call again first."""
         self._check_transactional("begin_transaction()")
-        if self._unfinished is not None:
-            raise TransactionStateError("begin_transaction(): the last %s() timed out and goes on in the background; "
-                                        "await %s() again to finish it (librdkafka takes nothing else until then)"
-                                        % (self._unfinished, self._unfinished))
+        self._check_unfinished("begin_transaction")
         transaction.begin_transaction(self._handle)
         self._in_transaction = True
         if self._partitioner is None:
@@ -553,9 +550,7 @@ class AIOKafkaProducer(Client):
         """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
         executor). After an abort that timed out, ``TransactionStateError``: await that again."""
         self._check_transactional("commit_transaction()")
-        if self._unfinished == "abort_transaction":
-            raise TransactionStateError("commit_transaction(): the last abort_transaction() timed out and goes on in "
-                                        "the background; await abort_transaction() again to finish it")
+        self._check_unfinished("commit_transaction")
         try:
             await self._resumable(transaction.commit_transaction)
         finally:
@@ -565,25 +560,32 @@ class AIOKafkaProducer(Client):
         """``rd_kafka_abort_transaction``: the records sent in the transaction fail. After a
         commit that timed out, ``TransactionStateError``: await that again."""
         self._check_transactional("abort_transaction()")
-        if self._unfinished == "commit_transaction":
-            raise TransactionStateError("abort_transaction(): the last commit_transaction() timed out and goes on in "
-                                        "the background; await commit_transaction() again to finish it")
+        self._check_unfinished("abort_transaction")
         try:
             await self._resumable(transaction.abort_transaction)
         finally:
             self._serve()
 
+    def _check_unfinished(self, name):
+        """``TransactionStateError`` for the call ``name`` while a commit or abort that timed
+        out goes on in librdkafka's background (it takes nothing else until that call is made
+        again), unless ``name`` is that call."""
+        if self._unfinished not in (None, name):
+            raise TransactionStateError("%s(): the last %s() timed out and goes on in the background; await %s() "
+                                        "again to finish it (librdkafka takes nothing else until then)"
+                                        % (name, self._unfinished, self._unfinished))
+
     async def _resumable(self, call):
-        """A commit or abort; one that raises a ``retriable`` error (a timeout) goes on in
-        librdkafka's background, and is remembered until it is called again."""
-        name = call.__name__
+        """A commit or abort (the other one not unfinished: ``_check_unfinished``); one that
+        raises a ``retriable`` error (a timeout) goes on in librdkafka's background, and is
+        remembered until it is called again."""
         self._ended_transaction()  # from the call on, as aiokafka's: whatever its outcome, no more records
         try:
             await self._blocking(call, self._handle, self._request_timeout_ms)
         except KafkaException as exc:
             self._note_fatal(exc)
-            if self._unfinished in (None, name):  # not refused for the other one
-                self._unfinished = name if exc.retriable and not exc.fatal and not exc.txn_requires_abort else None
+            goes_on = exc.retriable and not exc.fatal and not exc.txn_requires_abort
+            self._unfinished = call.__name__ if goes_on else None
             raise
         self._unfinished = None
 
