@@ -319,11 +319,10 @@ class Producer:
             core.close()  # produce() now raises ProducerStoppedException (under the lock: see _check)
         interrupted = True
         try:
-            self._wait_entered(self._pending_timeout_ms)
+            entered = self._wait_entered(self._pending_timeout_ms)
             if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
                 self._abort_at_stop()
             flush = functools.partial(self._flush_at_stop, handle)
-            entered = self._others_entered()
             _deliver_or_purge(handle, core, self._pending_timeout_ms, flush)
             if entered:
                 # Calls still waiting for room in a full queue end now (_check_waiting); what
@@ -368,19 +367,16 @@ class Producer:
         running check have handed their messages over: stop() then flushes them too, so
         every message they returned is delivered or reported. Those of the
         calling thread (stop() from a serializer or partitioner) are not waited for: the
-        closed handle refuses their message."""
+        closed handle refuses their message. Returns whether some are still under way."""
         waited = 0
         me = threading.get_ident()
         with self._entered:
-            while any(ident != me for ident in self._entering) and (timeout_ms < 0 or waited < timeout_ms):
+            while True:
+                entered = any(ident != me for ident in self._entering)
+                if not entered or 0 <= timeout_ms <= waited:
+                    return entered
                 self._entered.wait(QUEUE_FULL_WAIT_MS / 1000.0)
                 waited += QUEUE_FULL_WAIT_MS
-
-    def _others_entered(self):
-        """Whether calls of other threads are handing messages to librdkafka (see _wait_entered)."""
-        me = threading.get_ident()
-        with self._lock:
-            return any(ident != me for ident in self._entering)
 
     def __enter__(self) -> Producer:
         self.start()
