@@ -534,10 +534,8 @@ class Producer:
         flushes (``producing``) raises ``NoBrokersAvailableError`` rather than wait on an outage."""
         core, waited = self._core, 0
         while core.hand_off(stopping) and (timeout_ms < 0 or waited < timeout_ms):
-            if not stopping and not self._running:  # the closed core keeps its queues for stop(), which
-                # waits for this call (see _wait_entered) before it hands them over
-                raise ProducerStoppedException("the producer was stopped while this call waited to hand its queued "
-                                               "messages to librdkafka; call start() or use a new one")
+            if not stopping:  # the closed core keeps its queues for stop(), which waits for this
+                self._check_waiting()  # call (see _wait_entered) before it hands them over
             self._handle.flush(QUEUE_FULL_WAIT_MS)
             waited += QUEUE_FULL_WAIT_MS
             if producing and self._outage.since is not None:
@@ -837,7 +835,7 @@ class Producer:
         stop()'s last purge, librdkafka would drop unreported as the handle closes."""
         if not self._running:
             raise ProducerStoppedException("the producer was stopped while this call waited for room in its "
-                                           "full queue (max_queued_messages)")
+                                           "full queue (max_queued_messages); call start() or use a new one")
 
     def _wait_delivered(self, msg, done):
         handle = self._handle
