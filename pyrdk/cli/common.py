@@ -153,9 +153,11 @@ class Env:
     with the command."""
 
     def __init__(self, ctx, hosts, zookeeper=None, timeout_ms=10000, broker_version=None, rdkafka_config=None,
-                 hosts_option="--hosts"):
+                 kafka_tools=False):
         self.hosts = hosts
-        self.hosts_option = hosts_option  # the option that names the brokers, for the messages
+        # the option that names the brokers, and the command that lists the topics, for the messages
+        self.hosts_option = "-b/--broker" if kafka_tools else "--hosts"
+        self.topics_command = "kafka-tools -b %s print_topics" % hosts if kafka_tools else "pyrdk topics"
         self.zookeeper = zookeeper
         self.timeout_ms = timeout_ms
         self.broker_version = broker_version
@@ -186,10 +188,7 @@ class Env:
         if isinstance(name, bytes):
             name = name.decode()
         if name.encode() not in self.client.topics:
-            listing = "pyrdk topics"
-            if click.get_current_context().find_root().info_name == "kafka-tools":  # its -b, not pyrdk's --hosts
-                listing = "kafka-tools -b %s print_topics" % self.hosts
-            raise CommandError("unknown topic %r on %s (`%s` lists them)" % (name, self.hosts, listing))
+            raise CommandError("unknown topic %r on %s (`%s` lists them)" % (name, self.hosts, self.topics_command))
         return self.client.topics[name]
 
     def close(self):

@@ -248,7 +248,7 @@ COMMANDS = [consume_topic, desc_topic, print_managed_consumer_groups, print_cons
 def cli(ctx, host, broker_version, zookeeper, rdkafka_config, verbose):
     setup_logging(verbose)
     ctx.obj = Env(ctx, host, zookeeper=zookeeper, broker_version=broker_version, rdkafka_config=rdkafka_config,
-                  hosts_option="-b/--broker")
+                  kafka_tools=True)
 
 
 for _command in COMMANDS:
