@@ -1161,9 +1161,17 @@ class Producer:
         ``_PURGE_QUEUE`` / ``_PURGE_INFLIGHT``). An abort that times out goes on in the
         background; the next :meth:`begin_transaction` finishes it.
 
+        After a commit that timed out (:attr:`commit_in_doubt`), ``TransactionStateError``:
+        librdkafka takes nothing but that commit again.
+
         :param timeout: seconds (default: ``transaction_timeout_ms``)
         """
-        self._abort(self._transactional("abort_transaction()"), self._timeout_ms(timeout))
+        handle = self._transactional("abort_transaction()")
+        if self._unfinished == "commit_transaction":
+            raise TransactionStateError("abort_transaction(): the last commit_transaction() timed out and goes on "
+                                        "in the background, so it may yet commit; call commit_transaction() again "
+                                        "to finish it and learn whether it committed")
+        self._abort(handle, self._timeout_ms(timeout))
 
     def _abort(self, handle, timeout_ms):
         self._aborting = True

@@ -328,6 +328,8 @@ def test_a_commit_or_abort_that_timed_out_is_finished_not_left_blocking_the_next
         # It goes on in the background: a new transaction is refused, saying what to call.
         with pytest.raises(TransactionStateError, match="commit_transaction"):
             producer.begin_transaction()
+        with pytest.raises(TransactionStateError, match=r"call commit_transaction\(\) again"):
+            producer.abort_transaction(1)  # librdkafka would say "Conflicting commit_transaction API call"
         mock_cluster.set_broker_rtt(1, 0)
         producer.commit_transaction(30)  # finishes it
         assert not producer.commit_in_doubt and message.offset >= 0
