@@ -238,13 +238,13 @@ _LIBRDKAFKA_TXN_BUG = "BUG: Invalid transaction state transition"
 
 def run_commit_in_doubt(script):
     """Run ``script`` (a commit made to time out, then finished) in a child process from the
-    repository's root; its output. On a loaded machine librdkafka 2.16 sometimes aborts the
-    process in that path, at its own assertion that a transaction state change is valid:
-    "CommittingTransaction -> AbortedNotAcked", in ``rd_kafka_txn_endtxn_complete``, which
-    takes a successful EndTxn answer for a commit's or an abort's by the name of the
-    transactional call in progress (most likely none, between two calls), not by the request.
-    A librdkafka bug, reported as such, an xfail naming it, rather than taking the test session
-    down with it."""
+    repository's root; its output. librdkafka 2.16 aborts the process in that path, at its
+    own assertion that a transaction state change is valid ("CommittingTransaction ->
+    AbortedNotAcked", in ``rd_kafka_txn_endtxn_complete``), when a resumed commit's first
+    phase times out: it then forgets the commit is under way and takes the EndTxn answer for
+    an abort's. pyrdk's slices leave that phase ``TXN_SLICE_MS``; a stalled machine could
+    still exceed it, a librdkafka bug reported as such, an xfail naming it, rather than taking
+    the test session down with it."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
                           timeout=PATIENCE_S * 4)

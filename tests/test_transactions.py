@@ -9,6 +9,8 @@ import pytest
 from pyrdk import KafkaClient
 from pyrdk.exceptions import (ConfigurationError, KafkaException, KafkaTimeoutError, ProducerFenced,
                               ProducerStoppedException, TransactionError, TransactionStateError)
+from pyrdk._ffi import lib
+from pyrdk.rd import transaction
 from pyrdk.rd.mock import ApiKey
 from tests.fix_kafka import make_topic, tansu_gap
 from tests.kafka_log import committed_records, read_partition
@@ -348,6 +350,33 @@ def test_a_commit_or_abort_that_timed_out_is_finished_not_left_blocking_the_next
         assert after.offset >= 0
     finally:
         producer.stop()
+
+
+@pytest.mark.mock
+def test_each_slice_of_a_commit_has_the_time_to_begin_it(mock_cluster, mock_topic):
+    """A commit waits in slices (for Ctrl-C), each a call of rd_kafka_commit_transaction,
+    which first has librdkafka's main thread begin it. A slice cut shorter than that (the
+    last one could be 0 ms) made librdkafka forget the commit under way, and abort the
+    process at its own assertion when the EndTxn answer came."""
+    mock_cluster.set_coordinator("transaction", "sliced", 1)
+    producer = mock_topic.get_producer(transactional_id="sliced", linger_ms=5)
+    slices = []
+
+    def commit(rk, timeout_ms):
+        slices.append(timeout_ms)
+        return lib.rd_kafka_commit_transaction(rk, timeout_ms)
+    try:
+        producer.begin_transaction()
+        producer.produce(b"sliced")
+        producer.flush()
+        mock_cluster.set_broker_rtt(1, 3000)
+        with pytest.raises(KafkaTimeoutError):
+            transaction._call(producer._handle, commit, 1999, "commit_transaction", resumable=True)
+        mock_cluster.set_broker_rtt(1, 0)
+        producer.commit_transaction(30)  # finishes it
+    finally:
+        producer.stop()
+    assert len(slices) > 1 and min(slices) >= 500, slices  # TXN_SLICE_MS
 
 
 @pytest.mark.mock

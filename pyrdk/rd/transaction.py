@@ -7,15 +7,23 @@ Each call raises what librdkafka's ``rd_kafka_error_t`` says, through
 ``txn_requires_abort`` flags. The blocking calls wait up to their timeout (the GIL
 released); a timeout raises ``KafkaTimeoutError`` with ``retriable``. Commit and abort,
 which librdkafka resumes when they are made again after a timeout, wait in slices
-(``SLICE_MS``), so that Ctrl-C gets through; init waits in one call (made again, it may
-return the error of an attempt librdkafka is still retrying), so Ctrl-C waits for its end.
+(``TXN_SLICE_MS``) in the main thread, so that Ctrl-C gets through; init waits in one call
+(made again, it may return the error of an attempt librdkafka is still retrying), so Ctrl-C
+waits for its end.
 """
+import threading
 import time
 
 from pyrdk._ffi import ffi, lib
 from pyrdk.exceptions import KafkaException
 from pyrdk.rd import errors, partitions
-from pyrdk.rd.handle import SLICE_MS
+
+# A slice of a commit or abort, and the least one: each slice first asks librdkafka's main
+# thread to begin the call, and if that times out, librdkafka forgets the call is under way
+# (it is no longer resumable) and later takes the EndTxn answer for an abort's, aborting the
+# process at its own assertion ("CommittingTransaction -> AbortNotAcked"). A slice of 0 ms
+# always times out there; one of half a second does not, short of a stalled machine.
+TXN_SLICE_MS = 500
 
 class GroupMetadata:
     """An owned ``rd_kafka_consumer_group_metadata_t``: the group (and, for a member of a
@@ -91,21 +99,22 @@ def abort_transaction(handle, timeout_ms):
 
 
 def _call(handle, call, timeout_ms, what, resumable=False):
-    """``call(rk, timeout_ms)``, raising its error. Only a ``resumable`` call is cut into
-    slices: librdkafka goes on with it in the background when it times out, and resumes
-    it when it is made again (others, made again, may return the error of an attempt it
-    is still retrying by itself)."""
-    if not resumable or timeout_ms < 0:
+    """``call(rk, timeout_ms)``, raising its error. Only a ``resumable`` call made in the
+    main thread (where Ctrl-C lands) is cut into slices: librdkafka goes on with it in the
+    background when it times out, and resumes it when it is made again (others, made
+    again, may return the error of an attempt it is still retrying by itself). The last
+    slice is the rest, at least ``TXN_SLICE_MS``, so no slice is cut short of that."""
+    if not resumable or timeout_ms < 2 * TXN_SLICE_MS or threading.current_thread() is not threading.main_thread():
         with handle.use() as rk:
             errors.raise_for_error(call(rk, timeout_ms), what)
         return
     deadline = time.monotonic() + timeout_ms / 1000.0
     while True:
-        slice_ms = int(max(0, min(SLICE_MS, (deadline - time.monotonic()) * 1000)))
+        left_ms = int(max(0, (deadline - time.monotonic()) * 1000))
+        slice_ms = TXN_SLICE_MS if left_ms >= 2 * TXN_SLICE_MS else left_ms
         with handle.use() as rk:
             error = call(rk, slice_ms)
-        if error != ffi.NULL and lib.rd_kafka_error_code(error) == errors.TIMED_OUT \
-                and time.monotonic() < deadline:
+        if error != ffi.NULL and lib.rd_kafka_error_code(error) == errors.TIMED_OUT and slice_ms < left_ms:
             lib.rd_kafka_error_destroy(error)  # under way in the background: resumed by the next slice
             continue
         errors.raise_for_error(error, what)
