@@ -72,11 +72,13 @@ def _progress(total_bytes):
 @pass_env
 def produce(env, topic, path, fmt, key_separator, headers, partition, as_json):
     """Produce records read from stdin or --file to TOPIC; print how many were delivered."""
+    if key_separator == "":
+        raise CommandError("--key-separator must not be empty: leave it out to produce records without keys")
     t = env.topic(topic)
     if partition is not None and partition not in t.partitions:
         raise CommandError("topic %s has no partition %d (it has %d)" % (topic, partition, len(t.partitions)))
     header_list = _headers(headers) or None
-    sep = key_separator.encode() if key_separator else None
+    sep = None if key_separator is None else key_separator.encode()
     partitioner = murmur2_partitioner if partition is None else (lambda parts, key=None: t.partitions[partition])
     stream = click.open_file(path, "rb")
     total = os.fstat(stream.fileno()).st_size if path != "-" else None

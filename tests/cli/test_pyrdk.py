@@ -215,6 +215,11 @@ def test_partitions_add_refuses_to_shrink(kafka_hosts, topic):
 
 # -- records ---------------------------------------------------------------------------------------
 
+def test_an_empty_key_separator_is_refused_not_taken_as_no_keys(kafka_hosts, topic_name):
+    result = run(["produce", topic_name, "--key-separator", ""], kafka_hosts, stdin=b"key:value\n")
+    assert_one_line_error(result, "--key-separator must not be empty")
+
+
 def test_produce_then_consume_round_trip(kafka_hosts, client, topic_name):
     make_topic(client, topic_name, 3)
     lines = b"".join(b"key%d:value %d\n" % (i % 5, i) for i in range(300))
