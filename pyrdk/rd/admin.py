@@ -174,6 +174,8 @@ def _list_groups(rk, group, timeout_ms):
     out = ffi.new("const struct rd_kafka_group_list **")
     err = lib.rd_kafka_list_groups(rk, ffi.NULL if group is None else group.encode(), out, timeout_ms)
     if err:
+        if err == errors.PARTIAL:  # some brokers did not answer: the list of the others is ours to free
+            lib.rd_kafka_group_list_destroy(out[0])
         return err, None
     lst = out[0]
     try:

@@ -34,6 +34,7 @@ SSL = lib.RD_KAFKA_RESP_ERR__SSL
 AUTHENTICATION = lib.RD_KAFKA_RESP_ERR__AUTHENTICATION
 IN_PROGRESS = -178  # RD_KAFKA_RESP_ERR__IN_PROGRESS (not in the cdef)
 DESTROY_BROKER = -137  # RD_KAFKA_RESP_ERR__DESTROY_BROKER (not in the cdef): a request cut off by a lost broker
+PARTIAL = -158  # RD_KAFKA_RESP_ERR__PARTIAL (not in the cdef): some brokers did not answer
 CLOSED = lib.PYRDK_ERR_CLOSED  # pyrdk's own: the handle is closed (csrc/pyrdk_guard.h)
 
 # Local codes that are transient by nature.
