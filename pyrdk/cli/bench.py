@@ -66,7 +66,7 @@ def bench(env, messages, size, partitions, topic, as_json):
         finally:
             _end(bar)
             producer.stop()
-        consumer = t.get_simple_consumer(consumer_timeout_ms=5000)
+        consumer = t.get_simple_consumer(consumer_timeout_ms=5000, rdkafka_config=env.consumer_config())
         bar = _bar("consuming", messages)
         try:
             for p in t.partitions.values() if not made else ():  # read only this run's messages

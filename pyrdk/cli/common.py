@@ -179,8 +179,16 @@ class Env:
         """The ``-X`` properties a producer reads, for a command's producer to take as its own:
         they then win over those its arguments set (linger, acks, message size...), where the
         client's would not."""
-        kind = self.client.cluster.config_for("producer")
-        return {k: v for k, v in self.rdkafka_config.items() if k in kind}
+        return self._config_of("producer")
+
+    def consumer_config(self):
+        """The ``-X`` properties a consumer reads, for a command's consumer to take as its own
+        (isolation.level, fetch sizes...: its arguments set them too)."""
+        return self._config_of("consumer")
+
+    def _config_of(self, kind):
+        read = self.client.cluster.config_for(kind)
+        return {k: v for k, v in self.rdkafka_config.items() if k in read}
 
     def topic(self, name):
         """The existing topic ``name``; an unknown one is an error, never created (brokers

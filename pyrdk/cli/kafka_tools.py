@@ -93,7 +93,7 @@ def consume_topic(env, topic, limit, outfile):
     t = env.topic(topic)
     consumer = t.get_simple_consumer(b"pykafka_cli", consumer_timeout_ms=100, auto_offset_reset=OffsetType.LATEST,
                                      reset_offset_on_start=True, auto_commit_enable=True,
-                                     auto_commit_interval_ms=3000)
+                                     auto_commit_interval_ms=3000, rdkafka_config=env.consumer_config())
     try:
         consumed = 0
         while consumed < limit:

@@ -198,7 +198,8 @@ def _read(env, topic, start, count, group, commit, fmt, partitions, follow):
         # needed at all (another start, which a consumer of the group would commit at once).
         group = group if start == "committed" else None
         kwargs["reset_offset_on_fetch"] = False
-    consumer = t.get_simple_consumer(consumer_group=group.encode() if group else None, **kwargs)
+    consumer = t.get_simple_consumer(consumer_group=group.encode() if group else None,
+                                     rdkafka_config=env.consumer_config(), **kwargs)
     line = _format(fmt, topic)
     out = sys.stdout
     read, counts = 0, {}

@@ -655,6 +655,23 @@ def test_consume_reads_to_the_end_of_a_topic_written_in_a_transaction(kafka_host
     assert (result.code, result.out.split()) == (0, ["t1", "t2"])
 
 
+def test_consumer_properties_given_with_x_win_over_the_commands_defaults(kafka_hosts, client, topic_name):
+    """-X isolation.level=read_uncommitted shows a transaction still open, where the
+    consumer's own isolation_level argument (read_committed) set it back."""
+    topic = make_topic(client, topic_name, 1)
+    producer = topic.get_producer(transactional_id=topic_name, linger_ms=5)
+    try:
+        producer.begin_transaction()
+        producer.produce(b"open")
+        producer.flush()
+        for args in (["consume", topic_name], ["-X", "isolation.level=read_uncommitted", "consume", topic_name]):
+            result = run(args, kafka_hosts)
+            assert result.code == 0, result
+            assert result.out.split() == ([] if "-X" not in args else ["open"]), result
+    finally:
+        producer.stop()
+
+
 @pytest.mark.zookeeper
 def test_names_on_a_terminal_are_shown_as_they_are_not_as_rich_markup(kafka_hosts, zookeeper_chroot):
     """On a terminal the tables are rich's, which read a str as markup: a group named
