@@ -493,6 +493,13 @@ class Producer:
             self._waiting.pop(msg, None)
             if isinstance(exc, MessageSizeTooLarge) and reported:
                 return self._report_refused(msg, exc), None
+            if isinstance(exc, TransactionStateError) and self._in_transaction and not exc.fatal:
+                # rd_kafka_producev's _STATE in a transaction: it failed already (a delivery, a
+                # request of its coordinator), and only abort_transaction() gets out of that
+                raise errors_exception(exc.code, "produce to %s [%d]" % (self._topic_name, partition_id),
+                                       reason="the transaction failed already (a delivery or a request of "
+                                       "its coordinator failed): abort_transaction(), then try it again",
+                                       txn_requires_abort=True) from exc
             raise
         return msg, done
 

@@ -265,6 +265,46 @@ def test_a_commit_that_timed_out_is_finished_by_the_next_batch_not_read_again():
     assert run_commit_in_doubt(_COMMIT_IN_DOUBT) == "0 True\n10\nTrue\n"
 
 
+@pytest.mark.mock
+def test_an_output_refused_after_a_failed_delivery_aborts_the_batch_and_reads_it_again(mock_cluster):
+    """The first output's delivery fails (the broker refuses it once) before the second is
+    produced: librdkafka refuses the second (the transaction needs an abort). That aborts the
+    transaction and reads the batch again, as a failed delivery found by the commit does,
+    where the refusal was raised as a TransactionStateError without ``txn_requires_abort``."""
+    from pyrdk import KafkaClient
+    from pyrdk.rd.mock import ApiKey
+    for name in ("in", "out"):
+        mock_cluster.create_topic(name, 1, 1)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=5000)
+    held, reports = [], []
+
+    def serializer(value, key):
+        if value == b"out-1" and not reports:  # once out-0's delivery failed
+            reports.append(held[0].producer.get_delivery_report(timeout=PATIENCE_S))
+        return value, key
+
+    try:
+        with client.topics["in"].get_producer(linger_ms=5) as producer:
+            for i in range(4):
+                producer.produce(b"%d" % i)
+        with Processor(client.topics["in"], client.topics["out"], b"workers", "worker", batch_size=4,
+                       batch_timeout_ms=PATIENCE_S * 1000, consumer_kwargs=GROUP,
+                       producer_kwargs={"linger_ms": 5, "serializer": serializer, "delivery_reports": True}
+                       ) as processor:
+            held.append(processor)
+            mock_cluster.push_request_errors(ApiKey.Produce, 10)  # MSG_SIZE_TOO_LARGE, once
+            assert processor.process_batch(lambda m: [b"out-" + m.value]) == 0  # aborted, read again
+            assert reports[0][1] is not None  # out-0 was refused
+            total = 0
+            for _ in range(5):  # the mock cluster may make the next one abort too (the epoch is bumped)
+                total += processor.process_batch(lambda m: [b"out-" + m.value])
+                if total == 4:
+                    break
+            assert total == 4
+    finally:
+        client.close()
+
+
 @pytest.mark.slow
 @pytest.mark.soak  # six SIGKILLs over 100,000 records: make soak runs it
 def test_crash_test_each_record_exactly_once_across_kill_9(client, kafka_hosts, topic_name, tmp_path):
