@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 
 from pyrdk import common
 from pyrdk.common import check_int
-from pyrdk.exactlyonce import check_outputs, commit_in_transaction
+from pyrdk.exactlyonce import _raised_again, check_outputs, commit_in_transaction
 from pyrdk.exceptions import ConsumerStoppedException, KafkaException, ProduceFailureError, UnknownPartitionError
 from pyrdk.spout.offsets import ACKED, PENDING, Entry, PartitionOffsets
 from pyrdk.topic import Topic
@@ -415,8 +415,10 @@ class KafkaSpout:
         """Commit, for each partition, the end of its contiguous acked prefix (the first
         offset not acked), where it moved. Returns the offsets committed,
         ``{partition id: offset}``; a failed commit is logged and tried again later (an
-        exactly-once commit that timed out is finished first). Raises
-        ``ConsumerStoppedException`` once the spout is closed (``close()`` commits last)."""
+        exactly-once commit that timed out is finished first). An exactly-once commit whose
+        error would come again with the same outputs is raised (``fatal``, or neither
+        ``retriable`` nor ``txn_requires_abort``: an output larger than ``max_request_size``).
+        Raises ``ConsumerStoppedException`` once the spout is closed (``close()`` commits last)."""
         self._check_open()
         self._last_commit = time.monotonic()
         finished: dict[int, int] = {}
@@ -443,7 +445,8 @@ class KafkaSpout:
             log.info("commit of %s skipped: %s", offsets, exc)
             return finished
         except KafkaException as exc:
-            if exc.fatal:
+            if exc.fatal or (self._producer is not None and not self._producer.commit_in_doubt
+                             and _raised_again(exc)):  # the same outputs would fail again, forever
                 raise
             if self._producer is not None and self._producer.commit_in_doubt:
                 self._in_doubt = due

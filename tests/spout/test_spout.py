@@ -328,6 +328,26 @@ def test_exactly_once_outputs_that_cannot_be_written_are_refused_at_the_ack(clie
     assert [(r.value, r.key) for r in records] == [(b"first", None), (b"second", b"k")]
 
 
+def test_an_exactly_once_output_that_fails_every_commit_is_raised_not_retried_forever(
+        client, topic_name, group_name):
+    """An acked output larger than max_request_size aborts each transaction that writes it:
+    commit() raises it, where it logged a warning and tried the same commit again at every
+    commit, forever, its offsets never committed."""
+    from pyrdk.exceptions import MessageSizeTooLarge
+    topic = make_topic(client, topic_name, 1)
+    out = make_topic(client, topic_name + "-out", 1)
+    produce(topic, 2)
+    with KafkaSpout(topic, group_name, consumer="simple", output_topic=out, transactional_id=unique_name("spout"),
+                    commit_interval_ms=60000, producer_kwargs={"max_request_size": 2000}) as spout:
+        first, second = take(spout, 2)
+        spout.ack(first.id, outputs=[b"x" * 5000])
+        with pytest.raises(MessageSizeTooLarge, match="larger than max_request_size=2000"):
+            spout.commit()
+        with pytest.raises(MessageSizeTooLarge):  # the outputs are kept: no commit past them
+            spout.close()
+    assert group_offsets(topic, group_name) == {0: 0}  # nothing committed past the first tuple
+
+
 # In a child process: librdkafka may abort it (see run_commit_in_doubt).
 _COMMIT_IN_DOUBT = """
 from pyrdk import KafkaClient
