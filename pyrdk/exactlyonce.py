@@ -85,6 +85,14 @@ def _check_process(process):
         raise TypeError("process must be callable: process(message) -> iterable of outputs, not %r" % (process,))
 
 
+def _starts(batch: list[common.Message]) -> dict[int, int]:
+    """``{partition id: the first offset of batch}``: where it is read again from."""
+    starts: dict[int, int] = {}
+    for message in batch:
+        starts.setdefault(message.partition_id, message.offset)
+    return starts
+
+
 def _raised_again(exc: KafkaException) -> bool:
     """Whether a transaction's error is raised rather than its batch read again: a fatal one
     (fenced), or one that is neither ``retriable`` (a timeout) nor ``txn_requires_abort`` (a
@@ -165,27 +173,32 @@ class Processor:
         ``(value, partition_key)`` pairs -- and commit the outputs with the offsets after the
         messages in one transaction. Returns how many messages were committed (0 when the
         transaction was aborted: they are read again). When the last batch's commit timed
-        out, this call finishes that commit instead (librdkafka resumes it)."""
+        out, this call finishes that commit instead (librdkafka resumes it). What the consumer
+        raises while the batch is taken is raised, the messages taken before it read again."""
         _check_process(process)
         if self._in_doubt is not None:
             return self._finish_commit()
         self._batch = []
         deadline = time.monotonic() + self._batch_timeout_ms / 1000.0
         first = True  # one consume_batch() at least: a timeout of 0 takes what is ready
-        while len(self._batch) < self._batch_size:
-            remaining_ms = int((deadline - time.monotonic()) * 1000)
-            if remaining_ms <= 0 and not first:
-                break
-            first = False
-            messages = self.consumer.consume_batch(self._batch_size - len(self._batch), max(remaining_ms, 0))
-            self._batch.extend(messages)
+        try:
+            while len(self._batch) < self._batch_size:
+                remaining_ms = int((deadline - time.monotonic()) * 1000)
+                if remaining_ms <= 0 and not first:
+                    break
+                first = False
+                messages = self.consumer.consume_batch(self._batch_size - len(self._batch), max(remaining_ms, 0))
+                self._batch.extend(messages)
+        except BaseException:  # the consumer raised (a deserializer, a callback): what the batch took is read again
+            batch, self._batch = self._batch, []
+            self._rewind(_starts(batch))
+            raise
         batch, self._batch = self._batch, []
         if not batch:
             return 0
-        starts: dict[int, int] = {}  # partition id -> the first offset of the batch
+        starts = _starts(batch)
         nexts: dict[int, int] = {}  # partition id -> the offset after the batch
         for message in batch:
-            starts.setdefault(message.partition_id, message.offset)
             nexts[message.partition_id] = message.offset + 1
         try:
             outputs = [output for message in batch

@@ -111,6 +111,37 @@ def test_a_failing_process_aborts_and_its_messages_are_read_again(client, topic_
     assert seen.count(b"0") == 2  # the failed batch was read again from its start
 
 
+def test_messages_of_a_batch_cut_short_by_a_consumer_error_are_read_again(client, topic_name, group_name):
+    """The consumer raises in the middle of a batch (here its deserializer, the first time it
+    meets 5): the messages the batch had taken before are read again, where they were
+    dropped, never processed, and committed past by the next batch."""
+    source = make_topic(client, topic_name, 1)
+    sink = make_topic(client, topic_name + "-out", 1)
+    produce_inputs(source, 10)
+    failed = []
+
+    def deserializer(value, key):
+        if value == b"5" and not failed:
+            failed.append(value)
+            raise ValueError("5 cannot be read, the first time")
+        return value, key
+
+    with Processor(source, sink, group_name, unique_name("proc"), batch_size=10, batch_timeout_ms=2000,
+                   consumer_kwargs=dict(GROUP, deserializer=deserializer)) as processor:
+        total = 0
+        with pytest.raises(ValueError, match="5 cannot be read"):
+            while True:
+                total += processor.process_batch(lambda m: [m.value])
+        assert total == 0
+        for _ in range(5):  # batches of up to 10: the 10 messages, or 4 when 0-5 were dropped
+            total += processor.process_batch(lambda m: [m.value])
+            if total == 10:
+                break
+        assert total == 10
+    records, _ = committed_output(sink)
+    assert sorted(r.value for r in records) == sorted(b"%d" % i for i in range(10))
+
+
 def test_an_output_that_fails_every_time_is_raised_not_read_again_forever(client, topic_name, group_name):
     """An output larger than max_request_size aborts its transaction whenever it is made:
     raised (the batch rewound), where the batch was read again and aborted again forever,
