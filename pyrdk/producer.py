@@ -305,7 +305,8 @@ class Producer:
     def stop(self) -> None:
         """Deliver what is queued (waiting up to ``pending_timeout_ms``), report what could
         not be delivered, and close the producer. Raises ``ProduceFailureError`` for failed
-        deliveries nobody else was told about (those of a stop() a Ctrl-C cut short too)."""
+        deliveries nobody else was told about (those of a stop() a Ctrl-C cut short too), but
+        not for those of a transaction left open, never committed, which it aborts."""
         with self._lock:
             if not self._running:
                 if self._cut_short:  # what a stop() a Ctrl-C cut short left is raised now, once
@@ -318,9 +319,10 @@ class Producer:
             self._running = False
             core.close()  # produce() now raises ProducerStoppedException (under the lock: see _check)
         interrupted = True
+        uncommitted = self._in_transaction and self._txn_fatal is None  # never committed: must not count
         try:
             entered = self._wait_entered(self._pending_timeout_ms)
-            if self._in_transaction and self._txn_fatal is None:  # never committed: must not count
+            if uncommitted:
                 self._abort_at_stop()
             flush = functools.partial(self._flush_at_stop, handle)
             _deliver_or_purge(handle, core, self._pending_timeout_ms, flush)
@@ -347,6 +349,8 @@ class Producer:
             for _, exc in self._errors.take() + self._failures.take():
                 log.warning("after the fatal error %s: %s", self._txn_fatal, exc)
             return
+        if uncommitted:  # failed deliveries of a transaction aborted, or left to its coordinator to abort: moot
+            self._failures.take()
         self._raise_failures()
 
     def _flush_at_stop(self, handle, timeout_ms):

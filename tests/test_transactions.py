@@ -402,6 +402,31 @@ def test_stop_after_a_commit_that_timed_out_says_it_may_have_committed(mock_clus
     assert not any("aborts it" in line for line in said), said
 
 
+@pytest.mark.mock
+def test_stop_raises_no_delivery_failure_of_a_transaction_whose_abort_timed_out(mock_cluster):
+    """The brokers go down in a transaction block: its message times out, the commit fails,
+    and the abort times out too. stop() cannot abort it either (the coordinator will): the
+    failed delivery of that transaction, never committed, is not raised as a
+    ProduceFailureError, as it is not once an abort succeeds."""
+    mock_cluster.create_topic("txn", 1, 1)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=2000)
+    producer = client.topics["txn"].get_producer(transactional_id="down", linger_ms=5, transaction_timeout_ms=2000,
+                                                 pending_timeout_ms=1000)
+    try:
+        producer.init_transactions(30)
+        with pytest.raises(KafkaException) as info:
+            with producer.transaction(timeout=3):
+                producer.produce(b"first")
+                producer.flush()  # in the transaction: the abort asks the coordinator
+                for broker in (1, 2, 3):
+                    mock_cluster.broker_down(broker)
+                producer.produce(b"timed out")
+        assert info.value.txn_requires_abort
+    finally:
+        producer.stop()
+        client.close()
+
+
 @pytest.mark.kafka
 def test_a_sync_producer_fenced_in_a_transaction_block_is_not_aborted_and_does_nothing_more(client, topic_name):
     topic = make_topic(client, topic_name, 1)
