@@ -258,13 +258,16 @@ class Processor:
     def run(self, process: Callable[[common.Message], Optional[Iterable[Any]]],
             max_batches: Optional[int] = None) -> int:
         """Call :meth:`process_batch` until :meth:`stop` (or ``max_batches`` batches);
-        returns how many messages were committed."""
+        returns how many messages were committed. A :meth:`stop` made before it starts ends it
+        at once; the next one goes on."""
         _check_process(process)
         if max_batches is not None:
             check_int("max_batches", max_batches, 0)
         total = batches = 0
-        self._stopping.clear()
-        while not self._stopping.is_set() and (max_batches is None or batches < max_batches):
+        while max_batches is None or batches < max_batches:
+            if self._stopping.is_set():
+                self._stopping.clear()  # this run() answered it
+                break
             total += self.process_batch(process)
             batches += 1
         return total
