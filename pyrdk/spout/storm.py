@@ -30,6 +30,7 @@ except ImportError as exc:
     raise ImportError("pyrdk.spout.storm needs pystorm: pip install 'pyrdk[storm]' (%s)" % exc) from exc
 
 from pyrdk.client import KafkaClient
+from pyrdk.exceptions import NoBrokersAvailableError
 from pyrdk.spout.spout import KafkaSpout
 
 SETTINGS = ("hosts", "topic", "consumer_group", "consumer", "spout_options", "consumer_options",
@@ -95,11 +96,25 @@ class StormKafkaSpout(pystorm.Spout):
         default the message itself (value and key)."""
         return [(message.value, message.partition_key)]
 
+    _outage = False  # the brokers are out of reach: said once, until a tuple comes again
+
     def next_tuple(self):
         """Emit the next tuple, if there is one (never waits). A message :meth:`tuple_values`
         cannot make a tuple of (say, a value that is not UTF-8) fails as a tuple would: it
-        is tried again, then goes to the dead-letter topic or is reported and skipped."""
-        emitted = self.kafka.next_tuple()
+        is tried again, then goes to the dead-letter topic or is reported and skipped. While
+        no broker is reachable (``NoBrokersAvailableError``) it emits nothing, as Storm's own
+        Kafka spout retries its polls: raised, it would end the task (pystorm exits), and
+        every task of the fleet with it."""
+        try:
+            emitted = self.kafka.next_tuple()
+        except NoBrokersAvailableError as exc:
+            if not self._outage:
+                self._outage = True
+                self.logger.warning("%s; emitting nothing until a broker answers", exc)
+            return
+        if self._outage:
+            self._outage = False
+            self.logger.info("a broker answers again")
         if emitted is None:
             return
         try:

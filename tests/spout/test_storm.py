@@ -3,11 +3,13 @@ real process, driven as Storm's ShellSpout drives it (pyrdk.testing.multilang), 
 the session broker; and a fleet of such spouts in one group, one killed with SIGKILL."""
 import os
 import random
+import signal
 import sys
 import time
 
 import pytest
 
+from pyrdk import KafkaClient
 from pyrdk.partitioners import hashing_partitioner
 from tests.fix_kafka import group_offsets, make_topic, unique_name
 from pyrdk.testing.multilang import PATIENCE_S, ShellSpout
@@ -27,13 +29,14 @@ def produce_keyed(topic, count):
 
 
 def start_spout(kafka_hosts, topic_name, group, tmp_path, name="spout", consumer="managed", task_id=3,
-                **spout_options):
+                client_options=None, **spout_options):
     """The example's EventSpout as a process (Storm task ``task_id``), configured through the
     topology config."""
     conf = {"topology.name": "event_counts", "pyrdk.hosts": kafka_hosts, "pyrdk.topic": topic_name,
             "pyrdk.consumer_group": group, "pyrdk.consumer": consumer,
             "pyrdk.spout_options": dict({"retry_backoff_ms": 10, "commit_interval_ms": 200}, **spout_options),
-            "pyrdk.consumer_options": GROUP if consumer == "managed" else {}}
+            "pyrdk.consumer_options": GROUP if consumer == "managed" else {},
+            "pyrdk.client_options": client_options or {}}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(EXAMPLE, "src"), ROOT]))
     return ShellSpout([sys.executable, os.path.join(EXAMPLE, "src", "spouts", "events.py")], conf, env=env,
                       cwd=EXAMPLE, log_path=str(tmp_path / ("%s.log" % name)), task_id=task_id)
@@ -84,6 +87,37 @@ def test_the_spout_over_the_multilang_protocol_acks_fails_and_commits(kafka_host
     finally:
         spout.close()
     assert spout.process.returncode == 2  # pystorm's exit when Storm goes away
+
+
+@pytest.mark.timeout(300)
+def test_a_spout_emits_nothing_while_no_broker_answers_and_lives_on(own_broker, tmp_path):
+    """Every broker down past socket_timeout_ms: the consumer raises NoBrokersAvailableError,
+    which ended the spout process (pystorm exits on an exception), and with it every task of
+    a fleet at the first outage. The spout says so once and emits nothing meanwhile."""
+    hosts = own_broker.bootstrap_servers
+    name = unique_name("outage")
+    with KafkaClient(hosts=hosts) as admin:
+        produced = produce_keyed(make_topic(admin, name, 1), 3)
+    spout = start_spout(hosts, name, unique_name("storm"), tmp_path, consumer="simple",
+                        client_options={"socket_timeout_ms": 2000})
+    try:
+        spout.activate()
+        emitted = []
+        deadline = time.monotonic() + PATIENCE_S
+        while len(emitted) < len(produced):
+            assert time.monotonic() < deadline, "only %d tuples emitted" % len(emitted)
+            emitted.extend(spout.next())
+        for _, tuple_id in emitted:
+            spout.ack(tuple_id)
+        os.kill(own_broker.pid, signal.SIGKILL)
+        own_broker.process.wait(10)
+        deadline = time.monotonic() + PATIENCE_S
+        while not any("emitting nothing until a broker answers" in line for line in spout.logs):
+            assert time.monotonic() < deadline, spout.logs[-5:]
+            assert spout.next() == [] and spout.alive
+        assert [spout.next() for _ in range(3)] == [[], [], []] and spout.alive
+    finally:
+        spout.close()
 
 
 def test_a_message_that_makes_no_tuple_fails_and_is_skipped_not_fatal(kafka_hosts, client, topic_name, tmp_path):
