@@ -490,6 +490,39 @@ def test_oauth_cb_is_called_again_before_each_token_expires(kafka_hosts):
     assert not any(on_main for _, on_main in calls)
 
 
+def test_close_does_not_wait_for_an_oauth_cb_that_blocks(kafka_hosts):
+    """An oauth_cb stuck in its identity provider: the client raises within its timeout and
+    is closed, while oauth_cb still blocks (rd_kafka_destroy joins the thread that asked it)."""
+    import threading
+
+    from pyrdk.exceptions import KafkaException
+    entered, release = threading.Event(), threading.Event()
+
+    def oauth_cb(config):
+        entered.set()
+        release.wait(PATIENCE_S)
+        return "token", time.time() + 60
+
+    outcome = []
+
+    def make():
+        try:
+            KafkaClient(hosts=kafka_hosts, security_protocol="SASL_PLAINTEXT", oauth_cb=oauth_cb,
+                        socket_timeout_ms=3000)
+        except KafkaException as exc:
+            outcome.append(exc)
+    maker = threading.Thread(target=make, daemon=True)
+    try:
+        maker.start()
+        assert entered.wait(PATIENCE_S)
+        maker.join(PATIENCE_S - 10)  # oauth_cb is held longer than this
+        assert not release.is_set() and not maker.is_alive(), "KafkaClient waits for the blocked oauth_cb"
+        assert outcome
+    finally:
+        release.set()
+        maker.join(PATIENCE_S)
+
+
 @pytest.mark.parametrize("returns, message", [
     (ValueError("identity provider down"), "oauth_cb raised ValueError: identity provider down"),
     ("just-a-token", "oauth_cb must return (token, expiry)"),

@@ -63,7 +63,8 @@ class Callbacks:
     - ``on_commit(exc, topic_partitions)``
     - ``oauth_cb(sasl_oauthbearer_config)``: returns ``(token, expiry)``, expiry in seconds
       since the epoch, or ``(token, expiry, principal, extensions)`` with extensions a dict
-      (confluent-kafka's ``oauth_cb``); called on librdkafka's background thread
+      (confluent-kafka's ``oauth_cb``); asked for by librdkafka's background thread, in a
+      thread of its own that ``close()`` does not wait for
 
     ``calls`` keeps what a handler raised until the handle raises it.
     """
@@ -89,6 +90,7 @@ class Callbacks:
         self.tls_verify = False  # broker certificates are checked (enable.ssl.certificate.verification)
         self.tls_answered = False  # a broker sent its certificate (so TLS got an answer)
         self.sasl = False
+        self.closing = False  # the handle is being destroyed: a token refresh stops waiting for oauth_cb
         self.calls = CallState()
         with _lock:
             self.id = next(_ids)
@@ -614,6 +616,39 @@ def _set_token(rk, returned):
                                code=errors.AUTHENTICATION)
 
 
+class _OauthCbAbandoned(Exception):
+    """The handle closed while ``oauth_cb`` still ran: its answer is no longer wanted."""
+
+
+OAUTH_SLICE_S = 0.1  # how often a token refresh waiting for oauth_cb looks whether the handle closes
+
+
+def _ask_oauth_cb(cbs, config):
+    """What ``oauth_cb(config)`` returns (or raises), called in a thread of its own and waited
+    for in slices: ``rd_kafka_destroy`` joins the background thread this runs on, so an
+    ``oauth_cb`` that blocks (an identity provider that never answers) would hold ``close()``
+    for as long. Once the handle closes (``cbs.closing``), raise ``_OauthCbAbandoned`` and
+    leave the call to end on its own."""
+    outcome = []
+    done = threading.Event()
+
+    def run():
+        try:
+            outcome.append((cbs.oauth_cb(config), None))
+        except BaseException as exc:
+            outcome.append((None, exc))
+        finally:
+            done.set()
+    threading.Thread(target=run, name="pyrdk-oauth_cb", daemon=True).start()
+    while not done.wait(OAUTH_SLICE_S):
+        if cbs.closing:
+            raise _OauthCbAbandoned()
+    returned, exc = outcome[0]
+    if exc is not None:
+        raise exc
+    return returned
+
+
 @ffi.def_extern(onerror=_keep_raised)
 def _pyrdk_oauthbearer_cb(rk, config, opaque):
     """Ask ``oauth_cb`` for a token (``rd_kafka_oauthbearer_set_token``); when it raises or
@@ -625,7 +660,10 @@ def _pyrdk_oauthbearer_cb(rk, config, opaque):
         return
     try:
         try:
-            returned = cbs.oauth_cb(string(config) if config != ffi.NULL else None)
+            returned = _ask_oauth_cb(cbs, string(config) if config != ffi.NULL else None)
+        except _OauthCbAbandoned:
+            lib.rd_kafka_oauthbearer_set_token_failure(rk, b"the client closed while oauth_cb ran")
+            return
         except BaseException as exc:
             error = AuthenticationError("oauth_cb raised %s: %s" % (type(exc).__name__, exc),
                                         code=errors.AUTHENTICATION)

@@ -394,6 +394,7 @@ class Handle:
                 self._queue.yield_()
             while self._users or lib.pyrdk_guard_users(self._guard):
                 self._cond.wait(0.1 if self._users else 0.001)
+        self._cbs.closing = True  # rd_kafka_consumer_close waits for no oauth_cb either
         if self.kind == "consumer" and consumer_close and not self._consumer_closed:
             self._consumer_closed = True  # no interrupt lands between this line and the call
             lib.rd_kafka_consumer_close(self._ptr)
@@ -415,6 +416,7 @@ class Handle:
             topic.destroy()
         self._topics.clear()
         ptr, self._ptr = self._ptr, None
+        self._cbs.closing = True  # a token refresh stops waiting for oauth_cb (see callbacks._ask_oauth_cb)
         try:
             lib.rd_kafka_destroy_flags(ptr, flags)  # no interrupt between the line above and this call
             self.keep.clear()
