@@ -702,3 +702,29 @@ def test_oauth_cb_with_the_protocol_and_mechanism_given_as_bytes_is_taken():
               "security.protocol": b"SASL_PLAINTEXT"}
     with pytest.raises(NoBrokersAvailableError):  # past the checks, to connecting
         KafkaClient(hosts="127.0.0.1:1", socket_timeout_ms=500, rdkafka_config=config)
+
+
+def test_timeout_while_oauth_cb_blocks_names_oauth_cb(kafka_hosts):
+    """An oauth_cb stuck in its identity provider: librdkafka connects to no broker until it
+    returns, and the timeout says so rather than blaming the brokers."""
+    import threading
+
+    from pyrdk.exceptions import KafkaException
+    from pyrdk.rd.handle import Handle
+    entered, release = threading.Event(), threading.Event()
+
+    def oauth_cb(config):
+        entered.set()
+        release.wait(PATIENCE_S)
+        return "token", time.time() + 60
+
+    handle = Handle("producer", {"bootstrap.servers": kafka_hosts, "security.protocol": "sasl_plaintext",
+                                 "sasl.mechanism": "OAUTHBEARER", "oauth_cb": oauth_cb})
+    try:
+        assert entered.wait(PATIENCE_S)
+        with pytest.raises(KafkaException) as info:
+            handle.metadata(timeout_ms=2000)
+        assert "oauth_cb has not returned a token" in str(info.value)
+    finally:
+        release.set()
+        handle.close()

@@ -91,6 +91,7 @@ class Callbacks:
         self.tls_answered = False  # a broker sent its certificate (so TLS got an answer)
         self.sasl = False
         self.closing = False  # the handle is being destroyed: a token refresh stops waiting for oauth_cb
+        self.oauth_since = None  # time.monotonic() when oauth_cb was called, while it has not returned
         self.calls = CallState()
         with _lock:
             self.id = next(_ids)
@@ -660,7 +661,11 @@ def _pyrdk_oauthbearer_cb(rk, config, opaque):
         return
     try:
         try:
-            returned = _ask_oauth_cb(cbs, string(config) if config != ffi.NULL else None)
+            cbs.oauth_since = time.monotonic()
+            try:
+                returned = _ask_oauth_cb(cbs, string(config) if config != ffi.NULL else None)
+            finally:
+                cbs.oauth_since = None
         except _OauthCbAbandoned:
             lib.rd_kafka_oauthbearer_set_token_failure(rk, b"the client closed while oauth_cb ran")
             return

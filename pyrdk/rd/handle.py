@@ -834,10 +834,15 @@ class Handle:
         connection failure it only logged, with its hint, else its last error) added to its
         message, if any, or, for a TLS client no broker sent a certificate to, the hint that
         the listener may be plaintext; without serving anything (from a delivery report
-        handler too)."""
+        handler too). While ``oauth_cb`` has not returned, librdkafka has no token to connect
+        with: that is said instead."""
         cbs = self._cbs
         last = cbs.last_connection_error or cbs.last_failure or cbs.last_error
-        if last is not None:
+        since = cbs.oauth_since
+        if since is not None:
+            exc.args = ("%s (oauth_cb has not returned a token: it was called %d ms ago, and librdkafka "
+                        "connects to no broker before it returns)" % (exc.args[0], (time.monotonic() - since) * 1000),)
+        elif last is not None:
             exc.args = ("%s (last error: %s)" % (exc.args[0], last),)
         elif cbs.tls_verify and not cbs.tls_answered:
             exc.args = ("%s (%s)" % (exc.args[0], NO_TLS_ANSWER_HINT),)
