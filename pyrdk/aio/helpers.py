@@ -60,6 +60,26 @@ def create_ssl_context(*, cafile: _Path | None = None, capath: _Path | None = No
     return context
 
 
+def _der_to_pem(data) -> str:
+    """The PEM text (for ``ssl.ca.pem``) of ``cadata`` given as bytes: one or more DER
+    certificates one after the other, as ``load_verify_locations`` takes them. Each is an
+    ASN.1 SEQUENCE (tag 0x30, then its length, short or long form); librdkafka would read
+    only the first of them wrapped in one PEM block."""
+    data = bytes(data)
+    certs = []
+    at = 0
+    while at < len(data):
+        first = data[at + 1]
+        if first < 0x80:
+            head, size = 2, first
+        else:
+            head = 2 + (first & 0x7F)
+            size = int.from_bytes(data[at + 2:at + head], "big")
+        certs.append(ssl.DER_cert_to_PEM_cert(data[at:at + head + size]))
+        at += head + size
+    return "".join(certs)
+
+
 def rdkafka_config(context: ssl.SSLContext) -> dict[str, Any]:
     """librdkafka's ``ssl.*`` properties for ``context``, made by :func:`create_ssl_context`;
     ``NotSupportedError`` for any other ``ssl.SSLContext``."""
@@ -72,7 +92,7 @@ def rdkafka_config(context: ssl.SSLContext) -> dict[str, Any]:
         config["ssl.ca.location"] = context.cafile if context.cafile is not None else context.capath
     elif context.cadata is not None:
         cadata = context.cadata
-        config["ssl.ca.pem"] = cadata if isinstance(cadata, str) else ssl.DER_cert_to_PEM_cert(cadata)
+        config["ssl.ca.pem"] = cadata if isinstance(cadata, str) else _der_to_pem(cadata)
     if context.certfile is not None:
         config["ssl.certificate.location"] = context.certfile
         config["ssl.key.location"] = context.keyfile if context.keyfile is not None else context.certfile
