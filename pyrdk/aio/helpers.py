@@ -31,6 +31,26 @@ class KafkaSSLContext(ssl.SSLContext):
     keyfile: Any = None
     password: Any = None
 
+    def load_verify_locations(self, cafile=None, capath=None, cadata=None):
+        """``SSLContext.load_verify_locations``, remembered for librdkafka (``ssl.ca.location``
+        or ``ssl.ca.pem``), which takes a single CA location: a second is refused."""
+        if sum(x is not None for x in (cafile, capath, cadata, self.cafile, self.capath, self.cadata)) > 1:
+            raise NotSupportedError("give one of cafile, capath or cadata: librdkafka takes a single CA "
+                                    "location (ssl.ca.location or ssl.ca.pem)")
+        super().load_verify_locations(cafile, capath, cadata)
+        # librdkafka's ssl.*.location properties are str: a path-like or bytes path (which the
+        # ssl module takes, and aiokafka with it) is kept as the str it names
+        self.cafile, self.capath = (os.fsdecode(p) if p is not None else None for p in (cafile, capath))
+        self.cadata = cadata
+
+    def load_cert_chain(self, certfile, keyfile=None, password=None):
+        """``SSLContext.load_cert_chain``, remembered for librdkafka (``ssl.certificate.location``,
+        ``ssl.key.location``, ``ssl.key.password``): also when the program calls it on the
+        context ``create_ssl_context`` returned."""
+        super().load_cert_chain(certfile, keyfile, password)
+        self.certfile, self.keyfile = (os.fsdecode(p) if p is not None else None for p in (certfile, keyfile))
+        self.password = password
+
 
 def create_ssl_context(*, cafile: _Path | None = None, capath: _Path | None = None, cadata: str | bytes | None = None,
                        certfile: _Path | None = None, keyfile: _Path | None = None,
@@ -51,12 +71,6 @@ def create_ssl_context(*, cafile: _Path | None = None, capath: _Path | None = No
         context.load_verify_locations(cafile, capath, cadata)
     if certfile is not None:
         context.load_cert_chain(certfile, keyfile, password)
-    # librdkafka's ssl.*.location properties are str: a path-like or bytes path (which the
-    # ssl module takes, and aiokafka with it) is kept as the str it names
-    cafile, capath, certfile, keyfile = (os.fsdecode(p) if p is not None else None
-                                         for p in (cafile, capath, certfile, keyfile))
-    context.cafile, context.capath, context.cadata = cafile, capath, cadata
-    context.certfile, context.keyfile, context.password = certfile, keyfile, password
     return context
 
 

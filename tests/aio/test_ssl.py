@@ -105,21 +105,6 @@ async def test_produce_and_consume_over_mutual_tls(tls_listener, tls_certs):
     assert (record.value, record.offset) == (b"Super Message", md.offset)
 
 
-@pytest.mark.asyncio
-async def test_cadata_of_several_der_certificates_trusts_each(tls_listener, tls_certs):
-    """cadata may be several DER certificates one after the other (load_verify_locations
-    takes them): librdkafka must get each, not the first alone (ssl.ca.pem)."""
-    listener = tls_listener(tls_certs.broker)
-    der = b"".join(ssl.PEM_cert_to_DER_cert(open(ca.certfile).read()) for ca in (tls_certs.other_ca, tls_certs.ca))
-    context = create_ssl_context(cadata=der)
-    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=listener.bootstrap_servers, security_protocol="SSL",
-                                         ssl_context=context, request_timeout_ms=30000)
-    try:
-        await asyncio.wait_for(producer.start(), 60)
-    finally:
-        await producer.stop()
-
-
 NEVER_MS = 300 * 1000  # librdkafka's largest socket.timeout.ms, beyond the test's 120 s timeout
 
 
@@ -188,3 +173,20 @@ async def test_start_on_a_tls_listener_tells_a_plaintext_producer_to_use_tls(tls
     await producer.stop()
     assert "in state APIVERSION_QUERY" in str(info.value)
     assert "set security_protocol SSL or SASL_SSL (with ssl_config, or ssl_context" in str(info.value)
+
+
+@pytest.mark.asyncio
+async def test_a_client_certificate_loaded_into_the_context_afterwards_is_sent(tls_listener, tls_certs):
+    """aiokafka's programs may call load_cert_chain() on the context create_ssl_context()
+    returned: librdkafka must get that certificate too, not connect without one."""
+    listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
+    context = create_ssl_context(cafile=tls_certs.ca.certfile)
+    context.load_cert_chain(tls_certs.client.certfile, tls_certs.client.keyfile, tls_certs.client_password)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=listener.bootstrap_servers, security_protocol="SSL",
+                                         ssl_context=context, request_timeout_ms=30000)
+    try:
+        await asyncio.wait_for(producer.start(), 60)
+    finally:
+        await producer.stop()
+    with pytest.raises(NotSupportedError, match="one of cafile, capath or cadata"):
+        context.load_verify_locations(tls_certs.other_ca.certfile)
