@@ -620,6 +620,31 @@ def test_oauthbearer_without_a_token_source_is_refused_before_connecting(sasl_li
         assert "sasl.oauthbearer.method=oidc" in str(info.value)
 
 
+@pytest.mark.parametrize("client", ["AIOKafkaProducer", "AIOKafkaConsumer"])
+@pytest.mark.parametrize("security", [
+    {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-256", "sasl_plain_username": SASL_USER,
+     "sasl_plain_password": SASL_PASSWORD},
+    {},  # PLAINTEXT
+])
+def test_aio_oauth_cb_without_oauthbearer_says_so_as_kafka_client_does(kafka_hosts, client, security):
+    """KafkaClient refuses an oauth_cb without OAUTHBEARER naming both; the aio clients
+    passed it to librdkafka, whose refusal named neither (an RdKafkaException at start())."""
+    import asyncio
+
+    import pyrdk.aio
+    from pyrdk.exceptions import ConfigurationError
+
+    async def start():
+        kafka = getattr(pyrdk.aio, client)(bootstrap_servers=kafka_hosts, request_timeout_ms=NEVER_MS,
+                                           rdkafka_config={"oauth_cb": lambda config: ("token", 4e9)}, **security)
+        try:
+            await kafka.start()
+        finally:
+            await kafka.stop()
+    with pytest.raises(ConfigurationError, match="oauth_cb needs sasl.mechanism OAUTHBEARER"):
+        asyncio.run(asyncio.wait_for(start(), PATIENCE_S))
+
+
 def test_ssl_config_password_of_a_wrong_type_is_not_shown():
     with pytest.raises(TypeError) as info:
         SslConfig(cafile="ca.pem", password=1234567)

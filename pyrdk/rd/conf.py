@@ -182,8 +182,15 @@ def check(config, arguments, given=()):
                 if key not in arguments or key in given:
                     raise
                 raise type(exc)("%s=%r: %s" % (arguments[key], value, exc)) from None
-        if str(conf.get("security.protocol")).startswith("sasl_") \
-                and conf.get("sasl.mechanisms") == "OAUTHBEARER" \
+        protocol, mechanism = str(conf.get("security.protocol")), conf.get("sasl.mechanisms")
+        if callable(config.get("oauth_cb")) and (mechanism != "OAUTHBEARER" or not protocol.startswith("sasl_")):
+            # librdkafka refuses it only once the handle is made (rd_kafka_sasl_background_callbacks_enable),
+            # naming neither
+            raise ConfigurationError("oauth_cb needs sasl.mechanism OAUTHBEARER and security.protocol "
+                                     "SASL_PLAINTEXT or SASL_SSL, not sasl.mechanism=%s and security.protocol=%s"
+                                     % (mechanism, protocol))
+        if protocol.startswith("sasl_") \
+                and mechanism == "OAUTHBEARER" \
                 and config.get("oauth_cb") is None and conf.get("sasl.oauthbearer.method") != "oidc" \
                 and conf.get("enable.sasl.oauthbearer.unsecure.jwt") != "true":
             # librdkafka has no token then, and its connections wait for one without a word
