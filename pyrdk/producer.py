@@ -351,19 +351,42 @@ class Producer:
             return
         if uncommitted:  # failed deliveries of a transaction aborted, or left to its coordinator to abort: moot
             self._failures.take()
+        security = self._errors.pop((SslError, AuthenticationError)) if self._failures else None
+        if security is not None:
+            # TLS or the login refused the connections: the messages stop() could not deliver
+            # failed for that reason, raised as their cause (not alone, their list lost)
+            self._errors.discard(SslError)
+            self._errors.discard(AuthenticationError)
+            raise _produce_failure([(msg, security) for msg, _ in self._failures.take()])
         self._raise_failures()
 
     def _flush_at_stop(self, handle, timeout_ms):
-        """``rd_kafka_flush`` at stop(). librdkafka also hands the fatal error a transactional
-        call raised to ``error_cb``: served by this flush rather than by the poller thread, it
-        is kept with the poller's errors (logged by stop()), not raised a second time."""
-        try:
-            return handle.flush(timeout_ms)
-        except KafkaException as exc:
-            if not exc.fatal or self._txn_fatal is None:
-                raise
-            self._errors.crash(exc)
-            return handle.flush(0)  # the flush ran: the callback's error was raised after it
+        """``rd_kafka_flush`` at stop(), in slices of ``POLL_MS``. librdkafka also hands the
+        fatal error a transactional call raised to ``error_cb``: served by this flush rather
+        than by the poller thread, it is kept with the poller's errors (logged by stop()), not
+        raised a second time. A TLS failure or refused login (this flush's, or the poller
+        thread's) is kept too and ends the wait: nothing will be delivered, so what is left is
+        purged (``rd_kafka_purge``) and reported, with it as their cause."""
+        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
+        while True:
+            slice_ms = POLL_MS if deadline is None else max(0, min(POLL_MS, int((deadline - time.monotonic()) * 1000)))
+            try:
+                if handle.flush(slice_ms):
+                    return True
+            except KafkaException as exc:
+                if security_failure(exc):
+                    self._errors.crash(exc)
+                    return False
+                if not exc.fatal or self._txn_fatal is None:
+                    raise
+                self._errors.crash(exc)
+                return handle.flush(0)  # the flush ran: the callback's error was raised after it
+            failure = self._errors.pop((SslError, AuthenticationError))
+            if failure is not None:
+                self._errors.crash(failure)
+                return False
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
     def _wait_entered(self, timeout_ms):
         """Wait (up to ``timeout_ms``; -1: for ever) until the general-path produce() calls

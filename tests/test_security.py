@@ -163,6 +163,44 @@ def test_producer_and_consumer_raise_ssl_error_when_the_certificate_goes_bad(tls
                 bad.close()
 
 
+def test_stop_reports_what_it_could_not_deliver_when_the_certificate_goes_bad(tls_listener, tls_certs):
+    """Messages queued while the listener is down, which comes back with an expired
+    certificate: stop() raises ProduceFailureError listing them, with the SslError as its
+    cause, where it raised the SslError alone from its flush and their failure was never
+    reported."""
+    from pyrdk.exceptions import ProduceFailureError
+    from pyrdk.testing import Stunnel
+    listener = tls_listener(tls_certs.broker)
+    bad = None
+    with KafkaClient(hosts=listener.bootstrap_servers, socket_timeout_ms=NEVER_MS,
+                     ssl_config=SslConfig(cafile=tls_certs.ca.certfile)) as client:
+        name = unique_name("sec")
+        client.cluster.create_topics([(name, 1, 1)])
+        producer = client.topics[name].get_producer(linger_ms=5, pending_timeout_ms=PATIENCE_S * 1000)
+        try:
+            producer.produce(b"before")
+            producer.flush()
+            port = listener.stunnel.port
+            listener.stunnel.close()
+            for i in range(5):  # queued while nothing listens: no produce() can have met the SslError
+                producer.produce(b"after%d" % i)
+            bad = Stunnel(listener.broker.port, tls_certs.expired.certfile, tls_certs.expired.keyfile,
+                          port=port).start()
+            with pytest.raises(ProduceFailureError) as info:
+                producer.stop()
+            assert sorted(msg.value for msg, _ in info.value.failed) == [b"after%d" % i for i in range(5)]
+            assert isinstance(info.value.__cause__, SslError)
+            assert info.value.__cause__.reason == "certificate has expired"
+            producer.stop()  # nothing left to raise
+        finally:
+            try:
+                producer.stop()
+            except Exception:  # on the current code: what the first stop() left
+                pass
+            if bad is not None:
+                bad.close()
+
+
 def test_sync_produce_raises_ssl_error_whichever_thread_got_it(tls_broker, tls_certs):
     """A sync producer whose connections TLS refuses: each produce() raises the SslError,
     also when the producer's poller thread rather than the waiting produce() served
