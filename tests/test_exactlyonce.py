@@ -111,6 +111,37 @@ def test_a_failing_process_aborts_and_its_messages_are_read_again(client, topic_
     assert seen.count(b"0") == 2  # the failed batch was read again from its start
 
 
+def test_messages_of_a_batch_cut_short_by_a_consumer_error_are_read_again(client, topic_name, group_name):
+    """The consumer raises in the middle of a batch (here its deserializer, the first time it
+    meets 5): the messages the batch had taken before are read again, where they were
+    dropped, never processed, and committed past by the next batch."""
+    source = make_topic(client, topic_name, 1)
+    sink = make_topic(client, topic_name + "-out", 1)
+    produce_inputs(source, 10)
+    failed = []
+
+    def deserializer(value, key):
+        if value == b"5" and not failed:
+            failed.append(value)
+            raise ValueError("5 cannot be read, the first time")
+        return value, key
+
+    with Processor(source, sink, group_name, unique_name("proc"), batch_size=10, batch_timeout_ms=2000,
+                   consumer_kwargs=dict(GROUP, deserializer=deserializer)) as processor:
+        total = 0
+        with pytest.raises(ValueError, match="5 cannot be read"):
+            while True:
+                total += processor.process_batch(lambda m: [m.value])
+        assert total == 0
+        for _ in range(5):  # batches of up to 10: the 10 messages, or 4 when 0-5 were dropped
+            total += processor.process_batch(lambda m: [m.value])
+            if total == 10:
+                break
+        assert total == 10
+    records, _ = committed_output(sink)
+    assert sorted(r.value for r in records) == sorted(b"%d" % i for i in range(10))
+
+
 def test_an_output_that_fails_every_time_is_raised_not_read_again_forever(client, topic_name, group_name):
     """An output larger than max_request_size aborts its transaction whenever it is made:
     raised (the batch rewound), where the batch was read again and aborted again forever,
@@ -263,6 +294,46 @@ def test_a_commit_that_timed_out_is_finished_by_the_next_batch_not_read_again():
     ``commit_in_doubt``, and the next process_batch() finishes that commit instead of
     reading the batch again."""
     assert run_commit_in_doubt(_COMMIT_IN_DOUBT) == "0 True\n10\nTrue\n"
+
+
+@pytest.mark.mock
+def test_an_output_refused_after_a_failed_delivery_aborts_the_batch_and_reads_it_again(mock_cluster):
+    """The first output's delivery fails (the broker refuses it once) before the second is
+    produced: librdkafka refuses the second (the transaction needs an abort). That aborts the
+    transaction and reads the batch again, as a failed delivery found by the commit does,
+    where the refusal was raised as a TransactionStateError without ``txn_requires_abort``."""
+    from pyrdk import KafkaClient
+    from pyrdk.rd.mock import ApiKey
+    for name in ("in", "out"):
+        mock_cluster.create_topic(name, 1, 1)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=5000)
+    held, reports = [], []
+
+    def serializer(value, key):
+        if value == b"out-1" and not reports:  # once out-0's delivery failed
+            reports.append(held[0].producer.get_delivery_report(timeout=PATIENCE_S))
+        return value, key
+
+    try:
+        with client.topics["in"].get_producer(linger_ms=5) as producer:
+            for i in range(4):
+                producer.produce(b"%d" % i)
+        with Processor(client.topics["in"], client.topics["out"], b"workers", "worker", batch_size=4,
+                       batch_timeout_ms=PATIENCE_S * 1000, consumer_kwargs=GROUP,
+                       producer_kwargs={"linger_ms": 5, "serializer": serializer, "delivery_reports": True}
+                       ) as processor:
+            held.append(processor)
+            mock_cluster.push_request_errors(ApiKey.Produce, 10)  # MSG_SIZE_TOO_LARGE, once
+            assert processor.process_batch(lambda m: [b"out-" + m.value]) == 0  # aborted, read again
+            assert reports[0][1] is not None  # out-0 was refused
+            total = 0
+            for _ in range(5):  # the mock cluster may make the next one abort too (the epoch is bumped)
+                total += processor.process_batch(lambda m: [b"out-" + m.value])
+                if total == 4:
+                    break
+            assert total == 4
+    finally:
+        client.close()
 
 
 @pytest.mark.slow

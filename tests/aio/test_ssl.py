@@ -105,6 +105,21 @@ async def test_produce_and_consume_over_mutual_tls(tls_listener, tls_certs):
     assert (record.value, record.offset) == (b"Super Message", md.offset)
 
 
+@pytest.mark.asyncio
+async def test_cadata_of_several_der_certificates_trusts_each(tls_listener, tls_certs):
+    """cadata may be several DER certificates one after the other (load_verify_locations
+    takes them): librdkafka must get each, not the first alone (ssl.ca.pem)."""
+    listener = tls_listener(tls_certs.broker)
+    der = b"".join(ssl.PEM_cert_to_DER_cert(open(ca.certfile).read()) for ca in (tls_certs.other_ca, tls_certs.ca))
+    context = create_ssl_context(cadata=der)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=listener.bootstrap_servers, security_protocol="SSL",
+                                         ssl_context=context, request_timeout_ms=30000)
+    try:
+        await asyncio.wait_for(producer.start(), 60)
+    finally:
+        await producer.stop()
+
+
 NEVER_MS = 300 * 1000  # librdkafka's largest socket.timeout.ms, beyond the test's 120 s timeout
 
 
