@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 from pyrdk import common
 from pyrdk.common import check_int
 from pyrdk.exactlyonce import _raised_again, check_outputs, commit_in_transaction
-from pyrdk.exceptions import ConsumerStoppedException, KafkaException, ProduceFailureError, UnknownPartitionError
+from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, NoBrokersAvailableError, ProduceFailureError,
+                              UnknownPartitionError)
 from pyrdk.spout.offsets import ACKED, PENDING, Entry, PartitionOffsets
 from pyrdk.topic import Topic
 
@@ -417,7 +418,8 @@ class KafkaSpout:
         ``{partition id: offset}``; a failed commit is logged and tried again later (an
         exactly-once commit that timed out is finished first). An exactly-once commit whose
         error would come again with the same outputs is raised (``fatal``, or neither
-        ``retriable`` nor ``txn_requires_abort``: an output larger than ``max_request_size``).
+        ``retriable`` nor ``txn_requires_abort``: an output larger than ``max_request_size``;
+        not ``NoBrokersAvailableError``, which ends with the outage).
         Raises ``ConsumerStoppedException`` once the spout is closed (``close()`` commits last)."""
         self._check_open()
         self._last_commit = time.monotonic()
@@ -446,8 +448,8 @@ class KafkaSpout:
             return finished
         except KafkaException as exc:
             if exc.fatal or (self._producer is not None and not self._producer.commit_in_doubt
-                             and _raised_again(exc)):  # the same outputs would fail again, forever
-                raise
+                             and _raised_again(exc) and not isinstance(exc, NoBrokersAvailableError)):
+                raise  # the same outputs would fail again, forever (an outage ends: tried again later)
             if self._producer is not None and self._producer.commit_in_doubt:
                 self._in_doubt = due
                 log.warning("commit of %s unfinished (%s); finished at the next commit", offsets, exc)

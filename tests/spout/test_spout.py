@@ -492,3 +492,28 @@ def test_a_cooperative_member_assigned_a_partition_never_committed_commits_nothi
         other.stop()
         if spout is not None:
             spout.close()
+
+
+@pytest.mark.mock
+def test_an_exactly_once_commit_during_an_outage_is_tried_again_not_raised_from_ack(mock_cluster):
+    """Every broker down past socket_timeout_ms: the transaction's produce raises
+    NoBrokersAvailableError, neither retriable nor txn_requires_abort, but no error of its
+    outputs: the commit is logged and tried again, where ack() raised it (and a Storm task
+    ended on it)."""
+    for name in ("in", "out"):
+        mock_cluster.create_topic(name, 1, 1)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=2000)
+    try:
+        produce(client.topics["in"], 2)
+        spout = KafkaSpout(client.topics["in"], b"g", consumer="simple", output_topic=client.topics["out"],
+                           transactional_id="outage", commit_interval_ms=100,
+                           producer_kwargs={"transaction_timeout_ms": 3000, "linger_ms": 5})
+        first, second = take(spout, 2)
+        assert spout.ack(first.id, outputs=[b"o0"]) and spout.commit() == {0: 1}
+        for broker in (1, 2, 3):
+            mock_cluster.broker_down(broker)
+        time.sleep(2.5)  # past socket_timeout_ms
+        assert spout.ack(second.id, outputs=[b"o1"])
+        assert spout.commit() == {}  # logged, tried again later
+    finally:
+        client.close()
