@@ -3,6 +3,7 @@ tests/kafka_log.py), and on librdkafka's mock cluster for coordinator errors and
 import logging
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -377,6 +378,34 @@ def test_each_slice_of_a_commit_has_the_time_to_begin_it(mock_cluster, mock_topi
     finally:
         producer.stop()
     assert len(slices) > 1 and min(slices) >= 500, slices  # TXN_SLICE_MS
+
+
+@pytest.mark.mock
+def test_the_last_slice_of_a_commit_is_not_cut_short_by_a_slow_slice(mock_cluster, mock_topic):
+    """A slice that returns late (a loaded machine: here 100 ms late) leaves less than
+    TXN_SLICE_MS to the deadline: the last slice still has TXN_SLICE_MS, where it had what
+    was left (400 ms here, down to 0)."""
+    mock_cluster.set_coordinator("transaction", "late", 1)
+    producer = mock_topic.get_producer(transactional_id="late", linger_ms=5)
+    slices = []
+
+    def commit(rk, timeout_ms):
+        slices.append(timeout_ms)
+        error = lib.rd_kafka_commit_transaction(rk, timeout_ms)
+        time.sleep(0.1)
+        return error
+    try:
+        producer.begin_transaction()
+        producer.produce(b"late")
+        producer.flush()
+        mock_cluster.set_broker_rtt(1, 3000)
+        with pytest.raises(KafkaTimeoutError):
+            transaction._call(producer._handle, commit, 1001, "commit_transaction", resumable=True)
+        mock_cluster.set_broker_rtt(1, 0)
+        producer.commit_transaction(30)  # finishes it
+    finally:
+        producer.stop()
+    assert len(slices) > 1 and min(slices) >= transaction.TXN_SLICE_MS, slices
 
 
 @pytest.mark.mock

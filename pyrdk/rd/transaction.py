@@ -111,7 +111,8 @@ def _call(handle, call, timeout_ms, what, resumable=False):
     deadline = time.monotonic() + timeout_ms / 1000.0
     while True:
         left_ms = int(max(0, (deadline - time.monotonic()) * 1000))
-        slice_ms = TXN_SLICE_MS if left_ms >= 2 * TXN_SLICE_MS else left_ms
+        # the rest, but never less than TXN_SLICE_MS: a slice that returned late leaves less
+        slice_ms = TXN_SLICE_MS if left_ms >= 2 * TXN_SLICE_MS else max(left_ms, TXN_SLICE_MS)
         with handle.use() as rk:
             error = call(rk, slice_ms)
         if error != ffi.NULL and lib.rd_kafka_error_code(error) == errors.TIMED_OUT and slice_ms < left_ms:
