@@ -520,6 +520,11 @@ class Producer:
             self._waiting.pop(msg, None)
             if isinstance(exc, MessageSizeTooLarge) and reported:
                 return self._report_refused(msg, exc), None
+            if isinstance(exc, TransactionStateError) and self.commit_in_doubt and not exc.fatal:
+                # librdkafka takes nothing but that commit again (an abort neither)
+                raise TransactionStateError("produce(): the last commit_transaction() timed out and goes on in "
+                                            "the background, so it may yet commit; call commit_transaction() "
+                                            "again to finish it and learn whether it committed") from exc
             if isinstance(exc, TransactionStateError) and self._in_transaction and not exc.fatal:
                 # rd_kafka_producev's _STATE in a transaction: it failed already (a delivery, a
                 # request of its coordinator), and only abort_transaction() gets out of that

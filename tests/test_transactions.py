@@ -333,6 +333,10 @@ def test_a_commit_or_abort_that_timed_out_is_finished_not_left_blocking_the_next
             producer.begin_transaction()
         with pytest.raises(TransactionStateError, match=r"call commit_transaction\(\) again"):
             producer.abort_transaction(1)  # librdkafka would say "Conflicting commit_transaction API call"
+        # A produce is refused saying the same, not told to abort (refused above) as after a failure.
+        with pytest.raises(TransactionStateError, match=r"call commit_transaction\(\) again") as refused:
+            producer.produce(b"after the commit")
+        assert not refused.value.txn_requires_abort
         mock_cluster.set_broker_rtt(1, 0)
         producer.commit_transaction(30)  # finishes it
         assert not producer.commit_in_doubt and message.offset >= 0
