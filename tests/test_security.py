@@ -791,3 +791,34 @@ def test_timeout_while_oauth_cb_blocks_names_oauth_cb(kafka_hosts):
     finally:
         release.set()
         handle.close()
+
+
+def test_timeout_while_oauth_cb_refreshes_a_valid_token_does_not_blame_oauth_cb():
+    """librdkafka asks oauth_cb for the next token before the last one expires, and connects
+    with the last one meanwhile: a timeout then says what the connections met, not that
+    librdkafka connects to no broker before oauth_cb returns."""
+    import threading
+
+    from pyrdk.exceptions import KafkaException
+    from pyrdk.rd.handle import Handle
+    calls, refreshing, release = [], threading.Event(), threading.Event()
+
+    def oauth_cb(config):
+        calls.append(config)
+        if len(calls) == 1:
+            return "token", time.time() + 10  # refreshed at 80% of its life, after 8 s
+        refreshing.set()
+        release.wait(PATIENCE_S)
+        return "token", time.time() + 60
+
+    handle = Handle("producer", {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "sasl_plaintext",
+                                 "sasl.mechanism": "OAUTHBEARER", "oauth_cb": oauth_cb})
+    try:
+        assert refreshing.wait(PATIENCE_S)
+        with pytest.raises(KafkaException) as info:
+            handle.metadata(timeout_ms=1000)
+        assert "oauth_cb has not returned" not in str(info.value)
+        assert "Connection refused" in str(info.value)
+    finally:
+        release.set()
+        handle.close()

@@ -92,6 +92,7 @@ class Callbacks:
         self.sasl = False
         self.closing = False  # the handle is being destroyed: a token refresh stops waiting for oauth_cb
         self.oauth_since = None  # time.monotonic() when oauth_cb was called, while it has not returned
+        self.oauth_expiry = None  # when the last token oauth_cb returned expires (seconds since the epoch)
         self.calls = CallState()
         with _lock:
             self.id = next(_ids)
@@ -676,6 +677,7 @@ def _pyrdk_oauthbearer_cb(rk, config, opaque):
         else:
             error = _set_token(rk, returned)
             if error is None:
+                cbs.oauth_expiry = returned[1]  # librdkafka connects with it while the next one is asked for
                 return
         cbs.store(error)
         lib.rd_kafka_oauthbearer_set_token_failure(rk, str(error).encode())

@@ -834,12 +834,12 @@ class Handle:
         connection failure it only logged, with its hint, else its last error) added to its
         message, if any, or, for a TLS client no broker sent a certificate to, the hint that
         the listener may be plaintext; without serving anything (from a delivery report
-        handler too). While ``oauth_cb`` has not returned, librdkafka has no token to connect
-        with: that is said instead."""
+        handler too). While ``oauth_cb`` has not returned and no token it returned before is
+        still valid, librdkafka has no token to connect with: that is said instead."""
         cbs = self._cbs
         last = cbs.last_connection_error or cbs.last_failure or cbs.last_error
         since = cbs.oauth_since
-        if since is not None:
+        if since is not None and not (cbs.oauth_expiry is not None and cbs.oauth_expiry > time.time()):
             exc.args = ("%s (oauth_cb has not returned a token: it was called %d ms ago, and librdkafka "
                         "connects to no broker before it returns)" % (exc.args[0], (time.monotonic() - since) * 1000),)
         elif last is not None:
