@@ -222,7 +222,6 @@ class KafkaClient:
         if stats_callback is not None and not stats_enabled(config):
             log.warning("KafkaClient: stats_callback is called only by the producers and consumers that turn "
                         "statistics on themselves: they are off on this client (statistics_interval_ms)")
-        mechanism = conf.to_str("sasl.mechanism", config.get("sasl.mechanism", "GSSAPI")).upper()
         if ssl_config is not None and not speaks.endswith("ssl"):
             # rdkafka_config's security.protocol wins: the CA and the key would be ignored
             raise ValueError("ssl_config needs security.protocol SSL or SASL_SSL, not %s (see rdkafka_config)"
@@ -231,11 +230,6 @@ class KafkaClient:
             # ... and the user name and password would never be sent
             raise ValueError("sasl_mechanism and sasl_plain_username need security.protocol SASL_PLAINTEXT or "
                              "SASL_SSL, not %s (see rdkafka_config)" % speaks)
-        if callable(config.get("oauth_cb")) and (mechanism != "OAUTHBEARER" or not speaks.startswith("sasl_")):
-            # librdkafka would refuse it only once the handle is made, and name neither
-            raise ValueError("oauth_cb needs sasl.mechanism OAUTHBEARER and security.protocol SASL_PLAINTEXT or "
-                             "SASL_SSL, not sasl.mechanism=%s and security.protocol=%s (see rdkafka_config)"
-                             % (mechanism, speaks))
         for key in ("bootstrap.servers", "metadata.broker.list"):  # as hosts, or given in rdkafka_config
             if key in config:
                 value = config[key]
