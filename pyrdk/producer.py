@@ -306,7 +306,8 @@ class Producer:
         """Deliver what is queued (waiting up to ``pending_timeout_ms``), report what could
         not be delivered, and close the producer. Raises ``ProduceFailureError`` for failed
         deliveries nobody else was told about (those of a stop() a Ctrl-C cut short too), but
-        not for those of a transaction left open, never committed, which it aborts."""
+        not for those of a transaction left open and not committed (it aborts it, or, after a
+        commit that timed out, leaves it to the coordinator)."""
         with self._lock:
             if not self._running:
                 if self._cut_short:  # what a stop() a Ctrl-C cut short left is raised now, once
@@ -351,12 +352,16 @@ class Producer:
             return
         if uncommitted:  # failed deliveries of a transaction aborted, or left to its coordinator to abort: moot
             self._failures.take()
+        for msg, err in self._core.refused():  # refused at hand-off: failed deliveries too
+            self._report(msg, errors_exception(err))
         security = self._errors.pop((SslError, AuthenticationError)) if self._failures else None
         if security is not None:
             # TLS or the login refused the connections: the messages stop() could not deliver
             # failed for that reason, raised as their cause (not alone, their list lost)
             self._errors.discard(SslError)
             self._errors.discard(AuthenticationError)
+            for _, other in self._errors.take():  # not raised: said
+                log.error("stop() of the producer of %s: %s", self._topic.name.decode(), other)
             raise _produce_failure([(msg, security) for msg, _ in self._failures.take()])
         self._raise_failures()
 
