@@ -64,6 +64,7 @@ _pollers: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 POLL_MS = 100
 QUEUE_FULL_WAIT_MS = 10
 STOP_PURGE_WAIT_MS = 1000
+SYNC_WAIT_MS = 1000  # a sync produce()'s least wait for its report: pykafka's one get_delivery_report(timeout=1)
 DROPPED_WAIT_MS = 5000  # a dropped producer's wait for deliveries when pending_timeout_ms is -1
 BATCH = 64  # produce()'s messages handed to librdkafka at once, per partition
 METADATA_MS = 2000  # the poller's wait for its topic's metadata (at most socket_timeout_ms)
@@ -121,8 +122,8 @@ class Producer:
     :param sync: ``produce()`` waits for delivery and raises its error
     :param delivery_reports: keep ``(message, exception or None)`` for
         :meth:`get_delivery_report`, per producing thread (ignored when ``sync``)
-    :param pending_timeout_ms: how long ``stop()`` (and a sync ``produce()``) waits for
-        deliveries; -1 waits for ever. What is still queued or in flight then is purged and
+    :param pending_timeout_ms: how long ``stop()`` (and a sync ``produce()``, a second at
+        least) waits for deliveries; -1 waits for ever. What is still queued or in flight then is purged and
         reported as failed (an in-flight message may nonetheless have been written).
     :param auto_start: start in the constructor
     :param serializer: ``(value, partition_key) -> (bytes, bytes)``
@@ -886,7 +887,7 @@ class Producer:
         deadline_ms = self._pending_timeout_ms
         waited = 0
         while not done.event.is_set():
-            if waited and 0 <= deadline_ms <= waited:  # one slice at least, as pykafka's one wait at least
+            if 0 <= max(deadline_ms, SYNC_WAIT_MS) <= waited:  # pykafka's one wait of a second, at least
                 self._give_up(done, ProduceTimeoutError(
                     "no delivery report for the message within pending_timeout_ms=%d; it "
                     "may still be delivered (a failure is raised by a later produce(), "

@@ -897,8 +897,10 @@ def test_sync_produce_to_a_dead_broker_times_out(mock_cluster, mock_topic):
 
 @pytest.mark.mock
 def test_sync_produce_with_pending_timeout_ms_0_waits_once_for_the_report(mock_topic):
-    """pending_timeout_ms=0 (stop() waits for nothing) still lets a sync produce() wait once
-    for its report, as pykafka's did: a broker that answers at once is not a timeout."""
+    """pending_timeout_ms=0 (stop() waits for nothing) still lets a sync produce() wait for
+    its report once, up to a second, as pykafka's one get_delivery_report(timeout=1) did: a
+    broker that answers at once is not a timeout (a wait of one 100 ms poll was, for the
+    first message of a loaded machine)."""
     with mock_topic.get_sync_producer(pending_timeout_ms=0) as producer:
         msgs = [producer.produce(b"sync-%d" % i) for i in range(3)]
         assert all(m.offset >= 0 for m in msgs)
