@@ -358,58 +358,34 @@ def test_a_commit_or_abort_that_timed_out_is_finished_not_left_blocking_the_next
 
 
 @pytest.mark.mock
-def test_each_slice_of_a_commit_has_the_time_to_begin_it(mock_cluster, mock_topic):
+@pytest.mark.parametrize("timeout_ms, late_s", [(1999, 0), (1001, 0.1)])
+def test_each_slice_of_a_commit_has_the_time_to_begin_it(mock_cluster, mock_topic, timeout_ms, late_s):
     """A commit waits in slices (for Ctrl-C), each a call of rd_kafka_commit_transaction,
     which first has librdkafka's main thread begin it. A slice cut shorter than that (the
     last one could be 0 ms) made librdkafka forget the commit under way, and abort the
-    process at its own assertion when the EndTxn answer came."""
+    process at its own assertion when the EndTxn answer came. A slice that returns late (a
+    loaded machine: ``late_s``) leaves less than TXN_SLICE_MS: the last one has it still."""
     mock_cluster.set_coordinator("transaction", "sliced", 1)
     producer = mock_topic.get_producer(transactional_id="sliced", linger_ms=5)
     slices = []
 
-    def commit(rk, timeout_ms):
-        slices.append(timeout_ms)
-        return lib.rd_kafka_commit_transaction(rk, timeout_ms)
+    def commit(rk, slice_ms):
+        slices.append(slice_ms)
+        error = lib.rd_kafka_commit_transaction(rk, slice_ms)
+        time.sleep(late_s)
+        return error
     try:
         producer.begin_transaction()
         producer.produce(b"sliced")
         producer.flush()
         mock_cluster.set_broker_rtt(1, 3000)
         with pytest.raises(KafkaTimeoutError):
-            transaction._call(producer._handle, commit, 1999, "commit_transaction", resumable=True)
+            transaction._call(producer._handle, commit, timeout_ms, "commit_transaction", resumable=True)
         mock_cluster.set_broker_rtt(1, 0)
         producer.commit_transaction(30)  # finishes it
     finally:
         producer.stop()
     assert len(slices) > 1 and min(slices) >= 500, slices  # TXN_SLICE_MS
-
-
-@pytest.mark.mock
-def test_the_last_slice_of_a_commit_is_not_cut_short_by_a_slow_slice(mock_cluster, mock_topic):
-    """A slice that returns late (a loaded machine: here 100 ms late) leaves less than
-    TXN_SLICE_MS to the deadline: the last slice still has TXN_SLICE_MS, where it had what
-    was left (400 ms here, down to 0)."""
-    mock_cluster.set_coordinator("transaction", "late", 1)
-    producer = mock_topic.get_producer(transactional_id="late", linger_ms=5)
-    slices = []
-
-    def commit(rk, timeout_ms):
-        slices.append(timeout_ms)
-        error = lib.rd_kafka_commit_transaction(rk, timeout_ms)
-        time.sleep(0.1)
-        return error
-    try:
-        producer.begin_transaction()
-        producer.produce(b"late")
-        producer.flush()
-        mock_cluster.set_broker_rtt(1, 3000)
-        with pytest.raises(KafkaTimeoutError):
-            transaction._call(producer._handle, commit, 1001, "commit_transaction", resumable=True)
-        mock_cluster.set_broker_rtt(1, 0)
-        producer.commit_transaction(30)  # finishes it
-    finally:
-        producer.stop()
-    assert len(slices) > 1 and min(slices) >= transaction.TXN_SLICE_MS, slices
 
 
 @pytest.mark.mock
