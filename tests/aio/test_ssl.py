@@ -111,7 +111,11 @@ async def test_cadata_of_several_der_certificates_trusts_each(tls_listener, tls_
     takes them): librdkafka must get each, not the first alone (ssl.ca.pem)."""
     listener = tls_listener(tls_certs.broker)
     der = b"".join(ssl.PEM_cert_to_DER_cert(open(ca.certfile).read()) for ca in (tls_certs.other_ca, tls_certs.ca))
-    context = create_ssl_context(cadata=der)
+    await starts_over_tls(listener, create_ssl_context(cadata=der))
+
+
+async def starts_over_tls(listener, context):
+    """A producer with ``context`` starts on ``listener`` (its TLS handshake succeeds)."""
     producer = aiokafka.AIOKafkaProducer(bootstrap_servers=listener.bootstrap_servers, security_protocol="SSL",
                                          ssl_context=context, request_timeout_ms=30000)
     try:
@@ -197,11 +201,6 @@ async def test_a_client_certificate_loaded_into_the_context_afterwards_is_sent(t
     listener = tls_listener(tls_certs.broker, client_cafile=tls_certs.ca.certfile)
     context = create_ssl_context(cafile=tls_certs.ca.certfile)
     context.load_cert_chain(tls_certs.client.certfile, tls_certs.client.keyfile, tls_certs.client_password)
-    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=listener.bootstrap_servers, security_protocol="SSL",
-                                         ssl_context=context, request_timeout_ms=30000)
-    try:
-        await asyncio.wait_for(producer.start(), 60)
-    finally:
-        await producer.stop()
+    await starts_over_tls(listener, context)
     with pytest.raises(NotSupportedError, match="one of cafile, capath or cadata"):
         context.load_verify_locations(tls_certs.other_ca.certfile)
