@@ -170,6 +170,7 @@ class AIOKafkaProducer(Client):
         self._stopping = False  # stop() flushes: send() refuses new records
         self._in_transaction = False  # a transactional producer sends only between begin and commit/abort
         self._unfinished: Optional[str] = None  # the commit or abort that timed out: call it again
+        self._txn_failure: Optional[KafkaException] = None  # the first delivery failure of the transaction
         # the fatal error (ProducerFenced) after which no transactional call can succeed
         self._fatal: Optional[KafkaException] = None
         self._core: Any = None
@@ -294,19 +295,22 @@ class AIOKafkaProducer(Client):
         if self._value_serializer is not None:
             value = self._value_serializer(value)
         fast = self._fast
-        if fast is not None and partition is None and timestamp_ms is None and headers is None \
-                and _running_loop() is self._loop:
-            # The common record, in one call to the core: bytes to a topic sent to before,
-            # librdkafka's partitioner (or None: the general path below). From another event
-            # loop than the producer's, the general path raises IllegalStateError: the core's
-            # future would be of the producer's loop, which may never tell it.
-            fut = fast.send_record(topic, value, key)
-            if fut is False:  # once every YIELD_EVERY calls: a loop of send() calls lets other tasks run
-                await asyncio.sleep(0)
-                fut = self._fast.send_record(topic, value, key) if self._fast is not None else None
-            if fut is not None:
-                return fut
-        return await self._send(topic, value, key, partition, timestamp_ms, headers)
+        try:
+            if fast is not None and partition is None and timestamp_ms is None and headers is None \
+                    and _running_loop() is self._loop:
+                # The common record, in one call to the core: bytes to a topic sent to before,
+                # librdkafka's partitioner (or None: the general path below). From another event
+                # loop than the producer's, the general path raises IllegalStateError: the core's
+                # future would be of the producer's loop, which may never tell it.
+                fut = fast.send_record(topic, value, key)
+                if fut is False:  # once every YIELD_EVERY calls: a loop of send() calls lets other tasks run
+                    await asyncio.sleep(0)
+                    fut = self._fast.send_record(topic, value, key) if self._fast is not None else None
+                if fut is not None:
+                    return fut
+            return await self._send(topic, value, key, partition, timestamp_ms, headers)
+        except TransactionStateError as exc:
+            raise self._failed_transaction(exc, "send()") from exc
 
     async def _send(self, topic, value, key, partition, timestamp_ms, headers):
         """send() of every other record: checked, then through ``rd_kafka_producev``."""
@@ -470,6 +474,9 @@ class AIOKafkaProducer(Client):
             except MessageSizeTooLargeError as exc:
                 self._untrack(msg_id)
                 raise self._too_large(value, key, headers) from exc
+            except TransactionStateError as exc:
+                self._untrack(msg_id)
+                raise self._failed_transaction(exc, "send_batch()") from exc
             except BaseException:
                 self._untrack(msg_id)
                 raise
@@ -521,6 +528,18 @@ class AIOKafkaProducer(Client):
         raise IllegalOperation("the producer has a transactional_id: send inside a transaction "
                                "(begin_transaction(), or async with producer.transaction())")
 
+    def _failed_transaction(self, exc, what):
+        """librdkafka's refusal (``_STATE``) of a record in a transaction that failed (a delivery
+        failed in it: it can only be aborted), saying so and what to do; ``exc`` otherwise."""
+        if not self._in_transaction or exc.fatal:
+            return exc
+        failure = self._txn_failure
+        return TransactionStateError(
+            "%s: the transaction failed%s and can only be aborted: abort_transaction() (an async with "
+            "producer.transaction() block aborts it when this error leaves it), then send in a new transaction"
+            % (what, " (%s)" % failure if failure is not None else " (a request of its coordinator failed)"),
+            code=exc.code, name=exc.name, retriable=False, fatal=False, txn_requires_abort=True)
+
     def _check_transactional(self, what):
         self._check_running()
         if not self._transactional:
@@ -543,6 +562,7 @@ class AIOKafkaProducer(Client):
         self._check_unfinished("begin_transaction")
         transaction.begin_transaction(self._handle)
         self._in_transaction = True
+        self._txn_failure = None
         if self._partitioner is None:
             self._fast = self._core
 
@@ -662,6 +682,8 @@ class AIOKafkaProducer(Client):
                 exc = self._handle.with_last_error(exc)
             if self._transactional:
                 self._note_fatal(exc)  # fenced: nothing more can be done in a transaction
+                if self._in_transaction and self._txn_failure is None:
+                    self._txn_failure = exc  # the transaction can only be aborted now
             fut.set_exception(exc)
         self._room.set()
         self._check_drained()

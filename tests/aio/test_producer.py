@@ -11,7 +11,7 @@ import pyrdk.aio as aiokafka
 from pyrdk import core
 from pyrdk.aio.errors import ProducerClosed
 from pyrdk.aio.structs import RecordMetadata, TopicPartition
-from pyrdk.exceptions import TransactionStateError
+from pyrdk.exceptions import KafkaException, TransactionStateError
 from tests.rd import util
 from tests.test_exactlyonce import run_commit_in_doubt
 
@@ -831,3 +831,25 @@ async def test_a_stop_cancelled_while_it_closes_fails_what_is_pending(mock_clust
     done, pending = await asyncio.wait(futures, timeout=5)
     assert not pending
     assert all(isinstance(fut.exception(), ProducerClosed) for fut in done)
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_send_in_a_transaction_a_failed_delivery_broke_says_to_abort_it(mock_cluster):
+    """A delivery failed (INVALID_RECORD): librdkafka refuses every later record of the
+    transaction (``_STATE``, "Erroneous state"); send() says the transaction failed, why, and
+    to abort it, with ``txn_requires_abort``; the abort then lets the producer go on."""
+    from pyrdk.rd.mock import ApiKey
+    mock_cluster.create_topic("t", 1, 1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="broken",
+                                         request_timeout_ms=3000) as producer:
+        await producer.begin_transaction()
+        mock_cluster.push_request_errors(ApiKey.Produce, 87)  # INVALID_RECORD, not retried
+        with pytest.raises(KafkaException):
+            await producer.send_and_wait("t", b"refused by the broker")
+        for partition in (None, 0):  # the core's path and the general one
+            with pytest.raises(TransactionStateError, match=r"failed \(.*validate record.*abort_transaction\(\)") \
+                    as raised:
+                await producer.send("t", b"after", partition=partition)
+            assert raised.value.txn_requires_abort and not raised.value.retriable
+        await producer.abort_transaction()
