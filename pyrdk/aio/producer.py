@@ -171,6 +171,7 @@ class AIOKafkaProducer(Client):
         self._in_transaction = False  # a transactional producer sends only between begin and commit/abort
         self._unfinished: Optional[str] = None  # the commit or abort that timed out: call it again
         self._txn_failure: Optional[KafkaException] = None  # the first delivery failure of the transaction
+        self._running: Any = None  # the executor's future of the unfinished call, if it was cancelled
         # the fatal error (ProducerFenced) after which no transactional call can succeed
         self._fatal: Optional[KafkaException] = None
         self._core: Any = None
@@ -523,8 +524,8 @@ class AIOKafkaProducer(Client):
 
     def _outside_transaction(self):
         if self._unfinished is not None:
-            raise IllegalOperation("the last %s() timed out and goes on in the background: await it again, then "
-                                   "begin_transaction() to send" % self._unfinished)
+            raise IllegalOperation("the last %s() timed out or was cancelled and goes on in the background: await "
+                                   "it again, then begin_transaction() to send" % self._unfinished)
         raise IllegalOperation("the producer has a transactional_id: send inside a transaction "
                                "(begin_transaction(), or async with producer.transaction())")
 
@@ -591,17 +592,26 @@ class AIOKafkaProducer(Client):
         out goes on in librdkafka's background (it takes nothing else until that call is made
         again), unless ``name`` is that call."""
         if self._unfinished not in (None, name):
-            raise TransactionStateError("%s(): the last %s() timed out and goes on in the background; await %s() "
-                                        "again to finish it (librdkafka takes nothing else until then)"
+            raise TransactionStateError("%s(): the last %s() timed out or was cancelled and goes on in the "
+                                        "background; await %s() again to finish it (librdkafka takes nothing else "
+                                        "until then)"
                                         % (name, self._unfinished, self._unfinished))
 
     async def _resumable(self, call):
         """A commit or abort (the other one not unfinished: ``_check_unfinished``); one that
         raises a ``retriable`` error (a timeout) goes on in librdkafka's background, and is
-        remembered until it is called again."""
+        remembered until it is called again. So is one cancelled (its task was): its call goes
+        on on the executor, whose outcome the next call of it awaits and gives."""
         self._ended_transaction()  # from the call on, as aiokafka's: whatever its outcome, no more records
+        running, self._running = self._running, None
+        if running is None:
+            self._check_loop()
+            running = self._loop.run_in_executor(None, call, self._handle, self._request_timeout_ms)
         try:
-            await self._blocking(call, self._handle, self._request_timeout_ms)
+            await asyncio.shield(running)
+        except asyncio.CancelledError:
+            self._unfinished, self._running = call.__name__, running
+            raise
         except KafkaException as exc:
             self._note_fatal(exc)
             goes_on = exc.retriable and not exc.fatal and not exc.txn_requires_abort

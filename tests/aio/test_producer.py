@@ -853,3 +853,32 @@ async def test_a_send_in_a_transaction_a_failed_delivery_broke_says_to_abort_it(
                 await producer.send("t", b"after", partition=partition)
             assert raised.value.txn_requires_abort and not raised.value.retriable
         await producer.abort_transaction()
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_cancelled_commit_is_finished_by_the_next_commit_call(mock_cluster):
+    """The task committing is cancelled while librdkafka's commit goes on on the executor:
+    the producer remembers it, as a commit that timed out (other calls are refused, saying to
+    await commit_transaction() again; librdkafka's own refusal was an unnamed "Conflicting
+    commit_transaction API call", and the abort's marked the abort unfinished), and the next
+    commit_transaction() gives its outcome."""
+    mock_cluster.create_topic("t", 1, 1)
+    mock_cluster.set_coordinator("transaction", "cancelled", 1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers,
+                                         transactional_id="cancelled", request_timeout_ms=10000) as producer:
+        await producer.begin_transaction()
+        sent = await producer.send_and_wait("t", b"committed")
+        mock_cluster.set_broker_rtt(1, 2000)
+        committing = asyncio.ensure_future(producer.commit_transaction())
+        await asyncio.sleep(0.3)
+        committing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await committing
+        for call in (producer.begin_transaction, producer.abort_transaction):
+            with pytest.raises(TransactionStateError, match=r"await commit_transaction\(\) again"):
+                await call()
+        await producer.commit_transaction()
+        mock_cluster.set_broker_rtt(1, 0)
+        async with producer.transaction():
+            assert (await producer.send_and_wait("t", b"next")).offset == sent.offset + 2  # a commit marker between
