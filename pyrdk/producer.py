@@ -353,7 +353,7 @@ class Producer:
             return
         if uncommitted:  # failed deliveries of a transaction aborted, or left to its coordinator to abort: moot
             self._failures.take()
-        for msg, err in self._core.refused():  # refused at hand-off: failed deliveries too
+        for msg, err in core.refused():  # refused at hand-off: failed deliveries too
             self._report(msg, errors_exception(err))
         security = self._errors.pop((SslError, AuthenticationError)) if self._failures else None
         if security is not None:
