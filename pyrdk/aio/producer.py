@@ -172,6 +172,7 @@ class AIOKafkaProducer(Client):
         self._unfinished: Optional[str] = None  # the commit or abort that timed out: call it again
         self._txn_failure: Optional[KafkaException] = None  # the first delivery failure of the transaction
         self._running: Any = None  # the executor's future of the unfinished call, if it was cancelled
+        self._offsets_call: Any = None  # the executor's future of a send_offsets_to_transaction() cancelled
         # the fatal error (ProducerFenced) after which no transactional call can succeed
         self._fatal: Optional[KafkaException] = None
         self._core: Any = None
@@ -603,6 +604,7 @@ class AIOKafkaProducer(Client):
         remembered until it is called again. So is one cancelled (its task was): its call goes
         on on the executor, whose outcome the next call of it awaits and gives."""
         self._ended_transaction()  # from the call on, as aiokafka's: whatever its outcome, no more records
+        await self._finish_offsets()
         running, self._running = self._running, None
         if running is None:
             self._check_loop()
@@ -635,12 +637,30 @@ class AIOKafkaProducer(Client):
                                    "(begin_transaction(), or async with producer.transaction())")
         entries = offsets_to_commit(offsets)
         metadata = transaction.GroupMetadata.for_group(group_id)
+        await self._finish_offsets()
+        self._check_loop()
+        running = self._loop.run_in_executor(None, transaction.send_offsets, self._handle, entries, metadata,
+                                             self._request_timeout_ms)
         try:
-            await self._blocking(transaction.send_offsets, self._handle, entries, metadata,
-                                 self._request_timeout_ms)
+            await asyncio.shield(running)
+        except asyncio.CancelledError:
+            self._offsets_call = running  # librdkafka's call goes on: the next transactional call waits for it
+            raise
         except KafkaException as exc:
             self._note_fatal(exc)
             raise
+
+    async def _finish_offsets(self):
+        """Wait for the call of a ``send_offsets_to_transaction()`` whose task was cancelled: it
+        goes on on the executor, and until it ends librdkafka refuses every other transactional
+        call ("Conflicting send_offsets_to_transaction API call"). Its failure is the
+        transaction's: a commit raises it; an abort ends it."""
+        running = self._offsets_call
+        if running is not None:
+            await asyncio.wait((running,))
+            if not running.cancelled():
+                running.exception()  # retrieved: the transaction's state tells it
+            self._offsets_call = None
 
     def transaction(self) -> _Transaction:
         """``async with producer.transaction():`` begins a transaction, commits it when the

@@ -882,3 +882,25 @@ async def test_a_cancelled_commit_is_finished_by_the_next_commit_call(mock_clust
         mock_cluster.set_broker_rtt(1, 0)
         async with producer.transaction():
             assert (await producer.send_and_wait("t", b"next")).offset == sent.offset + 2  # a commit marker between
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_transaction_block_whose_send_offsets_was_cancelled_aborts_and_the_next_one_commits(mock_cluster):
+    """aiokafka's consume-transform-produce loop, its send_offsets_to_transaction() under a
+    wait_for() that cancels it (the coordinator is slow): librdkafka's call goes on on the
+    executor. The block's abort waits for it, and aborts: the block raises the TimeoutError,
+    where it raised librdkafka's refusal of the abort ("Conflicting send_offsets_to_transaction
+    API call"), taken for an abort that timed out, which every next block's begin refused."""
+    mock_cluster.create_topic("t", 1, 1)
+    mock_cluster.set_coordinator("transaction", "offsets", 1)
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers,
+                                         transactional_id="offsets", request_timeout_ms=10000) as producer:
+        with pytest.raises(asyncio.TimeoutError):
+            async with producer.transaction():
+                aborted = await producer.send_and_wait("t", b"aborted")
+                mock_cluster.set_broker_rtt(1, 2000)
+                await asyncio.wait_for(producer.send_offsets_to_transaction({TopicPartition("t", 0): 1}, "g"), 0.3)
+        mock_cluster.set_broker_rtt(1, 0)
+        async with producer.transaction():
+            assert (await producer.send_and_wait("t", b"next")).offset == aborted.offset + 2  # an abort marker between
