@@ -644,6 +644,39 @@ def test_reset_offset_on_start_ignores_the_commit_and_commits_the_reset(client, 
         assert consumer.consume().offset == 0  # the reset was committed at once, as pykafka does
 
 
+@pytest.mark.mock
+@pytest.mark.slow  # socket_timeout_ms for the commit, then the wait: the C pass runs it, make soak the pure one
+def test_stop_after_a_commit_a_hung_coordinator_never_answered_returns(mock_cluster):
+    """A coordinator that hangs (its connection open, nothing answered): stop()'s commit
+    raises KafkaTimeoutError after socket_timeout_ms, and rd_kafka_consumer_close waited on
+    that commit for as long as the coordinator hung (minutes here), well past the session.
+    The member is closed without leaving the group: it times out of it instead."""
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=1000)
+    name = unique_name("topic")
+    group = "g-" + name
+    mock_cluster.create_topic(name, 1)
+    mock_cluster.set_coordinator("group", group, 1)
+    consumer = client.topics[name].get_balanced_consumer(group.encode(), managed=True, auto_commit_enable=True,
+                                                         consumer_timeout_ms=100, **FAST)
+    stopper = None
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        while not consumer.partitions and time.monotonic() < deadline:
+            consumer.consume(block=False)
+        assert consumer.partitions, "no assignment"
+        mock_cluster.set_broker_rtt(1, 600000)
+        stopper, box = in_thread(consumer.stop)
+        stopper.join(PATIENCE_S)
+        assert not stopper.is_alive(), "stop() waits on the hung coordinator"
+        assert "error" not in box, box  # the commit's timeout is logged, as stop() logs it
+        assert consumer._handle.closed
+    finally:
+        mock_cluster.set_broker_rtt(1, 0)
+        if stopper is None:
+            consumer.stop()
+        client.close()
+
+
 # -- Tansu's UNKNOWN_MEMBER_ID, reproduced on the mock cluster --------------------------------------
 
 @pytest.mark.mock

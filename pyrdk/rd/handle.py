@@ -177,6 +177,7 @@ class Handle:
         self._close_pending = None  # (thread, consumer_close): a close() left to that thread's consume_batch()
         self._closer = None  # the thread in _finish_close(), while it is there
         self._consumer_closed = False  # rd_kafka_consumer_close was called
+        self._commit_unanswered = False  # a commit() timed out: librdkafka may wait on it for ever
         self.closed_at_exit = False  # closed by the exit hook, not by its owner
         self._topics = {}
         self._queue = None
@@ -395,6 +396,13 @@ class Handle:
             while self._users or lib.pyrdk_guard_users(self._guard):
                 self._cond.wait(0.1 if self._users else 0.001)
         self._cbs.closing = True  # rd_kafka_consumer_close waits for no oauth_cb either
+        if consumer_close and self._commit_unanswered:
+            # rd_kafka_consumer_close waits for that commit, which a coordinator that hangs (its
+            # connection open, nothing answered) never ends: the group rebalances once the
+            # member's session times out instead.
+            log.warning("%s: closed without leaving its group (rd_kafka_consumer_close), since a commit got no "
+                        "answer: its partitions go to the others once its session times out", self._described())
+            consumer_close = False
         if self.kind == "consumer" and consumer_close and not self._consumer_closed:
             self._consumer_closed = True  # no interrupt lands between this line and the call
             lib.rd_kafka_consumer_close(self._ptr)
@@ -910,6 +918,7 @@ class Handle:
                 if event == ffi.NULL:
                     if self._closing:
                         raise self._closed_exc("the %s closed while it committed offsets" % self._described())
+                    self._commit_unanswered = True
                     raise self._with_reason(errors.exception(errors.TIMED_OUT, "commit offsets",
                                                              "no answer within %d ms" % timeout_ms))
                 err = lib.rd_kafka_event_error(event)

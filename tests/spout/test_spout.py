@@ -414,6 +414,34 @@ def test_a_dead_letter_the_broker_never_took_fails_no_close_and_its_tuple_is_rea
         client.close()
 
 
+@pytest.mark.mock
+@pytest.mark.slow  # socket_timeout_ms for the last commit, then the close: the C pass runs it, make soak the pure one
+def test_close_with_a_hung_group_coordinator_returns(mock_cluster):
+    """The group's coordinator hangs (its connection open, nothing answered): close()'s
+    commit is logged as failed after socket_timeout_ms, and the managed consumer's stop()
+    then waited in rd_kafka_consumer_close for that commit as long as the coordinator hung."""
+    mock_cluster.create_topic("in", 1, 1)
+    mock_cluster.set_coordinator("group", "g", 1)
+    client = KafkaClient(hosts=mock_cluster.bootstrap_servers, socket_timeout_ms=1000)
+    closer = None
+    try:
+        produce(client.topics["in"], 3)
+        spout = KafkaSpout(client.topics["in"], b"g", session_timeout_ms=3000, heartbeat_interval_ms=300,
+                           max_poll_interval_ms=3000)
+        for emitted in take(spout, 3):
+            spout.ack(emitted.id)
+        mock_cluster.set_broker_rtt(1, 600000)
+        closer = threading.Thread(target=spout.close, daemon=True)
+        closer.start()
+        closer.join(PATIENCE_S)
+        assert not closer.is_alive(), "close() waits on the hung coordinator"
+    finally:
+        mock_cluster.set_broker_rtt(1, 0)
+        if closer is None:
+            spout.close()
+        client.close()
+
+
 def test_bad_arguments_are_refused(client, topic_name, group_name):
     topic = make_topic(client, topic_name, 1)
     with pytest.raises(ValueError, match="consumer"):
