@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from pyrdk.common import check_int
+from pyrdk.common import check_int, stop_at_exit
 from pyrdk.exceptions import KafkaException
 
 if TYPE_CHECKING:
@@ -287,5 +287,6 @@ class Processor:
     def __enter__(self) -> Processor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: Optional[type[BaseException]], exc_value: Optional[BaseException],
+                 traceback: Any) -> None:
+        stop_at_exit(self.close, exc_type, "processor")  # the block's own exception stands

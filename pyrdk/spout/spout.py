@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 
 from pyrdk import common
-from pyrdk.common import check_int
+from pyrdk.common import check_int, stop_at_exit
 from pyrdk.exactlyonce import _raised_again, check_outputs, commit_in_transaction
 from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, NoBrokersAvailableError, ProduceFailureError,
                               UnknownPartitionError)
@@ -568,8 +568,8 @@ class KafkaSpout:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc_value, traceback):
+        stop_at_exit(self.close, exc_type, "spout")  # the block's own exception stands
 
     def __repr__(self):
         return "<pyrdk.spout.KafkaSpout at %#x (topic=%s, pending=%d)>" % (id(self), self._topic_name,

@@ -348,6 +348,28 @@ def test_an_exactly_once_output_that_fails_every_commit_is_raised_not_retried_fo
     assert group_offsets(topic, group_name) == {0: 0}  # nothing committed past the first tuple
 
 
+def test_a_with_blocks_own_exception_stands_when_close_fails_too(client, topic_name, group_name, caplog):
+    """The block's exception is what the program must see; close()'s failure (here its last
+    commit's, an output too large) is logged, as a consumer's or producer's ``with`` does.
+    It replaced the block's exception, which then only showed as its ``__context__``."""
+    import logging
+    from pyrdk.exceptions import MessageSizeTooLarge
+    topic = make_topic(client, topic_name, 1)
+    out = make_topic(client, topic_name + "-out", 1)
+    produce(topic, 1)
+    with caplog.at_level(logging.ERROR, logger="pyrdk.common"):
+        with pytest.raises(ValueError, match="the block's own"):
+            with KafkaSpout(topic, group_name, consumer="simple", output_topic=out,
+                            transactional_id=unique_name("spout"), commit_interval_ms=60000,
+                            producer_kwargs={"max_request_size": 2000}) as spout:
+                first, = take(spout, 1)
+                spout.ack(first.id, outputs=[b"x" * 5000])
+                raise ValueError("the block's own")
+    assert any(isinstance(r.exc_info[1], MessageSizeTooLarge) for r in caplog.records if r.exc_info)
+    with pytest.raises(ConsumerStoppedException):  # closed all the same
+        spout.next_tuple()
+
+
 # In a child process: librdkafka may abort it (see run_commit_in_doubt).
 _COMMIT_IN_DOUBT = """
 from pyrdk import KafkaClient
