@@ -177,7 +177,7 @@ class Handle:
         self._close_pending = None  # (thread, consumer_close): a close() left to that thread's consume_batch()
         self._closer = None  # the thread in _finish_close(), while it is there
         self._consumer_closed = False  # rd_kafka_consumer_close was called
-        self._commit_unanswered = False  # a commit() timed out: librdkafka may wait on it for ever
+        self._commit_unanswered = False  # the last commit() timed out: librdkafka may wait on it for ever
         self.closed_at_exit = False  # closed by the exit hook, not by its owner
         self._topics = {}
         self._queue = None
@@ -921,6 +921,7 @@ class Handle:
                     self._commit_unanswered = True
                     raise self._with_reason(errors.exception(errors.TIMED_OUT, "commit offsets",
                                                              "no answer within %d ms" % timeout_ms))
+                self._commit_unanswered = False  # answered: so was the one before, on the same connection
                 err = lib.rd_kafka_event_error(event)
                 if err:
                     raise errors.exception(err, "commit offsets", string(lib.rd_kafka_event_error_string(event)))
