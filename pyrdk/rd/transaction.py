@@ -21,7 +21,7 @@ from pyrdk.rd import errors, partitions
 # A slice of a commit or abort, and the least one: each slice first asks librdkafka's main
 # thread to begin the call, and if that times out, librdkafka forgets the call is under way
 # (it is no longer resumable) and later takes the EndTxn answer for an abort's, aborting the
-# process at its own assertion ("CommittingTransaction -> AbortNotAcked"). A slice of 0 ms
+# process at its own assertion ("CommittingTransaction -> AbortedNotAcked"). A slice of 0 ms
 # always times out there; one of half a second does not, short of a stalled machine.
 TXN_SLICE_MS = 500
 
