@@ -887,7 +887,7 @@ class Producer:
         deadline_ms = self._pending_timeout_ms
         waited = 0
         while not done.event.is_set():
-            if 0 <= max(deadline_ms, SYNC_WAIT_MS) <= waited:  # pykafka's one wait of a second, at least
+            if 0 <= deadline_ms and max(deadline_ms, SYNC_WAIT_MS) <= waited:  # a second at least, as pykafka
                 self._give_up(done, ProduceTimeoutError(
                     "no delivery report for the message within pending_timeout_ms=%d; it "
                     "may still be delivered (a failure is raised by a later produce(), "

@@ -907,6 +907,22 @@ def test_sync_produce_with_pending_timeout_ms_0_waits_once_for_the_report(mock_t
         assert len(producer) == 0
 
 
+@pytest.mark.mock
+def test_sync_produce_with_pending_timeout_ms_minus_1_waits_for_ever(mock_cluster, mock_topic):
+    """-1 waits for the report however long it comes (1.5 s here), where the least wait of a
+    sync produce() (a second, SYNC_WAIT_MS) was taken for its bound."""
+    with mock_topic.get_sync_producer(pending_timeout_ms=-1) as producer:
+        warm(producer)
+        for broker in (1, 2, 3):
+            mock_cluster.set_broker_rtt(broker, 1500)
+        try:
+            msg = producer.produce(b"slow")
+        finally:
+            for broker in (1, 2, 3):
+                mock_cluster.set_broker_rtt(broker, 0)
+        assert msg.offset >= 0
+
+
 # -- threads ---------------------------------------------------------------------------------------
 
 @pytest.mark.mock
