@@ -7,9 +7,9 @@ Each call raises what librdkafka's ``rd_kafka_error_t`` says, through
 ``txn_requires_abort`` flags. The blocking calls wait up to their timeout (the GIL
 released); a timeout raises ``KafkaTimeoutError`` with ``retriable``. Commit and abort,
 which librdkafka resumes when they are made again after a timeout, wait in slices
-(``TXN_SLICE_MS``) in the main thread, so that Ctrl-C gets through; init waits in one call
-(made again, it may return the error of an attempt librdkafka is still retrying), so Ctrl-C
-waits for its end.
+(``TXN_SLICE_MS``, which is also their least wait) in the main thread, so that Ctrl-C gets
+through; init waits in one call (made again, it may return the error of an attempt
+librdkafka is still retrying), so Ctrl-C waits for its end.
 """
 import threading
 import time
@@ -102,8 +102,10 @@ def _call(handle, call, timeout_ms, what, resumable=False):
     """``call(rk, timeout_ms)``, raising its error. Only a ``resumable`` call made in the
     main thread (where Ctrl-C lands) is cut into slices: librdkafka goes on with it in the
     background when it times out, and resumes it when it is made again (others, made
-    again, may return the error of an attempt it is still retrying by itself). The last
-    slice is the rest, at least ``TXN_SLICE_MS``, so no slice is cut short of that."""
+    again, may return the error of an attempt it is still retrying by itself). A resumable
+    call waits ``TXN_SLICE_MS`` at least, and so does each slice, the last one included."""
+    if resumable and 0 <= timeout_ms < TXN_SLICE_MS:
+        timeout_ms = TXN_SLICE_MS  # a retry with what is left of a deadline may have 0 ms
     if not resumable or timeout_ms < 2 * TXN_SLICE_MS or threading.current_thread() is not threading.main_thread():
         with handle.use() as rk:
             errors.raise_for_error(call(rk, timeout_ms), what)
