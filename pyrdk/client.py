@@ -164,8 +164,9 @@ class KafkaClient:
     :param sasl_plain_password: its password (``sasl.password``)
     :param oauth_cb: for OAUTHBEARER, a callable taking ``sasl.oauthbearer.config`` and
         returning ``(token, expiry)`` (expiry in seconds since the epoch) or ``(token, expiry,
-        principal, extensions)``, as confluent-kafka's ``oauth_cb``; librdkafka calls it on
-        its background thread for the first token and again before each token expires
+        principal, extensions)``, as confluent-kafka's ``oauth_cb``; librdkafka's background
+        thread asks for it, and it runs in a thread of its own that ``close()`` does not wait
+        for, for the first token and again before each token expires
         (``rd_kafka_conf_set_oauthbearer_token_refresh_cb``). If it raises, the next call
         raises ``AuthenticationError`` naming its exception.
 

@@ -253,8 +253,9 @@ class ManagedBalancedConsumer(Consumer):
     def stop(self) -> None:
         """Commit held offsets if auto-commit is on (as SimpleConsumer does), call the
         listener's ``on_partitions_revoked`` (it may still commit), then leave the group and
-        close the consumer (``rd_kafka_consumer_close``; with
-        ``group_instance_id`` the member stays in the group until its session times out).
+        close the consumer (``rd_kafka_consumer_close``; not when its last commit got no
+        answer, and with ``group_instance_id`` the member stays in the group until its
+        session times out).
         What ``pre_revoke_callback`` or the listener raised meanwhile is raised here, once
         the consumer is closed. Once stopped, it finishes a close an interrupt cut short
         (the member then leaves the group), else does nothing (another thread's stop()

@@ -558,7 +558,7 @@ class AIOKafkaProducer(Client):
 
     async def begin_transaction(self) -> None:
         """``rd_kafka_begin_transaction`` (local: no request), a coroutine as aiokafka's. After a
-        commit or abort that timed out (it goes on in the background),
+        commit or abort that timed out or was cancelled (it goes on in the background),
         ``TransactionStateError``: await that call again first."""
         self._check_transactional("begin_transaction()")
         self._check_unfinished("begin_transaction")
@@ -570,7 +570,8 @@ class AIOKafkaProducer(Client):
 
     async def commit_transaction(self) -> None:
         """``rd_kafka_commit_transaction``: deliver what was sent, then commit (on the default
-        executor). After an abort that timed out, ``TransactionStateError``: await that again."""
+        executor). After an abort that timed out or was cancelled, ``TransactionStateError``:
+        await that again."""
         self._check_transactional("commit_transaction()")
         self._check_unfinished("commit_transaction")
         try:
@@ -580,7 +581,7 @@ class AIOKafkaProducer(Client):
 
     async def abort_transaction(self) -> None:
         """``rd_kafka_abort_transaction``: the records sent in the transaction fail. After a
-        commit that timed out, ``TransactionStateError``: await that again."""
+        commit that timed out or was cancelled, ``TransactionStateError``: await that again."""
         self._check_transactional("abort_transaction()")
         self._check_unfinished("abort_transaction")
         try:
@@ -590,7 +591,7 @@ class AIOKafkaProducer(Client):
 
     def _check_unfinished(self, name):
         """``TransactionStateError`` for the call ``name`` while a commit or abort that timed
-        out goes on in librdkafka's background (it takes nothing else until that call is made
+        out or was cancelled goes on in librdkafka's background (it takes nothing else until that call is made
         again), unless ``name`` is that call."""
         if self._unfinished not in (None, name):
             raise TransactionStateError("%s(): the last %s() timed out or was cancelled and goes on in the "

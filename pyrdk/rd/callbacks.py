@@ -16,7 +16,8 @@
    ``onerror`` (``_keep_raised``).
 5. Two run on librdkafka's own threads, where cffi takes the GIL for them: the OAUTHBEARER
    token refresh (on the background thread, ``rd_kafka_sasl_background_callbacks_enable``,
-   so a token is fetched whether or not anyone polls) and the TLS certificate check (on a
+   so a token is fetched whether or not anyone polls; it runs ``oauth_cb`` in a thread of
+   its own and waits for it only until the handle closes) and the TLS certificate check (on a
    broker thread, during the handshake; it only records why OpenSSL refused a certificate).
    A TLS or authentication failure is stored like a fatal error and raised by the next
    call, rather than retried for ever.

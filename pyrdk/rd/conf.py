@@ -167,7 +167,8 @@ class Conf:
 def check(config, arguments, given=()):
     """Set ``config`` on a scratch ``rd_kafka_conf_t``, so that a property librdkafka refuses
     is raised before any handle is made (``oauth_cb`` is not a property: ``Handle`` takes
-    it), as is SASL OAUTHBEARER without a source of tokens. The error names the key; a
+    it), as are SASL OAUTHBEARER without a source of tokens and an ``oauth_cb`` without SASL
+    OAUTHBEARER. The error names the key; a
     property set from a constructor argument (``arguments``: ``{property: argument name}``)
     is named as that argument, unless the program gave the property itself (``given``, its
     ``rdkafka_config``)."""

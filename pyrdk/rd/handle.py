@@ -331,7 +331,8 @@ class Handle:
                                "it; stop it after that call has returned" % self._described())
 
     def close(self, consumer_close=True):
-        """Wait for calls in flight in other threads, then ``rd_kafka_consumer_close`` and
+        """Wait for calls in flight in other threads, then ``rd_kafka_consumer_close``
+        (skipped when the last commit got no answer: it would wait for that commit) and
         ``rd_kafka_destroy``.
 
         A call this thread still counts is one a KeyboardInterrupt cut short in its last

@@ -538,7 +538,8 @@ class KafkaSpout:
             raise ConsumerStoppedException("the spout is closed: make a new one to read again")
 
     def close(self) -> None:
-        """Commit the acked prefix, then stop the consumer (leaving its group) and the
+        """Commit the acked prefix, then stop the consumer (leaving its group, unless its
+        last commit got no answer) and the
         producers. Unacked tuples are emitted again by whoever reads their partitions next."""
         if self._closed:
             return

@@ -96,7 +96,7 @@ class StormKafkaSpout(pystorm.Spout):
         default the message itself (value and key)."""
         return [(message.value, message.partition_key)]
 
-    _outage = False  # the brokers are out of reach: said once, until a tuple comes again
+    _outage = False  # the brokers are out of reach: said once, until next_tuple() works again
 
     def next_tuple(self):
         """Emit the next tuple, if there is one (never waits). A message :meth:`tuple_values`
