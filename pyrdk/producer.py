@@ -527,10 +527,7 @@ class Producer:
             if isinstance(exc, MessageSizeTooLarge) and reported:
                 return self._report_refused(msg, exc), None
             if isinstance(exc, TransactionStateError) and self.commit_in_doubt and not exc.fatal:
-                # librdkafka takes nothing but that commit again (an abort neither)
-                raise TransactionStateError("produce(): the last commit_transaction() timed out and goes on in "
-                                            "the background, so it may yet commit; call commit_transaction() "
-                                            "again to finish it and learn whether it committed") from exc
+                raise self._unfinished_error("produce()") from exc  # librdkafka takes nothing but that commit
             if isinstance(exc, TransactionStateError) and self._in_transaction and not exc.fatal:
                 # rd_kafka_producev's _STATE in a transaction: it failed already (a delivery, a
                 # request of its coordinator), and only abort_transaction() gets out of that
@@ -1108,6 +1105,18 @@ class Producer:
         if name is not None:
             self._unfinished = None
 
+    def _unfinished_error(self, what):
+        """The ``TransactionStateError`` of the call ``what`` while the last commit or abort,
+        which timed out, goes on in librdkafka's background: it takes nothing else until that
+        call is made again."""
+        if self._unfinished == "commit_transaction":
+            return TransactionStateError("%s: the last commit_transaction() timed out and goes on in the background, "
+                                         "so it may yet commit; call commit_transaction() again to finish it and "
+                                         "learn whether it committed" % what)
+        return TransactionStateError("%s: the last abort_transaction() timed out and goes on in the background; call "
+                                     "abort_transaction() again (or begin_transaction(), which finishes it) before a "
+                                     "new transaction" % what)
+
     @property
     def commit_in_doubt(self) -> bool:
         """Whether the last :meth:`commit_transaction` timed out (a ``retriable`` error) and
@@ -1140,9 +1149,7 @@ class Producer:
         if self._unfinished == "abort_transaction":  # the program chose to abort: finish that first
             self._abort(handle, self._transaction_timeout_ms)
         elif self._unfinished == "commit_transaction":
-            raise TransactionStateError("begin_transaction(): the last commit_transaction() timed out and goes on "
-                                        "in the background, so it may yet commit; call commit_transaction() again "
-                                        "to finish it and learn whether it committed")
+            raise self._unfinished_error("begin_transaction()")
         self._txn(transaction.begin_transaction, handle)
         self._in_transaction = True
 
@@ -1190,9 +1197,7 @@ class Producer:
         """
         handle = self._transactional("commit_transaction()")
         if self._unfinished == "abort_transaction":
-            raise TransactionStateError("commit_transaction(): the last abort_transaction() timed out and goes on "
-                                        "in the background; call abort_transaction() again (or begin_transaction(), "
-                                        "which finishes it) before a new transaction")
+            raise self._unfinished_error("commit_transaction()")
         self._hand_off()  # nothing is queued in the core of a transactional producer; never leave any
         self._txn(transaction.commit_transaction, handle, self._timeout_ms(timeout))
         self._in_transaction = False
@@ -1213,9 +1218,7 @@ class Producer:
         """
         handle = self._transactional("abort_transaction()")
         if self._unfinished == "commit_transaction":
-            raise TransactionStateError("abort_transaction(): the last commit_transaction() timed out and goes on "
-                                        "in the background, so it may yet commit; call commit_transaction() again "
-                                        "to finish it and learn whether it committed")
+            raise self._unfinished_error("abort_transaction()")
         self._abort(handle, self._timeout_ms(timeout))
 
     def _abort(self, handle, timeout_ms):
