@@ -93,7 +93,7 @@ def _starts(batch: list[common.Message]) -> dict[int, int]:
     return starts
 
 
-def _raised_again(exc: KafkaException) -> bool:
+def raised_again(exc: KafkaException) -> bool:
     """Whether a transaction's error is raised rather than its batch read again: a fatal one
     (fenced), or one that is neither ``retriable`` (a timeout) nor ``txn_requires_abort`` (a
     rebalance, a failed delivery), which the same batch would meet again (an output larger
@@ -212,7 +212,7 @@ class Processor:
                 log.warning("the commit of %d messages is unfinished (%s); the next batch finishes it", len(batch), exc)
                 return 0
             self._rewind(starts)
-            if _raised_again(exc):
+            if raised_again(exc):
                 raise
             log.warning("transaction aborted (%s); its %d messages are read again", exc, len(batch))
             return 0
@@ -241,7 +241,7 @@ class Processor:
                 except KafkaException as abort_exc:  # a timeout: the next begin_transaction() finishes it
                     log.error("abort_transaction after an error failed: %s", abort_exc)
             self._rewind(starts)
-            if _raised_again(exc):
+            if raised_again(exc):
                 raise
             log.warning("transaction aborted (%s); its %d messages are read again", exc, count)
             return 0

@@ -123,8 +123,9 @@ class Producer:
     :param delivery_reports: keep ``(message, exception or None)`` for
         :meth:`get_delivery_report`, per producing thread (ignored when ``sync``)
     :param pending_timeout_ms: how long ``stop()`` (and a sync ``produce()``, a second at
-        least) waits for deliveries; -1 waits for ever. What is still queued or in flight then is purged and
-        reported as failed (an in-flight message may nonetheless have been written).
+        least) waits for deliveries; -1 waits for ever. What is still queued or in flight
+        then is purged and reported as failed (an in-flight message may nonetheless have been
+        written).
     :param auto_start: start in the constructor
     :param serializer: ``(value, partition_key) -> (bytes, bytes)``
     :param enable_idempotence: ``enable.idempotence``; it requires acks from all replicas,

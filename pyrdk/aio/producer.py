@@ -591,8 +591,8 @@ class AIOKafkaProducer(Client):
 
     def _check_unfinished(self, name):
         """``TransactionStateError`` for the call ``name`` while a commit or abort that timed
-        out or was cancelled goes on in librdkafka's background (it takes nothing else until that call is made
-        again), unless ``name`` is that call."""
+        out or was cancelled goes on in librdkafka's background (it takes nothing else until
+        that call is made again), unless ``name`` is that call."""
         if self._unfinished not in (None, name):
             raise TransactionStateError("%s(): the last %s() timed out or was cancelled and goes on in the "
                                         "background; await %s() again to finish it (librdkafka takes nothing else "

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 
 from pyrdk import common
 from pyrdk.common import check_int, stop_at_exit
-from pyrdk.exactlyonce import _raised_again, check_outputs, commit_in_transaction
+from pyrdk.exactlyonce import check_outputs, commit_in_transaction, raised_again
 from pyrdk.exceptions import (ConsumerStoppedException, KafkaException, NoBrokersAvailableError, ProduceFailureError,
                               UnknownPartitionError)
 from pyrdk.spout.offsets import ACKED, PENDING, Entry, PartitionOffsets
@@ -448,7 +448,7 @@ class KafkaSpout:
             return finished
         except KafkaException as exc:
             if exc.fatal or (self._producer is not None and not self._producer.commit_in_doubt
-                             and _raised_again(exc) and not isinstance(exc, NoBrokersAvailableError)):
+                             and raised_again(exc) and not isinstance(exc, NoBrokersAvailableError)):
                 raise  # the same outputs would fail again, forever (an outage ends: tried again later)
             if self._producer is not None and self._producer.commit_in_doubt:
                 self._in_doubt = due
@@ -539,8 +539,8 @@ class KafkaSpout:
 
     def close(self) -> None:
         """Commit the acked prefix, then stop the consumer (leaving its group, unless its
-        last commit got no answer) and the
-        producers. Unacked tuples are emitted again by whoever reads their partitions next."""
+        last commit got no answer) and the producers. Unacked tuples are emitted again by
+        whoever reads their partitions next."""
         if self._closed:
             return
         try:
