@@ -541,16 +541,22 @@ class CallState:
     ``combine``, ``combine([(item, exc), ...])`` for all of them at once. Safe to use from any
     thread; nothing kept is dropped.
     """
-    __slots__ = ("_pending", "_lock")
+    __slots__ = ("_pending", "_lock", "_kept")
 
     def __init__(self) -> None:
-        self._pending: list[tuple[Any, BaseException]] = []
+        self._pending: list[tuple[Any, BaseException, int]] = []  # (item, exc, its number)
         self._lock = threading.Lock()
+        self._kept = 0  # how many were ever kept: the next one's number
 
     def crash(self, exc: BaseException, item: Any = None) -> None:
         """Keep ``exc`` (about ``item``) for the caller's next :meth:`check`."""
         with self._lock:
-            self._pending.append((item, exc))
+            self._pending.append((item, exc, self._kept))
+            self._kept += 1
+
+    def mark(self) -> int:
+        """A mark for ``check(before=...)``: what is kept after it waits for a later check."""
+        return self._kept
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -558,25 +564,28 @@ class CallState:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def check(self, combine: Optional[Callable[[list[tuple[Any, BaseException]]], BaseException]] = None) -> None:
+    def check(self, combine: Optional[Callable[[list[tuple[Any, BaseException]]], BaseException]] = None,
+              before: Optional[int] = None) -> None:
         """Raise what was kept: the oldest exception (the others wait for the next call), or
-        ``combine(pairs)`` for all the ``(item, exception)`` pairs kept."""
+        ``combine(pairs)`` for all the ``(item, exception)`` pairs kept. ``before``: a
+        :meth:`mark`; only what was kept before it is raised."""
         if not self._pending:
             return
         with self._lock:
-            if not self._pending:
+            ready = [kept for kept in self._pending if before is None or kept[2] < before]
+            if not ready:
                 return
             if combine is None:
-                exc = self._pending.pop(0)[1]
-            else:
-                pending, self._pending = self._pending, []
-                exc = combine(pending)
+                ready = ready[:1]
+            raised = {number for _, _, number in ready}
+            self._pending = [kept for kept in self._pending if kept[2] not in raised]
+            exc = ready[0][1] if combine is None else combine([(item, exc) for item, exc, _ in ready])
         raise exc
 
     def pop(self, cls: Union[type[BaseException], tuple[type[BaseException], ...]]) -> Optional[BaseException]:
         """The oldest kept exception of class ``cls``, no longer kept; None if there is none."""
         with self._lock:
-            for i, (_, exc) in enumerate(self._pending):
+            for i, (_, exc, _) in enumerate(self._pending):
                 if isinstance(exc, cls):
                     del self._pending[i]
                     return exc
@@ -585,19 +594,19 @@ class CallState:
     def discard(self, cls: type[BaseException]) -> None:
         """Forget the kept exceptions of class ``cls``: what they said no longer holds."""
         with self._lock:
-            self._pending = [(item, exc) for item, exc in self._pending if not isinstance(exc, cls)]
+            self._pending = [kept for kept in self._pending if not isinstance(kept[1], cls)]
 
     def discard_about(self, item: Any) -> None:
         """Forget the kept exceptions about ``item``: what they said no longer holds."""
         if self._pending:
             with self._lock:
-                self._pending = [(about, exc) for about, exc in self._pending if about is not item]
+                self._pending = [kept for kept in self._pending if kept[0] is not item]
 
     def take(self) -> list[tuple[Any, BaseException]]:
         """Every ``(item, exception)`` pair kept, no longer kept."""
         with self._lock:
             pending, self._pending = self._pending, []
-        return pending
+        return [(item, exc) for item, exc, _ in pending]
 
 
 # Hints added to errors; the command line rewords them for its options (pyrdk/cli/common.py).

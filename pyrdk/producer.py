@@ -431,7 +431,8 @@ class Producer:
         Its ``offset`` (and ``timestamp``) are filled in when its delivery report arrives.
         Without ``delivery_reports`` or ``sync``, earlier messages whose delivery failed are
         raised here as one ``ProduceFailureError`` (``failed``), after this message is queued
-        (``produced`` is 1), as pykafka raises its workers' errors after queueing.
+        (``produced`` is 1), as pykafka raises its workers' errors after queueing; a
+        delivery that fails while the call runs (this message's own) waits for the next call.
 
         :param message: bytes (or anything the serializer takes)
         :param partition_key: bytes given to the partitioner and stored as the key
@@ -449,6 +450,7 @@ class Producer:
         """produce()'s general path: whatever the core's fast path does not take, one
         ``rd_kafka_producev`` call per message. ``partition``: the partitioner's choice if
         the fast path asked for it already."""
+        mark = self._failures.mark()
         me = self._enter()
         try:
             msg, done = self._hand_over(message, partition_key, timestamp, headers, partition)
@@ -461,7 +463,7 @@ class Producer:
                 if exc.fatal and self._transactional_id is not None and self._txn_fatal is None:
                     self._txn_fatal = exc  # fenced: an abort could not end well
                 raise
-        self._raise_failed(1)
+        self._raise_failed(1, mark)
         return msg
 
     def _enter(self):
@@ -653,7 +655,8 @@ class Producer:
         ``block_on_queue_full=False``, a message over ``max_request_size`` without
         ``delivery_reports``, which reports it instead) is raised with ``produced``: how
         many messages were queued before it. Earlier failed deliveries are
-        raised as :meth:`produce` raises them: once this call's messages are queued.
+        raised as :meth:`produce` raises them: once this call's messages are queued (what
+        fails while the call runs waits for the next call).
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
@@ -674,12 +677,13 @@ class Producer:
             return self._produce_each(messages)
         core, handle = self._core, self._handle
         assert core is not None and handle is not None  # start() made them
+        mark = self._failures.mark()
         me = self._enter()  # stop() flushes what this call queues
         try:
             total = self._produce_batch(core, handle, messages)
         finally:
             self._leave(me)
-        self._raise_failed(total)
+        self._raise_failed(total, mark)
         return total
 
     def _produce_batch(self, core, handle, messages):
@@ -760,12 +764,13 @@ class Producer:
                 not isinstance(self._partitioner, Murmur2Partitioner):
             return self._produce_rows(batch)
         columns = (rows, self._partitioner is not random_partitioner) + columns[1:]
+        mark = self._failures.mark()
         me = self._enter()  # stop() flushes what this call queues
         try:
             self._produce_core_rows(core, handle, batch, columns, rows)
         finally:
             self._leave(me)
-        self._raise_failed(rows)
+        self._raise_failed(rows, mark)
         return rows
 
     def _produce_core_rows(self, core, handle, batch, columns, rows):
@@ -971,14 +976,16 @@ class Producer:
         self._errors.check()
         self._raise_failed(None)
 
-    def _raise_failed(self, produced):
+    def _raise_failed(self, produced, mark=None):
         """The failed deliveries nobody was told about, as one ``ProduceFailureError``.
         ``produced``: how many messages the produce call raising it queued first (pykafka too
-        raises after queueing), so that a program re-sending ``failed`` loses none."""
+        raises after queueing), so that a program re-sending ``failed`` loses none; ``mark``:
+        the ``_failures`` mark taken as that call began: what failed since (its own messages,
+        perhaps) waits for the next call, so that none of them is among ``failed``."""
         for msg, err in self._core.refused():  # refused at hand-off: failed deliveries too
             self._report(msg, errors_exception(err))
         if self._failures:
-            self._failures.check(functools.partial(_produce_failure, produced=produced))
+            self._failures.check(functools.partial(_produce_failure, produced=produced), before=mark)
 
     def _report_queue(self):
         q = getattr(self._local, "queue", None)

@@ -1298,6 +1298,27 @@ def test_produce_arrow_failure_is_raised_with_the_row(mock_cluster, mock_topic):
 
 
 @pytest.mark.mock
+@pytest.mark.parametrize("call", ["produce_batch", "produce_arrow"])
+def test_a_call_whose_own_messages_fail_meanwhile_returns_and_the_next_raises_them(mock_cluster, mock_topic, call):
+    """Deliveries of a call's own messages that fail while the call runs (here while it waits
+    for room in a full queue) are raised by the next call, not by it: it raises only what
+    failed before it began ("which are not among them", its error says), and a program that
+    re-sends what its call did not queue plus ``failed`` sends each message once."""
+    import pyarrow as pa
+    values = [b"m-%d" % i for i in range(50)]
+    with mock_topic.get_producer(max_retries=0, linger_ms=0, max_queued_messages=5) as producer:
+        warm(producer)
+        mock_cluster.push_request_errors(ApiKey.Produce, MESSAGE_TOO_LARGE, MESSAGE_TOO_LARGE, MESSAGE_TOO_LARGE)
+        assert getattr(producer, call)(values if call == "produce_batch" else pa.record_batch({"value": values})) == 50
+        with pytest.raises(ProduceFailureError) as info:
+            producer.flush()
+        failed = [msg.value for msg, _ in info.value.failed]
+        assert failed and len(set(failed)) == len(failed) and set(failed) <= set(values)
+        producer.flush()
+    assert sum(r.offset[0] for r in mock_topic.latest_available_offsets().values()) == 1 + 50 - len(failed)
+
+
+@pytest.mark.mock
 @pytest.mark.parametrize("headers", [None, [("h", b"1")]], ids=["fast-path", "general-path"])
 def test_produce_with_a_full_queue_and_no_broker_raises(mock_cluster, topic_name, headers):
     """block_on_queue_full waits for room, but not on lost brokers: once none has been
