@@ -526,7 +526,7 @@ class BalancedConsumer:
         columns of :mod:`pyrdk.core.arrow`), built from its Messages; needs pyarrow and a
         consumer without a deserializer, as
         :meth:`pyrdk.simpleconsumer.SimpleConsumer.consume_arrow`."""
-        arrow.check_call(self._simple_kwargs["deserializer"], headers)
+        headers = arrow.check_call(self._simple_kwargs["deserializer"], headers)
         return arrow.from_messages(self.consume_batch(max_messages, timeout_ms), headers)
 
     def _consume(self, max_messages, block, timeout_ms):

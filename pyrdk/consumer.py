@@ -470,7 +470,7 @@ class Consumer:
         fetch may drop what a rebalance made stale), it goes through Messages. Needs pyarrow
         (``pip install 'pyrdk[arrow]'``), and a consumer without a deserializer (the columns
         hold the bytes as they came)."""
-        arrow.check_call(self._deserializer, headers)
+        headers = arrow.check_call(self._deserializer, headers)
         self._check_batch(max_messages, timeout_ms)
         try:
             if headers or len(self._core) or self._paused or not self._columns_ok:

@@ -145,6 +145,14 @@ def test_bad_arguments(filled):
             reader.consume_arrow(10, 0)
 
 
+def test_headers_takes_numpy_bools_as_the_other_flags_do(filled):
+    """numpy's bools (a pandas column's, say) are True and False, as ``check_bool`` takes them."""
+    import numpy as np
+    with consumer(filled) as reader:
+        assert "headers" in reader.consume_arrow(10, 5000, headers=np.True_).schema.names
+        assert "headers" not in reader.consume_arrow(10, 5000, headers=np.False_).schema.names
+
+
 def test_without_pyarrow_the_error_names_the_extra():
     code = ("import sys; sys.modules['pyarrow'] = None\n"
             "from pyrdk.core import arrow\n"

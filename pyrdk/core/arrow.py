@@ -17,6 +17,7 @@ batch from them with ``pa.array``.
 pyarrow is optional (``pip install 'pyrdk[arrow]'``): :func:`pyarrow` raises ImportError
 naming the extra when it is missing.
 """
+from pyrdk.common import check_bool
 from pyrdk.exceptions import ConfigurationError
 
 
@@ -31,13 +32,13 @@ def pyarrow(method="consume_arrow"):
 
 def check_call(deserializer, headers):
     """What every ``consume_arrow`` checks first: pyarrow is there, the consumer has no
-    deserializer (the columns hold the bytes as they came), ``headers`` is a bool."""
+    deserializer (the columns hold the bytes as they came), ``headers`` is a bool (returned;
+    ``check_bool`` takes numpy's too)."""
     pyarrow()
     if deserializer is not None:
         raise ConfigurationError("consume_arrow returns the records' bytes and this consumer has a "
                                  "deserializer: use consume_batch, or a consumer without one")
-    if not isinstance(headers, bool):
-        raise TypeError("headers must be True or False, not %r" % (headers,))
+    return check_bool("headers", headers)
 
 
 def schema(headers=False, wide=False):
