@@ -734,9 +734,10 @@ class Producer:
         where the partitioner puts it: the default spreads the rows in runs as
         ``produce_batch()`` does, ``Murmur2Partitioner`` hashes the key in C (rows without a
         key are spread). With another partitioner, ``sync``, ``delivery_reports`` or
-        ``block_on_queue_full=False``, each row goes through the general path instead. An
-        error is raised with ``produced`` as in :meth:`produce_batch`; a ``partition`` the
-        topic lacks is a ``ValueError``.
+        ``block_on_queue_full=False``, each row goes through the general path instead (with
+        ``delivery_reports``, a row over ``max_request_size`` counts as queued and its
+        delivery report holds the refusal, as :meth:`produce` does). An error is raised with ``produced`` as in
+        :meth:`produce_batch`; a ``partition`` the topic lacks is a ``ValueError``.
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
