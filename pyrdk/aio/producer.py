@@ -38,7 +38,7 @@ from pyrdk.exceptions import (KafkaException, NoBrokersAvailableError, ProducerQ
 from pyrdk.rd import transaction
 from pyrdk.rd.callbacks import REPORT_BATCH, Callbacks
 from pyrdk.rd.conf import to_str
-from pyrdk.rd.errors import MSG_TIMED_OUT, QUEUE_FULL
+from pyrdk.rd.errors import MSG_TIMED_OUT, PURGE_INFLIGHT, PURGE_QUEUE, QUEUE_FULL
 from pyrdk.rd.errors import exception as error_for
 from pyrdk.rd.handle import Handle
 
@@ -709,6 +709,9 @@ class AIOKafkaProducer(Client):
         for fut, topic, err in self._core.deliver(self._pending, ids, errs, partitions, offsets, timestamps,
                                                   RecordMetadata, TopicPartition):
             exc = error_for(err, "deliver to %s" % topic)
+            if err in (PURGE_QUEUE, PURGE_INFLIGHT) and self._transactional and not self._stopping:
+                exc = error_for(err, "deliver to %s" % topic, reason="the transaction was aborted before the record "
+                                "was delivered (%s)" % exc)  # librdkafka's abort purges what is not sent
             if err == MSG_TIMED_OUT:  # what kept it from the brokers (a TLS listener to a plaintext client...)
                 exc = self._handle.with_last_error(exc)
             if self._transactional:

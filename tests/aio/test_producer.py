@@ -364,6 +364,22 @@ def test_a_commit_that_timed_out_is_called_again_before_the_next_transaction():
 
 @pytest.mark.mock
 @pytest.mark.asyncio
+async def test_a_record_an_abort_purged_says_the_transaction_was_aborted(mock_cluster):
+    """librdkafka's abort purges the records not yet sent: their futures fail saying why, where
+    they said only "Local: Purged in queue"."""
+    mock_cluster.create_topic("t", 1, 1)
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id="purged",
+                                         linger_ms=20000)
+    async with producer:
+        await producer.begin_transaction()
+        sent = await producer.send("t", b"never sent")
+        await producer.abort_transaction()
+        with pytest.raises(KafkaException, match="the transaction was aborted before the record was delivered"):
+            await sent
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
 async def test_a_commit_after_an_abort_that_timed_out_says_to_finish_the_abort(mock_cluster):
     producer = slow_transactional_producer(mock_cluster)
     async with producer:
