@@ -591,7 +591,11 @@ class CallState:
                     return exc
         return None
 
-    def discard(self, cls: type[BaseException]) -> None:
+    def holds(self, cls: Union[type[BaseException], tuple[type[BaseException], ...]]) -> bool:
+        """Whether an exception of class ``cls`` is kept."""
+        return any(isinstance(exc, cls) for _, exc, _ in self._pending)
+
+    def discard(self, cls: Union[type[BaseException], tuple[type[BaseException], ...]]) -> None:
         """Forget the kept exceptions of class ``cls``: what they said no longer holds."""
         with self._lock:
             self._pending = [kept for kept in self._pending if not isinstance(kept[1], cls)]

@@ -360,8 +360,7 @@ class Producer:
         if security is not None:
             # TLS or the login refused the connections: the messages stop() could not deliver
             # failed for that reason, raised as their cause (not alone, their list lost)
-            self._errors.discard(SslError)
-            self._errors.discard(AuthenticationError)
+            self._errors.discard((SslError, AuthenticationError))
             for _, other in self._errors.take():  # not raised: said
                 log.error("stop() of the producer of %s: %s", self._topic.name.decode(), other)
             raise _produce_failure([(msg, security) for msg, _ in self._failures.take()])
@@ -388,9 +387,7 @@ class Producer:
                     raise
                 self._errors.crash(exc)
                 return handle.flush(0)  # the flush ran: the callback's error was raised after it
-            failure = self._errors.pop((SslError, AuthenticationError))
-            if failure is not None:
-                self._errors.crash(failure)
+            if self._errors.holds((SslError, AuthenticationError)):
                 return False
             if deadline is not None and time.monotonic() >= deadline:
                 return False
