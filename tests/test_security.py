@@ -683,6 +683,26 @@ def test_aio_oauth_cb_without_oauthbearer_says_so_as_kafka_client_does(kafka_hos
         asyncio.run(asyncio.wait_for(start(), PATIENCE_S))
 
 
+@pytest.mark.parametrize("client", ["AIOKafkaProducer", "AIOKafkaConsumer"])
+@pytest.mark.parametrize("mechanism", SCRAM + ["PLAIN"])
+@pytest.mark.parametrize("missing", ["sasl_plain_username", "sasl_plain_password"])
+def test_aio_sasl_login_without_user_or_password_names_the_option(client, mechanism, missing):
+    """A PLAIN or SCRAM login needs both (aiokafka refuses PLAIN without them, ValueError): the
+    aio clients said librdkafka's "sasl.username and sasl.password must be set"."""
+    import pyrdk.aio
+    from pyrdk.exceptions import ConfigurationError
+    credentials = {"sasl_plain_username": SASL_USER, "sasl_plain_password": SASL_PASSWORD}
+    del credentials[missing]
+    with pytest.raises(ConfigurationError, match="sasl_mechanism=%r needs sasl_plain_username and "
+                       "sasl_plain_password [(]%s is not given[)]" % (mechanism, missing)) as info:
+        getattr(pyrdk.aio, client)(bootstrap_servers="127.0.0.1:1", security_protocol="SASL_PLAINTEXT",
+                                   sasl_mechanism=mechanism, **credentials)
+    assert isinstance(info.value, ValueError) and SASL_PASSWORD not in str(info.value)
+    given = {"sasl.username": SASL_USER, "sasl.password": SASL_PASSWORD}  # librdkafka's names: taken
+    getattr(pyrdk.aio, client)(bootstrap_servers="127.0.0.1:1", security_protocol="SASL_PLAINTEXT",
+                               sasl_mechanism=mechanism, rdkafka_config=given)
+
+
 def test_ssl_config_password_of_a_wrong_type_is_not_shown():
     with pytest.raises(TypeError) as info:
         SslConfig(cafile="ca.pem", password=1234567)

@@ -78,6 +78,12 @@ def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms
             raise ConfigurationError("sasl_mechanism must be one of %s, not %r"
                                      % (", ".join(SASL_MECHANISMS), sasl_mechanism))
         config["sasl.mechanism"] = sasl_mechanism
+        given = rdkafka_config if isinstance(rdkafka_config, dict) else {}
+        for option, value, name in (("sasl_plain_username", sasl_plain_username, "sasl.username"),
+                                    ("sasl_plain_password", sasl_plain_password, "sasl.password")):
+            if sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and value is None and name not in given:
+                raise ConfigurationError("sasl_mechanism=%r needs sasl_plain_username and sasl_plain_password "
+                                         "(%s is not given), as in aiokafka" % (sasl_mechanism, option))
         if sasl_plain_username is not None:
             config["sasl.username"] = sasl_plain_username
         if sasl_plain_password is not None:
