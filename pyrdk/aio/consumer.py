@@ -905,7 +905,7 @@ class AIOKafkaConsumer(Client):
     async def commit(self, offsets: Optional[Mapping[TopicPartition, Union[int, tuple[int, str]]]] = None) -> None:
         """Commit ``offsets`` (``{TopicPartition: offset or (offset, metadata)}``, the next
         offsets to read), by default the positions of the records returned
-        (``rd_kafka_commit``)."""
+        (``rd_kafka_commit``), waiting up to ``request_timeout_ms`` for the answer."""
         self._check_running()
         if self._group_id is None:
             raise IllegalOperation("commit() needs a group_id")
@@ -919,7 +919,7 @@ class AIOKafkaConsumer(Client):
         if not entries:
             return
         try:
-            await self._blocking(self._handle.commit, entries)
+            await self._blocking(self._handle.commit, entries, False, self._request_timeout_ms)
         except (IllegalGeneration, UnknownMemberId, RebalanceInProgress) as exc:
             raise CommitFailedError("commit failed: the group rebalanced (%s)" % exc) from exc
 

@@ -1191,6 +1191,27 @@ async def test_seek_to_beginning_while_the_leader_is_down_names_it_and_works_onc
 
 @pytest.mark.mock
 @pytest.mark.asyncio
+@pytest.mark.slow  # a commit answered after 12 s
+async def test_commit_waits_for_its_answer_as_long_as_request_timeout_ms(mock_cluster):
+    """A slow coordinator's answer is waited for within ``request_timeout_ms``, as aiokafka's
+    requests are; commit() gave up after a fixed 10 s, whatever request_timeout_ms said."""
+    mock_cluster.create_topic("t", 1, 1)
+    mock_cluster.set_coordinator("group", "slow-commit", 1)
+    consumer, [tp] = assigned_consumer(mock_cluster.bootstrap_servers, "t", 1, group_id="slow-commit",
+                                       enable_auto_commit=False, request_timeout_ms=30000)
+    async with consumer:
+        consumer.assign([tp])
+        await consumer.commit({tp: 1})
+        mock_cluster.set_broker_rtt(1, 12000)
+        try:
+            await consumer.commit({tp: 2})
+        finally:
+            mock_cluster.set_broker_rtt(1, 0)
+        assert await consumer.committed(tp) == 2
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
 @pytest.mark.parametrize("api, code, subscribe", [("Fetch", 29, False), ("JoinGroup", 30, True), (None, 29, False)],
                          ids=["fetch", "join", "metadata"])
 async def test_an_authorization_failure_is_raised_by_getmany(mock_cluster, api, code, subscribe):
