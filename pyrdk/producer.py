@@ -953,9 +953,11 @@ class Producer:
                 self._core.divert = True
 
     def _report(self, msg, exc):
-        if self._aborting and not self._delivery_reports and exc is not None and exc.code in (PURGE_QUEUE,
-                                                                                               PURGE_INFLIGHT):
-            return  # purged by abort_transaction(): the program knows they were not written
+        if self._aborting and exc is not None and exc.code in (PURGE_QUEUE, PURGE_INFLIGHT):
+            if not self._delivery_reports:
+                return  # purged by abort_transaction(): the program knows they were not written
+            exc = errors_exception(exc.code, reason="the transaction was aborted before the message was "
+                                   "delivered (%s)" % exc)
         if self._delivery_reports:
             msg.delivery_report_q.put((msg, exc))
         elif exc is not None:

@@ -255,6 +255,18 @@ def test_coordinator_errors_are_retried_and_the_transaction_commits(mock_cluster
 
 
 @pytest.mark.mock
+def test_the_report_of_a_message_an_abort_purged_says_the_transaction_was_aborted(mock_topic):
+    """librdkafka's abort purges the messages not yet sent: their delivery reports say why,
+    where they said only "Local: Purged in queue"."""
+    with mock_topic.get_producer(transactional_id="purged", linger_ms=20000, delivery_reports=True) as producer:
+        producer.begin_transaction()
+        msg = producer.produce(b"never sent")
+        producer.abort_transaction()
+        reported, exc = producer.get_delivery_report(timeout=60)
+        assert reported is msg and "the transaction was aborted before the message was delivered" in str(exc)
+
+
+@pytest.mark.mock
 def test_a_failed_delivery_makes_the_commit_abortable_and_the_context_manager_aborts(mock_cluster, mock_topic):
     producer = mock_topic.get_producer(transactional_id="abortable", linger_ms=5)
     try:
