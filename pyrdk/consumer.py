@@ -749,8 +749,7 @@ class Consumer:
         if self._running:
             committed = self._retrying("offset fetch", self._committed, self._handle, tps)
         else:
-            handle = Handle("consumer", self._config, closed_exc=ConsumerStoppedException,
-                            what="offsets of group %r" % self._consumer_group)
+            handle = self._offline_handle()
             try:
                 committed = self._retrying("offset fetch", self._committed, handle, tps)
             finally:
@@ -758,6 +757,13 @@ class Consumer:
         return [(tp.partition, OffsetFetchPartitionResponse(tp.offset if tp.offset >= 0 else -1,
                                                             tp.metadata or b"", tp.error))
                 for tp in committed]
+
+    def _offline_handle(self):
+        """A consumer handle of the consumer's configuration for offset calls made while it
+        is not running (close it when done): it joins nothing and is assigned nothing."""
+        return Handle("consumer", self._config, closed_exc=ConsumerStoppedException,
+                      what="offsets of group %r" % self._consumer_group if self._consumer_group
+                      else "offsets of topic %s" % self._topic_name)
 
     def _committed(self, handle, tps):
         """``handle.committed(tps)`` within ``socket_timeout_ms``; a partition's error is raised."""
@@ -781,6 +787,15 @@ class Consumer:
             default: every partition to ``auto_offset_reset``
         """
         self._check_running()
+        targets, explicit = self._reset_targets(partition_offsets, self._handle)
+        self._move(targets, explicit)
+        if self._consumer_group and targets:
+            self.commit_offsets(sorted(targets.items()))
+
+    def _reset_targets(self, partition_offsets, handle):
+        """``({pid: next offset}, {pid: next offset given as an int})`` of reset_offsets'
+        ``partition_offsets``, checked, with OffsetTypes and datetimes looked up through
+        ``handle``."""
         if partition_offsets is None:
             partition_offsets = [(pid, self._auto_offset_reset) for pid in self._held]
         targets = {}  # partition id -> the next offset to read
@@ -803,10 +818,8 @@ class Consumer:
         # OffsetType and datetime are resolved with ListOffsets (as pykafka does), so the
         # position is known, held_offsets is right and the commit below records it.
         explicit = dict(targets)
-        targets.update(self._list_offsets(lookups))
-        self._move(targets, explicit)
-        if self._consumer_group and targets:
-            self.commit_offsets(sorted(targets.items()))
+        targets.update(self._list_offsets(lookups, handle))
+        return targets, explicit
 
     def _move(self, targets, explicit):
         """Make ``targets`` (``{pid: offset}``) the next offsets read (``rd_kafka_seek_partitions``);

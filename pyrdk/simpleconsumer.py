@@ -10,6 +10,7 @@ written for pykafka read it from ``consumer._partitions``.
 """
 from __future__ import annotations
 
+import datetime
 import itertools
 import logging
 import uuid
@@ -245,6 +246,55 @@ class SimpleConsumer(Consumer):
                     self.commit_offsets()
             finally:
                 self._close(consumer_close=False)
+
+    # -- offsets of a consumer not started yet --------------------------------------------------
+
+    def _before_first_start(self):
+        """Whether the consumer was made with ``auto_start=False`` and not started since."""
+        return not self._running and self._handle is None
+
+    def reset_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int],
+                                                                      Union[int, datetime.datetime]]]] = None) -> None:
+        """See :meth:`pyrdk.consumer.Consumer.reset_offsets`. As in pykafka, it also works
+        before the first ``start()`` (``auto_start=False``): the partitions are moved where
+        ``start()`` begins (OffsetTypes and datetimes looked up, and with a group the new
+        positions committed, through a handle of its own). A stopped consumer raises
+        ``ConsumerStoppedException``."""
+        if not self._before_first_start():
+            return super().reset_offsets(partition_offsets)
+        handle = self._offline_handle()
+        try:
+            targets, explicit = self._reset_targets(partition_offsets, handle)
+            for pid, nxt in targets.items():
+                self._core.set_next(pid, nxt)
+                if pid in explicit:
+                    self._unverified[pid] = nxt  # checked against the end of the log once started
+                else:
+                    self._unverified.pop(pid, None)
+            if self._consumer_group and targets:
+                self._commit(handle, sorted(targets.items()))
+        finally:
+            handle.close()
+
+    def commit_offsets(self, partition_offsets: Optional[Iterable[tuple[Union[Partition, int], Optional[int]]]] = None
+                       ) -> None:
+        """See :meth:`pyrdk.consumer.Consumer.commit_offsets`. As in pykafka, it also works
+        before the first ``start()`` (``auto_start=False``), through a handle of its own; a
+        stopped consumer raises ``ConsumerStoppedException``."""
+        if not self._before_first_start():
+            return super().commit_offsets(partition_offsets)
+        self._require_group("commit_offsets")
+        if partition_offsets is None:
+            offsets = [(pid, nxt) for pid, nxt in sorted(self._core.next_offsets().items()) if nxt is not None]
+        else:
+            offsets = self._offsets_to_commit_given(partition_offsets)
+        if not offsets:
+            return
+        handle = self._offline_handle()
+        try:
+            self._commit(handle, offsets)
+        finally:
+            handle.close()
 
     def __repr__(self) -> str:
         return "<pyrdk.simpleconsumer.SimpleConsumer at %#x (topic=%s, consumer_group=%s)>" % (

@@ -740,6 +740,39 @@ def test_reset_offsets_to_latest(topic, group_name):
     assert [(m.offset, m.value) for m in got] == [(5, b"after")]
 
 
+@pytest.mark.kafka
+def test_reset_offsets_before_start_is_where_start_begins(topic):
+    """pykafka's reset_offsets works on a consumer made with auto_start=False: start() then
+    reads from there (without a group it keeps the offsets it holds)."""
+    produce(topic, [b"v%d" % i for i in range(6)], partition=0)
+    consumer = topic.get_simple_consumer(partitions=[0, 1], auto_start=False, consumer_timeout_ms=1000)
+    consumer.reset_offsets([(0, 2), (topic.partitions[1], OffsetType.LATEST)])
+    assert consumer.held_offsets == {0: 2, 1: OffsetType.EARLIEST}
+    consumer.start()
+    try:
+        assert [(m.partition_id, m.offset) for m in drain(consumer)] == [(0, 3), (0, 4), (0, 5)]
+    finally:
+        consumer.stop()
+
+
+@pytest.mark.kafka
+def test_reset_and_commit_offsets_before_start_commit_for_the_group(topic, group_name):
+    """pykafka's reset_offsets and commit_offsets commit on a consumer not started yet."""
+    # One request per message: see test_auto_offset_reset_latest_starts_at_the_end_for_a_new_group.
+    produce(topic, [b"v%d" % i for i in range(6)], partition=0, sync=True)
+    consumer = topic.get_simple_consumer(consumer_group=group_name, partitions=[0, 1], auto_start=False,
+                                         consumer_timeout_ms=1000)
+    consumer.reset_offsets([(0, OffsetType.LATEST)])
+    assert committed(consumer) == {0: 6, 1: -1}
+    consumer.commit_offsets([(0, 4), (1, 0)])
+    assert committed(consumer) == {0: 4, 1: 0}
+    consumer.start()
+    try:
+        assert [m.offset for m in drain(consumer)] == [4, 5]
+    finally:
+        consumer.stop()
+
+
 def _reset_to_datetime(topic, group):
     base = int(time.time() * 1000) - 3600 * 1000
     for i in range(10):  # timestamps base, base + 1 s, ...
