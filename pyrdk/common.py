@@ -476,18 +476,10 @@ class SslConfig:
         return config
 
 
-class OffsetPartitionResponse(tuple):
-    """pykafka's answer for one partition of an offset query: ``offset`` (a list) and ``err``."""
+class OffsetPartitionResponse(collections.namedtuple("OffsetPartitionResponse", "offset err", defaults=(0,))):
+    """pykafka's answer for one partition of an offset query: ``offset`` (a list) and ``err``.
+    A namedtuple, as pykafka's: a copy, a deep copy or a pickle is the same answer."""
     __slots__ = ()
-
-    def __new__(cls, offset: list[int], err: int = 0) -> OffsetPartitionResponse:
-        return tuple.__new__(cls, (offset, err))
-
-    offset = property(lambda self: self[0])
-    err = property(lambda self: self[1])
-
-    def __repr__(self):
-        return "OffsetPartitionResponse(offset=%r, err=%r)" % self
 
 
 # pykafka's answers for one partition of a group's offset commit or fetch.

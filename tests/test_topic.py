@@ -1,5 +1,7 @@
 """Topic and Partition: partitions, leaders, offset queries, factories."""
+import copy
 import datetime
+import pickle
 
 import pytest
 
@@ -42,6 +44,19 @@ def test_offset_limits_follow_produced_messages(topic):
     assert partition.earliest_available_offset() == 0
     assert partition.fetch_offset_limit(OffsetType.EARLIEST) == [0]  # pykafka's: the list of offsets
     assert partition.fetch_offset_limit(OffsetType.LATEST)[0] == 5
+
+
+def test_offset_answers_copy_and_pickle_as_pykafkas_namedtuple(topic):
+    """pykafka's OffsetPartitionResponse is a namedtuple: a copy, a deep copy or a pickle
+    (to hand lag figures to another process) is the same answer."""
+    _produce_one_by_one(topic, 3, 1)
+    answers = topic.latest_available_offsets()
+    assert answers[1] == ([3], 0)
+    for remade in (copy.copy(answers), copy.deepcopy(answers), pickle.loads(pickle.dumps(answers))):
+        assert remade == answers
+        assert (remade[1].offset, remade[1].err) == ([3], 0)
+    assert answers[1]._asdict() == {"offset": [3], "err": 0}
+    assert answers[1]._replace(err=3) == ([3], 3)
 
 
 @tansu_gap("ListOffsets latest after a batched produce answers the last batch's base offset + 1, "
