@@ -190,8 +190,6 @@ class SimpleConsumer(Consumer):
                 raise ValueError("topic %s has no partition %d (it has %s)"
                                  % (self._topic_name, pid, sorted(everything)))
             chosen[pid] = everything[pid]
-        if not chosen:
-            raise ValueError("partitions is empty")
         return chosen
 
     # -- lifecycle -----------------------------------------------------------------------------

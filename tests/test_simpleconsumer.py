@@ -725,6 +725,21 @@ def test_reset_offsets_default_is_auto_offset_reset_for_every_partition(topic):
 
 
 @pytest.mark.kafka
+def test_a_consumer_of_no_partitions_reads_nothing_as_pykafkas(topic, group_name):
+    """``partitions=[]`` (a worker whose share of the partitions is none) is a consumer that
+    reads nothing, as in pykafka; it raised ValueError."""
+    produce(topic, [b"v"], partition=0)
+    consumer = topic.get_simple_consumer(partitions=[], consumer_group=group_name, consumer_timeout_ms=300)
+    try:
+        assert consumer.consume() is None and list(consumer) == [] and consumer.consume_batch(10, 300) == []
+        assert consumer.held_offsets == {}
+        consumer.commit_offsets()
+        consumer.reset_offsets()
+    finally:
+        consumer.stop()
+
+
+@pytest.mark.kafka
 def test_reset_offsets_to_latest(topic, group_name):
     # One request per message: see test_auto_offset_reset_latest_starts_at_the_end_for_a_new_group.
     produce(topic, [b"v%d" % i for i in range(5)], partition=0, sync=True)

@@ -342,7 +342,6 @@ TABLE = [
     ("get_simple_consumer(partitions=5)", TE, "partitions", lambda w: w.consumer(partitions=5)),
     ("get_simple_consumer(partitions=[99])", VE, "partition", lambda w: w.consumer(partitions=[99])),
     ("get_simple_consumer(partitions=['0'])", TE, "partitions", lambda w: w.consumer(partitions=["0"])),
-    ("get_simple_consumer(partitions=[])", VE, "partitions", lambda w: w.consumer(partitions=[])),
     ("get_simple_consumer(fetch_message_max_bytes='1M')", (TE, VE), "fetch_message_max_bytes",
      lambda w: w.consumer(fetch_message_max_bytes="1M")),
     ("get_simple_consumer(queued_max_messages=-1)", (TE, VE), "queued_max_messages",
