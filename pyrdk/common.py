@@ -196,8 +196,8 @@ def _int_field(name: str, value: int, bits: int) -> int:
     return value
 
 
-_EPOCH = datetime.datetime(1970, 1, 1)
-_EPOCH_UTC = _EPOCH.replace(tzinfo=datetime.timezone.utc)
+EPOCH = datetime.datetime(1970, 1, 1)  # pykafka.common.EPOCH: naive, read as UTC
+_EPOCH_UTC = EPOCH.replace(tzinfo=datetime.timezone.utc)
 
 
 class Message(metaclass=abc.ABCMeta):
@@ -351,7 +351,7 @@ class Message(metaclass=abc.ABCMeta):
 
     def _set_timestamp_from(self, ts, what):
         if isinstance(ts, datetime.datetime):
-            epoch = _EPOCH if ts.utcoffset() is None else _EPOCH_UTC
+            epoch = EPOCH if ts.utcoffset() is None else _EPOCH_UTC
             ts = (ts - epoch) // datetime.timedelta(milliseconds=1)  # exact, rounded down
         elif isinstance(ts, float) and math.isfinite(ts):
             ts = int(ts)

@@ -98,7 +98,6 @@ class _MessageType(abc.ABCMeta):
         return type.__subclasscheck__(common.Message, subclass)
 
 
-_EPOCH = datetime.datetime(1970, 1, 1)
 
 
 def _timestamp_ms(timestamp: Union[int, float, datetime.datetime, None], protocol_version: int) -> Optional[int]:
@@ -109,7 +108,7 @@ def _timestamp_ms(timestamp: Union[int, float, datetime.datetime, None], protoco
     if isinstance(timestamp, datetime.datetime):
         if timestamp.tzinfo is not None:
             return int(timestamp.timestamp() * 1000)
-        return int((timestamp - _EPOCH).total_seconds() * 1000)  # naive: UTC, as pykafka
+        return int((timestamp - common.EPOCH).total_seconds() * 1000)  # naive: UTC, as pykafka
     if isinstance(timestamp, (int, float)) and not isinstance(timestamp, bool):
         return int(timestamp)  # a Message's timestamp is an int
     raise TypeError("timestamp must be ms since the epoch, a datetime or None, not %r" % (timestamp,))

@@ -34,6 +34,8 @@ __all__ = ["OwnedPartition", "SimpleConsumer"]
 
 log = logging.getLogger(__name__)
 
+MAGIC_OFFSETS = [OffsetType.EARLIEST, OffsetType.LATEST]  # pykafka's name: the offsets that are not offsets
+
 
 class SimpleConsumer(Consumer):
     """Consume a topic's partitions, all or a subset (pykafka 2.8's signature).

@@ -63,6 +63,10 @@ def test_the_imports_pykafka_programs_make():
         from pykafka.producer import OwnedBroker
         import pykafka.cluster, pykafka.broker, pykafka.topic, pykafka.partition, pykafka.client
         assert ConnectionSslConfig is SslConfig and issubclass(Message, ProtocolMessage)
+        import datetime
+        from pykafka.common import EPOCH
+        from pykafka.simpleconsumer import MAGIC_OFFSETS
+        assert EPOCH == datetime.datetime(1970, 1, 1) and MAGIC_OFFSETS == [OffsetType.EARLIEST, OffsetType.LATEST]
     """)
 
 
