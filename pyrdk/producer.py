@@ -446,8 +446,12 @@ class Producer:
     def _produce_general(self, message, partition_key, timestamp, headers, partition):
         """produce()'s general path: whatever the core's fast path does not take, one
         ``rd_kafka_producev`` call per message. ``partition``: the partitioner's choice if
-        the fast path asked for it already."""
-        mark = self._failures.mark()
+        the fast path asked for it already. Inside a produce_batch() or produce_arrow() that
+        sends its messages one at a time, the failures it raises are those from before that
+        call began (its ``_call_mark``), not from before this message."""
+        mark = getattr(self._local, "call_mark", None)
+        if mark is None:
+            mark = self._failures.mark()
         me = self._enter()
         try:
             msg, done = self._hand_over(message, partition_key, timestamp, headers, partition)
@@ -670,26 +674,26 @@ class Producer:
         if not messages:
             return 0
         self._check()
+        mark = self._failures.mark()
         if self._general_only or self._partitioner is not random_partitioner:
-            return self._produce_each(messages)
+            return self._produce_each(messages, mark)
         core, handle = self._core, self._handle
         assert core is not None and handle is not None  # start() made them
-        mark = self._failures.mark()
         me = self._enter()  # stop() flushes what this call queues
         try:
-            total = self._produce_batch(core, handle, messages)
+            total = self._produce_batch(core, handle, messages, mark)
         finally:
             self._leave(me)
         self._raise_failed(total, mark)
         return total
 
-    def _produce_batch(self, core, handle, messages):
+    def _produce_batch(self, core, handle, messages, mark):
         self._hand_off(producing=True)
         total = 0
         while True:
             result = core.produce_batch(messages, POLL_MS)
             if result is None:
-                return self._produce_each(messages)
+                return self._produce_each(messages, mark)
             sent, err = result
             total += sent
             if err == QUEUE_FULL:  # waited POLL_MS for room: serve reports and go on
@@ -742,27 +746,33 @@ class Producer:
             raise ConfigurationError("produce_arrow sends the columns' bytes and this producer has a serializer: "
                                      "use produce(), or a producer without one")
         total = 0
+        marks: list[int] = []  # the call's one mark, whatever number of record batches
         for part in arrow.record_batches(batch):
             try:
                 columns = arrow.write_columns(part)
-                total += self._produce_columns(part, columns)
+                total += self._produce_columns(part, columns, marks)
             except Exception as exc:  # its ``produced`` counts the rows of the batches before too
                 setattr(exc, "produced", total + getattr(exc, "produced", 0))
                 raise
         return total
 
-    def _produce_columns(self, batch, columns):
+    def _produce_columns(self, batch, columns, marks):
+        """One record batch of produce_arrow(); ``marks``: the call's ``_failures`` mark,
+        taken once the first batch's check has handed out the reports come before the call."""
         rows = columns[0]
         if not rows:
             return 0
         self._check()
+        if not marks:
+            marks.append(self._failures.mark())
+        mark = marks[0]
         core, handle = self._core, self._handle
         assert core is not None and handle is not None  # start() made them
         if self._general_only or self._partitioner not in (random_partitioner, murmur2_partitioner) and \
                 not isinstance(self._partitioner, Murmur2Partitioner):
-            return self._produce_rows(batch)
+            with self._call_mark(mark):
+                return self._produce_rows(batch)
         columns = (rows, self._partitioner is not random_partitioner) + columns[1:]
-        mark = self._failures.mark()
         me = self._enter()  # stop() flushes what this call queues
         try:
             self._produce_core_rows(core, handle, batch, columns, rows)
@@ -838,20 +848,35 @@ class Producer:
                 raise
         return n
 
-    def _produce_each(self, messages):
-        for count, item in enumerate(messages):
-            try:
-                if isinstance(item, tuple):
-                    if len(item) != 2:
-                        raise TypeError("produce_batch takes values or (value, partition_key) pairs, "
-                                        "not a tuple of %d" % len(item))
-                    self.produce(item[0], item[1])
-                else:
-                    self.produce(item)
-            except Exception as exc:  # produce() raises failed deliveries after queueing its message
-                exc.produced = count + getattr(exc, "produced", 0)
-                raise
-        return len(messages)
+    @contextlib.contextmanager
+    def _call_mark(self, mark: int) -> Iterator[None]:
+        """Make ``mark`` (a ``_failures`` mark taken as a produce_batch() or produce_arrow()
+        call began) the one its messages sent one at a time through produce() raise up to:
+        the deliveries of its earlier messages that fail while it runs wait for the next
+        call, as they do when the core takes the whole call. A context manager; an outer
+        call's mark (the call's own partitioner or serializer producing) stands."""
+        outer = getattr(self._local, "call_mark", None)
+        self._local.call_mark = mark if outer is None else outer
+        try:
+            yield
+        finally:
+            self._local.call_mark = outer
+
+    def _produce_each(self, messages, mark):
+        with self._call_mark(mark):
+            for count, item in enumerate(messages):
+                try:
+                    if isinstance(item, tuple):
+                        if len(item) != 2:
+                            raise TypeError("produce_batch takes values or (value, partition_key) pairs, "
+                                            "not a tuple of %d" % len(item))
+                        self.produce(item[0], item[1])
+                    else:
+                        self.produce(item)
+                except Exception as exc:  # produce() raises failed deliveries after queueing its message
+                    exc.produced = count + getattr(exc, "produced", 0)
+                    raise
+            return len(messages)
 
     def _enqueue(self, msg, msg_id, headers):
         while True:

@@ -1298,18 +1298,30 @@ def test_produce_arrow_failure_is_raised_with_the_row(mock_cluster, mock_topic):
 
 
 @pytest.mark.mock
-@pytest.mark.parametrize("call", ["produce_batch", "produce_arrow"])
-def test_a_call_whose_own_messages_fail_meanwhile_returns_and_the_next_raises_them(mock_cluster, mock_topic, call):
+@pytest.mark.parametrize("call, how", [("produce_batch", "core"), ("produce_arrow", "core"), ("produce_batch", "each"),
+                                       ("produce_arrow", "each"), ("produce_arrow", "chunks")])
+def test_a_call_whose_own_messages_fail_meanwhile_returns_and_the_next_raises_them(mock_cluster, mock_topic, call,
+                                                                                    how):
     """Deliveries of a call's own messages that fail while the call runs (here while it waits
     for room in a full queue) are raised by the next call, not by it: it raises only what
     failed before it began ("which are not among them", its error says), and a program that
-    re-sends what its call did not queue plus ``failed`` sends each message once."""
+    re-sends what its call did not queue plus ``failed`` sends each message once. So too
+    when the call sends its messages one at a time (``each``: a partitioner of the
+    program's) or a Table's record batches one after the other (``chunks``), where each
+    message or record batch raised the failures of the ones before it."""
     import pyarrow as pa
     values = [b"m-%d" % i for i in range(50)]
-    with mock_topic.get_producer(max_retries=0, linger_ms=0, max_queued_messages=5) as producer:
+    kwargs = {"partitioner": lambda partitions, key: partitions[0]} if how == "each" else {}
+    with mock_topic.get_producer(max_retries=0, linger_ms=0, max_queued_messages=5, **kwargs) as producer:
         warm(producer)
         mock_cluster.push_request_errors(ApiKey.Produce, MESSAGE_TOO_LARGE, MESSAGE_TOO_LARGE, MESSAGE_TOO_LARGE)
-        assert getattr(producer, call)(values if call == "produce_batch" else pa.record_batch({"value": values})) == 50
+        if call == "produce_batch":
+            given = values
+        elif how == "chunks":
+            given = pa.Table.from_batches([pa.record_batch({"value": values[i:i + 5]}) for i in range(0, 50, 5)])
+        else:
+            given = pa.record_batch({"value": values})
+        assert getattr(producer, call)(given) == 50
         with pytest.raises(ProduceFailureError) as info:
             producer.flush()
         failed = [msg.value for msg, _ in info.value.failed]
