@@ -1328,11 +1328,18 @@ class Producer:
             self._in_transaction = False
 
     def __len__(self):
-        """Messages produced and not yet delivered or reported."""
-        core = self._core
+        """Messages produced and not yet delivered or reported. The delivery reports
+        librdkafka has given are handed out first (in this thread, or by the poller thread's
+        dispatch under way, which this waits for): a message it no longer counts has its
+        report told, and its failure kept for the next call. (A report leaves the count as
+        it is recorded or taken from the core, before it is told: a program that waited for
+        0 and then produced was not always told of the failure.)"""
+        core, handle = self._core, self._handle
         if core is None:
             return 0
-        outstanding = self._handle.batch_outstanding(core.batch_sent) if self._handle is not None else 0
+        if handle is not None and handle.owned:
+            handle.dispatch_reports(reraise=False)
+        outstanding = handle.batch_outstanding(core.batch_sent) if handle is not None else 0
         return len(core) + outstanding
 
 

@@ -531,16 +531,19 @@ class Handle:
                 queue = self._main
             queue.io_event_enable(fd)
 
-    def dispatch_reports(self, limit=None):
+    def dispatch_reports(self, limit=None, reraise=True):
         """Hand the buffered delivery reports to ``on_delivery`` in this thread (at most
-        ``limit`` batches of ``callbacks.REPORT_BATCH``); the number handled. In a child
-        forked after the handle was made it raises the handle's exception: the parent's
-        threads (a poller serving reports, librdkafka's) may have held the reports' locks at
-        fork(), which nobody in the child would ever release."""
+        ``limit`` batches of ``callbacks.REPORT_BATCH``); the number handled. It first waits
+        for a dispatch under way in another thread (the poller's) to end. ``reraise``: raise
+        the oldest exception a handler raised, if any (else it waits for the next call that
+        does). In a child forked after the handle was made it raises the handle's
+        exception: the parent's threads (a poller serving reports, librdkafka's) may have
+        held the reports' locks at fork(), which nobody in the child would ever release."""
         if not self.owned:
             raise self.refusal(forked=True)
         handled = self._cbs.dispatch_reports(limit)
-        self._cbs.reraise()
+        if reraise:
+            self._cbs.reraise()
         return handled
 
     def wait_reports(self, timeout_ms):
