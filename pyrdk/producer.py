@@ -450,10 +450,11 @@ class Producer:
         sends its messages one at a time, the failures it raises are those from before that
         call began (its ``_call_mark``), not from before this message."""
         mark = getattr(self._local, "call_mark", None)
-        if mark is None:
-            mark = self._failures.mark()
         me = self._enter()
         try:
+            if mark is None:
+                self._handle.dispatch_reports()  # the failures reported before the call: raised by it
+                mark = self._failures.mark()
             msg, done = self._hand_over(message, partition_key, timestamp, headers, partition)
         finally:
             self._leave(me)
