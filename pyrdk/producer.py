@@ -738,8 +738,9 @@ class Producer:
         key are spread). With another partitioner, ``sync``, ``delivery_reports`` or
         ``block_on_queue_full=False``, each row goes through the general path instead (with
         ``delivery_reports``, a row over ``max_request_size`` counts as queued and its
-        delivery report holds the refusal, as :meth:`produce` does). An error is raised with ``produced`` as in
-        :meth:`produce_batch`; a ``partition`` the topic lacks is a ``ValueError``.
+        delivery report holds the refusal, as :meth:`produce` does). An error is raised
+        with ``produced`` as in :meth:`produce_batch`; a ``partition`` the topic lacks is a
+        ``ValueError``.
         """
         if not self._running:
             raise ProducerStoppedException("the producer is stopped; call start() or use a new one")
