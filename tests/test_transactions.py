@@ -377,7 +377,8 @@ def test_each_slice_of_a_commit_has_the_time_to_begin_it(mock_cluster, mock_topi
     last one could be 0 ms) made librdkafka forget the commit under way, and abort the
     process at its own assertion when the EndTxn answer came. A slice that returns late (a
     loaded machine: ``late_s``) leaves less than TXN_SLICE_MS: the last one has it still (at
-    1300 ms, the first slice is one of two unless the call begins 300 ms late). A timeout of 0 (what a retry within a deadline may have left) is one call of TXN_SLICE_MS."""
+    1300 ms, the first slice is one of two unless the call begins 300 ms late). A timeout
+    of 0 (what a retry within a deadline may have left) is one call of TXN_SLICE_MS."""
     mock_cluster.set_coordinator("transaction", "sliced", 1)
     producer = mock_topic.get_producer(transactional_id="sliced", linger_ms=5)
     slices = []
