@@ -88,35 +88,39 @@ def produce(env, topic, path, fmt, key_separator, headers, partition, as_json):
     producer = t.get_producer(linger_ms=5, partitioner=partitioner, max_request_size=10 * 1024 * 1024,
                               rdkafka_config=env.producer_config())
     try:
-        task = progress.add_task("producing to %s" % topic, total=total, count=0) if progress else None
-        if progress:
-            progress.start()
-        done = 0
-        for record in records:
-            key = None
-            if sep is not None:
-                key, found, value = record.partition(sep)
-                if not found:
-                    key, value = None, record
-            else:
-                value = record
-            try:
-                producer.produce(value, partition_key=key, headers=header_list)
-            except KafkaException as exc:  # the records before it are sent: say how many
-                raise CommandError("%s (record %d; the %d before it were produced)"
-                                   % (one_line(exc), count + 1, count)) from exc
-            count += 1
-            done += len(record) + (1 if fmt == "lines" else 4)
-            if progress and count % 1000 == 0:
+        try:
+            task = progress.add_task("producing to %s" % topic, total=total, count=0) if progress else None
+            if progress:
+                progress.start()
+            done = 0
+            for record in records:
+                key = None
+                if sep is not None:
+                    key, found, value = record.partition(sep)
+                    if not found:
+                        key, value = None, record
+                else:
+                    value = record
+                try:
+                    producer.produce(value, partition_key=key, headers=header_list)
+                except KafkaException as exc:  # the records before it are sent: say how many
+                    raise CommandError("%s (record %d; the %d before it were produced)"
+                                       % (one_line(exc), count + 1, count)) from exc
+                count += 1
+                done += len(record) + (1 if fmt == "lines" else 4)
+                if progress and count % 1000 == 0:
+                    progress.update(task, completed=done, count=count)
+            if progress:
                 progress.update(task, completed=done, count=count)
-        if progress:
-            progress.update(task, completed=done, count=count)
-    finally:
-        if progress:
-            progress.stop()
-        if stream is not sys.stdin.buffer:
-            stream.close()
-        producer.stop()  # waits for the deliveries; raises ProduceFailureError listing failures
+        finally:
+            if progress:
+                progress.stop()
+            if stream is not sys.stdin.buffer:
+                stream.close()
+            producer.stop()  # waits for the deliveries; raises ProduceFailureError listing failures
+    except KeyboardInterrupt:  # Ctrl-C: exit 130, once what was read before it is delivered (stop())
+        click.echo("interrupted: produced %d messages to %s" % (count, topic), err=True)
+        raise
     if as_json:
         emit_json({"topic": topic, "produced": count})
     else:

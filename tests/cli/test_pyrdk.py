@@ -279,6 +279,26 @@ def test_produce_says_how_many_records_were_sent_before_one_it_cannot_send(kafka
     assert run(["consume", topic_name], kafka_hosts).out.split() == ["a", "b"]
 
 
+def test_produce_interrupted_says_how_many_records_it_produced(kafka_hosts, client, topic_name):
+    """Ctrl-C while produce waits for more input: exit 130, what was read is delivered, and
+    stderr says how many records that was (it said nothing)."""
+    topic = make_topic(client, topic_name, 1)
+    proc = subprocess.Popen([sys.executable, "-m", "pyrdk", "--hosts", kafka_hosts, "produce", topic_name],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=default_sigint)
+    try:
+        proc.stdin.write(b"a\nb\nc\n")
+        proc.stdin.flush()
+        with topic.get_simple_consumer(consumer_timeout_ms=60000) as reader:
+            assert [reader.consume().value for _ in range(3)] == [b"a", b"b", b"c"]
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=60)[1].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "interrupted: produced 3 messages to %s" % topic_name in err, err
+
+
 def test_consume_from_an_offset(kafka_hosts, client, topic_name):
     topic = make_topic(client, topic_name, 1)
     fill(topic, {0: 6})
