@@ -319,7 +319,11 @@ class AIOKafkaConsumer(Client):
         self._closed = True
         foreign = self._foreign_loop()  # started in another loop: its tasks and futures are that loop's
         if self._rebalancing is not None and not self._rebalancing.done() and not foreign:
-            self._rebalancing.cancel()
+            # From within the listener (its task is this one), the task must not cancel
+            # itself: the listener's stop() would raise CancelledError, leaving the close
+            # unawaited; _run_rebalances() ends once the listener returns (self._closed).
+            if self._rebalancing is not asyncio.current_task():
+                self._rebalancing.cancel()
             self._rebalances.clear()
             try:  # the group waits for the assignment the listener's task was to make
                 self._handle.assign(None)
@@ -630,13 +634,15 @@ class AIOKafkaConsumer(Client):
         return topic in INTERNAL_TOPICS and self._exclude_internal and self._pattern is not None
 
     async def _run_rebalances(self):
-        while self._rebalances:
+        while self._rebalances and not self._closed:
             kind, tps = self._rebalances.popleft()
             listener = self._listener
             if kind == "revoke":
                 told, self._held_since_subscribe = self._held_since_subscribe & set(tps), set()
                 if listener is not None:
                     await _call(listener.on_partitions_revoked, told, "on_partitions_revoked")
+                if self._closed:  # the listener called stop(): it closed the consumer
+                    return
                 self._revoke_told = listener is not None
                 if self._handle.usable:
                     self._handle.assign(None)
@@ -655,6 +661,8 @@ class AIOKafkaConsumer(Client):
                     # A first assignment: aiokafka tells the listener of the (empty) revocation
                     # that precedes every assignment of the eager protocol; librdkafka has none.
                     await _call(listener.on_partitions_revoked, set(), "on_partitions_revoked")
+                    if self._closed:
+                        return
                 self._revoke_told = False
                 if listener is not None:
                     # The listener's seeks become the start offsets of the assignment: given
@@ -665,6 +673,8 @@ class AIOKafkaConsumer(Client):
                         await _call(listener.on_partitions_assigned, set(tps), "on_partitions_assigned")
                     finally:
                         self._assigning = None
+                if self._closed:  # the listener called stop(): it closed the consumer
+                    return
                 if self._handle.usable:
                     self._handle.assign([(tp.topic, tp.partition, starts.get(tp)) for tp in tps])
                 self._learn_topics(tps)

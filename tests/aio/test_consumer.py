@@ -1300,3 +1300,40 @@ async def test_a_subscription_without_a_group_follows_the_topics_partitions(mock
         got = await drain(consumer, 6, timeout_s=10)
         assert sorted((r.partition, r.value) for r in got) == [(p, b"m%d" % i) for p in range(3) for i in range(2)]
         assert consumer.assignment() == {TopicPartition("t", p) for p in range(3)}
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_stop_from_within_the_listener_returns_to_it(mock_cluster):
+    """stop() awaited by on_partitions_assigned closes the consumer and returns to the
+    listener; it cancelled the listener's own task, so the listener's stop() raised
+    CancelledError that nobody asked for, and the close was never waited for."""
+    mock_cluster.create_topic("t", 2, 1)
+    outcome = asyncio.get_running_loop().create_future()
+
+    class Stopping(aiokafka.ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            pass
+
+        async def on_partitions_assigned(self, assigned):
+            try:
+                await consumer.stop()
+            except BaseException as exc:
+                outcome.set_result(repr(exc))
+                raise
+            outcome.set_result("returned")
+
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers, group_id="g",
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    await consumer.start()
+    consumer.subscribe(["t"], listener=Stopping())
+
+    async def reader():
+        async for _ in consumer:
+            pass
+        return "ended"
+
+    assert await asyncio.wait_for(reader(), 60) == "ended"
+    assert await asyncio.wait_for(outcome, 60) == "returned"
+    with pytest.raises(ConsumerStoppedError):
+        await consumer.getmany()
