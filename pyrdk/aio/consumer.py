@@ -861,8 +861,12 @@ class AIOKafkaConsumer(Client):
             self._check_running()
             if self._rebalancing is not None and not self._rebalancing.done():
                 # Waited on, not awaited: stop() cancels the listener's task, which is no
-                # cancellation of this one.
-                await asyncio.wait((self._rebalancing,))
+                # cancellation of this one. A slow listener holds the call up to its
+                # timeout_ms only, as aiokafka's getmany() returns {} at its timeout.
+                remaining = None if deadline is None else deadline - self._loop.time()
+                if remaining is not None and remaining <= 0:
+                    return {}
+                await asyncio.wait((self._rebalancing,), timeout=remaining)
                 continue
             if self._errors:
                 exc = self._error_for(partitions)

@@ -1337,3 +1337,35 @@ async def test_stop_from_within_the_listener_returns_to_it(mock_cluster):
     assert await asyncio.wait_for(outcome, 60) == "returned"
     with pytest.raises(ConsumerStoppedError):
         await consumer.getmany()
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_getmany_returns_at_its_timeout_while_a_slow_listener_runs(mock_cluster):
+    """As aiokafka's: getmany(timeout_ms=...) returns {} at its timeout while the listener
+    runs; it waited for the listener however long it took (here: until getmany returned)."""
+    mock_cluster.create_topic("t", 2, 1)
+    entered, release = asyncio.Event(), asyncio.Event()
+    assigned_seen = []
+
+    class Slow(aiokafka.ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            pass
+
+        async def on_partitions_assigned(self, assigned):
+            entered.set()
+            await release.wait()
+            assigned_seen.append(assigned)
+
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers, group_id="g",
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    async with consumer:
+        consumer.subscribe(["t"], listener=Slow())
+        await asyncio.wait_for(entered.wait(), 60)
+        try:
+            assert await asyncio.wait_for(consumer.getmany(timeout_ms=100), 30) == {}
+        finally:
+            release.set()
+        await produce(mock_cluster.bootstrap_servers, "t", 2, partition=0)
+        assert [r.value for r in await drain(consumer, 2)] == [b"m0", b"m1"]
+        assert assigned_seen == [{TopicPartition("t", 0), TopicPartition("t", 1)}]
