@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import copy
 import functools
 import itertools
@@ -56,6 +57,9 @@ BATCH = 2048 if core_implementation == "c" else 256
 HOLD_MAX = 4 * BATCH
 POLLED_EVERY_S = 1.0  # getmany() from the buffer tells librdkafka of the poll at most this often
 _numbers = itertools.count(1)
+# While a rebalance listener's method runs, [consumer] in its task's context, which the tasks it
+# starts meanwhile (asyncio.wait_for(), create_task()) copy; emptied once the method returns.
+_in_listener_of: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("_in_listener_of", default=[])
 _monotonic = time.monotonic
 ASSIGNORS = {"RoundRobinPartitionAssignor": "roundrobin", "RangePartitionAssignor": "range",
              "roundrobin": "roundrobin", "range": "range"}  # eager ones: the listener runs before the change
@@ -640,7 +644,7 @@ class AIOKafkaConsumer(Client):
             if kind == "revoke":
                 told, self._held_since_subscribe = self._held_since_subscribe & set(tps), set()
                 if listener is not None:
-                    await _call(listener.on_partitions_revoked, told, "on_partitions_revoked")
+                    await _call(self, listener.on_partitions_revoked, told, "on_partitions_revoked")
                 if self._closed:  # the listener called stop(): it closed the consumer
                     return
                 self._revoke_told = listener is not None
@@ -660,7 +664,7 @@ class AIOKafkaConsumer(Client):
                 if listener is not None and not self._revoke_told:
                     # A first assignment: aiokafka tells the listener of the (empty) revocation
                     # that precedes every assignment of the eager protocol; librdkafka has none.
-                    await _call(listener.on_partitions_revoked, set(), "on_partitions_revoked")
+                    await _call(self, listener.on_partitions_revoked, set(), "on_partitions_revoked")
                     if self._closed:
                         return
                 self._revoke_told = False
@@ -670,7 +674,7 @@ class AIOKafkaConsumer(Client):
                     # with auto_offset_reset="none", fails) the partitions without one.
                     self._assigning = starts
                     try:
-                        await _call(listener.on_partitions_assigned, set(tps), "on_partitions_assigned")
+                        await _call(self, listener.on_partitions_assigned, set(tps), "on_partitions_assigned")
                     finally:
                         self._assigning = None
                 if self._closed:  # the listener called stop(): it closed the consumer
@@ -860,6 +864,11 @@ class AIOKafkaConsumer(Client):
         while True:
             self._check_running()
             if self._rebalancing is not None and not self._rebalancing.done():
+                if self in _in_listener_of.get():
+                    # the listener's own call would wait for the listener to return: forever
+                    raise IllegalStateError("getmany() and getone() cannot be called from within the rebalance "
+                                            "listener: the records of the new assignment come after it returns; "
+                                            "read them in the task that calls getmany()")
                 # Waited on, not awaited: stop() cancels the listener's task, which is no
                 # cancellation of this one. A slow listener holds the call up to its
                 # timeout_ms only, as aiokafka's getmany() returns {} at its timeout.
@@ -1252,9 +1261,12 @@ def _as_aiokafkas(exc):
     return exc
 
 
-async def _call(fn, arg, what):
+async def _call(consumer, fn, arg, what):
     """Call a listener's method (awaited when it is a coroutine function); what it raises is
-    logged, as aiokafka does, so that the rebalance goes on."""
+    logged, as aiokafka does, so that the rebalance goes on. Meanwhile ``_in_listener_of``
+    tells the consumer's calls that they come from the listener."""
+    running = [consumer]
+    token = _in_listener_of.set(running)
     try:
         result = fn(arg)
         if asyncio.iscoroutine(result):
@@ -1263,6 +1275,9 @@ async def _call(fn, arg, what):
         raise
     except Exception:
         log.exception("the rebalance listener's %s raised", what)
+    finally:
+        running.clear()  # tasks the method started and left running are no longer the listener's
+        _in_listener_of.reset(token)
 
 
 __all__ = ["AIOKafkaConsumer"]

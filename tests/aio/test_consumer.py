@@ -1,6 +1,7 @@
 """AIOKafkaConsumer against the test broker: round trip, offsets, seek and position,
 cancellation, bad input, a group with a rebalance listener, and the event loop kept free."""
 import asyncio
+import functools
 import re
 import resource
 import time
@@ -1369,3 +1370,31 @@ async def test_getmany_returns_at_its_timeout_while_a_slow_listener_runs(mock_cl
         await produce(mock_cluster.bootstrap_servers, "t", 2, partition=0)
         assert [r.value for r in await drain(consumer, 2)] == [b"m0", b"m1"]
         assert assigned_seen == [{TopicPartition("t", 0), TopicPartition("t", 1)}]
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_getone_from_within_the_listener_raises_instead_of_waiting_for_itself(mock_cluster):
+    """getone() (or getmany()) awaited by the listener waited for the listener's own task to
+    end: forever, and every other getmany() with it."""
+    mock_cluster.create_topic("t", 2, 1)
+    await produce(mock_cluster.bootstrap_servers, "t", 2, partition=0)
+    raised = []
+
+    class Reading(aiokafka.ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            pass
+
+        async def on_partitions_assigned(self, assigned):
+            for call in (consumer.getone, functools.partial(consumer.getmany, timeout_ms=100)):
+                try:
+                    await asyncio.wait_for(call(), 30)
+                except IllegalStateError as exc:
+                    raised.append(str(exc))
+
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers, group_id="g",
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    async with consumer:
+        consumer.subscribe(["t"], listener=Reading())
+        assert [r.value for r in await drain(consumer, 2, timeout_s=60)] == [b"m0", b"m1"]
+        assert len(raised) == 2 and all("within the rebalance listener" in m for m in raised)
