@@ -323,10 +323,11 @@ class AIOKafkaConsumer(Client):
         self._closed = True
         foreign = self._foreign_loop()  # started in another loop: its tasks and futures are that loop's
         if self._rebalancing is not None and not self._rebalancing.done() and not foreign:
-            # From within the listener (its task is this one), the task must not cancel
-            # itself: the listener's stop() would raise CancelledError, leaving the close
-            # unawaited; _run_rebalances() ends once the listener returns (self._closed).
-            if self._rebalancing is not asyncio.current_task():
+            # From within the listener (its task, or one it started, as asyncio.wait_for()
+            # does), its task must not be cancelled: the listener's stop() would raise
+            # CancelledError, leaving the close unawaited; _run_rebalances() ends once the
+            # listener returns (self._closed).
+            if self._rebalancing is not asyncio.current_task() and self not in _in_listener_of.get():
                 self._rebalancing.cancel()
             self._rebalances.clear()
             try:  # the group waits for the assignment the listener's task was to make

@@ -1305,9 +1305,10 @@ async def test_a_subscription_without_a_group_follows_the_topics_partitions(mock
 
 @pytest.mark.mock
 @pytest.mark.asyncio
-async def test_stop_from_within_the_listener_returns_to_it(mock_cluster):
-    """stop() awaited by on_partitions_assigned closes the consumer and returns to the
-    listener; it cancelled the listener's own task, so the listener's stop() raised
+@pytest.mark.parametrize("through_wait_for", [False, True])
+async def test_stop_from_within_the_listener_returns_to_it(mock_cluster, through_wait_for):
+    """stop() awaited by on_partitions_assigned (itself, or through asyncio.wait_for) closes
+    the consumer and returns to the listener; it cancelled the listener's own task, so the listener's stop() raised
     CancelledError that nobody asked for, and the close was never waited for."""
     mock_cluster.create_topic("t", 2, 1)
     outcome = asyncio.get_running_loop().create_future()
@@ -1318,7 +1319,10 @@ async def test_stop_from_within_the_listener_returns_to_it(mock_cluster):
 
         async def on_partitions_assigned(self, assigned):
             try:
-                await consumer.stop()
+                if through_wait_for:  # in a task of its own, which the listener's awaits
+                    await asyncio.wait_for(consumer.stop(), 60)
+                else:
+                    await consumer.stop()
             except BaseException as exc:
                 outcome.set_result(repr(exc))
                 raise
