@@ -1273,7 +1273,13 @@ async def _call(consumer, fn, arg, what):
         if asyncio.iscoroutine(result):
             await result
     except asyncio.CancelledError:
-        raise
+        if consumer._closed:  # stop() cancelled the listener's task
+            raise
+        # Not stop()'s: a future the listener awaited was cancelled. Raised on, it would end the
+        # rebalance's task before rd_kafka_assign, and the consumer would wait for an
+        # assignment forever, without an error; aiokafka's listener errors are logged.
+        log.error("the rebalance listener's %s raised CancelledError (the consumer did not cancel it); "
+                  "the rebalance goes on", what, exc_info=True)
     except Exception:
         log.exception("the rebalance listener's %s raised", what)
     finally:

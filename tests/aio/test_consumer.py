@@ -1402,3 +1402,31 @@ async def test_getone_from_within_the_listener_raises_instead_of_waiting_for_its
         consumer.subscribe(["t"], listener=Reading())
         assert [r.value for r in await drain(consumer, 2, timeout_s=60)] == [b"m0", b"m1"]
         assert len(raised) == 2 and all("within the rebalance listener" in m for m in raised)
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_listener_raising_cancelled_error_does_not_stall_the_assignment(mock_cluster, caplog):
+    """A CancelledError out of the listener (a future it awaited was cancelled, not the
+    consumer) ended the rebalance's task before rd_kafka_assign: no partition was ever
+    assigned and getmany() returned nothing, without an error. It is logged as the
+    listener's other errors are, and the rebalance goes on."""
+    mock_cluster.create_topic("t", 2, 1)
+    await produce(mock_cluster.bootstrap_servers, "t", 2, partition=0)
+
+    class Cancelled(aiokafka.ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            pass
+
+        async def on_partitions_assigned(self, assigned):
+            helper = asyncio.get_running_loop().create_future()
+            helper.cancel()
+            await helper
+
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers, group_id="g",
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    async with consumer:
+        consumer.subscribe(["t"], listener=Cancelled())
+        assert [r.value for r in await drain(consumer, 2, timeout_s=60)] == [b"m0", b"m1"]
+        assert consumer.assignment() == {TopicPartition("t", 0), TopicPartition("t", 1)}
+    assert "on_partitions_assigned raised CancelledError" in caplog.text
