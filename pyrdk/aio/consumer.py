@@ -682,6 +682,10 @@ class AIOKafkaConsumer(Client):
                     return
                 if self._handle.usable:
                     self._handle.assign([(tp.topic, tp.partition, starts.get(tp)) for tp in tps])
+                    # the listener's seeks, stored now that librdkafka has the partitions (it
+                    # refused them before): auto-commit commits them, as seek() says
+                    self._store([(tp.topic, tp.partition, offset) for tp, offset in starts.items()
+                                 if tp in self._assigned and offset >= 0 and self._positions.get(tp) == offset])
                 self._learn_topics(tps)
         self._wake()
 

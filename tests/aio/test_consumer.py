@@ -1430,3 +1430,35 @@ async def test_a_listener_raising_cancelled_error_does_not_stall_the_assignment(
         assert [r.value for r in await drain(consumer, 2, timeout_s=60)] == [b"m0", b"m1"]
         assert consumer.assignment() == {TopicPartition("t", 0), TopicPartition("t", 1)}
     assert "on_partitions_assigned raised CancelledError" in caplog.text
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_auto_commit_commits_the_position_the_listener_seeked_to(mock_cluster):
+    """A seek in on_partitions_assigned is where the assignment starts, and, as any seek()
+    with auto-commit, what is committed next (aiokafka commits positions): it was stored
+    before librdkafka had the partition, which refused it, and the close committed nothing."""
+    mock_cluster.create_topic("t", 1, 1)
+    tp = TopicPartition("t", 0)
+    await produce(mock_cluster.bootstrap_servers, "t", 6, partition=0)
+    assigned = asyncio.Event()
+
+    class Skipping(aiokafka.ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            pass
+
+        async def on_partitions_assigned(self, partitions):
+            consumer.seek(tp, 6)
+            assigned.set()
+
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers, group_id="g",
+                                         auto_offset_reset="earliest", auto_commit_interval_ms=60000, **FAST_GROUP)
+    async with consumer:
+        consumer.subscribe(["t"], listener=Skipping())
+        while not assigned.is_set():
+            assert await consumer.getmany(timeout_ms=200) == {}
+        assert await consumer.getmany(timeout_ms=500) == {}
+        assert await consumer.position(tp) == 6
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers, group_id="g",
+                                         enable_auto_commit=False) as reader:
+        assert await reader.committed(tp) == 6
