@@ -618,7 +618,7 @@ class AIOKafkaConsumer(Client):
         if self._stopping:
             return None  # closing: librdkafka assigns (unassigns) in the callback itself
         tps = [TopicPartition(tp.topic, tp.partition) for tp in tps]
-        if kind == "revoke":  # what the assignment left out, whatever the subscription is now
+        if kind == "revoke" and not self._manual:  # what the assignment left out, whatever the subscription is now
             gone = set(tps)
             self._drop(lambda tp: tp in gone)
             self._drop_offset_errors(gone)  # another member positions them now
@@ -642,12 +642,17 @@ class AIOKafkaConsumer(Client):
         while self._rebalances and not self._closed:
             kind, tps = self._rebalances.popleft()
             listener = self._listener
-            if kind == "revoke":
+            if self._manual:
+                self._left_subscription(kind)
+            elif kind == "revoke":
                 told, self._held_since_subscribe = self._held_since_subscribe & set(tps), set()
                 if listener is not None:
                     await _call(self, listener.on_partitions_revoked, told, "on_partitions_revoked")
                 if self._closed:  # the listener called stop(): it closed the consumer
                     return
+                if self._manual:  # unsubscribe() and assign() meanwhile
+                    self._left_subscription(kind)
+                    continue
                 self._revoke_told = listener is not None
                 if self._handle.usable:
                     self._handle.assign(None)
@@ -668,6 +673,8 @@ class AIOKafkaConsumer(Client):
                     await _call(self, listener.on_partitions_revoked, set(), "on_partitions_revoked")
                     if self._closed:
                         return
+                    if self._manual:
+                        continue
                 self._revoke_told = False
                 if listener is not None:
                     # The listener's seeks become the start offsets of the assignment: given
@@ -680,6 +687,8 @@ class AIOKafkaConsumer(Client):
                         self._assigning = None
                 if self._closed:  # the listener called stop(): it closed the consumer
                     return
+                if self._manual:  # unsubscribe() and assign() meanwhile: its rd_kafka_assign answered librdkafka
+                    continue
                 if self._handle.usable:
                     self._handle.assign([(tp.topic, tp.partition, starts.get(tp)) for tp in tps])
                     # the listener's seeks, stored now that librdkafka has the partitions (it
@@ -687,6 +696,21 @@ class AIOKafkaConsumer(Client):
                     self._store([(tp.topic, tp.partition, offset) for tp, offset in starts.items()
                                  if tp in self._assigned and offset >= 0 and self._positions.get(tp) == offset])
                 self._learn_topics(tps)
+        self._wake()
+
+    def _left_subscription(self, kind):
+        """A rebalance of the subscription the program has left for ``assign()`` (unsubscribe()
+        then assign(), as aiokafka's IllegalStateError tells): the program's assignment stays.
+        Its ``rd_kafka_assign`` answered an assignment librdkafka waited for; a revocation
+        (librdkafka's of the unsubscribe(), served after the assign()) still waits for an
+        unassign, which is made, and the program's partitions are assigned again at once,
+        at their positions (what was fetched is fetched again)."""
+        if kind != "revoke" or not self._handle.usable:
+            return
+        kept = [(tp.topic, tp.partition, self._known_position(tp)) for tp in self._assigned]
+        self._clear()
+        self._handle.assign(None)
+        self._handle.assign(kept)
         self._wake()
 
     # -- fetching ------------------------------------------------------------------------------

@@ -1462,3 +1462,48 @@ async def test_auto_commit_commits_the_position_the_listener_seeked_to(mock_clus
     async with aiokafka.AIOKafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers, group_id="g",
                                          enable_auto_commit=False) as reader:
         assert await reader.committed(tp) == 6
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+@pytest.mark.parametrize("when", ["after the assignment", "while the listener runs"])
+async def test_assign_after_unsubscribe_keeps_its_partitions(mock_cluster, when):
+    """unsubscribe() then assign(), as assign()'s IllegalStateError after subscribe() tells:
+    librdkafka's revocation of the subscription, served after the assign(), unassigned the
+    program's partitions (and a listener's rebalance finishing after it assigned the group's):
+    the consumer read nothing, and getone() waited forever."""
+    mock_cluster.create_topic("t", 2, 1)
+    mock_cluster.create_topic("u", 1, 1)
+    await produce(mock_cluster.bootstrap_servers, "t", 4)
+    await produce(mock_cluster.bootstrap_servers, "u", 3, partition=0)
+    manual = [TopicPartition("u", 0)]
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    class Listener(aiokafka.ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            pass
+
+        async def on_partitions_assigned(self, assigned):
+            entered.set()
+            if when == "while the listener runs":
+                await release.wait()
+
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=mock_cluster.bootstrap_servers, group_id="g",
+                                         auto_offset_reset="earliest", **FAST_GROUP)
+    async with consumer:
+        consumer.subscribe(["t"], listener=Listener())
+        if when == "while the listener runs":
+            await asyncio.wait_for(entered.wait(), 60)
+            consumer.unsubscribe()
+            consumer.assign(manual)
+            release.set()
+        else:
+            while not entered.is_set():
+                await consumer.getmany(timeout_ms=200)
+            if when == "after the assignment":
+                consumer.unsubscribe()
+                consumer.assign(manual)
+        got = await drain(consumer, 3, timeout_s=30)
+        assert [(r.topic, r.value) for r in got] == [("u", b"m0"), ("u", b"m1"), ("u", b"m2")]
+        assert await consumer.getmany(timeout_ms=1000) == {}
+        assert consumer.assignment() == set(manual)
