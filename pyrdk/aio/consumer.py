@@ -1301,7 +1301,8 @@ async def _call(consumer, fn, arg, what):
         if asyncio.iscoroutine(result):
             await result
     except asyncio.CancelledError:
-        if consumer._closed:  # stop() cancelled the listener's task
+        cancelling = getattr(asyncio.current_task(), "cancelling", None)  # Python 3.11
+        if consumer._closed or (cancelling is not None and cancelling()):  # stop(), or the task's own cancel()
             raise
         # Not stop()'s: a future the listener awaited was cancelled. Raised on, it would end the
         # rebalance's task before rd_kafka_assign, and the consumer would wait for an
