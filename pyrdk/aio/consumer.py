@@ -1167,21 +1167,31 @@ class AIOKafkaConsumer(Client):
         return offset if offset >= 0 else None
 
     async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """``{TopicPartition: first offset}`` (``rd_kafka_query_watermark_offsets``)."""
-        return await self._watermarks(partitions, 0)
+        """``{TopicPartition: first offset}``, in one lookup (``rd_kafka_offsets_for_times``)."""
+        return await self._watermarks(partitions, OFFSET_BEGINNING)
 
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """``{TopicPartition: last offset + 1}`` (``rd_kafka_query_watermark_offsets``)."""
-        return await self._watermarks(partitions, 1)
+        """``{TopicPartition: last offset + 1}``, in one lookup (``rd_kafka_offsets_for_times``)."""
+        return await self._watermarks(partitions, OFFSET_END)
 
-    async def _watermarks(self, partitions, which):
+    async def _watermarks(self, partitions, logical):
+        """The first (``logical`` OFFSET_BEGINNING) or end (OFFSET_END) offsets of
+        ``partitions``, all in one ListOffsets lookup (``rd_kafka_offsets_for_times``, which
+        takes them as times): one ``rd_kafka_query_watermark_offsets`` per partition made
+        end_offsets() of a thousand partitions take minutes."""
         self._check_running()
+        tps = list(dict.fromkeys(topic_partition(tp) for tp in partitions))
+        if not tps:
+            return {}
+        found = await self._blocking(self._handle.offsets_for_times,
+                                     [(tp.topic, tp.partition, logical) for tp in tps], self._request_timeout_ms,
+                                     "list offsets")
         out = {}
-        for tp in [topic_partition(tp) for tp in partitions]:
-            marks = await self._blocking(self._handle.query_watermark_offsets, tp.topic, tp.partition,
-                                         self._request_timeout_ms)
-            out[tp] = marks[which]
-        return out
+        for f in found:
+            if f.error:
+                raise rd_errors.exception(f.error, "list offsets for %s [%d]" % (f.topic, f.partition))
+            out[TopicPartition(f.topic, f.partition)] = f.offset
+        return {tp: out[tp] for tp in tps}
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
                                 ) -> dict[TopicPartition, Optional[OffsetAndTimestamp]]:

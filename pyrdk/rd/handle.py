@@ -748,18 +748,19 @@ class Handle:
             raise errors.exception(err, "watermarks of %s [%d]" % (topic, partition))
         return low[0], high[0]
 
-    def offsets_for_times(self, tps, timeout_ms=10000):
+    def offsets_for_times(self, tps, timeout_ms=10000, what="offsets for times"):
         """``rd_kafka_offsets_for_times``: ``tps`` carry timestamps (ms) in place of offsets
-        (an unreachable leader: see :meth:`_waiting_for_leaders`)."""
+        (an unreachable leader: see :meth:`_waiting_for_leaders`); ``what`` names the lookup
+        in its errors."""
         def call(ms):
-            out = self._query(lib.rd_kafka_offsets_for_times, tps, ms, "offsets for times")
+            out = self._query(lib.rd_kafka_offsets_for_times, tps, ms, what)
             # One partition's answer: a leader librdkafka does not know yet (a partition
             # added since its metadata was read) is waited for as the whole call's is.
             code = next((tp.error for tp in out if tp.error in _LEADER_UNANSWERED + _LEADER_MOVING), 0)
             if code:
                 raise _Unanswered(code, out)
             return out
-        return self._waiting_for_leaders(call, [(t, p) for t, p, _ in tps], timeout_ms, "offsets for times")
+        return self._waiting_for_leaders(call, [(t, p) for t, p, _ in tps], timeout_ms, what)
 
     def _waiting_for_leaders(self, call, tps, timeout_ms, what):
         """``call(ms)``, a ListOffsets request of ``tps`` (``(topic, partition)``) within

@@ -1507,3 +1507,43 @@ async def test_assign_after_unsubscribe_keeps_its_partitions(mock_cluster, when)
         assert [(r.topic, r.value) for r in got] == [("u", b"m0"), ("u", b"m1"), ("u", b"m2")]
         assert await consumer.getmany(timeout_ms=1000) == {}
         assert consumer.assignment() == set(manual)
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_end_and_beginning_offsets_of_many_partitions_take_one_lookup(mock_cluster):
+    """end_offsets() and beginning_offsets() of a topic of many partitions ask for them all in
+    one ListOffsets lookup: one rd_kafka_query_watermark_offsets per partition made
+    end_offsets() of 1000 partitions of the mock cluster take 5 minutes. The answers are each
+    partition's own (a few partitions hold records, one of them a high id)."""
+    mock_cluster.create_topic("many", 600, 1)
+    counts = {0: 2, 7: 1, 599: 3}
+    for pid, count in counts.items():
+        await produce(mock_cluster.bootstrap_servers, "many", count, partition=pid)
+    consumer, tps = assigned_consumer(mock_cluster.bootstrap_servers, "many", 600)
+    await consumer.start()
+    try:
+        calls = {"watermarks": 0, "lookups": 0}
+        handle = consumer._handle
+        one, many = handle.query_watermark_offsets, handle.offsets_for_times
+
+        def query_watermark_offsets(*args, **kwargs):
+            calls["watermarks"] += 1
+            return one(*args, **kwargs)
+
+        def offsets_for_times(*args, **kwargs):
+            calls["lookups"] += 1
+            return many(*args, **kwargs)
+
+        handle.query_watermark_offsets, handle.offsets_for_times = query_watermark_offsets, offsets_for_times
+        try:
+            assert await consumer.end_offsets(tps) == {tp: counts.get(tp.partition, 0) for tp in tps}
+            assert await consumer.beginning_offsets(tps + tps[:3]) == {tp: 0 for tp in tps}
+            assert await consumer.end_offsets([]) == {}
+        finally:
+            del handle.query_watermark_offsets, handle.offsets_for_times
+        assert calls == {"watermarks": 0, "lookups": 2}
+        with pytest.raises(Exception, match="list offsets"):
+            await consumer.end_offsets([TopicPartition("many", 600)])
+    finally:
+        await consumer.stop()
