@@ -609,8 +609,9 @@ class Consumer:
         ``rdkafka_config``, ``OffsetOutOfRangeError`` is raised instead)."""
         positions = self._core.next_offsets()
         past = {}
+        beyond = {}  # {pid: next offset} past the last fetch response's watermark: to confirm
         # Another thread's reset_offsets() or seek() may change _unverified while this one
-        # waits for a watermark below (the GIL is released): an entry is dropped only if it
+        # waits for the watermarks below (the GIL is released): an entry is dropped only if it
         # still holds the offset checked.
         for pid, nxt in list(self._unverified.items()):
             if positions.get(pid) != nxt or pid not in self._held:
@@ -620,17 +621,34 @@ class Consumer:
                 continue
             try:
                 high = self._handle.get_watermark_offsets(self._topic_name, pid)[1]
-                if high < 0:
-                    continue  # no fetch response for it yet
-                if nxt > high:
-                    high = self._handle.query_watermark_offsets(self._topic_name, pid, self._cluster.timeout_ms)[1]
             except KafkaException as exc:
                 log.info("could not check the end of %s [%d]: %s", self._topic_name, pid, exc)
                 continue
+            if high < 0:
+                continue  # no fetch response for it yet
             if nxt > high:
-                past[pid] = (nxt, high)
+                beyond[pid] = nxt
             else:
                 self._forget_unverified(pid, nxt)
+        # Confirmed in one ListOffsets lookup (rd_kafka_offsets_for_times): one
+        # rd_kafka_query_watermark_offsets per partition, in turn, took 21 s for 300 partitions
+        # reset past their ends, longer than consumer_timeout_ms, so the iteration ended
+        # having returned nothing.
+        try:
+            found = self._handle.offsets_for_times([(self._topic_name, pid, OFFSET_END) for pid in sorted(beyond)],
+                                                   self._cluster.timeout_ms, "list offsets") if beyond else []
+        except KafkaException as exc:
+            log.info("could not check the end of %s %s: %s", self._topic_name, sorted(beyond), exc)
+            found = []
+        for tp in found:
+            nxt = beyond[tp.partition]
+            if tp.error:
+                log.info("could not check the end of %s [%d]: %s", self._topic_name, tp.partition,
+                         errors_exception(tp.error, "list offsets"))
+            elif nxt > tp.offset:
+                past[tp.partition] = (nxt, tp.offset)
+            else:
+                self._forget_unverified(tp.partition, nxt)
         if not past:
             return
         where = ", ".join("[%d] at %d (log end %d)" % (pid, nxt, high) for pid, (nxt, high) in sorted(past.items()))

@@ -2002,3 +2002,35 @@ def test_a_consumer_whose_topic_is_deleted_raises_unknown_topic_or_partition(moc
         mock_cluster.delete_topic(topic.name.decode())
         with pytest.raises(UnknownTopicOrPartition, match="is no longer in the cluster"):
             consumer.consume()  # waits for the error (or PATIENCE_S)
+
+
+@pytest.mark.mock
+def test_reset_offsets_of_many_partitions_past_the_end_checks_their_ends_in_one_lookup(mock_cluster, mock_client):
+    """Positions set past the end of many partitions are confirmed against the log ends in one
+    ListOffsets lookup, not one rd_kafka_query_watermark_offsets per partition in turn: over
+    300 partitions of the mock cluster those took 21 s, past consumer_timeout_ms, and the
+    iteration ended having returned none of the messages auto_offset_reset moved back to."""
+    topic = mock_topic(mock_cluster, mock_client, partitions=300)
+    with topic.get_producer(linger_ms=5) as producer:
+        producer.produce_batch([b"v%d" % i for i in range(600)])
+    with topic.get_simple_consumer(consumer_timeout_ms=2000, auto_offset_reset=OffsetType.EARLIEST) as consumer:
+        assert len(take(consumer, 600)) == 600  # the fetch responses gave the watermarks
+        handle = consumer._handle
+        calls = []
+        one, many = handle.query_watermark_offsets, handle.offsets_for_times
+
+        def query_watermark_offsets(*args, **kwargs):
+            calls.append("watermarks")
+            return one(*args, **kwargs)
+
+        def offsets_for_times(*args, **kwargs):
+            calls.append("lookup")
+            return many(*args, **kwargs)
+
+        handle.query_watermark_offsets, handle.offsets_for_times = query_watermark_offsets, offsets_for_times
+        consumer.reset_offsets([(pid, 99) for pid in topic.partitions])
+        again = drain(consumer)
+        assert sorted((m.partition_id, m.offset) for m in again) == \
+            sorted((pid, offset) for pid in topic.partitions for offset in range(2))
+        # the check's lookup, and reset_offsets()'s to EARLIEST: not one per partition
+        assert "watermarks" not in calls and calls.count("lookup") <= 2
