@@ -78,9 +78,12 @@ class HashingPartitioner(BasePartitioner):
         self.hash_func = hash_func if hash_func is not None else _sha1_hash
 
     def __call__(self, partitions: Sequence[Partition], key: Any) -> Partition:  # type: ignore[override]  # a key is required
+        return self._sorted_call(sorted(partitions), key)
+
+    def _sorted_call(self, partitions: Sequence[Partition], key: Any) -> Partition:
+        """``__call__`` for partitions already sorted by id (a producer's, see ``_presorted``)."""
         _require_key(key)
         _require_partitions(partitions)
-        partitions = sorted(partitions)
         return partitions[abs(self.hash_func(key)) % len(partitions)]
 
 
@@ -106,10 +109,13 @@ class GroupHashingPartitioner(BasePartitioner):
         self.group_size = group_size
 
     def __call__(self, partitions: Sequence[Partition], key: Any) -> Partition:  # type: ignore[override]  # a key is required
+        return self._sorted_call(sorted(partitions), key)
+
+    def _sorted_call(self, partitions: Sequence[Partition], key: Any) -> Partition:
+        """``__call__`` for partitions already sorted by id (a producer's, see ``_presorted``)."""
         _require_key(key)
         if self.group_size > len(partitions):
             raise ValueError("group_size cannot be > available partitions")
-        partitions = sorted(partitions)
         return partitions[abs(self.hash_func(key) + random.randrange(self.group_size)) % len(partitions)]
 
 
@@ -123,13 +129,28 @@ class Murmur2Partitioner(BasePartitioner):
     def __call__(self, partitions: Sequence[Partition], key: Any = None) -> Partition:
         if key is None:
             return self._random(partitions)
+        return self._sorted_call(sorted(partitions), key)
+
+    def _sorted_call(self, partitions: Sequence[Partition], key: Any = None) -> Partition:
+        """``__call__`` for partitions already sorted by id (a producer's, see ``_presorted``)."""
+        if key is None:
+            return self._random(partitions)
         _require_partitions(partitions)
         if not isinstance(key, bytes):
             if not isinstance(key, (bytearray, memoryview)):
                 raise TypeError("Murmur2Partitioner hashes bytes keys, not %s" % type(key).__name__)
             key = bytes(key)
-        partitions = sorted(partitions)
         return partitions[murmur2_partition(key, len(partitions))]
 
 
 murmur2_partitioner = Murmur2Partitioner()
+
+
+def _presorted(partitioner: Callable[..., Any]) -> Callable[..., Any]:
+    """What a producer calls, with its partitions sorted by id, in place of ``partitioner``:
+    the hashing partitioners of this module skip their sort (a Python ``__lt__`` per
+    partition, at every keyed message: 0.8 ms a message at 5000 partitions against 7 us at
+    10); any other partitioner (a subclass too, which may choose otherwise) is itself."""
+    if type(partitioner) in (HashingPartitioner, GroupHashingPartitioner, Murmur2Partitioner):
+        return partitioner._sorted_call  # type: ignore[attr-defined]
+    return partitioner

@@ -43,7 +43,7 @@ from pyrdk.exceptions import (AuthenticationError, CallState, ConfigurationError
                               MessageSizeTooLarge, ProduceFailureError, ProducerQueueFullError,
                               ProducerStoppedException, ProduceTimeoutError, SslError, TransactionStateError)
 from pyrdk.partition import Partition, to_timestamp_ms
-from pyrdk.partitioners import Murmur2Partitioner, murmur2_partitioner, random_partitioner
+from pyrdk.partitioners import Murmur2Partitioner, _presorted, murmur2_partitioner, random_partitioner
 from pyrdk.rd import conf, transaction
 from pyrdk.rd.callbacks import Callbacks, security_failure
 from pyrdk.rd.errors import PURGE_INFLIGHT, PURGE_QUEUE, QUEUE_FULL, UNKNOWN_PARTITION
@@ -171,6 +171,8 @@ class Producer:
         self._topic = topic
         self._topic_name = topic.name.decode()
         self._partitioner = partitioner or random_partitioner
+        # given the partitions sorted by id (_partition_list, the core's pairs)
+        self._choose = _presorted(self._partitioner)
         if not callable(self._partitioner):
             raise TypeError("partitioner must be callable (partitions, key) -> Partition")
         if serializer is not None and not callable(serializer):
@@ -286,7 +288,7 @@ class Producer:
             batch = BATCH if self._linger_ms() >= BATCH_MIN_LINGER_MS else 1
             self._core = left.core = producer_core(
                 self._handle, self._topic_name, [(p.id, p) for p in self._partition_list],
-                None if self._partitioner is random_partitioner else weak_method(self, "_partitioner", left.general),
+                None if self._partitioner is random_partitioner else weak_method(self, "_choose", left.general),
                 self._compression,
                 min(self._max_request_size, int(conf.to_str("message.max.bytes", self._config["message.max.bytes"]))),
                 batch,
@@ -510,7 +512,7 @@ class Producer:
             timestamp = _check_timestamp(timestamp)
         check_headers(headers)
         if partition is None:
-            partition = self._partitioner(self._refresh_partitions(), partition_key)
+            partition = self._choose(self._refresh_partitions(), partition_key)
         partition_id = self._partition_id(partition)
         msg = Message(message, partition_key=partition_key, partition_id=partition_id,
                       timestamp=timestamp, headers=headers, partition=partition,

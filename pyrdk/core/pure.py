@@ -82,6 +82,8 @@ class ProducerCore:
     @partitions.setter
     def partitions(self, pairs: Iterable[tuple[int, _Partition]]) -> None:
         self._partitions = list(pairs)
+        # the partitioner's argument, copied per message (in C) rather than made anew (in Python)
+        self._members = [p for _, p in self._partitions]
         # by identity, as the C core looks them up: only the topic's own Partition objects
         # take the fast path (and a partitioner's unhashable answer is no TypeError here)
         self._pid_of = {id(partition): pid for pid, partition in self._partitions}
@@ -109,7 +111,7 @@ class ProducerCore:
         if self._partitioner is None:
             pid, partition = partitions[self._next_step() % len(partitions)]
         else:
-            partition = self._partitioner([p for _, p in partitions], key)
+            partition = self._partitioner(self._members.copy(), key)
             chosen = self._pid_of.get(id(partition))
             if chosen is None:  # not one of the topic's Partitions: the general path says what it is
                 return self._general(value, key, timestamp, headers, partition)
