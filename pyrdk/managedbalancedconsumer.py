@@ -362,8 +362,22 @@ class ManagedBalancedConsumer(Consumer):
         finally:
             self._drop_buffered(pids)
             self._revoked.update(pids)
+            self._unpause(pids)
             self._set_partitions({pid: p for pid, p in self._held.items() if pid not in pids})
             self._forget(pids)
+
+    def _unpause(self, pids):
+        """End the program's pause of those of ``pids`` it paused, as they leave the assignment
+        (``rd_kafka_resume_partitions``): librdkafka keeps a partition's pause across
+        assignments, where pyrdk's lasts only while the partition stays (``_forget`` drops
+        it). Left paused, a partition assigned to this member again was never fetched, with
+        nothing to say so: a spout whose back-pressure had paused it never emitted it again."""
+        paused = [pid for pid in pids if pid in self._paused]
+        if paused:
+            try:
+                self._handle.resume([(self._topic_name, pid) for pid in paused])
+            except KafkaException as exc:  # not known to librdkafka: nothing paused there
+                log.debug("resume of partitions leaving the assignment: %s", exc)
 
     def _assign(self, pids):
         """Take ``pids``; returns their start offsets for ``rd_kafka_assign``."""

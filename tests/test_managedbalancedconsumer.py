@@ -31,6 +31,7 @@ MANAGED = dict(GROUP, managed=True)
 FAST = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 300, "max_poll_interval_ms": 3000}
 
 UNKNOWN_MEMBER_ID = 25
+REBALANCE_IN_PROGRESS = 27
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -769,6 +770,45 @@ def test_a_member_too_slow_for_max_poll_interval_rejoins_and_goes_on(mock_cluste
         consumer.commit_offsets()
         time.sleep(4.5)  # longer than max_poll_interval_ms: the member leaves the group
         rest = consume_n(consumer, 15)  # no exception: it rejoined
+        assert sorted((m.partition_id, m.offset) for m in first + rest) == sorted(produced)
+    finally:
+        consumer.stop()
+
+
+@pytest.mark.mock
+@pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
+def test_a_partition_paused_when_revoked_is_read_again_when_assigned_again(mock_cluster, mock_client):
+    """A pause lasts while the partition stays: one revoked and assigned again starts
+    unpaused (``paused()`` forgot it at the revocation). librdkafka keeps the pause across
+    assignments, so unless it is resumed as it goes, the partition assigned again was never
+    fetched -- the spout's back-pressure pause left a partition unread for ever."""
+    name = unique_name("topic")
+    mock_cluster.create_topic(name, 1)
+    topic = mock_client.topics[name]
+    produced = produce_keyed(topic, 10)
+    events = []
+
+    class Listener:
+        def on_partitions_revoked(self, partitions):
+            events.append(("revoked", sorted(p.id for p in partitions)))
+
+        def on_partitions_assigned(self, partitions):
+            events.append(("assigned", sorted(p.id for p in partitions)))
+
+    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True, listener=Listener(),
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+    try:
+        first = consume_n(consumer, 3)
+        consumer.pause([0])
+        mock_cluster.push_request_errors(ApiKey.Heartbeat, REBALANCE_IN_PROGRESS)  # the member rejoins
+        rest = []
+        deadline = time.monotonic() + PATIENCE_S
+        while len(events) < 3:
+            assert time.monotonic() < deadline, events
+            rest += consumer.consume_batch(10, 100)  # nothing while paused; then the new assignment's
+        assert events == [("assigned", [0]), ("revoked", [0]), ("assigned", [0])]
+        if len(rest) < 7:
+            rest += consume_n(consumer, 7 - len(rest))  # from the start offset, as any new assignment
         assert sorted((m.partition_id, m.offset) for m in first + rest) == sorted(produced)
     finally:
         consumer.stop()
