@@ -22,6 +22,7 @@ back; otherwise their next owner starts from the last commit that succeeded (at 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -220,6 +221,9 @@ class ManagedBalancedConsumer(Consumer):
         self._commit_due: dict[int, int] = {}
         self._metadata: Optional[tuple[str, bytes]] = None  # (member id, commit metadata naming it)
         self._join_timeout_ms = session_timeout_ms  # how long after start() iteration waits for the first assignment
+        # consume() polls librdkafka at least this often while it hands out buffered messages
+        self._poll_every_s = max_poll_interval_ms / 3000.0
+        self._polled_at = 0.0  # time.monotonic() of the last poll of librdkafka (_fetch)
         self._join_deadline = 0.0
         if check_bool("auto_start", auto_start):
             self.start()
@@ -502,11 +506,38 @@ class ManagedBalancedConsumer(Consumer):
         if self._listener is not None and assigned:
             self._listener.on_partitions_assigned(assigned)
 
+    def consume(self, block: bool = True, unblock_event: Optional[threading.Event] = None) -> Optional[Message]:
+        """As the consumer's; librdkafka is polled meanwhile, even while buffered messages are
+        handed out, so that a member calling it keeps its place in the group (see
+        ``max_poll_interval_ms``)."""
+        self._serve_group()
+        return super().consume(block, unblock_event)
+
+    def _check_batch(self, max_messages: int, timeout_ms: int) -> None:
+        super()._check_batch(max_messages, timeout_ms)
+        self._serve_group()
+
+    def _serve_group(self):
+        """Poll librdkafka (a fetch that waits for nothing and takes one message at most) if
+        it was not polled for a third of ``max_poll_interval_ms``, even with messages
+        buffered. librdkafka's ``max.poll.interval.ms`` counts from its last poll, and a
+        consume() that hands out a buffered message polls nothing: a member working through
+        its buffer (up to a batch of BATCH messages) more slowly than that left the group,
+        its assignment lost, while it called consume() all along; and rebalances waited for
+        the buffer to empty."""
+        if self._running and len(self._core) and time.monotonic() - self._polled_at >= self._poll_every_s:
+            try:
+                self._fetch(1, 0)
+            except ConsumerStoppedException:
+                if not self._closed_at_exit():
+                    raise
+
     def _fetch(self, max_messages, timeout_ms):
         """Consumer's fetch, minus what a rebalance during it made stale: messages of
         partitions revoked meanwhile (fetched before the revocation; if the partition came
         back, it is rewound to the first of them). A callback's error is raised once the
         messages fetched with it are safe in the buffer."""
+        self._polled_at = time.monotonic()
         self._revoked = set()
         try:
             super()._fetch(max_messages, timeout_ms)
