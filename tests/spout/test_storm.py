@@ -5,6 +5,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 
 import pytest
@@ -231,11 +232,29 @@ def test_fleet_of_spouts_loses_nothing_when_one_is_killed(kafka_hosts, client, t
     acked = []  # (partition, offset) of every ack sent, duplicates included
     failed = 0
 
+    starting = {}  # name -> (thread, [the spout once started]) of a spout process starting
+
     def start(name):
-        spouts[name] = start_spout(kafka_hosts, topic_name, group, tmp_path, name=name, **options)
-        spouts[name].activate()
-        pools[name] = []
-        failed_ids[name] = set()
+        """A spout process started in a thread, as Storm starts a task while the others run:
+        its start (a Python process importing pyrdk, the handshake) takes seconds on a
+        loaded machine, and a driver waiting for it sent the running spouts no ``next`` --
+        for longer than max_poll_interval_ms, so that they left the group (librdkafka's
+        MAXPOLL) and it rebalanced for nothing."""
+        box = []
+        thread = threading.Thread(target=lambda: box.append(
+            start_spout(kafka_hosts, topic_name, group, tmp_path, name=name, **options)), daemon=True)
+        thread.start()
+        starting[name] = (thread, box)
+
+    def take_started():
+        for name, (thread, box) in list(starting.items()):
+            if not thread.is_alive():
+                del starting[name]
+                assert box, "spout %s did not start (see %s.log)" % (name, name)
+                spouts[name] = box[0]
+                box[0].activate()
+                pools[name] = []
+                failed_ids[name] = set()
 
     start("a")
     start("b")
@@ -244,6 +263,9 @@ def test_fleet_of_spouts_loses_nothing_when_one_is_killed(kafka_hosts, client, t
     try:
         while len(set(acked)) < len(produced):
             assert time.monotonic() < deadline, "%d of %d messages acked" % (len(set(acked)), len(produced))
+            take_started()
+            if not spouts:
+                time.sleep(0.01)
             for name, spout in list(spouts.items()):
                 for _, tuple_id in spout.next():
                     pid, offset = tuple_id[1], tuple_id[2]
@@ -277,6 +299,9 @@ def test_fleet_of_spouts_loses_nothing_when_one_is_killed(kafka_hosts, client, t
         for spout in spouts.values():
             spout.deactivate()
     finally:
+        for thread, box in starting.values():
+            thread.join(PATIENCE_S)
+            spouts.update(("starting%d" % i, spout) for i, spout in enumerate(box))
         for spout in spouts.values():
             spout.close()
     lost = set(produced) - set(acked)
