@@ -297,12 +297,13 @@ class ManagedBalancedConsumer(Consumer):
         """As the consumer's, once the group has given this member its first assignment since
         ``start()`` (waited for until ``session_timeout_ms`` after ``start()``): pykafka's
         ``start()`` returned once the member had joined, so a new member's loop with a
-        ``consumer_timeout_ms`` did not end, empty, while the group was forming."""
+        ``consumer_timeout_ms`` did not end, empty, while the group was forming. Each message
+        comes from ``consume()``, which polls librdkafka while it hands out buffered ones."""
         self._check_running()
         if self._consumer_timeout_ms >= 0:
             while not self._ever_assigned and not len(self._core) and time.monotonic() < self._join_deadline:
                 self._fetch(BATCH, SLICE_MS)
-        return super().__iter__()
+        return iter(self._consume_blocking, None)  # not the core's iterator, which polls nothing
 
     def _commit_metadata(self):
         """pykafka's commit metadata, naming this member by its id in the group."""

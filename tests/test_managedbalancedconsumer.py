@@ -816,11 +816,13 @@ def test_a_partition_paused_when_revoked_is_read_again_when_assigned_again(mock_
 
 @pytest.mark.mock
 @pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
-def test_a_member_calling_consume_keeps_its_place_while_it_works_through_its_buffer(mock_cluster, mock_client):
+@pytest.mark.parametrize("how", ["consume", "iterate"])
+def test_a_member_calling_consume_keeps_its_place_while_it_works_through_its_buffer(mock_cluster, mock_client, how):
     """consume() handed out buffered messages (a fetch takes up to BATCH) without polling
     librdkafka, whose max.poll.interval.ms counts from its last poll: a member taking a
     message every 0.2 s, well within max_poll_interval_ms, lost its assignment once the
-    buffer lasted longer than that (a spout fleet rebalanced over and over under load)."""
+    buffer lasted longer than that (a spout fleet rebalanced over and over under load). So
+    did one iterating the consumer (``for message in consumer``, pykafka's loop)."""
     name = unique_name("topic")
     mock_cluster.create_topic(name, 1)
     topic = mock_client.topics[name]
@@ -840,10 +842,11 @@ def test_a_member_calling_consume_keeps_its_place_while_it_works_through_its_buf
         got = consume_n(consumer, 1)
         member = consumer.member_id
         deadline = time.monotonic() + 2 * FAST["max_poll_interval_ms"] / 1000.0
+        messages = iter(consumer)
         while time.monotonic() < deadline:  # twice max_poll_interval_ms, the buffer never empty
             assert len(consumer._core), "the buffer ran out: the test proves nothing"
             time.sleep(0.2)
-            got.append(consumer.consume(block=False))
+            got.append(consumer.consume(block=False) if how == "consume" else next(messages))
         assert consumer.member_id == member  # librdkafka did not make it leave the group
         got += consume_n(consumer, len(produced) - len(got))
         assert consumer.consume_batch(10, 0) == []  # serves what librdkafka has queued
