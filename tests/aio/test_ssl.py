@@ -74,12 +74,14 @@ def test_a_key_password_the_ssl_module_takes_reaches_librdkafka_as_str(tls_certs
 def test_a_tls_protocol_without_ssl_context_is_refused_as_aiokafka_refuses_it(protocol):
     """aiokafka's clients refuse SSL and SASL_SSL without an ssl_context (ValueError); a
     client that went on would trust the system's CAs, which the program never chose."""
+    # PLAIN (the default mechanism) needs them, as in aiokafka
+    login = {"sasl_plain_username": "user", "sasl_plain_password": "secret"} if protocol == "SASL_SSL" else {}
     for client in (aiokafka.AIOKafkaProducer, aiokafka.AIOKafkaConsumer):
         with pytest.raises(aiokafka.errors.KafkaConfigurationError, match="needs an ssl_context") as info:
-            client(security_protocol=protocol)
+            client(security_protocol=protocol, **login)
         assert isinstance(info.value, ValueError) and "create_ssl_context(" in str(info.value)
-        client(security_protocol=protocol, ssl_context=create_ssl_context())  # the system's CAs, chosen
-        client(security_protocol=protocol, rdkafka_config={"ssl.ca.location": "probe"})
+        client(security_protocol=protocol, ssl_context=create_ssl_context(), **login)  # the system's CAs, chosen
+        client(security_protocol=protocol, rdkafka_config={"ssl.ca.location": "probe"}, **login)
 
 @pytest.mark.asyncio
 async def test_produce_and_consume_over_mutual_tls(tls_listener, tls_certs):
