@@ -222,7 +222,8 @@ class ManagedBalancedConsumer(Consumer):
         self._metadata: Optional[tuple[str, bytes]] = None  # (member id, commit metadata naming it)
         self._join_timeout_ms = session_timeout_ms  # how long after start() iteration waits for the first assignment
         # consume() polls librdkafka at least this often while it hands out buffered messages
-        self._poll_every_s = max_poll_interval_ms / 3000.0
+        # (a third of max.poll.interval.ms, rdkafka_config's if it gives one)
+        self._poll_every_s = int(conf.to_str("max.poll.interval.ms", config["max.poll.interval.ms"])) / 3000.0
         self._polled_at = 0.0  # time.monotonic() of the last poll of librdkafka (_fetch)
         self._join_deadline = 0.0
         if check_bool("auto_start", auto_start):

@@ -816,13 +816,14 @@ def test_a_partition_paused_when_revoked_is_read_again_when_assigned_again(mock_
 
 @pytest.mark.mock
 @pytest.mark.slow  # seconds of group coordination or timeouts: the C pass runs it, make soak the pure one
-@pytest.mark.parametrize("how", ["consume", "iterate"])
+@pytest.mark.parametrize("how", ["consume", "iterate", "consume-rdkafka_config"])
 def test_a_member_calling_consume_keeps_its_place_while_it_works_through_its_buffer(mock_cluster, mock_client, how):
     """consume() handed out buffered messages (a fetch takes up to BATCH) without polling
     librdkafka, whose max.poll.interval.ms counts from its last poll: a member taking a
     message every 0.2 s, well within max_poll_interval_ms, lost its assignment once the
     buffer lasted longer than that (a spout fleet rebalanced over and over under load). So
-    did one iterating the consumer (``for message in consumer``, pykafka's loop)."""
+    did one iterating the consumer (``for message in consumer``, pykafka's loop). The
+    interval is librdkafka's property when ``rdkafka_config`` gives it."""
     name = unique_name("topic")
     mock_cluster.create_topic(name, 1)
     topic = mock_client.topics[name]
@@ -836,8 +837,11 @@ def test_a_member_calling_consume_keeps_its_place_while_it_works_through_its_buf
         def on_partitions_assigned(self, partitions):
             events.append(("assigned", sorted(p.id for p in partitions)))
 
+    options = dict(FAST)
+    if how == "consume-rdkafka_config":  # the argument's default (300 s) would poll every 100 s
+        options["rdkafka_config"] = {"max.poll.interval.ms": options.pop("max_poll_interval_ms")}
     consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True, listener=Listener(),
-                                           consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
+                                           consumer_timeout_ms=PATIENCE_S * 1000, **options)
     try:
         got = consume_n(consumer, 1)
         member = consumer.member_id
@@ -846,7 +850,7 @@ def test_a_member_calling_consume_keeps_its_place_while_it_works_through_its_buf
         while time.monotonic() < deadline:  # twice max_poll_interval_ms, the buffer never empty
             assert len(consumer._core), "the buffer ran out: the test proves nothing"
             time.sleep(0.2)
-            got.append(consumer.consume(block=False) if how == "consume" else next(messages))
+            got.append(next(messages) if how == "iterate" else consumer.consume(block=False))
         assert consumer.member_id == member  # librdkafka did not make it leave the group
         got += consume_n(consumer, len(produced) - len(got))
         assert consumer.consume_batch(10, 0) == []  # serves what librdkafka has queued
