@@ -1311,8 +1311,10 @@ async def _call(consumer, fn, arg, what):
         if asyncio.iscoroutine(result):
             await result
     except asyncio.CancelledError:
-        cancelling = getattr(asyncio.current_task(), "cancelling", None)  # Python 3.11
-        if consumer._closed or (cancelling is not None and cancelling()):  # stop(), or the task's own cancel()
+        # stop()'s cancel, or one of the task itself (Python 3.11 tells it: before, every
+        # cancellation is raised on)
+        cancelling = getattr(asyncio.current_task(), "cancelling", None)
+        if consumer._closed or cancelling is None or cancelling():
             raise
         # Not stop()'s: a future the listener awaited was cancelled. Raised on, it would end the
         # rebalance's task before rd_kafka_assign, and the consumer would wait for an
