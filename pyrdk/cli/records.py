@@ -84,7 +84,7 @@ def produce(env, topic, path, fmt, key_separator, headers, partition, as_json):
     total = os.fstat(stream.fileno()).st_size if path != "-" else None
     records = _lines(stream) if fmt == "lines" else _length_prefixed(stream)
     progress = _progress(total)
-    count = 0
+    count, stopped = 0, False
     producer = t.get_producer(linger_ms=5, partitioner=partitioner, max_request_size=10 * 1024 * 1024,
                               rdkafka_config=env.producer_config())
     try:
@@ -118,8 +118,13 @@ def produce(env, topic, path, fmt, key_separator, headers, partition, as_json):
             if stream is not sys.stdin.buffer:
                 stream.close()
             producer.stop()  # waits for the deliveries; raises ProduceFailureError listing failures
+            stopped = True
     except KeyboardInterrupt:  # Ctrl-C: exit 130, once what was read before it is delivered (stop())
-        click.echo("interrupted: produced %d messages to %s" % (count, topic), err=True)
+        if stopped:
+            click.echo("interrupted: produced %d messages to %s" % (count, topic), err=True)
+        else:  # a Ctrl-C in stop() itself: what it had not delivered yet is unknown
+            click.echo("interrupted: %d messages handed to the producer for %s, their delivery not confirmed"
+                       % (count, topic), err=True)
         raise
     if as_json:
         emit_json({"topic": topic, "produced": count})

@@ -292,7 +292,8 @@ def test_produce_interrupted_says_how_many_records_it_produced(kafka_hosts, clie
         with topic.get_simple_consumer(consumer_timeout_ms=60000) as reader:
             assert [reader.consume().value for _ in range(3)] == [b"a", b"b", b"c"]
         proc.send_signal(signal.SIGINT)
-        err = proc.communicate(timeout=60)[1].decode()
+        proc.wait(60)  # stdin still open: its end (communicate() closes it) is no end of the input
+        err = proc.stderr.read().decode()
     finally:
         if proc.poll() is None:
             proc.kill()
