@@ -774,11 +774,22 @@ class Handle:
         retried the same way, then raised (the whole call's) or returned (a partition's)."""
         deadline = _deadline(timeout_ms)
         moving = None  # the last retriable answer: what a retry that timed out ends with
+        known = []  # the metadata's last answer: whether it has every partition of tps
+
+        def partitions_known():
+            # The metadata asked with what is left of the deadline (a millisecond, perhaps): once
+            # it has answered, one that runs out of time counts as its last answer.
+            try:
+                known[:] = [self._partitions_known(tps, deadline, timeout_ms, what)]
+            except KafkaException as exc:
+                if exc.code != errors.TIMED_OUT or not known:
+                    raise
+            return known[0]
         while True:
             try:
                 return call(_ms_left(deadline))
             except _Unanswered as exc:  # some partitions' answers: theirs are the caller's to raise
-                if not self._partitions_known(tps, deadline, timeout_ms, what):
+                if not partitions_known():
                     return exc.out
                 if exc.code in _LEADER_MOVING:
                     moving = exc
@@ -791,8 +802,7 @@ class Handle:
                     if isinstance(moving, _Unanswered):
                         return moving.out
                     raise moving
-                if exc.code not in _LEADER_UNANSWERED + _LEADER_MOVING or \
-                        not self._partitions_known(tps, deadline, timeout_ms, what):
+                if exc.code not in _LEADER_UNANSWERED + _LEADER_MOVING or not partitions_known():
                     raise
                 if exc.code in _LEADER_MOVING:
                     moving = exc
