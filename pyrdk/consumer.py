@@ -630,10 +630,9 @@ class Consumer:
                 beyond[pid] = nxt
             else:
                 self._forget_unverified(pid, nxt)
-        # Confirmed in one ListOffsets lookup (rd_kafka_offsets_for_times): one
-        # rd_kafka_query_watermark_offsets per partition, in turn, took 21 s for 300 partitions
-        # reset past their ends, longer than consumer_timeout_ms, so the iteration ended
-        # having returned nothing.
+        # Confirmed in one ListOffsets lookup (rd_kafka_offsets_for_times), whatever the number
+        # of partitions: one rd_kafka_query_watermark_offsets per partition, in turn, takes
+        # longer than a consumer_timeout_ms for hundreds of them.
         try:
             found = self._handle.offsets_for_times([(self._topic_name, pid, OFFSET_END) for pid in sorted(beyond)],
                                                    self._cluster.timeout_ms, "list offsets") if beyond else []

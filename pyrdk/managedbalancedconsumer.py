@@ -376,8 +376,8 @@ class ManagedBalancedConsumer(Consumer):
         """End the program's pause of those of ``pids`` it paused, as they leave the assignment
         (``rd_kafka_resume_partitions``): librdkafka keeps a partition's pause across
         assignments, where pyrdk's lasts only while the partition stays (``_forget`` drops
-        it). Left paused, a partition assigned to this member again was never fetched, with
-        nothing to say so: a spout whose back-pressure had paused it never emitted it again."""
+        it). Left paused, a partition assigned to this member again would never be fetched,
+        with nothing to say so (a spout's back-pressure pauses its partitions)."""
         paused = [pid for pid in pids if pid in self._paused]
         if paused:
             try:
@@ -524,9 +524,8 @@ class ManagedBalancedConsumer(Consumer):
         it was not polled for a third of ``max_poll_interval_ms``, even with messages
         buffered. librdkafka's ``max.poll.interval.ms`` counts from its last poll, and a
         consume() that hands out a buffered message polls nothing: a member working through
-        its buffer (up to a batch of BATCH messages) more slowly than that left the group,
-        its assignment lost, while it called consume() all along; and rebalances waited for
-        the buffer to empty."""
+        its buffer (up to a batch of BATCH messages) keeps its place in the group this way,
+        and rebalance callbacks run while the buffer lasts."""
         if self._running and len(self._core) and time.monotonic() - self._polled_at >= self._poll_every_s:
             try:
                 self._fetch(1, 0)

@@ -1335,9 +1335,9 @@ class Producer:
         """Messages produced and not yet delivered or reported. The delivery reports
         librdkafka has given are handed out first (in this thread, or by the poller thread's
         dispatch under way, which this waits for): a message it no longer counts has its
-        report told, and its failure kept for the next call. (A report leaves the count as
-        it is recorded or taken from the core, before it is told: a program that waited for
-        0 and then produced was not always told of the failure.)"""
+        report told, and its failure kept for the next call (a report leaves the count as it
+        is recorded or taken from the core, before it is told), so that a program that waits
+        for 0 and then produces is told of every failure."""
         core, handle = self._core, self._handle
         if core is None:
             return 0

@@ -98,8 +98,6 @@ class _MessageType(abc.ABCMeta):
         return type.__subclasscheck__(common.Message, subclass)
 
 
-
-
 def _timestamp_ms(timestamp: Union[int, float, datetime.datetime, None], protocol_version: int) -> Optional[int]:
     if timestamp is None:
         if protocol_version > 0:  # pykafka: a v1 message made without a time is made now

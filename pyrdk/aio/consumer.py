@@ -1177,8 +1177,8 @@ class AIOKafkaConsumer(Client):
     async def _watermarks(self, partitions, logical):
         """The first (``logical`` OFFSET_BEGINNING) or end (OFFSET_END) offsets of
         ``partitions``, all in one ListOffsets lookup (``rd_kafka_offsets_for_times``, which
-        takes them as times): one ``rd_kafka_query_watermark_offsets`` per partition made
-        end_offsets() of a thousand partitions take minutes."""
+        takes them as times), whatever the number of partitions (one
+        ``rd_kafka_query_watermark_offsets`` per partition takes minutes for a thousand)."""
         self._check_running()
         tps = list(dict.fromkeys(topic_partition(tp) for tp in partitions))
         if not tps:
