@@ -786,16 +786,9 @@ def test_a_partition_paused_when_revoked_is_read_again_when_assigned_again(mock_
     mock_cluster.create_topic(name, 1)
     topic = mock_client.topics[name]
     produced = produce_keyed(topic, 10)
-    events = []
-
-    class Listener:
-        def on_partitions_revoked(self, partitions):
-            events.append(("revoked", sorted(p.id for p in partitions)))
-
-        def on_partitions_assigned(self, partitions):
-            events.append(("assigned", sorted(p.id for p in partitions)))
-
-    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True, listener=Listener(),
+    listener = Recorder()
+    events = listener.events
+    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True, listener=listener,
                                            consumer_timeout_ms=PATIENCE_S * 1000, **FAST)
     try:
         first = consume_n(consumer, 3)
@@ -828,19 +821,11 @@ def test_a_member_calling_consume_keeps_its_place_while_it_works_through_its_buf
     mock_cluster.create_topic(name, 1)
     topic = mock_client.topics[name]
     produced = produce_keyed(topic, 100)
-    events = []
-
-    class Listener:
-        def on_partitions_revoked(self, partitions):
-            events.append(("revoked", sorted(p.id for p in partitions)))
-
-        def on_partitions_assigned(self, partitions):
-            events.append(("assigned", sorted(p.id for p in partitions)))
-
-    options = dict(FAST)
+    listener, options = Recorder(), dict(FAST)
+    events = listener.events
     if how == "consume-rdkafka_config":  # the argument's default (300 s) would poll every 100 s
         options["rdkafka_config"] = {"max.poll.interval.ms": options.pop("max_poll_interval_ms")}
-    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True, listener=Listener(),
+    consumer = topic.get_balanced_consumer(b"g-" + name.encode(), managed=True, listener=listener,
                                            consumer_timeout_ms=PATIENCE_S * 1000, **options)
     try:
         got = consume_n(consumer, 1)
