@@ -451,15 +451,14 @@ class Producer:
         the fast path asked for it already. Inside a produce_batch() or produce_arrow() that
         sends its messages one at a time, the failures it raises are those from before that
         call began (its ``_call_mark``), not from before this message."""
-        mark = getattr(self._local, "call_mark", None)
         me = self._enter()
         try:
-            if mark is None:
-                self._handle.dispatch_reports()  # the failures reported before the call: raised by it
-                mark = self._failures.mark()
-            msg, done = self._hand_over(message, partition_key, timestamp, headers, partition)
+            msg, done, mark = self._hand_over(message, partition_key, timestamp, headers, partition)
         finally:
             self._leave(me)
+        call_mark = getattr(self._local, "call_mark", None)  # a produce_batch()'s or produce_arrow()'s
+        if call_mark is not None:
+            mark = call_mark
         if done is not None:
             try:
                 self._wait_delivered(msg, done)
@@ -489,13 +488,14 @@ class Producer:
                 self._entered.notify_all()
 
     def _hand_over(self, message, partition_key, timestamp, headers, partition):
-        """The general path's checks and its ``rd_kafka_producev``: returns the Message and,
-        for a sync producer, what its delivery report will set."""
+        """The general path's checks and its ``rd_kafka_producev``: returns the Message, for a
+        sync producer what its delivery report will set, and the ``_failures`` mark of
+        ``_check()``."""
         if self._transactional_id is not None and not self._in_transaction:
             raise TransactionStateError("produce() outside a transaction: the producer is transactional "
                                         "(transactional_id=%r); call begin_transaction() first, or produce "
                                         "inside 'with producer.transaction():'" % self._transactional_id)
-        self._check()
+        mark = self._check()
         if self._serializer is not None:
             message, partition_key = check_pair("serializer", self._serializer(message, partition_key))
         _check_bytes("message", message, self._serializer is not None)
@@ -519,7 +519,7 @@ class Producer:
                       topic=self._topic_name, compression_type=self._compression,
                       delivery_report_q=self._report_queue() if self._delivery_reports else None)
         if too_large:  # as pykafka: the message is returned and its report holds the refusal
-            return self._report_refused(msg, self._too_large(message, partition_key)), None
+            return self._report_refused(msg, self._too_large(message, partition_key)), None, mark
         self._hand_off(producing=True)  # the queued ones first: each partition's messages stay in order
         core = self._core
         msg_id = core.track(msg)
@@ -532,7 +532,7 @@ class Producer:
             core.untrack(msg_id)
             self._waiting.pop(msg, None)
             if isinstance(exc, MessageSizeTooLarge) and reported:
-                return self._report_refused(msg, exc), None
+                return self._report_refused(msg, exc), None, mark
             if isinstance(exc, TransactionStateError) and self.commit_in_doubt and not exc.fatal:
                 raise self._unfinished_error("produce()") from exc  # librdkafka takes nothing but that commit
             if isinstance(exc, TransactionStateError) and self._in_transaction and not exc.fatal:
@@ -543,7 +543,7 @@ class Producer:
                                        "its coordinator failed): abort_transaction(), then try it again",
                                        txn_requires_abort=True) from exc
             raise
-        return msg, done
+        return msg, done, mark
 
     def _report_refused(self, msg, exc):
         """A message too large to send, with ``delivery_reports``: returned, its failure in
@@ -566,8 +566,10 @@ class Producer:
         """What the general path does first: hand out the delivery reports, raise an error of
         the poller thread or a callback and ``NoBrokersAvailableError`` after an outage; then
         let the fast path go on if nothing is left for the general one. Failed deliveries wait
-        for ``_raise_failed()``, once the call has queued its own messages."""
+        for ``_raise_failed()``, once the call has queued its own messages: returns the
+        ``_failures`` mark up to which it raises them (those reported before the call)."""
         self._handle.dispatch_reports()
+        mark = self._failures.mark()
         self._errors.check()
         if self._outage.since is not None:
             self._outage.check(self._handle)  # every broker unreachable for socket_timeout_ms
@@ -575,6 +577,7 @@ class Producer:
         with self._lock:  # never on a core stop() closed meanwhile: its queues are handed over no more
             if self._running:
                 self._core.divert = divert
+        return mark
 
     def _hand_off(self, timeout_ms=-1, stopping=False, producing=False):
         """Hand every queued message to librdkafka, waiting (up to ``timeout_ms``; -1: for
@@ -676,8 +679,7 @@ class Producer:
             messages = list(items)  # what the iterable itself raises, it raises as it is: nothing is queued yet
         if not messages:
             return 0
-        self._check()
-        mark = self._failures.mark()
+        mark = self._check()
         if self._general_only or self._partitioner is not random_partitioner:
             return self._produce_each(messages, mark)
         core, handle = self._core, self._handle
@@ -766,9 +768,9 @@ class Producer:
         rows = columns[0]
         if not rows:
             return 0
-        self._check()
+        mark = self._check()
         if not marks:
-            marks.append(self._failures.mark())
+            marks.append(mark)
         mark = marks[0]
         core, handle = self._core, self._handle
         assert core is not None and handle is not None  # start() made them
