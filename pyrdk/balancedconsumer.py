@@ -21,18 +21,19 @@ How a member keeps ownership safe:
    messages the program is done with. Then it deletes the node, but only if the node
    belongs to its own session. A node holding its id that it does not count as held (a
    delete ZooKeeper did not answer in time) is deleted too.
-3. To claim partition ``p``, a member reads the ownership nodes and the version of their
-   parent. If a node of ``p`` exists, whatever leader id its name holds, ``p`` is taken
-   (``PartitionOwnedError``: retried at once, then after ``rebalance_backoff_ms``, growing). Otherwise the member
-   creates its node in one transaction with a write to the parent at the version it read.
-   If another member claimed anything in between, the transaction fails and the member
-   looks again. So two pyrdk members never hold nodes for one partition, not even under
-   different leader ids. (pykafka's node names embed the leader id, so after a leader
-   change two pykafka members can own one partition under two names.) pykafka members
-   skip that transaction: a pyrdk member gives way when a pykafka member's node for its
-   partition is older (a lower ``czxid``) than its own. pykafka on Python 3 makes its nodes
-   under ``owners/b'<topic>'`` (it formats the bytes topic name into the path): those count
-   too.
+3. To claim its partitions, a member reads the ownership nodes and the version of their
+   parent. If a node of partition ``p`` exists, whatever leader id its name holds, ``p`` is
+   taken (``PartitionOwnedError``: retried at once, then after ``rebalance_backoff_ms``,
+   growing). The member creates its nodes for the others in transactions of up to 200
+   nodes, each with a write to the parent at the version it read (then at the version its
+   last transaction left). If another member claimed anything in between, the transaction
+   fails and the member looks again. So two pyrdk members never hold nodes for one
+   partition, not even under different leader ids. (pykafka's node names embed the leader
+   id, so after a leader change two pykafka members can own one partition under two
+   names.) pykafka members skip that transaction: a pyrdk member gives way when a pykafka
+   member's node for its partition is older (a lower ``czxid``) than its own. pykafka on
+   Python 3 makes its nodes under ``owners/b'<topic>'`` (it formats the bytes topic name
+   into the path): those count too.
 4. Messages are handed out only under a lease. Every third of the session timeout, the
    coordinator checks that the session is the one that created the ownership nodes and that
    each node still holds this member's id. The lease then runs for half the session timeout
@@ -93,6 +94,7 @@ __all__ = ["BalancedConsumer", "ZooKeeperUnavailableError"]
 SLICE_MS = 100  # longest wait of consume() between checks of lease, rebalance and timeout
 METADATA_CHECK_S = 10  # how often the partitions and leaders of the topic are re-read
 CLAIM_ATTEMPTS = 20  # claims in a row that other members' claims may interrupt
+CLAIMS_PER_TRANSACTION = 200  # ownership nodes created in one ZooKeeper transaction (far below jute.maxbuffer)
 
 
 if hasattr(time, "CLOCK_BOOTTIME"):
@@ -861,69 +863,95 @@ class BalancedConsumer:
         return sorted(path.rsplit("/", 1)[1].encode() for path, (value, _) in nodes.items()
                       if value == self._topic.name)
 
-    def _owner_nodes(self, pid, children=None):
-        """``[(czxid, path, value, stat)]`` of every ownership node of partition ``pid``,
-        whatever leader id its name holds, oldest first; those pykafka members on Python 3
-        made under ``owners/b'<topic>'`` included."""
+    def _owner_nodes(self, pids, children=None):
+        """``{pid: [(czxid, path, value, stat)]}``: the ownership nodes of the partitions
+        ``pids`` that have any, whatever leader id their names hold, oldest first; those
+        pykafka members on Python 3 made under ``owners/b'<topic>'`` included. ``children``:
+        the names under the owners node, when already read."""
         if children is None:
             children = self._children(self._topic_path)
-        paths = ["%s/%s" % (self._topic_path, c) for c in children if partition_of(c) == pid]
+        paths = ["%s/%s" % (self._topic_path, c) for c in children if partition_of(c) in pids]
         paths += ["%s/%s" % (self._pykafka_topic_path, c) for c in self._children(self._pykafka_topic_path)
-                  if partition_of(c) == pid]
-        return sorted((stat.czxid, path, value, stat) for path, (value, stat) in self._get_many(paths).items())
+                  if partition_of(c) in pids]
+        out = {}
+        for path, (value, stat) in self._get_many(paths).items():
+            out.setdefault(partition_of(path.rsplit("/", 1)[1]), []).append((stat.czxid, path, value, stat))
+        return {pid: sorted(nodes) for pid, nodes in out.items()}
 
     def _path_from_partition(self, partition):
         leader = partition.leader
         return "%s/%s-%d" % (self._topic_path, leader.id if leader is not None else None, partition.id)
 
-    def _claim(self, partition):
-        """Own ``partition`` in ZooKeeper, or raise ``PartitionOwnedError``.
+    def _claim(self, partitions):
+        """Own ``partitions`` in ZooKeeper; returns ``{pid: reason}`` of those it could not
+        (another member owns them).
 
-        The node is created in one transaction with a write to the owners node at the
-        version read with its children: if another pyrdk member claimed anything in
-        between, the transaction fails and the claim looks again. So two pyrdk members never
-        create nodes for one partition, even under different leader ids."""
-        pid = partition.id
+        The nodes are created in transactions, each with a write to the owners node at the
+        version read with its children (then the version the last transaction left): if
+        another pyrdk member claimed anything in between, the transaction fails and the claim
+        looks again. So two pyrdk members never create nodes for one partition, even under
+        different leader ids. A few round trips serve a whole rebalance, whatever the number
+        of partitions."""
         zk = self._zk()
-        path = self._path_from_partition(partition)
+        wanted = {p.id: p for p in partitions}
+        blocked, created = {}, {}
         self._wait(zk.sync_async(self._topic_path))  # see other members' latest nodes
         for _ in range(CLAIM_ATTEMPTS):
+            if not wanted:
+                break
             try:
                 children, parent = self._wait(zk.get_children_async(self._topic_path, include_data=True))
             except NoNodeError:
                 self._make_paths()
                 continue
             stale = False
-            for _, node, value, stat in self._owner_nodes(pid, children):
-                if value != self._consumer_id:
-                    raise PartitionOwnedError(partition, "partition %d is owned by %s (%s)"
-                                              % (pid, value.decode(errors="replace"), node))
-                if stat.ephemeralOwner == self._session:
-                    self._owned[pid] = node
-                    return
-                self._delete_if_ours(node, any_session=True)  # left by an older session of ours
-                stale = True
+            for pid, nodes in self._owner_nodes(set(wanted), children).items():
+                for _, node, value, stat in nodes:
+                    if value != self._consumer_id:
+                        blocked[pid] = "partition %d is owned by %s (%s)" % (pid, value.decode(errors="replace"), node)
+                        del wanted[pid]
+                        break
+                    if stat.ephemeralOwner == self._session:
+                        self._owned[pid] = node
+                        del wanted[pid]
+                        break
+                    self._delete_if_ours(node, any_session=True)  # left by an older session of ours
+                    stale = True
             if stale:
                 continue
-            tx = zk.transaction()
-            tx.set_data(self._topic_path, b"", version=parent.version)
-            tx.create(path, self._consumer_id, ephemeral=True)
-            results = self._wait(tx.commit_async())
-            if isinstance(results[1], NodeExistsError):
-                raise PartitionOwnedError(partition, "partition %d is owned (%s)" % (pid, path))
-            if not any(isinstance(r, Exception) for r in results):
-                break
-            # BadVersionError: another member claimed a partition meanwhile; look again.
-        else:
-            raise PartitionOwnedError(partition, "partition %d: other members kept claiming "
-                                      "partitions while this one tried" % pid)
+            version, pids = parent.version, sorted(wanted)
+            for first in range(0, len(pids), CLAIMS_PER_TRANSACTION):
+                chunk = pids[first:first + CLAIMS_PER_TRANSACTION]
+                tx = zk.transaction()
+                tx.set_data(self._topic_path, b"", version=version)
+                paths = [self._path_from_partition(wanted[pid]) for pid in chunk]
+                for path in paths:
+                    tx.create(path, self._consumer_id, ephemeral=True)
+                results = self._wait(tx.commit_async())
+                taken = [(pid, path) for pid, path, result in zip(chunk, paths, results[1:])
+                         if isinstance(result, NodeExistsError)]
+                for pid, path in taken:
+                    blocked[pid] = "partition %d is owned (%s)" % (pid, path)
+                    del wanted[pid]
+                if taken or any(isinstance(r, Exception) for r in results):
+                    break  # BadVersionError: another member claimed a partition meanwhile; look again
+                version = results[0].version
+                for pid, path in zip(chunk, paths):
+                    created[pid] = path
+                    del wanted[pid]
+        for pid in wanted:
+            blocked[pid] = "partition %d: other members kept claiming partitions while this one tried" % pid
         # pykafka members create their nodes without that transaction: the older node wins.
-        nodes = self._owner_nodes(pid)
-        if not nodes or nodes[0][1] != path:
-            self._delete_if_ours(path)
-            raise PartitionOwnedError(partition, "partition %d was claimed first as %s"
-                                      % (pid, nodes[0][1] if nodes else "?"))
-        self._owned[pid] = path
+        if created:
+            nodes = self._owner_nodes(set(created))
+            for pid, path in created.items():
+                oldest = nodes.get(pid, [(None, "?")])[0][1]
+                if oldest == path:
+                    self._owned[pid] = path
+                else:
+                    self._delete_if_ours(path)
+                    blocked[pid] = "partition %d was claimed first as %s" % (pid, oldest)
+        return blocked
 
     def _delete_if_ours(self, path, any_session=False):
         """Delete ``path`` if it holds this member's id (and, unless ``any_session``,
@@ -1205,18 +1233,17 @@ class BalancedConsumer:
                 self._close_consumer(commit=True)
             self._delete_owned(give_up)
         self._delete_strays()
-        blocked = set()
+        wanted, blocked = [], set()
         for pid in sorted(decided - set(self._owned)):
             partition = self._topic.partitions.get(pid)
             if partition is None:  # the topic shrank since (a refresh in another thread): decided again
                 log.info("%s: partition %d is gone from topic %s", self._consumer_id, pid, self._topic.name.decode())
                 blocked.add(pid)
-                continue
-            try:
-                self._claim(partition)
-            except PartitionOwnedError as exc:
-                log.info("%s: %s", self._consumer_id, exc)
-                blocked.add(pid)
+            else:
+                wanted.append(partition)
+        for pid, reason in sorted(self._claim(wanted).items()):
+            log.info("%s: %s", self._consumer_id, reason)
+            blocked.add(pid)
         self._blocked = blocked
         if not self._renew_now():
             return None

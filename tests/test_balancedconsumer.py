@@ -582,6 +582,29 @@ def test_nodes_left_with_a_members_id_are_deleted_at_its_next_rebalance(zk_clien
             second.stop()
 
 
+def test_a_member_claims_many_partitions_in_a_few_zookeeper_transactions(zk_client, zk, topic_name,
+                                                                          group_name):
+    """A rebalance creates its ownership nodes in transactions of up to 200 nodes each, not
+    one partition at a time: a member alone on 450 partitions claims them all in 3."""
+    topic = make_topic(zk_client, topic_name, 450)
+    transactions = []
+    transaction = zk.transaction
+
+    def counted():
+        transactions.append(transaction())
+        return transactions[-1]
+
+    zk.transaction = counted
+    consumer = topic.get_balanced_consumer(group_name, zookeeper=zk, **FAST)
+    try:
+        assert sorted(consumer.partitions) == list(range(450))
+        owners = owners_in_zookeeper(zk, group_name.decode(), topic_name)
+        assert owners == {pid: [consumer.consumer_id.decode()] for pid in range(450)}
+        assert len(transactions) == 3
+    finally:
+        consumer.stop()
+
+
 def delete_tree(zk, path):
     """Delete ``path`` and everything under it in one transaction: ``rmr``, without the
     race with a member making its nodes again in between."""
