@@ -21,11 +21,13 @@ which serves the last one of each (labelled ``client`` with librdkafka's handle 
 - ``pyrdk_broker_rtt_seconds{broker, stat}``: request round trips, producers and consumers
 - ``pyrdk_consumer_lag_messages{topic, partition}``: messages from the group's committed
   offset to the end of each partition the consumer reads (``consumer_lag``): it falls as
-  the consumer commits, not as it reads
+  the consumer commits, not as it reads (in the next snapshot, which the consumer's polls
+  serve); a stopped consumer reads none
 - ``pyrdk_rebalances_total``: rebalances of a group member (``cgrp.rebalance_cnt``)
 
 librdkafka measures latencies in microseconds; they are exported in seconds. A stopped
-producer or consumer keeps its last figures until :meth:`PrometheusExporter.forget`; the
+producer or consumer keeps its last figures until :meth:`PrometheusExporter.forget`, but for
+the lag of the partitions a consumer read (see :meth:`PrometheusExporter.stopped`); the
 consumer a ZooKeeper-coordinated balanced consumer replaces at each rebalance is forgotten
 then.
 """
@@ -79,6 +81,15 @@ class PrometheusExporter:
         """Stop exporting the client ``name`` (librdkafka's handle name, the ``client`` label)."""
         with self._lock:
             self._snapshots.pop(name, None)
+
+    def stopped(self, name):
+        """The client ``name`` was stopped (its handle destroyed, so no snapshot follows):
+        its partitions' lag is exported no more, since it reads none and its last snapshot
+        predates what its stop committed; the other figures stay until :meth:`forget`."""
+        with self._lock:
+            stats = self._snapshots.get(name)
+            if stats is not None and "topics" in stats:
+                self._snapshots[name] = {key: v for key, v in stats.items() if key != "topics"}
 
     def start_http_server(self, port, addr="127.0.0.1"):
         """Serve the registry at ``http://addr:port/metrics`` from a daemon thread (on the

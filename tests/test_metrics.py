@@ -7,7 +7,7 @@ import pytest
 
 from pyrdk import KafkaClient
 from pyrdk.testing import free_port
-from tests.fix_kafka import MANAGED, make_topic
+from tests.fix_kafka import MANAGED, fill, group_offsets, make_topic
 
 pytestmark = pytest.mark.kafka
 
@@ -193,3 +193,46 @@ def test_a_namespace_that_is_no_metric_name_prefix_is_refused(namespace):
     with pytest.raises(ValueError, match="namespace must be a Prometheus metric name prefix"):
         PrometheusExporter(registry=registry, namespace=namespace)
     assert list(registry.collect()) == []  # nothing registered
+
+
+def _lag_series(samples, client):
+    return {dict(ls)["partition"]: v for (n, ls), v in samples.items()
+            if n == "pyrdk_consumer_lag_messages" and dict(ls)["client"] == client}
+
+
+@pytest.mark.parametrize("kind", ["simple", "managed", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
+def test_a_stopped_consumer_exports_no_lag(request, kafka_hosts, topic_name, group_name, exporter, kind):
+    """A consumer's last snapshot predates what it committed before it stopped (its
+    commit_offsets(), or the auto-commit of stop()), here a lag of 3 on each partition read
+    and committed to the end. A stopped consumer reads no partition, so it exports no lag;
+    its counters stay."""
+    zookeeper = request.getfixturevalue("zookeeper_chroot") if kind == "zookeeper" else None
+    with KafkaClient(hosts=kafka_hosts, zookeeper_hosts=zookeeper, statistics_interval_ms=100,
+                     stats_callback=exporter) as client:
+        topic = make_topic(client, topic_name, 4)
+        fill(topic, {pid: 3 for pid in range(4)})
+        if kind == "simple":
+            consumer = topic.get_simple_consumer(group_name, consumer_timeout_ms=200)
+        elif kind == "managed":
+            consumer = topic.get_balanced_consumer(group_name, auto_commit_enable=True, **MANAGED)
+        else:
+            consumer = topic.get_balanced_consumer(group_name, zookeeper_connection_timeout_ms=4000,
+                                                   consumer_timeout_ms=200, rebalance_backoff_ms=200,
+                                                   auto_commit_enable=True)
+        try:
+            read = 0
+            deadline = time.monotonic() + 60
+            while read < 12:
+                assert time.monotonic() < deadline, "the consumer read %d of 12 messages in 60 s" % read
+                read += consumer.consume(block=False) is not None
+            until_scraped(exporter.url, lambda s: len(_lag_series(s, (consumer.stats() or {}).get("name"))) == 4,
+                          "the lag of the 4 partitions", tick=lambda: consumer.consume(block=False))
+            name = consumer.stats()["name"]
+            if kind == "simple":
+                consumer.commit_offsets()
+        finally:
+            consumer.stop()
+        assert group_offsets(topic, group_name) == {pid: 3 for pid in range(4)}  # all committed
+        samples = scrape(exporter.url)
+        assert _lag_series(samples, name) == {}
+        assert value(samples, "pyrdk_messages_received_total", client=name) >= 12

@@ -432,6 +432,19 @@ class Handle:
         finally:
             self._cbs.unregister()
             callbacks.repeats.flush(self.name)
+        self._stats_stopped()
+
+    def _stats_stopped(self):
+        """Tell a ``stats_callback`` with ``stopped(name)`` (a
+        :class:`pyrdk.metrics.PrometheusExporter`) that the handle sends no more statistics:
+        its last snapshot predates what the close did (a consumer's last commit), and it
+        reads no partition any more."""
+        stopped = getattr(self._stats_callback, "stopped", None)
+        if callable(stopped):
+            try:
+                stopped(self.name)
+            except Exception:
+                log.exception("the stats_callback of %s raised in stopped()", self.name)
 
     def __del__(self):
         # Last resort; never after fork() (the child does not own librdkafka's threads).
