@@ -637,6 +637,6 @@ NO_TLS_ANSWER_HINT = ("no broker answered the TLS handshake: if the listener is 
                       "in pyrdk.aio)")
 # OAUTHBEARER chosen with nothing to make a token.
 NO_OAUTH_TOKEN = ("sasl.mechanism OAUTHBEARER has no token to send: pass oauth_cb (a callable returning "
-                  "(token, expiry); in pyrdk.aio, rdkafka_config={'oauth_cb': ...}), or set "
+                  "(token, expiry); in pyrdk.aio, sasl_oauth_token_provider), or set "
                   "sasl.oauthbearer.method=oidc with its client id, secret and token endpoint, or "
                   "enable.sasl.oauthbearer.unsecure.jwt=true (unsigned tokens, for tests)")

@@ -25,10 +25,9 @@ class ConsumerRebalanceListener(abc.ABC):
 
 
 class AbstractTokenProvider(abc.ABC):
-    """aiokafka's base of OAUTHBEARER token providers, so that programs defining one import;
-    the clients refuse ``sasl_oauth_token_provider`` (``NotSupportedError``): librdkafka asks
-    for tokens from its own threads, where no coroutine can be awaited. Pass
-    ``rdkafka_config={"oauth_cb": callable}`` (pyrdk's synchronous hook) instead."""
+    """aiokafka's base of OAUTHBEARER token providers (``sasl_oauth_token_provider``): when
+    librdkafka asks for a token, the client awaits ``token()`` in its event loop and sends
+    ``extensions()`` with it (see :class:`pyrdk.aio.conf.TokenCallback`)."""
 
     def __init__(self, **config: Any) -> None:
         self.config = config

@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import TypeVar
 
+from pyrdk.aio.conf import TokenCallback
 from pyrdk.aio.errors import IllegalStateError
 from pyrdk.exceptions import KafkaTimeoutError, NoBrokersAvailableError, SocketDisconnectedError
 
@@ -68,6 +69,13 @@ class Client:
     def _raise_security_failure(self):
         """The subclass's: raise a TLS failure or refused login librdkafka has reported."""
         raise NotImplementedError
+
+    def _bind_token_provider(self):
+        """Have a ``sasl_oauth_token_provider`` (``oauth_cb`` in the config) await its
+        tokens on the loop ``start()`` runs in."""
+        callback = self._config.get("oauth_cb")
+        if isinstance(callback, TokenCallback):
+            callback.loop = self._loop
 
     def _foreign_loop(self):
         """Whether this call runs in another event loop than the one ``start()`` ran in

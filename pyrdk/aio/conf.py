@@ -1,10 +1,16 @@
 """What aiokafka's producer and consumer options share, as librdkafka properties."""
+import asyncio
+import concurrent.futures
+import time
+
 from pyrdk.aio import helpers
-from pyrdk.exceptions import ConfigurationError, NotSupportedError
+from pyrdk.aio.abc import AbstractTokenProvider
+from pyrdk.exceptions import ConfigurationError
 from pyrdk.rd import conf as rd_conf
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+TOKEN_LIFETIME_S = 60  # how long librdkafka keeps a provider's token: it asks again 80% through
 
 
 def bootstrap(servers):
@@ -54,8 +60,13 @@ def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms
                                  "ssl_context=pyrdk.aio.helpers.create_ssl_context(cafile=...) (with no "
                                  "argument, it trusts the system's CA certificates)" % security_protocol)
     if sasl_oauth_token_provider is not None:
-        raise NotSupportedError("sasl_oauth_token_provider is not supported; pass "
-                                "rdkafka_config={'oauth_cb': callable} (pyrdk's OAUTHBEARER hook) instead")
+        if not isinstance(sasl_oauth_token_provider, AbstractTokenProvider):
+            raise ConfigurationError("sasl_oauth_token_provider must implement pyrdk.aio.abc.AbstractTokenProvider "
+                                     "(aiokafka.abc's), not %s" % type(sasl_oauth_token_provider).__name__)
+        if sasl_mechanism != "OAUTHBEARER" or not security_protocol.startswith("SASL"):
+            raise ConfigurationError("sasl_oauth_token_provider needs sasl_mechanism='OAUTHBEARER' and "
+                                     "security_protocol 'SASL_SSL' or 'SASL_PLAINTEXT', not %r and %r"
+                                     % (sasl_mechanism, security_protocol))
     config = {
         "bootstrap.servers": bootstrap(bootstrap_servers),
         "client.id": client_id,
@@ -90,5 +101,38 @@ def common(bootstrap_servers, client_id, metadata_max_age_ms, request_timeout_ms
             config["sasl.password"] = sasl_plain_password
         if sasl_mechanism == "GSSAPI":
             config["sasl.kerberos.service.name"] = sasl_kerberos_service_name
+        if sasl_oauth_token_provider is not None:
+            config["oauth_cb"] = TokenCallback(sasl_oauth_token_provider, request_timeout_ms)
     return config
+
+
+class TokenCallback:
+    """aiokafka's ``sasl_oauth_token_provider`` as an ``oauth_cb``: librdkafka asks for a
+    token from its background thread (``rd_kafka_oauthbearer_set_token``), and this awaits
+    the provider's ``token()`` on the client's event loop (``loop``, set by ``start()``)
+    within ``request_timeout_ms``, with ``extensions()``. aiokafka asks at each login;
+    librdkafka keeps a token ``TOKEN_LIFETIME_S`` and asks again 80% through, so the
+    provider's own reuse and refresh of its tokens, which aiokafka asks of it, still decide."""
+
+    def __init__(self, provider, timeout_ms):
+        self.provider = provider
+        self.timeout_s = timeout_ms / 1000.0 if isinstance(timeout_ms, (int, float)) else 40.0
+        self.loop = None
+
+    def __call__(self, config):
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            raise RuntimeError("the client's event loop is closed: sasl_oauth_token_provider.token() cannot run")
+        future = asyncio.run_coroutine_threadsafe(self._ask(), loop)
+        try:
+            return future.result(self.timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError("sasl_oauth_token_provider.token() did not return within request_timeout_ms "
+                               "(%d ms)" % (self.timeout_s * 1000)) from None
+
+    async def _ask(self):
+        token = await self.provider.token()
+        extensions = self.provider.extensions()
+        return token, time.time() + TOKEN_LIFETIME_S, "", extensions
 

@@ -289,6 +289,7 @@ class AIOKafkaConsumer(Client):
             return
         self._loop = asyncio.get_running_loop()
         self._core = consumer_core({})
+        self._bind_token_provider()
         handle = Handle("consumer", self._config, Callbacks(on_rebalance=weak_method(self, "_on_rebalance", None)),
                         closed_exc=ConsumerStoppedError, what="consumer")
         try:

@@ -85,8 +85,7 @@ class AIOKafkaProducer(Client):
     properties (``rdkafka_config`` adds or overrides any). Left unset, ``partitioner`` is
     librdkafka's ``murmur2_random``, which partitions as aiokafka's default does; a callable
     is called in ``send()`` as aiokafka calls it;
-    ``ssl_context`` must come from :func:`pyrdk.aio.helpers.create_ssl_context`, and
-    ``sasl_oauth_token_provider`` is not supported (see the README)."""
+    ``ssl_context`` must come from :func:`pyrdk.aio.helpers.create_ssl_context`."""
 
     def __init__(self, *, loop: Optional[asyncio.AbstractEventLoop] = None,
                  bootstrap_servers: Union[str, Sequence[str]] = "localhost", client_id: Optional[str] = None,
@@ -197,6 +196,7 @@ class AIOKafkaProducer(Client):
             return
         self._loop = asyncio.get_running_loop()
         self._room = asyncio.Event()
+        self._bind_token_provider()
         handle = Handle("producer", self._config, Callbacks(on_deliveries=weak_method(self, "_on_deliveries", None)),
                         closed_exc=ProducerClosed, what="producer")
         try:

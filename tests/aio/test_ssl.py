@@ -206,3 +206,72 @@ async def test_a_client_certificate_loaded_into_the_context_afterwards_is_sent(t
     await starts_over_tls(listener, context)
     with pytest.raises(NotSupportedError, match="one of cafile, capath or cadata"):
         context.load_verify_locations(tls_certs.other_ca.certfile)
+
+
+# -- SASL OAUTHBEARER: aiokafka's sasl_oauth_token_provider ------------------------------------
+
+class Provider(aiokafka.abc.AbstractTokenProvider):
+    """Records the loop each ``token()`` ran in; ``fail``: what ``token()`` raises."""
+
+    def __init__(self, fail=None):
+        super().__init__()
+        self.loops, self.fail = [], fail
+
+    async def token(self):
+        self.loops.append(asyncio.get_running_loop())
+        if self.fail is not None:
+            raise self.fail
+        return "token-%d" % len(self.loops)
+
+    def extensions(self):
+        return {"traceId": "abc"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["AIOKafkaConsumer", "AIOKafkaProducer"])
+async def test_a_token_providers_token_is_awaited_in_the_clients_loop_and_sent(sasl_listener, kind):
+    """Tansu refuses OAUTHBEARER tokens: the provider's token() is awaited in the loop the
+    client started in, the token sent (the refusal is the listener's, after
+    SaslAuthenticate) and the refusal raised by start() as AuthenticationFailedError."""
+    provider = Provider()
+    context = create_ssl_context(cafile=sasl_listener.cafile) if sasl_listener.protocol == "SASL_SSL" else None
+    client = getattr(aiokafka, kind)(bootstrap_servers=sasl_listener.hosts, security_protocol=sasl_listener.protocol,
+                                     ssl_context=context, sasl_mechanism="OAUTHBEARER",
+                                     sasl_oauth_token_provider=provider, request_timeout_ms=NEVER_MS)
+    try:
+        with pytest.raises(aiokafka.errors.AuthenticationFailedError) as info:
+            await asyncio.wait_for(client.start(), 60)
+        assert "SASL" in str(info.value)
+        assert provider.loops and all(loop is asyncio.get_running_loop() for loop in provider.loops)
+    finally:
+        await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_token_provider_that_raises_fails_start_naming_its_error(kafka_hosts):
+    provider = Provider(fail=ValueError("identity provider down"))
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, security_protocol="SASL_PLAINTEXT",
+                                         sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=provider)
+    try:
+        with pytest.raises(aiokafka.errors.AuthenticationFailedError, match="identity provider down"):
+            await asyncio.wait_for(producer.start(), 60)
+        assert provider.loops
+    finally:
+        await producer.stop()
+
+
+@pytest.mark.parametrize("kind", ["AIOKafkaConsumer", "AIOKafkaProducer"])
+def test_a_token_provider_is_refused_where_it_cannot_serve(kind):
+    """Not an AbstractTokenProvider, or without SASL OAUTHBEARER: ConfigurationError (a
+    ValueError, as aiokafka's) saying what to pass."""
+    client = getattr(aiokafka, kind)
+    with pytest.raises(aiokafka.errors.KafkaConfigurationError, match="must implement .*AbstractTokenProvider"):
+        client(security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+               sasl_oauth_token_provider=lambda: "token")
+    with pytest.raises(aiokafka.errors.KafkaConfigurationError, match="needs sasl_mechanism='OAUTHBEARER'"):
+        client(security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_plain_username="u",
+               sasl_plain_password="p", sasl_oauth_token_provider=Provider())
+    with pytest.raises(aiokafka.errors.KafkaConfigurationError, match="needs sasl_mechanism='OAUTHBEARER'"):
+        client(sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Provider())  # PLAINTEXT
+    with pytest.raises(aiokafka.errors.KafkaConfigurationError, match="has no token to send"):
+        client(security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER")
