@@ -826,7 +826,9 @@ def test_timeout_while_oauth_cb_refreshes_a_valid_token_does_not_blame_oauth_cb(
     def oauth_cb(config):
         calls.append(config)
         if len(calls) == 1:
-            return "token", time.time() + 10  # refreshed at 80% of its life, after 8 s
+            # refreshed at 80% of its life, after 16 s: still valid through the 1 s metadata
+            # request below, with room for a stalled machine
+            return "token", time.time() + 20
         refreshing.set()
         release.wait(PATIENCE_S)
         return "token", time.time() + 60
