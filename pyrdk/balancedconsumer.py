@@ -459,20 +459,7 @@ class BalancedConsumer:
             else:
                 if self._listener is not None:
                     zk.remove_listener(self._listener)
-                left = list(self._owned.values()) + [self._path_self]
-                try:
-                    while left:
-                        self._delete_if_ours(left[0])
-                        left.pop(0)
-                except (KazooException, KazooTimeoutError) as exc:
-                    log.warning("could not remove %s's nodes from ZooKeeper now: %s; they are deleted "
-                                "once the session reconnects", self._consumer_id, exc)
-                    if zk.client_id is None or zk.client_id[0] == self._session:
-                        # kazoo sends these once connected again in this session (client_id
-                        # is None until then); if the session expired it fails them, and
-                        # the session's ephemeral nodes are gone with it.
-                        for path in left:
-                            zk.delete_async(path)
+                self._delete_now_or_later(list(self._owned.values()) + [self._path_self])
             self._owned.clear()
             self._listener = None
             self._stop_pending = False
@@ -891,10 +878,22 @@ class BalancedConsumer:
         another pyrdk member claimed anything in between, the transaction fails and the claim
         looks again. So two pyrdk members never create nodes for one partition, even under
         different leader ids. A few round trips serve a whole rebalance, whatever the number
-        of partitions."""
+        of partitions. If a ZooKeeper call fails, the nodes it created and did not record in
+        ``_owned`` are deleted before the error goes on (``stop()`` deletes only the nodes in
+        ``_owned``)."""
+        created = {}  # pid -> node created, not yet recorded in _owned nor deleted
+        try:
+            return self._create_owner_nodes(partitions, created)
+        except BaseException:
+            self._delete_now_or_later(created.values())
+            raise
+
+    def _create_owner_nodes(self, partitions, created):
+        """``_claim``'s work: it fills ``created`` as the transactions succeed, and moves each
+        node out of it once recorded in ``_owned`` or deleted."""
         zk = self._zk()
         wanted = {p.id: p for p in partitions}
-        blocked, created = {}, {}
+        blocked = {}
         self._wait(zk.sync_async(self._topic_path))  # see other members' latest nodes
         for _ in range(CLAIM_ATTEMPTS):
             if not wanted:
@@ -944,13 +943,14 @@ class BalancedConsumer:
         # pykafka members create their nodes without that transaction: the older node wins.
         if created:
             nodes = self._owner_nodes(set(created))
-            for pid, path in created.items():
+            for pid, path in sorted(created.items()):
                 oldest = nodes.get(pid, [(None, "?")])[0][1]
                 if oldest == path:
                     self._owned[pid] = path
                 else:
                     self._delete_if_ours(path)
                     blocked[pid] = "partition %d was claimed first as %s" % (pid, oldest)
+                del created[pid]
         return blocked
 
     def _delete_if_ours(self, path, any_session=False):
@@ -969,6 +969,27 @@ class BalancedConsumer:
             self._wait(zk.delete_async(path, version=stat.version))
         except NoNodeError:
             pass
+
+    def _delete_now_or_later(self, paths):
+        """Delete the nodes ``paths`` that hold this member's id in the current session
+        (``_delete_if_ours``); if ZooKeeper does not answer, the rest are deleted once the
+        session reconnects."""
+        zk, left = self._zookeeper, list(paths)
+        if zk is None:
+            return  # stopped: the session ended, and its ephemeral nodes with it
+        try:
+            while left:
+                self._delete_if_ours(left[0])
+                left.pop(0)
+        except (KazooException, KazooTimeoutError) as exc:
+            log.warning("could not remove %s's nodes from ZooKeeper now: %s; they are deleted "
+                        "once the session reconnects", self._consumer_id, exc)
+            if zk.client_id is None or zk.client_id[0] == self._session:
+                # kazoo sends these once connected again in this session (client_id is None
+                # until then); if the session expired it fails them, and the session's
+                # ephemeral nodes are gone with it.
+                for path in left:
+                    zk.delete_async(path)
 
     def _delete_owned(self, pids):
         for pid in pids:

@@ -605,6 +605,36 @@ def test_a_member_claims_many_partitions_in_a_few_zookeeper_transactions(zk_clie
         consumer.stop()
 
 
+def test_a_claim_cut_short_by_zookeeper_leaves_no_nodes(zk_client, zk, topic_name, group_name):
+    """The connection fails at the second of three transactions of a claim: start() raises,
+    and the 200 nodes the first created go with it, though the session of the KazooClient
+    given lives on; they would keep those partitions from every other member."""
+    from kazoo.exceptions import ConnectionLoss
+    topic = make_topic(zk_client, topic_name, 450)
+    transactions = []
+    transaction = zk.transaction
+
+    def failing_second():
+        transactions.append(transaction())
+        if len(transactions) == 2:
+            def commit_async():
+                raise ConnectionLoss()
+            transactions[-1].commit_async = commit_async
+        return transactions[-1]
+
+    zk.transaction = failing_second
+    with pytest.raises(ConnectionLoss):
+        topic.get_balanced_consumer(group_name, zookeeper=zk, **FAST)
+    del zk.transaction
+    assert len(transactions) == 2
+    assert owners_in_zookeeper(zk, group_name.decode(), topic_name) == {}
+    consumer = topic.get_balanced_consumer(group_name, zookeeper=zk, **FAST)
+    try:
+        until(lambda: sorted(consumer.partitions) == list(range(450)), "another member takes every partition")
+    finally:
+        consumer.stop()
+
+
 def delete_tree(zk, path):
     """Delete ``path`` and everything under it in one transaction: ``rmr``, without the
     race with a member making its nodes again in between."""
