@@ -597,7 +597,7 @@ def test_a_member_claims_many_partitions_in_a_few_zookeeper_transactions(zk_clie
     zk.transaction = counted
     consumer = topic.get_balanced_consumer(group_name, zookeeper=zk, **FAST)
     try:
-        assert sorted(consumer.partitions) == list(range(450))
+        until(lambda: sorted(consumer.partitions) == list(range(450)), "the member holds every partition")
         owners = owners_in_zookeeper(zk, group_name.decode(), topic_name)
         assert owners == {pid: [consumer.consumer_id.decode()] for pid in range(450)}
         assert len(transactions) == 3
