@@ -1266,7 +1266,9 @@ class BalancedConsumer:
             log.info("%s: %s", self._consumer_id, reason)
             blocked.add(pid)
         self._blocked = blocked
-        if not self._renew_now():
+        if self._renew():  # nodes lost since they were read (deleted, the session expired)
+            self._wake("lost")  # ...are claimed again at the coordinator's next turn
+        if not self._leased():
             return None
         self._install_consumer()
         return not blocked

@@ -635,6 +635,44 @@ def test_a_claim_cut_short_by_zookeeper_leaves_no_nodes(zk_client, zk, topic_nam
         consumer.stop()
 
 
+def test_a_node_lost_between_the_claim_and_the_lease_is_claimed_again(zk_client, zk, topic_name, group_name,
+                                                                       monkeypatch):
+    """An ownership node deleted after the claim read it and before the lease renewal that
+    ends the rebalance: the member gives the partition up and claims it again at its next
+    turn, as no watch would wake it (it waits for no partition), and no other member would
+    ever read the partition."""
+    from pyrdk import balancedconsumer
+    topic = make_topic(zk_client, topic_name, 4)
+    claim = balancedconsumer.BalancedConsumer._claim
+    deleted = []
+    armed = threading.Event()
+
+    def claim_then_delete(self, partitions):
+        blocked = claim(self, partitions)
+        if armed.is_set() and partitions and not deleted:
+            deleted.append(min(self._owned))
+            zk.delete(self._owned[deleted[0]])
+        return blocked
+
+    monkeypatch.setattr(balancedconsumer.BalancedConsumer, "_claim", claim_then_delete)
+    first = topic.get_balanced_consumer(group_name, **FAST)
+    second = None
+    try:
+        until(lambda: sorted(first.partitions) == [0, 1, 2, 3], "the first member holds every partition")
+        second = topic.get_balanced_consumer(group_name, **FAST)
+        until(lambda: len(first.partitions) == 2 and len(second.partitions) == 2, "the members split the topic")
+        armed.set()
+        second.stop()  # the first claims the second's partitions; one of its nodes is deleted then
+        until(lambda: deleted, "a node of the first member deleted as its claim ends")
+        until(lambda: sorted(first.partitions) == [0, 1, 2, 3]
+              and sorted(owners_in_zookeeper(zk, group_name.decode(), topic_name)) == [0, 1, 2, 3],
+              "the first member claims partition %d again" % deleted[0])
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
 def delete_tree(zk, path):
     """Delete ``path`` and everything under it in one transaction: ``rmr``, without the
     race with a member making its nodes again in between."""
