@@ -1124,7 +1124,7 @@ class BalancedConsumer:
         if self._failures >= max(self._rebalance_max_retries, 1):
             blocked = sorted(self._blocked)
             exc = PartitionOwnedError(
-                self._topic.partitions[blocked[0]],
+                self._topic.partitions.get(blocked[0]),  # None: gone from the topic (deleted, made again)
                 "partitions %s are still owned by other members after %d attempts; retrying"
                 % (blocked, self._failures))
             log.warning("%s", exc)
