@@ -317,7 +317,8 @@ class AIOKafkaConsumer(Client):
     async def stop(self) -> None:
         """Leave the group and close (``rd_kafka_consumer_close``, which commits the offsets
         of the records returned when auto-commit is on, then ``rd_kafka_destroy``). Waits at
-        most ``request_timeout_ms``; a pending ``getmany()`` raises ``ConsumerStoppedError``."""
+        most ``request_timeout_ms``; a pending ``getmany()`` raises ``ConsumerStoppedError``.
+        Cancelled, it lets the close go on in the background and drops the buffered records."""
         if self._handle is None or self._closed:  # stopped, or never started: start() may still start it,
             return  # as aiokafka's may (a start() that failed closed what it had made)
         self._stopping = True
@@ -353,7 +354,8 @@ class AIOKafkaConsumer(Client):
         except asyncio.TimeoutError:
             log.warning("rd_kafka_consumer_close took longer than request_timeout_ms; it goes on "
                         "in the background")
-        self._clear()
+        finally:  # cancelled too: the close goes on in the background, the buffer goes now
+            self._clear()
 
     def __aiter__(self) -> AIOKafkaConsumer:
         return self

@@ -4,6 +4,7 @@ import asyncio
 import functools
 import re
 import resource
+import threading
 import time
 
 import pytest
@@ -1507,6 +1508,47 @@ async def test_assign_after_unsubscribe_keeps_its_partitions(mock_cluster, when)
         assert [(r.topic, r.value) for r in got] == [("u", b"m0"), ("u", b"m1"), ("u", b"m2")]
         assert await consumer.getmany(timeout_ms=1000) == {}
         assert consumer.assignment() == set(manual)
+
+
+@pytest.mark.mock
+@pytest.mark.asyncio
+async def test_a_cancelled_stop_still_lets_the_buffered_records_go(mock_cluster):
+    """stop() cancelled while rd_kafka_consumer_close runs in the executor (asyncio.wait_for()
+    around it): the close goes on in the background, and the stopped consumer holds none
+    of the records it had fetched."""
+    mock_cluster.create_topic("t", 1, 1)
+    await produce(mock_cluster.bootstrap_servers, "t", 20, partition=0)
+    consumer, tps = assigned_consumer(mock_cluster.bootstrap_servers, "t", 1)
+    await consumer.start()
+    consumer.assign(tps)
+    assert len((await consumer.getmany(timeout_ms=10000, max_records=1))[tps[0]]) == 1
+    assert consumer._buffered > 0  # the rest of the fetch waits in the buffer
+    handle = consumer._handle
+    entered, release, closed = threading.Event(), threading.Event(), threading.Event()
+    close = handle.close
+
+    def held_close(*args, **kwargs):
+        entered.set()
+        release.wait(60)
+        try:
+            return close(*args, **kwargs)
+        finally:
+            closed.set()
+
+    handle.close = held_close
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.ensure_future(consumer.stop())
+    try:
+        assert await loop.run_in_executor(None, entered.wait, 60)
+        stopping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stopping
+        assert (consumer._buffered, list(consumer._buffer)) == (0, [])
+    finally:
+        release.set()
+        assert await loop.run_in_executor(None, closed.wait, 60)
+    with pytest.raises(ConsumerStoppedError):
+        await consumer.getmany()
 
 
 @pytest.mark.mock
