@@ -341,7 +341,9 @@ def test_stop_with_an_external_kazoo_client_while_zookeeper_is_down_frees_the_no
     server = start_zookeeper_server("a ZooKeeper server of its own")
     with server, KafkaClient(hosts=kafka_hosts) as client:
         topic = make_topic(client, topic_name, 2)
-        zk = KazooClient(server.hosts, timeout=30)
+        # the server's longest session (maxSessionTimeout): the outage, the stop and the
+        # server's restart take far less, on a loaded machine too
+        zk = KazooClient(server.hosts, timeout=60)
         zk.start(timeout=30)
         try:
             consumer = topic.get_balanced_consumer(group_name, zookeeper=zk, **FAST)
