@@ -23,7 +23,8 @@ which serves the last one of each (labelled ``client`` with librdkafka's handle 
   offset to the end of each partition the consumer reads (``consumer_lag``): it falls as
   the consumer commits, not as it reads (in the next snapshot, which the consumer's polls
   serve); a stopped consumer reads none
-- ``pyrdk_rebalances_total``: rebalances of a group member (``cgrp.rebalance_cnt``)
+- ``pyrdk_rebalances_total``: rebalances of a group-protocol member (``cgrp.rebalance_cnt``;
+  a ZooKeeper member's consumer is replaced at each of its rebalances, and counts none)
 
 librdkafka measures latencies in microseconds; they are exported in seconds. A stopped
 producer or consumer keeps its last figures until :meth:`PrometheusExporter.forget`, but for
