@@ -1,6 +1,7 @@
 """What aiokafka's producer and consumer options share, as librdkafka properties."""
 import asyncio
 import concurrent.futures
+import inspect
 import time
 
 from pyrdk.aio import helpers
@@ -133,6 +134,8 @@ class TokenCallback:
 
     async def _ask(self):
         token = await self.provider.token()
+        if inspect.isawaitable(token):  # aiokafka's docs' provider returns run_in_executor()'s future
+            token = await token
         extensions = self.provider.extensions()
         return token, time.time() + TOKEN_LIFETIME_S, "", extensions
 

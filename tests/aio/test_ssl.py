@@ -211,7 +211,8 @@ async def test_a_client_certificate_loaded_into_the_context_afterwards_is_sent(t
 # -- SASL OAUTHBEARER: aiokafka's sasl_oauth_token_provider ------------------------------------
 
 class Provider(aiokafka.abc.AbstractTokenProvider):
-    """Records the loop each ``token()`` ran in; ``fail``: what ``token()`` raises."""
+    """Records the loop each ``token()`` ran in; ``fail``: what ``token()`` raises. As the
+    example of aiokafka's docs, it returns the future of a call in the loop's executor."""
 
     def __init__(self, fail=None):
         super().__init__()
@@ -221,6 +222,9 @@ class Provider(aiokafka.abc.AbstractTokenProvider):
         self.loops.append(asyncio.get_running_loop())
         if self.fail is not None:
             raise self.fail
+        return asyncio.get_running_loop().run_in_executor(None, self._token)
+
+    def _token(self):
         return "token-%d" % len(self.loops)
 
     def extensions(self):
