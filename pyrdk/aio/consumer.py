@@ -24,6 +24,7 @@ import itertools
 import logging
 import re
 import ssl
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,6 +44,7 @@ from pyrdk.exceptions import (ConfigurationError, GroupAuthorizationFailed, Ille
                               RdKafkaException, RebalanceInProgress, TopicAuthorizationFailed, UnknownMemberId)
 from pyrdk.rd.callbacks import DEFERRED, Callbacks, security_failure
 from pyrdk.rd.handle import Handle, librdkafka_runtime_version
+from pyrdk.rd import admin as rd_admin
 from pyrdk.rd import errors as rd_errors
 from pyrdk.rd.partitions import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID
 
@@ -225,6 +227,7 @@ class AIOKafkaConsumer(Client):
             self._config["statistics.interval.ms"] = LSO_STATISTICS_INTERVAL_MS
         self._config.update(rdkafka_config or {})
         conf.check(self._config, rdkafka_config)
+        self._auto_commit_interval_s = int(self._config["auto.commit.interval.ms"]) / 1000.0
         self._handle: Any = None  # a pyrdk.rd.handle.Handle once started
         self._wakeup: Any = None
         self._loop: Any = None
@@ -239,6 +242,15 @@ class AIOKafkaConsumer(Client):
         self._paused: set[TopicPartition] = set()
         self._assigned: list[TopicPartition] = []  # the TopicPartitions last given to rd_kafka_assign
         self._fresh: set[TopicPartition] = set()  # assigned, nothing returned yet: a seek restarts them by assign
+        # unsubscribe() left the group: librdkafka's commits would carry the generation it had
+        # there (rd_kafka_cgrp_leave resets the member id only), which the coordinator refuses,
+        # so commits go without a member (_commit_outside()) until the next subscribe()
+        self._left_group = False
+        self._leaving: dict[TopicPartition, int] = {}  # positions of partitions given up, for that auto-commit
+        self._committed_here: dict[TopicPartition, int] = {}  # what that auto-commit last committed
+        self._commit_due: Optional[asyncio.Event] = None  # wakes _auto_commit_loop() before its interval
+        self._auto_committing: Optional[asyncio.Task[None]] = None  # the task of _auto_commit_loop()
+        self._committing = threading.Lock()  # one commit without a member at a time, in order
         self._waiters: set[asyncio.Future[None]] = set()
         self._subscribed = False
         self._subscription_names: list[str] = []
@@ -348,7 +360,12 @@ class AIOKafkaConsumer(Client):
                 self._handle.unsubscribe()
             except KafkaError as exc:
                 log.debug("unsubscribe at stop: %s", exc)
-        close = asyncio.get_running_loop().run_in_executor(None, self._handle.close)
+        last = []
+        if self._auto_commit and (self._left_group or self._leaving):
+            last = self._due()
+            if self._auto_committing is not None and not foreign:
+                self._auto_committing.cancel()  # a commit it started goes on: _commit_outside() waits for it
+        close = asyncio.get_running_loop().run_in_executor(None, self._close, last)
         try:
             await asyncio.wait_for(asyncio.shield(close), self._request_timeout_ms / 1000.0)
         except asyncio.TimeoutError:
@@ -356,6 +373,16 @@ class AIOKafkaConsumer(Client):
                         "in the background")
         finally:  # cancelled too: the close goes on in the background, the buffer goes now
             self._clear()
+
+    def _close(self, last):
+        """Commit ``last`` (auto-commit's entries after unsubscribe() left the group, see
+        commit()), then ``Handle.close`` (``rd_kafka_consumer_close``): in the executor."""
+        if last:
+            try:
+                self._commit_outside(last)
+            except KafkaError as exc:
+                log.warning("auto-commit of %s at stop: %s", last, exc)
+        self._handle.close()
 
     def __aiter__(self) -> AIOKafkaConsumer:
         return self
@@ -436,6 +463,7 @@ class AIOKafkaConsumer(Client):
         self._subscription_names = names
         self._pattern = None if pattern is None else re.compile(names[0])
         self._subscribed = True
+        self._left_group = False  # a member again: librdkafka's commits carry its generation
 
     def subscription(self) -> set[str]:
         """The topics subscribed to, as a set: for a pattern, as aiokafka's, the topics it
@@ -455,6 +483,7 @@ class AIOKafkaConsumer(Client):
             return
         self._check_running()
         if self._manual:
+            self._note_leaving()
             self._handle.assign(None)
             self._manual = False
         elif self._assigned_all:
@@ -467,6 +496,8 @@ class AIOKafkaConsumer(Client):
             self._held_since_subscribe = set()
             self._handle.unsubscribe()
             self._subscribed = False
+            self._left_group = self._group_id is not None
+            self._committed_here = {}
         self._clear()
         self._positions.clear()
         self._unpause(self._paused)
@@ -488,6 +519,7 @@ class AIOKafkaConsumer(Client):
             self._before_start = functools.partial(self.assign, tps)
             self._manual = True
             return
+        self._note_leaving()
         self._handle.assign([(tp.topic, tp.partition) for tp in tps])
         self._learn_topics(tps)
         self._assigned, self._fresh = tps, set(tps)
@@ -495,6 +527,9 @@ class AIOKafkaConsumer(Client):
         self._drop_offset_errors()
         self._manual = True
         self._restart()
+        if self._left_group and self._auto_commit and (self._auto_committing is None or self._auto_committing.done()):
+            self._commit_due = asyncio.Event()
+            self._auto_committing = self._loop.create_task(self._auto_commit_loop())
 
     def _restart(self):
         """After an ``rd_kafka_assign`` of the program's: librdkafka starts every partition of
@@ -878,8 +913,9 @@ class AIOKafkaConsumer(Client):
 
     def _store(self, stored):
         """With auto-commit, ``rd_kafka_offsets_store`` the positions ``[(topic, partition,
-        offset)]``: what librdkafka commits next (and at close)."""
-        if self._auto_commit and stored:
+        offset)]``: what librdkafka commits next (and at close). Not once unsubscribe()
+        left the group: :meth:`_auto_commit_loop` commits the positions then."""
+        if self._auto_commit and stored and not self._left_group:
             try:
                 self._handle.offsets_store(stored)
             except KafkaError as exc:  # a partition revoked meanwhile: not ours to commit
@@ -960,7 +996,14 @@ class AIOKafkaConsumer(Client):
     async def commit(self, offsets: Optional[Mapping[TopicPartition, Union[int, tuple[int, str]]]] = None) -> None:
         """Commit ``offsets`` (``{TopicPartition: offset or (offset, metadata)}``, the next
         offsets to read), by default the positions of the records returned
-        (``rd_kafka_commit``), waiting up to ``request_timeout_ms`` for the answer."""
+        (``rd_kafka_commit``), waiting up to ``request_timeout_ms`` for the answer.
+
+        After ``unsubscribe()`` left the group (then ``assign()``), the consumer commits as
+        one outside the group, as aiokafka's does: ``rd_kafka_AlterConsumerGroupOffsets``
+        (generation -1, no member id; librdkafka's own commits would carry the generation
+        it had in the group, which the coordinator refuses), for auto-commit too
+        (:meth:`_auto_commit_loop`). The coordinator takes such commits while the group has no
+        member only: else ``CommitFailedError``."""
         self._check_running()
         if self._group_id is None:
             raise IllegalOperation("commit() needs a group_id")
@@ -973,10 +1016,70 @@ class AIOKafkaConsumer(Client):
             self._check_assigned([TopicPartition(t, p) for t, p, *_ in entries])
         if not entries:
             return
+        if self._left_group:
+            await self._blocking(self._commit_outside, entries)
+            return
         try:
             await self._blocking(self._handle.commit, entries, False, self._request_timeout_ms)
         except (IllegalGeneration, UnknownMemberId, RebalanceInProgress) as exc:
             raise CommitFailedError("commit failed: the group rebalanced (%s)" % exc) from exc
+
+    def _commit_outside(self, entries):
+        """Commit ``entries`` (``(topic, partition, offset, 0, metadata)``) as a client outside
+        the group (``rd_kafka_AlterConsumerGroupOffsets``), one such commit at a time so that
+        they reach the coordinator in order; what auto-commit committed is noted. A group with
+        members refuses it: ``CommitFailedError``."""
+        with self._committing:
+            try:
+                rd_admin.alter_group_offsets(self._handle, self._group_id, entries, self._request_timeout_ms)
+            except (IllegalGeneration, UnknownMemberId, RebalanceInProgress) as exc:
+                raise CommitFailedError(
+                    "commit failed: this consumer left group %r (unsubscribe()) for a manual assignment and "
+                    "commits as a client outside the group, which the coordinator refused (%s): it takes such "
+                    "commits only while the group has no member; give the manual assignment a group_id of its own"
+                    % (self._group_id, exc)) from exc
+            for topic, partition, offset, *_ in entries:
+                self._committed_here[TopicPartition(topic, partition)] = offset
+
+    def _note_leaving(self):
+        """With auto-commit, after unsubscribe() left the group: the positions of the manual
+        assignment given up, which :meth:`_auto_commit_loop` commits at once (as librdkafka
+        commits the stored offsets of the partitions it unassigns)."""
+        if self._left_group and self._auto_commit and self._manual:
+            self._leaving.update((tp, self._positions[tp]) for tp in self._assigned if tp in self._positions)
+            if self._leaving and self._commit_due is not None:
+                self._commit_due.set()
+
+    def _due(self):
+        """The entries auto-commit commits now, after unsubscribe() left the group: the
+        positions of the partitions given up, then of the manual assignment, that it did not
+        commit yet."""
+        due, self._leaving = self._leaving, {}
+        if self._manual:
+            due.update((tp, self._positions[tp]) for tp in self._assigned if tp in self._positions)
+        return [(tp.topic, tp.partition, offset, 0, None) for tp, offset in due.items()
+                if self._committed_here.get(tp) != offset]
+
+    async def _auto_commit_loop(self):
+        """Auto-commit while unsubscribe() has left the group (librdkafka's commits are
+        refused, and the positions are not stored there): every ``auto_commit_interval_ms``,
+        and at once for a manual assignment given up, the positions not committed yet
+        (:meth:`_commit_outside`); a failure is logged, as librdkafka's are. stop() commits the
+        last ones."""
+        while not self._closed and (self._left_group or self._leaving):
+            due = self._commit_due
+            assert due is not None
+            try:
+                await asyncio.wait_for(due.wait(), self._auto_commit_interval_s)
+            except asyncio.TimeoutError:
+                pass
+            due.clear()
+            entries = self._due()
+            if entries and not self._closed:
+                try:
+                    await self._blocking(self._commit_outside, entries)
+                except KafkaError as exc:
+                    log.warning("auto-commit of %s: %s", entries, exc)
 
     async def committed(self, partition: TopicPartition) -> Optional[int]:
         """The group's committed offset of ``partition`` (``rd_kafka_committed``), or None.

@@ -1589,3 +1589,99 @@ async def test_end_and_beginning_offsets_of_many_partitions_take_one_lookup(mock
             await consumer.end_offsets([TopicPartition("many", 600)])
     finally:
         await consumer.stop()
+
+
+async def _left_for(consumer, tp):
+    """Read the subscription's two records as a member of the group, then unsubscribe() and
+    assign() ``tp``, as assign()'s IllegalStateError after subscribe() tells."""
+    assert len(await drain(consumer, 2, timeout_s=60)) == 2
+    consumer.unsubscribe()
+    consumer.assign([tp])
+
+
+@pytest.mark.asyncio
+async def test_commit_after_unsubscribe_then_assign(kafka_hosts, new_topic):
+    """A consumer that left its group (unsubscribe()) for assign() commits as aiokafka's
+    does then, outside the group (librdkafka's own commits would carry the generation it had
+    in the group with no member id: Unknown member). committed(), seek_to_committed() and
+    position() tell the commits."""
+    t, u = new_topic(1), new_topic(1)
+    await produce(kafka_hosts, t, 2, partition=0)
+    await produce(kafka_hosts, u, 6, partition=0)
+    tp = TopicPartition(u, 0)
+    consumer = aiokafka.AIOKafkaConsumer(t, bootstrap_servers=kafka_hosts, group_id="g-" + t,
+                                         auto_offset_reset="earliest", enable_auto_commit=False, **FAST_GROUP)
+    async with consumer:
+        await _left_for(consumer, tp)
+        got = await consumer.getmany(tp, timeout_ms=10000, max_records=5)
+        assert [r.offset for r in got[tp]] == [0, 1, 2, 3, 4]
+        await consumer.commit()
+        assert await consumer.committed(tp) == 5
+        await consumer.commit({tp: (3, "meta")})
+        assert await consumer.committed(tp) == 3
+        assert await consumer.seek_to_committed() == {tp: 3}
+        assert await consumer.position(tp) == 3
+        assert [r.offset for r in await drain(consumer, 3)] == [3, 4, 5]
+    consumer, _ = assigned_consumer(kafka_hosts, u, 1, group_id="g-" + t)
+    async with consumer:  # a new consumer of the group starts at the commit
+        consumer.assign([tp])
+        assert [r.offset for r in await drain(consumer, 3)] == [3, 4, 5]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("interval_ms", [300, 600000], ids=["periodic", "at-changes"])
+async def test_auto_commit_after_unsubscribe_then_assign(kafka_hosts, new_topic, interval_ms, caplog):
+    """Auto-commit of a consumer that left its group (unsubscribe()) for assign(), as
+    aiokafka's: every auto_commit_interval_ms, for the manual assignment given up at once,
+    and at stop(), with no COMMITFAIL logged."""
+    t, u, v = new_topic(1), new_topic(1), new_topic(1)
+    await produce(kafka_hosts, t, 2, partition=0)
+    await produce(kafka_hosts, u, 5, partition=0)
+    await produce(kafka_hosts, v, 4, partition=0)
+    tu, tv = TopicPartition(u, 0), TopicPartition(v, 0)
+    group = "g-" + t
+    consumer = aiokafka.AIOKafkaConsumer(t, bootstrap_servers=kafka_hosts, group_id=group, auto_offset_reset="earliest",
+                                         auto_commit_interval_ms=interval_ms, **FAST_GROUP)
+    async with consumer:
+        await _left_for(consumer, tu)
+        got = await consumer.getmany(tu, timeout_ms=10000, max_records=3)
+        assert [r.offset for r in got[tu]] == [0, 1, 2]
+        if interval_ms < 1000:
+            deadline = time.monotonic() + 30
+            while await consumer.committed(tu) != 3 and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert await consumer.committed(tu) == 3
+        got = await consumer.getmany(tu, timeout_ms=10000, max_records=2)
+        assert [r.offset for r in got[tu]] == [3, 4]
+        consumer.assign([tv])  # u given up: its position is committed now
+        deadline = time.monotonic() + 30
+        while await consumer.committed(tu) != 5 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert await consumer.committed(tu) == 5
+        assert [r.offset for r in await drain(consumer, 4)] == [0, 1, 2, 3]
+    async with aiokafka.AIOKafkaConsumer(bootstrap_servers=kafka_hosts, group_id=group,
+                                         enable_auto_commit=False) as reader:
+        assert await reader.committed(tu) == 5
+        assert await reader.committed(tv) == 4  # at stop()
+    assert "COMMITFAIL" not in caplog.text and "auto-commit of" not in caplog.text
+
+
+@pytest.mark.asyncio
+async def test_a_commit_after_unsubscribe_while_the_group_has_members_says_what_to_do(kafka_hosts, new_topic):
+    """The coordinator takes commits from outside a group only while it has no member, as
+    aiokafka's are: the CommitFailedError says so, and how to commit the manual assignment."""
+    from pyrdk.aio.errors import CommitFailedError
+    t, u = new_topic(1), new_topic(1)
+    await produce(kafka_hosts, t, 2, partition=0)
+    tp = TopicPartition(u, 0)
+    options = dict(bootstrap_servers=kafka_hosts, group_id="g-" + t, auto_offset_reset="earliest",
+                   enable_auto_commit=False, **FAST_GROUP)
+    async with aiokafka.AIOKafkaConsumer(t, **options) as consumer:
+        await _left_for(consumer, tp)
+        async with aiokafka.AIOKafkaConsumer(t, **options) as member:
+            deadline = time.monotonic() + 90
+            while not member.assignment():
+                assert time.monotonic() < deadline, "the second member got no partition in 90 s"
+                await member.getmany(timeout_ms=200)
+            with pytest.raises(CommitFailedError, match="left group .* a group_id of its own"):
+                await consumer.commit({tp: 1})
