@@ -253,6 +253,17 @@ def _position(consumer, topic_name, pid):
         return -1
 
 
+def _log_start(consumer, topic_name, pid):
+    """The partition's first offset as the consumer's last fetch response gave it
+    (``rd_kafka_get_watermark_offsets``, no request; -1 when unknown): a consumer whose
+    offset was deleted starts again there (``auto.offset.reset`` earliest)."""
+    try:
+        return consumer._handle.get_watermark_offsets(topic_name, pid)[0]
+    except KafkaException as exc:
+        log.info("%s [%d]: no low watermark: %s", topic_name, pid, exc)
+        return -1
+
+
 def _report_gone(opts, topic_name, pid, wanted, end):
     report_data_loss(opts, "%s [%d] is gone (topic or partition deleted) with offsets %d to %d unread"
                      % (topic_name, pid, wanted, end))
@@ -277,6 +288,14 @@ def _read(opts, topic, reading, offset_range):
         if not batch.num_rows:
             if _position(reading.consumer, topic_name, pid) >= end:
                 break  # the rest of the range holds no record (a transaction's marker, say)
+            low = _log_start(reading.consumer, topic_name, pid)
+            if low > wanted:  # deleted: the consumer reads on from the log's start, if before the end
+                report_data_loss(opts, "%s [%d]: offsets %d to %d were deleted (the log starts at %d now)"
+                                 % (topic_name, pid, wanted, min(low, end), low))
+                if low >= end:
+                    break
+                wanted = low
+                continue
             high = reading.consumer.highwater(pid)
             if high is not None and wanted >= high and not fresh:
                 reading.renew(wanted)

@@ -330,6 +330,48 @@ def test_a_range_ending_in_a_transaction_marker_is_read_to_its_end(kafka_hosts, 
         fetch.close_kept()
 
 
+def mock_delete_records(mock_cluster, topic, pid, before):
+    """Delete the records of ``topic [pid]`` before offset ``before`` in librdkafka's mock
+    cluster (``rd_kafka_mock_partition_delete_records``, called through ctypes)."""
+    import ctypes
+
+    import pyrdk
+    from pyrdk._ffi import ffi
+    function = ctypes.CDLL(pyrdk.librdkafka_version().library).rd_kafka_mock_partition_delete_records
+    function.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64]
+    function.restype = ctypes.c_int
+    assert function(int(ffi.cast("uintptr_t", mock_cluster._cluster())), topic.encode(), pid, before) == 0
+
+
+def test_a_range_deleted_up_to_the_end_of_the_log_is_data_loss_not_a_timeout(mock_cluster):
+    """Records deleted from a range's start up to the end of the log (retention, say): the
+    consumer starts again at the log's start, past the range, and no record comes; the task
+    reports the data loss (or, with failOnDataLoss=false, ends with what it read), as with
+    records after the range."""
+    from pyrdk.client import KafkaClient
+    from pyrdk.spark import fetch
+    from pyrdk.spark.offsets import DataLossError
+    from pyrdk.spark.options import ReadOptions
+    mock_cluster.create_topic("deleted", 1)
+    hosts = mock_cluster.bootstrap_servers
+    with KafkaClient(hosts=hosts) as client, client.topics["deleted"].get_producer(linger_ms=5) as producer:
+        for i in range(10):
+            producer.produce(b"v%d" % i)
+    options = {"kafka.bootstrap.servers": hosts, "subscribe": "deleted", "kafkaConsumer.pollTimeoutMs": "10000"}
+    strict = ReadOptions(options, streaming=False)
+    lenient = ReadOptions(dict(options, failOnDataLoss="false"), streaming=False)
+    try:
+        assert read_rows(strict, "deleted", 0, 0, 3) == [(o, b"v%d" % o) for o in range(3)]
+        mock_delete_records(mock_cluster, "deleted", 0, 10)
+        with pytest.raises(DataLossError, match=r"offsets 3 to 10 were deleted \(the log starts at 10 now\)"):
+            read_rows(strict, "deleted", 0, 3, 10)  # the kept consumer, at offset 3
+        assert read_rows(lenient, "deleted", 0, 0, 10) == []  # a new consumer
+        with pytest.raises(DataLossError, match="offsets 0 to 10 were deleted"):
+            read_rows(strict, "deleted", 0, 0, 10)
+    finally:
+        fetch.close_kept()
+
+
 def test_a_user_schema_is_refused_naming_the_fixed_one(spark, kafka_hosts, client, filled, tmp_path):
     """As Spark's Kafka source ("has a fixed schema and cannot be set with a custom one"): a
     schema given with .schema() is refused when the query is planned, naming what to do, even
