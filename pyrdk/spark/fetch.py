@@ -45,7 +45,42 @@ def arrow_schema(include_headers):
     return pa.schema(fields)
 
 
-WIDE_SLICE = 1000  # rows of a batch of more than 2 GiB cast to 32-bit offsets at a time
+WIDE_SLICE = 1000  # rows of a batch of more than 2 GiB cast to 32-bit offsets at a time, at most
+SLICE_BYTES = 0x7FFFFFFF  # bytes of each of a slice's key, value and topic, at most: 32-bit offsets
+
+
+def wide_slices(batch):
+    """``batch`` (key, value and topic of 64-bit offsets) in slices of at most ``WIDE_SLICE``
+    rows whose keys, values and topic names each add up to at most ``SLICE_BYTES``."""
+    import numpy as np
+    import pyarrow.compute as pc
+    ends = [np.concatenate(([0], np.cumsum(pc.binary_length(batch.column(i)).fill_null(0).to_numpy(),
+                                            dtype=np.int64))) for i in range(3)]
+    out, start = [], 0
+    while start < batch.num_rows:
+        stop = min(batch.num_rows, start + WIDE_SLICE)
+        for end in ends:  # the last row whose bytes since start fit
+            stop = min(stop, int(np.searchsorted(end, end[start] + SLICE_BYTES, side="right")) - 1)
+        stop = max(stop, start + 1)
+        out.append(batch.slice(start, stop - start))
+        start = stop
+    return out
+
+
+def narrow(column, to):
+    """A slice of a 64-bit-offset binary or string ``column`` cast to ``to`` (32-bit offsets):
+    its offsets first made to start at 0 (pyarrow's cast refuses a slice whose offsets in the
+    whole array pass 2 GiB) around the slice's own data, not copied."""
+    import numpy as np
+    import pyarrow as pa
+    validity, offsets, data = column.buffers()
+    offsets = np.frombuffer(offsets, np.int64, len(column) + 1, column.offset * 8)
+    first, last = int(offsets[0]), int(offsets[-1])
+    validity = column.is_valid().buffers()[1] if column.null_count else None  # from the slice's first row
+    own = pa.Array.from_buffers(column.type, len(column), [validity, pa.py_buffer(offsets - first),
+                                                            data.slice(first, last - first) if data else None],
+                                null_count=column.null_count)
+    return own.cast(to)
 
 
 def to_spark(batch, schema):
@@ -58,9 +93,9 @@ def to_spark(batch, schema):
     if batch.schema.field("value").type == pa.binary():
         parts = [(batch, batch.columns[:3])]
     else:  # more than 2 GiB in one batch: Spark's binary columns take less
-        parts = [(part, [part.column(0).cast(pa.binary()), part.column(1).cast(pa.binary()),
-                         part.column(2).cast(pa.string())])
-                 for part in (batch.slice(i, WIDE_SLICE) for i in range(0, batch.num_rows, WIDE_SLICE))]
+        parts = [(part, [narrow(part.column(0), pa.binary()), narrow(part.column(1), pa.binary()),
+                         narrow(part.column(2), pa.string())])
+                 for part in wide_slices(batch)]
     out = []
     for part, columns in parts:
         columns = list(columns) + [part.column(3), part.column(4),

@@ -202,6 +202,43 @@ def test_a_batch_of_64_bit_offsets_reaches_spark_in_32_bit_parts():
     assert table.column("timestampType").to_pylist()[:2] == [-1, 0]
 
 
+def test_a_batch_of_64_bit_offsets_reaches_spark_in_slices_of_at_most_2_gib(monkeypatch):
+    """A batch of more than 2 GiB goes to Spark in slices whose keys, values and topic names
+    each fit 32-bit offsets, however few rows that takes (made small here: SLICE_BYTES lowered);
+    a slice past the batch's first 2 GiB casts too (made here with offsets past 2 GiB, over
+    memory never written but the slice's)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from pyrdk.core import arrow
+    from pyrdk.spark import fetch
+    monkeypatch.setattr(fetch, "SLICE_BYTES", 100, raising=False)
+    sizes = [60, 30, 30, 90, 5, 100, 1]
+    values = [bytes([65 + i]) * n for i, n in enumerate(sizes)]
+    n = len(values)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([None, b"k"] * 3 + [None], pa.large_binary()), pa.array(values, pa.large_binary()),
+         pa.array(["t"] * n, pa.large_string()), pa.array([1] * n, pa.int32()), pa.array(range(n), pa.int64()),
+         pa.array([T0] * n, pa.timestamp("ms", tz="UTC")), pa.array([1] * n, pa.int32())],
+        schema=arrow.schema(wide=True))
+    parts = fetch.to_spark(batch, fetch.arrow_schema(False))
+    assert [p.num_rows for p in parts] == [2, 1, 2, 1, 1]  # 90, 30, 95, 100, 1 bytes of values
+    table = pa.Table.from_batches(parts)
+    assert table.column("value").to_pylist() == values
+    assert table.column("key").to_pylist() == [None, b"k"] * 3 + [None]
+    assert table.column("offset").to_pylist() == list(range(n))
+
+    monkeypatch.setattr(fetch, "SLICE_BYTES", 0x7FFFFFFF)
+    big = np.empty(2 ** 31 + 10, np.uint8)  # untouched but the last 10 bytes
+    big[-10:] = np.frombuffer(b"abcdefghij", np.uint8)
+    offsets = np.array([0, 2 ** 31, 2 ** 31 + 3, 2 ** 31 + 3, 2 ** 31 + 10], np.int64)
+    column = pa.Array.from_buffers(pa.large_binary(), 4, [pa.array([True, True, False, True]).buffers()[1],
+                                                         pa.py_buffer(offsets), pa.py_buffer(big)], null_count=1)
+    narrowed = fetch.narrow(column.slice(1), pa.binary())
+    assert narrowed.type == pa.binary()
+    assert narrowed.to_pylist() == [b"abc", None, b"defghij"]
+
+
 def read_rows(opts, name, pid, start, end):
     """``(offset, value)`` of the records ``read_range`` yields for ``[start, end)``, in this
     process (as a Spark Python worker runs it)."""
