@@ -77,8 +77,9 @@ def narrow(column, to):
     offsets = np.frombuffer(offsets, np.int64, len(column) + 1, column.offset * 8)
     first, last = int(offsets[0]), int(offsets[-1])
     validity = column.is_valid().buffers()[1] if column.null_count else None  # from the slice's first row
-    own = pa.Array.from_buffers(column.type, len(column), [validity, pa.py_buffer(offsets - first),
-                                                            data.slice(first, last - first) if data else None],
+    # an empty data buffer (every row null or empty) is kept: a binary array needs one
+    data = data.slice(first, last - first) if data is not None else pa.py_buffer(b"")
+    own = pa.Array.from_buffers(column.type, len(column), [validity, pa.py_buffer(offsets - first), data],
                                 null_count=column.null_count)
     return own.cast(to)
 

@@ -239,6 +239,28 @@ def test_a_batch_of_64_bit_offsets_reaches_spark_in_slices_of_at_most_2_gib(monk
     assert narrowed.to_pylist() == [b"abc", None, b"defghij"]
 
 
+def test_a_batch_of_64_bit_offsets_with_no_key_reaches_spark(monkeypatch):
+    """A batch of more than 2 GiB of records without keys (or with empty values): a column
+    whose data buffer is empty casts to 32-bit offsets too, slice by slice."""
+    import pyarrow as pa
+
+    from pyrdk.core import arrow
+    from pyrdk.spark import fetch
+    monkeypatch.setattr(fetch, "SLICE_BYTES", 2)
+    n = 4
+    for keys, values in [([None] * n, [b"v%d" % i for i in range(n)]), ([b"k"] * n, [b""] * n)]:
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(keys, pa.large_binary()), pa.array(values, pa.large_binary()),
+             pa.array(["t"] * n, pa.large_string()), pa.array([1] * n, pa.int32()), pa.array(range(n), pa.int64()),
+             pa.array([T0] * n, pa.timestamp("ms", tz="UTC")), pa.array([1] * n, pa.int32())],
+            schema=arrow.schema(wide=True))
+        parts = fetch.to_spark(batch, fetch.arrow_schema(False))
+        assert len(parts) > 1
+        table = pa.Table.from_batches(parts)
+        assert table.column("key").to_pylist() == keys
+        assert table.column("value").to_pylist() == values
+
+
 def read_rows(opts, name, pid, start, end):
     """``(offset, value)`` of the records ``read_range`` yields for ``[start, end)``, in this
     process (as a Spark Python worker runs it)."""
