@@ -889,8 +889,9 @@ class BalancedConsumer:
             raise
 
     def _create_owner_nodes(self, partitions, created):
-        """``_claim``'s work: it fills ``created`` as the transactions succeed, and moves each
-        node out of it once recorded in ``_owned`` or deleted."""
+        """``_claim``'s work: it adds each transaction's nodes to ``created`` as it sends it
+        (ZooKeeper may apply a transaction whose answer is lost), takes them out again if
+        the transaction fails, and moves each node out once recorded in ``_owned`` or deleted."""
         zk = self._zk()
         wanted = {p.id: p for p in partitions}
         blocked = {}
@@ -926,6 +927,7 @@ class BalancedConsumer:
                 paths = [self._path_from_partition(wanted[pid]) for pid in chunk]
                 for path in paths:
                     tx.create(path, self._consumer_id, ephemeral=True)
+                created.update(zip(chunk, paths))
                 results = self._wait(tx.commit_async())
                 taken = [(pid, path) for pid, path, result in zip(chunk, paths, results[1:])
                          if isinstance(result, NodeExistsError)]
@@ -933,10 +935,11 @@ class BalancedConsumer:
                     blocked[pid] = "partition %d is owned (%s)" % (pid, path)
                     del wanted[pid]
                 if taken or any(isinstance(r, Exception) for r in results):
+                    for pid in chunk:  # none was created
+                        del created[pid]
                     break  # BadVersionError: another member claimed a partition meanwhile; look again
                 version = results[0].version
-                for pid, path in zip(chunk, paths):
-                    created[pid] = path
+                for pid in chunk:
                     del wanted[pid]
         for pid in wanted:
             blocked[pid] = "partition %d: other members kept claiming partitions while this one tried" % pid

@@ -607,10 +607,12 @@ def test_a_member_claims_many_partitions_in_a_few_zookeeper_transactions(zk_clie
         consumer.stop()
 
 
-def test_a_claim_cut_short_by_zookeeper_leaves_no_nodes(zk_client, zk, topic_name, group_name):
-    """The connection fails at the second of three transactions of a claim: start() raises,
-    and the 200 nodes the first created go with it, though the session of the KazooClient
-    given lives on; they would keep those partitions from every other member."""
+@pytest.mark.parametrize("applied", [False, True], ids=["not-sent", "answer-lost"])
+def test_a_claim_cut_short_by_zookeeper_leaves_no_nodes(zk_client, zk, topic_name, group_name, applied):
+    """The connection fails at the second of three transactions of a claim, before it is
+    sent or after ZooKeeper applied it (its answer lost): start() raises, and the nodes the
+    claim created go with it, though the session of the KazooClient given lives on; they
+    would keep those partitions from every other member."""
     from kazoo.exceptions import ConnectionLoss
     topic = make_topic(zk_client, topic_name, 450)
     transactions = []
@@ -619,7 +621,11 @@ def test_a_claim_cut_short_by_zookeeper_leaves_no_nodes(zk_client, zk, topic_nam
     def failing_second():
         transactions.append(transaction())
         if len(transactions) == 2:
+            commit = transactions[-1].commit_async
+
             def commit_async():
+                if applied:
+                    commit().get(timeout=60)
                 raise ConnectionLoss()
             transactions[-1].commit_async = commit_async
         return transactions[-1]
