@@ -115,6 +115,8 @@ class TokenCallback:
     librdkafka keeps a token ``TOKEN_LIFETIME_S`` and asks again 80% through, so the
     provider's own reuse and refresh of its tokens, which aiokafka asks of it, still decide."""
 
+    name = "sasl_oauth_token_provider.token()"  # as errors call it
+
     def __init__(self, provider, timeout_ms):
         self.provider = provider
         self.timeout_s = timeout_ms / 1000.0 if isinstance(timeout_ms, (int, float)) else 40.0
@@ -129,8 +131,7 @@ class TokenCallback:
             return future.result(self.timeout_s)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise TimeoutError("sasl_oauth_token_provider.token() did not return within request_timeout_ms "
-                               "(%d ms)" % (self.timeout_s * 1000)) from None
+            raise TimeoutError("no token within request_timeout_ms (%d ms)" % (self.timeout_s * 1000)) from None
 
     async def _ask(self):
         token = await self.provider.token()

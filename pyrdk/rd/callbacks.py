@@ -601,6 +601,12 @@ def _oauth_token(result):
     return _c_text("token", token), int(expiry * 1000), _c_text("principal", principal), flat
 
 
+def oauth_name(cbs):
+    """What the errors call the token source: ``oauth_cb``, or the ``name`` of the callable
+    given as one (``pyrdk.aio``'s ``sasl_oauth_token_provider``)."""
+    return getattr(cbs.oauth_cb, "name", "oauth_cb")
+
+
 def _set_token(rk, returned):
     """Hand what ``oauth_cb`` returned to ``rd_kafka_oauthbearer_set_token``: None, or the
     ``AuthenticationError`` saying what is wrong with it."""
@@ -672,7 +678,7 @@ def _pyrdk_oauthbearer_cb(rk, config, opaque):
             lib.rd_kafka_oauthbearer_set_token_failure(rk, b"the client closed while oauth_cb ran")
             return
         except BaseException as exc:
-            error = AuthenticationError("oauth_cb raised %s: %s" % (type(exc).__name__, exc),
+            error = AuthenticationError("%s raised %s: %s" % (oauth_name(cbs), type(exc).__name__, exc),
                                         code=errors.AUTHENTICATION)
             error.__cause__ = exc
         else:
@@ -680,6 +686,8 @@ def _pyrdk_oauthbearer_cb(rk, config, opaque):
             if error is None:
                 cbs.oauth_expiry = returned[1]  # librdkafka connects with it while the next one is asked for
                 return
+            if oauth_name(cbs) != "oauth_cb":
+                error = AuthenticationError(str(error).replace("oauth_cb", oauth_name(cbs)), code=errors.AUTHENTICATION)
         cbs.store(error)
         lib.rd_kafka_oauthbearer_set_token_failure(rk, str(error).encode())
     except BaseException as exc:  # on librdkafka's thread: never let it escape

@@ -876,8 +876,9 @@ class Handle:
         last = cbs.last_connection_error or cbs.last_failure or cbs.last_error
         since = cbs.oauth_since
         if since is not None and not (cbs.oauth_expiry is not None and cbs.oauth_expiry > time.time()):
-            exc.args = ("%s (oauth_cb has not returned a token: it was called %d ms ago, and librdkafka "
-                        "connects to no broker before it returns)" % (exc.args[0], (time.monotonic() - since) * 1000),)
+            exc.args = ("%s (%s has not returned a token: it was called %d ms ago, and librdkafka connects to no "
+                        "broker before it returns)" % (exc.args[0], callbacks.oauth_name(cbs),
+                                                      (time.monotonic() - since) * 1000),)
         elif last is not None:
             exc.args = ("%s (last error: %s)" % (exc.args[0], last),)
         elif cbs.tls_verify and not cbs.tls_answered:

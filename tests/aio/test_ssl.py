@@ -257,11 +257,33 @@ async def test_a_token_provider_that_raises_fails_start_naming_its_error(kafka_h
     producer = aiokafka.AIOKafkaProducer(bootstrap_servers=kafka_hosts, security_protocol="SASL_PLAINTEXT",
                                          sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=provider)
     try:
-        with pytest.raises(aiokafka.errors.AuthenticationFailedError, match="identity provider down"):
+        with pytest.raises(aiokafka.errors.AuthenticationFailedError,
+                           match=r"sasl_oauth_token_provider.token\(\) raised ValueError: identity provider down"):
             await asyncio.wait_for(producer.start(), 60)
         assert provider.loops
     finally:
         await producer.stop()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["AIOKafkaConsumer", "AIOKafkaProducer"])
+async def test_a_token_provider_that_never_answers_fails_start_within_request_timeout_ms(kafka_hosts, kind):
+    """start() raises after request_timeout_ms (its wait for the metadata, or the token
+    request's own) naming the provider's token(); stop() does not wait for it."""
+    class Stuck(aiokafka.abc.AbstractTokenProvider):
+        async def token(self):
+            await asyncio.Event().wait()
+
+    client = getattr(aiokafka, kind)(bootstrap_servers=kafka_hosts, security_protocol="SASL_PLAINTEXT",
+                                     sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Stuck(),
+                                     request_timeout_ms=3000)
+    try:
+        with pytest.raises(aiokafka.errors.KafkaError,
+                           match=r"sasl_oauth_token_provider.token\(\) (has not returned a token|raised "
+                                 r"TimeoutError: no token within request_timeout_ms)"):
+            await asyncio.wait_for(client.start(), 60)
+    finally:
+        await asyncio.wait_for(client.stop(), 30)
 
 
 @pytest.mark.parametrize("kind", ["AIOKafkaConsumer", "AIOKafkaProducer"])
