@@ -881,6 +881,8 @@ class BalancedConsumer:
         of partitions. If a ZooKeeper call fails, the nodes it created and did not record in
         ``_owned`` are deleted before the error goes on (``stop()`` deletes only the nodes in
         ``_owned``)."""
+        if not partitions:
+            return {}
         created = {}  # pid -> node created, not yet recorded in _owned nor deleted
         try:
             return self._create_owner_nodes(partitions, created)
