@@ -3,8 +3,6 @@ parsed on first use, Messages left out of the cyclic GC until they could be in a
 refusals of what it cannot read, and librdkafka's functions bound when it is imported."""
 import asyncio
 import gc
-import glob
-import os
 import pickle
 import struct
 import subprocess
@@ -14,7 +12,6 @@ import weakref
 
 import pytest
 
-import pyrdk
 from pyrdk import core
 from pyrdk.aio.structs import ConsumerRecord, RecordMetadata, TopicPartition
 from pyrdk.common import CompressionType
@@ -166,8 +163,10 @@ def test_the_producer_core_wants_real_addresses(producer_core):
 
 def test_a_librdkafka_function_missing_fails_the_import_not_a_call(tmp_path):
     """Loaded without librdkafka and with lazy binding asked for, the module still refuses
-    to load, naming the function (it is linked with -z now)."""
-    path, = glob.glob(os.path.join(os.path.dirname(pyrdk.__file__), "_core.*.so"))
+    to load, naming the function (it is linked with -z now). The file is the one this Python
+    imported: a checkout may hold a build for each Python version."""
+    from pyrdk import _core
+    path = _core.__file__
     script = ("import importlib.util, os, sys\n"
               "sys.setdlopenflags(os.RTLD_LAZY)\n"
               "spec = importlib.util.spec_from_file_location('pyrdk._core', %r)\n"
