@@ -35,10 +35,18 @@ static inline PyObject *Py_XNewRef(PyObject *o) {
         Py_XINCREF(o);
         return o;
 }
-/* PyGC_Disable() and PyGC_Enable() of Python 3.10, through the gc module. */
+/* PyGC_Disable() and PyGC_Enable() of Python 3.10, through the gc module, taken from
+ * sys.modules (PyImport_GetModule; the core imports it when it is loaded): no GC-tracked
+ * object is made, so no collection runs, before the collector is off. */
 static inline int pyrdk_gc_call(const char *name) {
-        PyObject *gc = PyImport_ImportModule("gc"), *r = gc ? PyObject_CallMethod(gc, name, NULL) : NULL;
-        int was = r ? PyObject_IsTrue(r) : 0;
+        PyObject *key = PyUnicode_InternFromString("gc"), *gc = key ? PyImport_GetModule(key) : NULL, *r;
+        int was;
+
+        Py_XDECREF(key);
+        if (!gc && !PyErr_Occurred())
+                gc = PyImport_ImportModule("gc");
+        r = gc ? PyObject_CallMethod(gc, name, NULL) : NULL;
+        was = r ? PyObject_IsTrue(r) : 0;
 
         Py_XDECREF(gc);
         Py_XDECREF(r);

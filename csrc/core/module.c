@@ -90,6 +90,13 @@ static int core_exec(PyObject *module) {
                         "PYRDK_IMPL=python selects the pure-Python core, which runs everywhere");
         return -1;
 #else
+#if PY_VERSION_HEX < 0x030A0000
+        PyObject *gc = PyImport_ImportModule("gc"); /* in sys.modules for core.h's PyGC_Disable() */
+
+        if (!gc)
+                return -1;
+        Py_DECREF(gc);
+#endif
         st->nfree = 0;
         if (!(st->datetime_api = PyCapsule_Import(PyDateTime_CAPSULE_NAME, 0)) ||
             !(st->empty_tuple = PyTuple_New(0)) ||
