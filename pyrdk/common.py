@@ -156,13 +156,19 @@ def check_pair(name, result):
     return result
 
 
-class OffsetType(enum.IntEnum):
+class _IntEnum(enum.IntEnum):
+    """An IntEnum whose ``str()`` (and so ``%s`` and ``format()``) is its int's, on every Python
+    (IntEnum's own from Python 3.11 on), as pykafka's plain int constants print."""
+    __str__ = int.__repr__
+
+
+class OffsetType(_IntEnum):
     """Logical offsets, as pykafka (and the Kafka ListOffsets API) number them."""
     EARLIEST = -2
     LATEST = -1
 
 
-class CompressionType(enum.IntEnum):
+class CompressionType(_IntEnum):
     """Producer compression codecs (librdkafka ``compression.codec``)."""
     NONE = 0
     GZIP = 1
@@ -176,7 +182,7 @@ class CompressionType(enum.IntEnum):
         return self.name.lower()
 
 
-class TimestampType(enum.IntEnum):
+class TimestampType(_IntEnum):
     """What a message's timestamp means (``rd_kafka_timestamp_type_t``)."""
     NOT_AVAILABLE = 0
     CREATE_TIME = 1

@@ -5,13 +5,20 @@ import numpy as np
 import pytest
 
 from pyrdk import CompressionType, Message, OffsetType, SslConfig
-from pyrdk.common import check_bool
+from pyrdk.common import TimestampType, check_bool
 
 
 def test_pykafka_numbers():
     assert (OffsetType.EARLIEST, OffsetType.LATEST) == (-2, -1)
     assert [int(c) for c in CompressionType] == [0, 1, 2, 3, 4]
     assert CompressionType.LZ4.codec == "lz4"
+
+
+def test_the_constants_print_as_their_numbers():
+    """As pykafka's int constants print, on every Python."""
+    assert (str(OffsetType.EARLIEST), "%s" % CompressionType.GZIP, "{}".format(TimestampType.CREATE_TIME)) == \
+        ("-2", "1", "1")
+    assert repr(OffsetType.LATEST) == "<OffsetType.LATEST: -1>"
 
 
 def test_message_fields_and_timestamp_dt():
