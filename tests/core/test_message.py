@@ -323,10 +323,10 @@ class _TextPlace(Message):
 def test_a_subclass_s_repr_takes_numbers_only_as_pyrdk_common_message_s():
     """The repr's "%d" takes a number (a float cut to an int), never text, even text of digits."""
     msg = _TextPlace(b"v")
-    with pytest.raises(TypeError, match="real number is required, not str"):
+    with pytest.raises(TypeError, match="number is required, not str"):
         repr(msg)
     msg.__dict__["text"] = "seven"
-    with pytest.raises(TypeError, match="real number is required, not str"):
+    with pytest.raises(TypeError, match="number is required, not str"):
         repr(msg)
     msg.__dict__["text"] = 2.5
     assert repr(msg) == "<pyrdk.Message topic=None partition=2 offset=3 value=b'v'>"
