@@ -37,9 +37,13 @@ async def round_trip(hosts, topic):
 def test_under_uvloop(kafka_hosts, new_topic):
     uvloop = pytest.importorskip("uvloop")
     topic = new_topic(1)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        assert type(runner.get_loop()).__module__.startswith("uvloop")
-        assert runner.run(round_trip(kafka_hosts, topic)) == [b"%d" % i for i in range(COUNT)]
+    loop = uvloop.new_event_loop()  # not asyncio.Runner(loop_factory=...): Python 3.11 on only
+    try:
+        assert type(loop).__module__.startswith("uvloop")
+        assert loop.run_until_complete(round_trip(kafka_hosts, topic)) == [b"%d" % i for i in range(COUNT)]
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 @pytest.mark.parametrize("use_uvloop", [False, True], ids=["asyncio", "uvloop"])
