@@ -1417,10 +1417,11 @@ async def _call(consumer, fn, arg, what):
         if asyncio.iscoroutine(result):
             await result
     except asyncio.CancelledError:
-        # stop()'s cancel, or one of the task itself (Python 3.11 tells it: before, every
-        # cancellation is raised on)
+        # stop()'s cancel (it closes the consumer first), or one of the task itself, which
+        # Python 3.11 tells (Task.cancelling); before 3.11, the task's own cancel, a loop's
+        # shutdown, is taken for the listener's: the rebalance goes on to its (bounded) end
         cancelling = getattr(asyncio.current_task(), "cancelling", None)
-        if consumer._closed or cancelling is None or cancelling():
+        if consumer._closed or (cancelling is not None and cancelling()):
             raise
         # Not stop()'s: a future the listener awaited was cancelled. Raised on, it would end the
         # rebalance's task before rd_kafka_assign, and the consumer would wait for an
