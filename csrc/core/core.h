@@ -27,14 +27,18 @@
 #include "pyrdk_guard.h"
 
 #if PY_VERSION_HEX < 0x030A0000
-static inline PyObject *Py_NewRef(PyObject *o) {
+/* Py_NewRef() and Py_XNewRef() of Python 3.10, which take any object pointer as CPython's
+ * own macros do. */
+static inline PyObject *pyrdk_new_ref(PyObject *o) {
         Py_INCREF(o);
         return o;
 }
-static inline PyObject *Py_XNewRef(PyObject *o) {
+static inline PyObject *pyrdk_xnew_ref(PyObject *o) {
         Py_XINCREF(o);
         return o;
 }
+#define Py_NewRef(o) pyrdk_new_ref((PyObject *)(o))
+#define Py_XNewRef(o) pyrdk_xnew_ref((PyObject *)(o))
 /* PyGC_Disable() and PyGC_Enable() of Python 3.10, through the gc module, taken from
  * sys.modules (PyImport_GetModule; the core imports it when it is loaded): no GC-tracked
  * object is made, so no collection runs, before the collector is off. */
