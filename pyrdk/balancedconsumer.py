@@ -276,7 +276,8 @@ class BalancedConsumer:
         self._ids_path = "/consumers/%s/ids" % group
         self._path_self = "%s/%s" % (self._ids_path, self._consumer_id.decode())
         self._topic_path = "/consumers/%s/owners/%s" % (group, topic.name.decode())
-        # where pykafka members on Python 3 create their ownership nodes (read, never written)
+        # where pykafka members on Python 3 create their ownership nodes (read and watched;
+        # this member creates the directory alone, as pykafka does)
         self._pykafka_topic_path = "/consumers/%s/owners/%s" % (group, pykafka_owner_dir(topic.name))
 
         self._zookeeper = zookeeper
@@ -377,6 +378,7 @@ class BalancedConsumer:
                 raise ValueError("the chroot %s of zookeeper_hosts does not exist in ZooKeeper: "
                                  "create it first" % zk.chroot)
             zk.ensure_path(self._topic_path)
+            zk.ensure_path(self._pykafka_topic_path)  # as pykafka's start(), so that it can be watched
             zk.ensure_path(self._ids_path)
             self._session = zk.client_id[0]
             self._register()
@@ -819,7 +821,7 @@ class BalancedConsumer:
         zk = self._zk()
         log.warning("%s: the nodes of group %s were deleted from ZooKeeper; making them again",
                     self._consumer_id, self._consumer_group)
-        for path in (self._topic_path, self._ids_path):
+        for path in (self._topic_path, self._pykafka_topic_path, self._ids_path):
             try:
                 self._wait(zk.create_async(path, b"", makepath=True))
             except NodeExistsError:
@@ -1046,6 +1048,7 @@ class BalancedConsumer:
 
         ChildrenWatch(self._zookeeper, self._ids_path, members_changed)
         ChildrenWatch(self._zookeeper, self._topic_path, owners_changed)
+        ChildrenWatch(self._zookeeper, self._pykafka_topic_path, owners_changed)
 
     def _wake(self, reason):
         """Wake the coordinator thread, saying why."""

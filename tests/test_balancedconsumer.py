@@ -231,6 +231,34 @@ def test_gives_way_to_a_pykafka_member_on_python_3(zk_client, zk, topic_name, gr
         consumer.stop()
 
 
+def test_wakes_when_a_pykafka_member_on_python_3_lets_go(zk_client, zk, topic_name, group_name):
+    """A member waiting for partitions a pykafka member on Python 3 owns (nodes under
+    ``owners/b'<topic>'``) is woken when those nodes go, as for nodes under
+    ``owners/<topic>``: it does not sit out its backoff (here 10 minutes) first."""
+    from pyrdk.membershipprotocol import decide_partitions_range
+    topic = make_topic(zk_client, topic_name, 4)
+    group = group_name.decode()
+    other = b"pykafka-host:00000000-0000-0000-0000-000000000000"
+    zk.create("/consumers/%s/ids/%s" % (group, other.decode()), topic.name, ephemeral=True, makepath=True)
+    pykafka_path = "/consumers/%s/owners/%s" % (group, str(topic.name))
+    nodes = {pid: "%s/%d-%d" % (pykafka_path, p.leader.id, pid) for pid, p in topic.partitions.items()}
+    for path in nodes.values():
+        zk.create(path, other, ephemeral=True, makepath=True)
+    consumer = topic.get_balanced_consumer(group_name, rebalance_backoff_ms=600000, rebalance_max_retries=100,
+                                           zookeeper_connection_timeout_ms=2000, consumer_timeout_ms=500)
+    try:
+        mine = {p.id for p in decide_partitions_range([other, consumer.consumer_id], topic.partitions,
+                                                      consumer.consumer_id)}
+        until(lambda: consumer._retry_at is not None and consumer._retry_at - time.monotonic() > 60,
+              "the member backs off")
+        assert consumer.partitions == {}
+        for pid in mine:
+            zk.delete(nodes[pid])
+        until(lambda: set(consumer.partitions) == mine, "the pyrdk member takes its share")
+    finally:
+        consumer.stop()
+
+
 def _committed(topic, group):
     consumer = topic.get_simple_consumer(consumer_group=group, auto_start=False)
     return {pid: r.offset for pid, r in consumer.fetch_offsets()}
