@@ -549,16 +549,17 @@ def security_failure(exc):
     return isinstance(exc, (SslError, AuthenticationError))
 
 
-def _c_text(what, text):
+def _c_text(what, text, source):
     """``text`` as the bytes of a C string, or ValueError: librdkafka would read a NUL as the
-    end of it."""
+    end of it. ``source``: what returned it, as errors name it (:func:`oauth_name`)."""
     try:
         data = text.encode()
     except UnicodeEncodeError:
         data = None
     if data is None or b"\0" in data:
         shown = repr(text) if what == "principal" else "<%d characters, not shown>" % len(text)
-        raise ValueError("the %s oauth_cb returns must be UTF-8 text without NUL characters, not %s" % (what, shown))
+        raise ValueError("the %s %s returns must be UTF-8 text without NUL characters, not %s"
+                         % (what, source, shown))
     return data
 
 
@@ -575,30 +576,31 @@ def _described(value):
 _MAX_EXPIRY = 2 ** 63 // 1000  # seconds whose ms fit librdkafka's int64_t
 
 
-def _oauth_token(result):
+def _oauth_token(result, source):
     """``(token, lifetime_ms, principal, [key, value, ...])`` from what an ``oauth_cb``
-    returned, as bytes for librdkafka; TypeError or ValueError saying what is wrong with it."""
+    returned, as bytes for librdkafka; TypeError or ValueError saying what is wrong with it,
+    naming ``source`` (:func:`oauth_name`)."""
     if not isinstance(result, (tuple, list)) or len(result) not in (2, 3, 4):
-        raise TypeError("oauth_cb must return (token, expiry) or (token, expiry, principal, "
-                        "extensions), not %s" % _described(result))
+        raise TypeError("%s must return (token, expiry) or (token, expiry, principal, "
+                        "extensions), not %s" % (source, _described(result)))
     token, expiry = result[0], result[1]
     principal = result[2] if len(result) > 2 else ""
     extensions = result[3] if len(result) > 3 else None
     if isinstance(token, bytes):
         token = token.decode()
     if not isinstance(token, str) or not token:
-        raise TypeError("the token oauth_cb returns must be a non-empty str, not %s" % _described(token))
+        raise TypeError("the token %s returns must be a non-empty str, not %s" % (source, _described(token)))
     if isinstance(expiry, bool) or not isinstance(expiry, (int, float)) or not 0 < expiry < _MAX_EXPIRY:
-        raise TypeError("the expiry oauth_cb returns must be seconds since the epoch (a finite int or "
-                        "float > 0), not %r" % (expiry,))
+        raise TypeError("the expiry %s returns must be seconds since the epoch (a finite int or "
+                        "float > 0), not %r" % (source, expiry))
     if not isinstance(principal, str):
-        raise TypeError("the principal oauth_cb returns must be a str, not %r" % (principal,))
+        raise TypeError("the principal %s returns must be a str, not %r" % (source, principal))
     if extensions is not None and not isinstance(extensions, dict):
-        raise TypeError("the extensions oauth_cb returns must be a dict, not %r" % (extensions,))
+        raise TypeError("the extensions %s returns must be a dict, not %r" % (source, extensions))
     flat = []
     for key, value in (extensions or {}).items():
-        flat += [_c_text("extensions", str(key)), _c_text("extensions", str(value))]
-    return _c_text("token", token), int(expiry * 1000), _c_text("principal", principal), flat
+        flat += [_c_text("extensions", str(key), source), _c_text("extensions", str(value), source)]
+    return _c_text("token", token, source), int(expiry * 1000), _c_text("principal", principal, source), flat
 
 
 def oauth_name(cbs):
@@ -607,11 +609,12 @@ def oauth_name(cbs):
     return getattr(cbs.oauth_cb, "name", "oauth_cb")
 
 
-def _set_token(rk, returned):
-    """Hand what ``oauth_cb`` returned to ``rd_kafka_oauthbearer_set_token``: None, or the
-    ``AuthenticationError`` saying what is wrong with it."""
+def _set_token(rk, returned, source):
+    """Hand what ``oauth_cb`` (``source``, as errors name it) returned to
+    ``rd_kafka_oauthbearer_set_token``: None, or the ``AuthenticationError`` saying what is
+    wrong with it."""
     try:
-        token, lifetime_ms, principal, extensions = _oauth_token(returned)
+        token, lifetime_ms, principal, extensions = _oauth_token(returned, source)
     except (TypeError, ValueError) as exc:
         return AuthenticationError(str(exc), code=errors.AUTHENTICATION)
     keep = [ffi.new("char[]", item) for item in extensions]
@@ -621,7 +624,7 @@ def _set_token(rk, returned):
         buf, errors.ERRSTR_SIZE)
     if not err:
         return None
-    return AuthenticationError("librdkafka refused the token from oauth_cb: %s" % string(buf),
+    return AuthenticationError("librdkafka refused the token from %s: %s" % (source, string(buf)),
                                code=errors.AUTHENTICATION)
 
 
@@ -682,12 +685,10 @@ def _pyrdk_oauthbearer_cb(rk, config, opaque):
                                         code=errors.AUTHENTICATION)
             error.__cause__ = exc
         else:
-            error = _set_token(rk, returned)
+            error = _set_token(rk, returned, oauth_name(cbs))
             if error is None:
                 cbs.oauth_expiry = returned[1]  # librdkafka connects with it while the next one is asked for
                 return
-            if oauth_name(cbs) != "oauth_cb":
-                error = AuthenticationError(str(error).replace("oauth_cb", oauth_name(cbs)), code=errors.AUTHENTICATION)
         cbs.store(error)
         lib.rd_kafka_oauthbearer_set_token_failure(rk, str(error).encode())
     except BaseException as exc:  # on librdkafka's thread: never let it escape
